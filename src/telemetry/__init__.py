@@ -1,0 +1,50 @@
+"""Typed training telemetry: the event contract, an emitter bus, and a crash-safe event log.
+
+Depends on msgspec only. Any trainer can record a run that Sanctum shows and checks::
+
+    from telemetry import Recorder, RolloutPayload
+    with Recorder(env_id="CartPole-v1", config=cfg) as rec:
+        rec.emit(RolloutPayload(update=0, global_step=512))
+"""
+
+from telemetry.bus import Emitter, EventBus, SinkError
+from telemetry.events import (
+    SCHEMA_MAJOR,
+    Anomaly,
+    AnomalyPayload,
+    EarlyStop,
+    Event,
+    Heartbeat,
+    HeartbeatPayload,
+    PPOUpdate,
+    PPOUpdatePayload,
+    Rollout,
+    RolloutPayload,
+    RunFinished,
+    RunFinishedPayload,
+    RunStarted,
+    RunStartedPayload,
+    TrainerInfo,
+)
+
+__all__ = [
+    "SCHEMA_MAJOR",
+    "Anomaly",
+    "AnomalyPayload",
+    "EarlyStop",
+    "Emitter",
+    "Event",
+    "EventBus",
+    "Heartbeat",
+    "HeartbeatPayload",
+    "PPOUpdate",
+    "PPOUpdatePayload",
+    "Rollout",
+    "RolloutPayload",
+    "RunFinished",
+    "RunFinishedPayload",
+    "RunStarted",
+    "RunStartedPayload",
+    "SinkError",
+    "TrainerInfo",
+]

@@ -1,0 +1,142 @@
+"""A small synchronous event bus and the Emitter that stamps the envelope.
+
+Fan-out is synchronous so that an event is on disk before ``emit`` returns. Subscribers
+are held by strong reference (weak ones vanish silently). A failing sink does not stop
+the others from receiving the event; once every sink has had it, the failure propagates
+as :class:`SinkError` naming the sink, so a full disk stops training loudly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from telemetry.events import (
+    EVENT_FOR_PAYLOAD,
+    AnomalyPayload,
+    Event,
+    HeartbeatPayload,
+    Payload,
+    PPOUpdate,
+    PPOUpdatePayload,
+    Rollout,
+    RolloutPayload,
+    RunFinished,
+    RunFinishedPayload,
+    RunStarted,
+    RunStartedPayload,
+    Anomaly,
+    Heartbeat,
+)
+
+Sink = Callable[[Event], None]
+"""Anything that takes an event; it may raise to signal that it could not keep it."""
+
+E = TypeVar("E", bound=Event)
+
+
+class SinkError(RuntimeError):
+    """A sink raised while handling an event; ``sink_name`` says which."""
+
+    def __init__(self, sink_name: str, event: Event, error: BaseException) -> None:
+        super().__init__(
+            f"sink {sink_name!r} failed on {type(event).__name__} seq {event.seq}: "
+            f"{type(error).__name__}: {error}"
+        )
+        self.sink_name = sink_name
+        self.error = error
+
+
+def _default_name(sink: Sink) -> str:
+    return getattr(sink, "name", None) or getattr(sink, "__qualname__", None) or repr(sink)
+
+
+class EventBus:
+    """Delivers each published event to every subscriber, in subscription order."""
+
+    def __init__(self) -> None:
+        self._sinks: list[tuple[str, Sink]] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, sink: Sink, name: str | None = None) -> Callable[[], None]:
+        """Add ``sink``; returns a function that unsubscribes it."""
+        with self._lock:
+            self._sinks = [*self._sinks, (name or _default_name(sink), sink)]
+        return lambda: self.unsubscribe(sink)
+
+    def unsubscribe(self, sink: Sink) -> None:
+        """Remove ``sink``; removing one that is not subscribed is a no-op."""
+        with self._lock:
+            self._sinks = [(n, s) for n, s in self._sinks if s is not sink]
+
+    @property
+    def sink_names(self) -> tuple[str, ...]:
+        """Names of the current subscribers, in delivery order."""
+        return tuple(n for n, _ in self._sinks)
+
+    def publish(self, event: Event) -> None:
+        """Hand ``event`` to every sink; raise :class:`SinkError` for the first that failed."""
+        failure: SinkError | None = None
+        for name, sink in self._sinks:  # copy-on-write list: safe against (un)subscribe
+            try:
+                sink(event)
+            except Exception as exc:  # noqa: BLE001 - reported below with the sink's name
+                if failure is None:
+                    failure = SinkError(name, event, exc)
+        if failure is not None:
+            raise failure
+
+
+class Emitter:
+    """Stamps ``run_id``, ``seq`` (1, 2, 3...) and ``ts`` onto payloads and publishes them."""
+
+    def __init__(
+        self, bus: EventBus, run_id: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.bus = bus
+        self.run_id = run_id
+        self._clock = clock
+        self._seq = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def emit(self, payload: Payload) -> Event:
+        """Wrap ``payload`` in its event kind, publish it, and return the event."""
+        event_type = EVENT_FOR_PAYLOAD[type(payload)]
+        with self._lock:  # seq order must equal publish order, even across threads
+            event: Event = event_type(  # type: ignore[assignment, call-arg]
+                run_id=self.run_id, seq=next(self._seq), ts=self._clock(), payload=payload
+            )
+            self.bus.publish(event)
+        return event
+
+    def _emit_typed(self, payload: Payload, kind: type[E]) -> E:
+        event = self.emit(payload)
+        assert isinstance(event, kind)
+        return event
+
+    def emit_run_started(self, payload: RunStartedPayload) -> RunStarted:
+        """Publish ``run_started``."""
+        return self._emit_typed(payload, RunStarted)
+
+    def emit_rollout(self, payload: RolloutPayload) -> Rollout:
+        """Publish ``rollout``."""
+        return self._emit_typed(payload, Rollout)
+
+    def emit_ppo_update(self, payload: PPOUpdatePayload) -> PPOUpdate:
+        """Publish ``ppo_update``."""
+        return self._emit_typed(payload, PPOUpdate)
+
+    def emit_anomaly(self, payload: AnomalyPayload) -> Anomaly:
+        """Publish ``anomaly``."""
+        return self._emit_typed(payload, Anomaly)
+
+    def emit_heartbeat(self, payload: HeartbeatPayload) -> Heartbeat:
+        """Publish ``heartbeat``."""
+        return self._emit_typed(payload, Heartbeat)
+
+    def emit_run_finished(self, payload: RunFinishedPayload) -> RunFinished:
+        """Publish ``run_finished``."""
+        return self._emit_typed(payload, RunFinished)
