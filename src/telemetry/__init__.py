@@ -8,6 +8,16 @@ Depends on msgspec only. Any trainer can record a run that Sanctum shows and che
 """
 
 from telemetry.bus import Emitter, EventBus, SinkError
+from telemetry.eventlog import (
+    EventLogError,
+    EventLogNotFound,
+    EventLogReader,
+    EventLogWriter,
+    ReadBatch,
+    SchemaVersionError,
+    SkippedLine,
+    read_events,
+)
 from telemetry.events import (
     SCHEMA_MAJOR,
     Anomaly,
@@ -26,6 +36,7 @@ from telemetry.events import (
     RunStartedPayload,
     TrainerInfo,
 )
+from telemetry.recorder import Recorder
 
 __all__ = [
     "SCHEMA_MAJOR",
@@ -35,16 +46,25 @@ __all__ = [
     "Emitter",
     "Event",
     "EventBus",
+    "EventLogError",
+    "EventLogNotFound",
+    "EventLogReader",
+    "EventLogWriter",
     "Heartbeat",
     "HeartbeatPayload",
     "PPOUpdate",
     "PPOUpdatePayload",
+    "ReadBatch",
+    "Recorder",
     "Rollout",
     "RolloutPayload",
     "RunFinished",
     "RunFinishedPayload",
     "RunStarted",
     "RunStartedPayload",
+    "SchemaVersionError",
     "SinkError",
+    "SkippedLine",
     "TrainerInfo",
+    "read_events",
 ]

@@ -16,8 +16,10 @@ from typing import TypeVar
 
 from telemetry.events import (
     EVENT_FOR_PAYLOAD,
+    Anomaly,
     AnomalyPayload,
     Event,
+    Heartbeat,
     HeartbeatPayload,
     Payload,
     PPOUpdate,
@@ -28,8 +30,6 @@ from telemetry.events import (
     RunFinishedPayload,
     RunStarted,
     RunStartedPayload,
-    Anomaly,
-    Heartbeat,
 )
 
 Sink = Callable[[Event], None]
@@ -93,9 +93,7 @@ class EventBus:
 class Emitter:
     """Stamps ``run_id``, ``seq`` (1, 2, 3...) and ``ts`` onto payloads and publishes them."""
 
-    def __init__(
-        self, bus: EventBus, run_id: str, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, bus: EventBus, run_id: str, clock: Callable[[], float] = time.time) -> None:
         self.bus = bus
         self.run_id = run_id
         self._clock = clock

@@ -19,8 +19,12 @@ SCHEMA_MINOR: Final = 0
 """Minor version: additive changes only, always readable by a reader of the same major."""
 
 
-class Payload(msgspec.Struct, frozen=True, kw_only=True):
-    """Base of every payload: what a trainer reports, before the envelope is stamped."""
+class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Base of every payload: what a trainer reports, before the envelope is stamped.
+
+    Fields left at their default are not written: absent means "not measured" (or the
+    default), which keeps lines short and the encoder on its fast path.
+    """
 
 
 class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -32,8 +36,8 @@ class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True):
     """Trainer version string."""
 
 
-class RunStartedPayload(Payload, frozen=True, kw_only=True):
-    """First event of every run."""
+class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False):
+    """First event of every run (written in full: other tools read its schema and config)."""
 
     schema: int = SCHEMA_MAJOR
     """Major schema version of this log."""

@@ -1,0 +1,54 @@
+"""JSON Lines encoding of events: strict JSON, non-finite floats as strings.
+
+msgspec writes NaN and infinities as ``null``, which would be read back as "not measured".
+The contract writes them as the strings "NaN", "Infinity" and "-Infinity" (the protobuf
+JSON convention) and the decoder, in lax mode, turns those strings back into floats.
+The fast path costs one search for ``null`` in the encoded line; only a line that has one
+is re-encoded with its non-finite floats spelled out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+from telemetry.events import Event
+
+_NONFINITE_NAMES = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _spell_nonfinite(value: Any) -> Any:
+    """Replace non-finite floats anywhere inside builtins by their contract strings."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else _NONFINITE_NAMES[value]
+    if isinstance(value, dict):
+        return {k: _spell_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spell_nonfinite(v) for v in value]
+    return value
+
+
+class LineEncoder:
+    """Encodes events into one reused buffer as a JSON line (not thread-safe: one per writer)."""
+
+    def __init__(self) -> None:
+        self._encoder = msgspec.json.Encoder()
+        self._buffer = bytearray(1024)
+
+    def encode(self, event: Event) -> bytearray:
+        """Return the buffer holding ``event`` as one JSON line ending in a newline."""
+        buf = self._buffer
+        self._encoder.encode_into(event, buf)
+        if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
+            self._encoder.encode_into(_spell_nonfinite(msgspec.to_builtins(event)), buf)
+        buf.extend(b"\n")
+        return buf
+
+
+def encode_line(event: Event) -> bytes:
+    """One event as a JSON line (convenience; writers keep a :class:`LineEncoder`)."""
+    return bytes(LineEncoder().encode(event))

@@ -1,0 +1,282 @@
+"""The append-only event log: one JSON line per event, written whole and flushed on emit.
+
+Writer: one ``os.write`` of a complete line per event on an ``O_APPEND`` descriptor, so a
+crash loses nothing already emitted and a tail never sees half a line from a live writer.
+Reader: incremental from a byte offset; a last line without its newline is not an event
+yet; truncation or replacement of the file is detected and reported as a ``reset``;
+malformed lines and unknown kinds are skipped and counted with their line numbers; only a
+newer *major* schema is refused. Reads are bounded per call so memory stays flat however
+long the log is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from telemetry.codec import LineEncoder
+from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+"""How much a single ``read_new`` call reads at most."""
+_FINGERPRINT_BYTES = 64
+
+
+class EventLogError(Exception):
+    """The event log cannot be used (missing, unreadable, newer schema)."""
+
+
+class EventLogNotFound(EventLogError, FileNotFoundError):
+    """There is no event log at the path."""
+
+
+class SchemaVersionError(EventLogError):
+    """The log was written with a newer major schema than this reader supports."""
+
+    def __init__(self, path: Path, line_no: int, found: int) -> None:
+        super().__init__(
+            f"{path}:{line_no}: event log schema {found} is newer than the supported "
+            f"schema {SCHEMA_MAJOR}; upgrade sanctum-ppo to read it"
+        )
+        self.found = found
+        self.supported = SCHEMA_MAJOR
+
+
+@dataclass(frozen=True)
+class SkippedLine:
+    """A line the reader could not use, and why."""
+
+    line_no: int
+    kind: Literal["malformed", "unknown_kind"]
+    detail: str
+
+
+@dataclass(frozen=True)
+class ReadBatch:
+    """What one read produced: events in file order, skipped lines, and a reset notice."""
+
+    events: list[Event] = field(default_factory=list)
+    skipped: list[SkippedLine] = field(default_factory=list)
+    reset: str | None = None
+    """Why the reader started again from byte 0 (the file was truncated or replaced)."""
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.skipped or self.reset)
+
+
+class EventLogWriter:
+    """A bus sink that appends each event to ``path`` as one flushed JSON line.
+
+    ``fsync_every``: also ``fsync`` at most every that many seconds (None: never; the OS
+    still has every line the moment ``write`` returns, so only a machine crash can lose it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fsync_every: float | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.name = f"eventlog:{self.path}"
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._encoder = LineEncoder()
+        self._lock = threading.Lock()
+        self._fsync_every = fsync_every
+        self._last_fsync = time.monotonic()
+
+    def __call__(self, event: Event) -> None:
+        self.write(event)
+
+    def write(self, event: Event) -> None:
+        """Append ``event``; on return the whole line is in the file."""
+        with self._lock:
+            if self._fd is None:
+                raise EventLogError(f"{self.path}: event log writer is closed")
+            line = self._encoder.encode(event)
+            written = os.write(self._fd, line)
+            if written < len(line):  # short write: finish the line before anything else
+                rest = bytes(line[written:])
+                while rest:
+                    rest = rest[os.write(self._fd, rest) :]
+            if self._fsync_every is not None:
+                now = time.monotonic()
+                if now - self._last_fsync >= self._fsync_every:
+                    os.fsync(self._fd)
+                    self._last_fsync = now
+
+    def close(self) -> None:
+        """Close the file (fsync first when fsync was asked for). Idempotent."""
+        with self._lock:
+            if self._fd is None:
+                return
+            if self._fsync_every is not None:
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Peek(msgspec.Struct):
+    """Just enough of a line to say why it did not decode."""
+
+    type: str | None = None
+    payload: dict[str, object] | None = None
+
+
+class EventLogReader:
+    """Reads events appended to ``path`` from byte ``offset`` on, one bounded batch at a time."""
+
+    def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
+        self.path = Path(path)
+        self.offset = offset
+        self.line_no = 0
+        """Number of lines consumed so far (valid when starting from offset 0)."""
+        self.skipped: list[SkippedLine] = []
+        self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
+        self._identity: tuple[int, int] | None = None
+        self._fingerprint = b""
+
+    def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
+        """Decode the complete lines appended since the last call (at most ~``max_bytes``).
+
+        Raises EventLogNotFound, EventLogError (unreadable) or SchemaVersionError.
+        """
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise EventLogNotFound(f"{self.path}: no such event log") from None
+        except OSError as exc:
+            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
+        try:
+            reset = self._check_identity(fd)
+            data = os.pread(fd, max_bytes, self.offset)
+            if len(data) == max_bytes and b"\n" not in data:  # one enormous line: read it whole
+                data = self._read_line_whole(fd, data)
+        except OSError as exc:
+            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
+        end = data.rfind(b"\n")
+        if end < 0:  # nothing, or a partial last line: not an event yet
+            return ReadBatch(reset=reset)
+        self.offset += end + 1
+        events, skipped = self._decode(data[: end + 1])
+        self.skipped.extend(skipped)
+        return ReadBatch(events, skipped, reset)
+
+    def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
+        """Yield batches until the end of what is in the file now."""
+        while batch := self.read_new(max_bytes):
+            yield batch
+
+    def follow(
+        self, poll_interval: float = 0.1, stop: Callable[[], bool] | None = None
+    ) -> Iterator[ReadBatch]:
+        """Yield non-empty batches as lines are appended, until ``stop()`` is true.
+
+        Waits for a file that does not exist (yet, or again while it is being replaced).
+        """
+        while not (stop is not None and stop()):
+            try:
+                batch = self.read_new()
+            except EventLogNotFound:
+                batch = ReadBatch()
+            if batch:
+                yield batch
+            else:
+                time.sleep(poll_interval)
+
+    def _check_identity(self, fd: int) -> str | None:
+        """Detect replacement (new inode or new first bytes) and truncation; restart if so."""
+        st = os.fstat(fd)
+        identity = (st.st_dev, st.st_ino)
+        reason = None
+        if self._identity is not None and identity != self._identity:
+            reason = f"{self.path} was replaced by a new file; reading it from the start"
+        elif st.st_size < self.offset:
+            reason = (
+                f"{self.path} was truncated to {st.st_size} bytes (had read {self.offset}); "
+                "reading it from the start"
+            )
+        elif self._fingerprint and not os.pread(fd, _FINGERPRINT_BYTES, 0).startswith(
+            self._fingerprint
+        ):
+            reason = f"{self.path} was rewritten in place; reading it from the start"
+        if reason is not None:
+            self.offset = 0
+            self.line_no = 0
+        self._identity = identity
+        if len(self._fingerprint) < _FINGERPRINT_BYTES:
+            self._fingerprint = os.pread(fd, _FINGERPRINT_BYTES, 0)
+        return reason
+
+    def _read_line_whole(self, fd: int, data: bytes) -> bytes:
+        chunks = [data]
+        while chunk := os.pread(fd, DEFAULT_MAX_BYTES, self.offset + sum(map(len, chunks))):
+            chunks.append(chunk)
+            if b"\n" in chunk:
+                break
+        return b"".join(chunks)
+
+    def _decode(self, chunk: bytes) -> tuple[list[Event], list[SkippedLine]]:
+        first_line = self.line_no
+        try:  # fast path: every line is good
+            events: list[Event] = self._decoder.decode_lines(chunk)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._decode_each(chunk)
+        self.line_no += chunk.count(b"\n")
+        if b'"run_started"' in chunk:
+            self._check_schemas(events, first_line)
+        return events, []
+
+    def _check_schemas(self, events: list[Event], first_line: int) -> None:
+        for i, event in enumerate(events):
+            if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
+                raise SchemaVersionError(self.path, first_line + i + 1, event.payload.schema)
+
+    def _decode_each(self, chunk: bytes) -> tuple[list[Event], list[SkippedLine]]:
+        events: list[Event] = []
+        skipped: list[SkippedLine] = []
+        for line in chunk.split(b"\n")[:-1]:
+            self.line_no += 1
+            if not line.strip():
+                continue
+            try:
+                event = self._decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                skipped.append(self._why_skipped(line, exc))
+                continue
+            if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
+                raise SchemaVersionError(self.path, self.line_no, event.payload.schema)
+            events.append(event)
+        return events, skipped
+
+    def _why_skipped(self, line: bytes, exc: Exception) -> SkippedLine:
+        try:
+            peek = msgspec.json.decode(line, type=_Peek)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return SkippedLine(self.line_no, "malformed", f"not a JSON event object: {exc}")
+        if peek.type not in KINDS:
+            return SkippedLine(self.line_no, "unknown_kind", f"unknown event kind {peek.type!r}")
+        schema = (peek.payload or {}).get("schema")
+        if peek.type == "run_started" and isinstance(schema, int) and schema > SCHEMA_MAJOR:
+            raise SchemaVersionError(self.path, self.line_no, schema)
+        return SkippedLine(self.line_no, "malformed", f"invalid {peek.type} event: {exc}")
+
+
+def read_events(path: str | os.PathLike[str]) -> ReadBatch:
+    """Read a whole event log into one batch (for modest logs; stream with ``batches``)."""
+    reader = EventLogReader(path)
+    events: list[Event] = []
+    for batch in reader.batches():
+        events.extend(batch.events)
+    return ReadBatch(events, list(reader.skipped))
