@@ -1,0 +1,112 @@
+"""Schema 1 round trips: every kind, every field, non-finite floats."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import get_args
+
+import msgspec
+import pytest
+
+from telemetry.codec import encode_line
+from telemetry.eventlog import EventLogWriter, read_events
+from telemetry.events import (
+    EVENT_FOR_PAYLOAD,
+    EVENT_TYPES,
+    KINDS,
+    Event,
+    PPOUpdate,
+    PPOUpdatePayload,
+    kind_of,
+)
+from tests.telemetry.factories import all_full_events, full_event
+
+
+def test_every_kind_in_the_union_is_covered() -> None:
+    assert set(EVENT_TYPES) == set(get_args(Event))
+    assert len(EVENT_FOR_PAYLOAD) == len(EVENT_TYPES)
+    assert {kind_of(t) for t in EVENT_TYPES} == KINDS
+    assert KINDS == {"run_started", "rollout", "ppo_update", "anomaly", "heartbeat", "run_finished"}
+
+
+@pytest.mark.parametrize("event_type", EVENT_TYPES, ids=kind_of)
+def test_full_event_round_trips_through_a_file(tmp_path: Path, event_type: type) -> None:
+    event = full_event(event_type)
+    payload_fields = msgspec.structs.asdict(event.payload)  # type: ignore[attr-defined]
+    assert all(v is not None for v in payload_fields.values()), "factory left a field unset"
+    with EventLogWriter(tmp_path / "events.jsonl") as writer:
+        writer(event)
+    batch = read_events(tmp_path / "events.jsonl")
+    assert batch.events == [event]
+    assert batch.skipped == []
+
+
+def test_all_kinds_in_one_file_keep_order(tmp_path: Path) -> None:
+    events = all_full_events()
+    with EventLogWriter(tmp_path / "e.jsonl") as writer:
+        for event in events:
+            writer(event)
+    assert read_events(tmp_path / "e.jsonl").events == events
+
+
+def test_lines_are_strict_json_with_snake_case_tags() -> None:
+    for event in all_full_events():
+        line = encode_line(event)
+        assert line.endswith(b"\n") and line.count(b"\n") == 1
+        obj = msgspec.json.decode(line)
+        assert obj["type"] == kind_of(type(event))
+        assert {"run_id", "seq", "ts", "payload"} <= obj.keys()
+
+
+@pytest.mark.parametrize(
+    ("value", "spelled"),
+    [(math.nan, "NaN"), (math.inf, "Infinity"), (-math.inf, "-Infinity")],
+)
+def test_nonfinite_floats_round_trip_as_strings(tmp_path: Path, value: float, spelled: str) -> None:
+    payload = PPOUpdatePayload(
+        update=3,
+        global_step=99,
+        approx_kl=value,
+        clip_fraction=0.1,
+        early_stopped=False,
+        grad_norm=value,
+        entropy=0.5,
+    )
+    event = PPOUpdate(run_id="r", seq=1, ts=1.0, payload=payload)
+    line = encode_line(event)
+    obj = msgspec.json.decode(line)  # strict JSON: a bare NaN token would not parse
+    assert obj["payload"]["approx_kl"] == spelled
+    assert obj["payload"]["grad_norm"] == spelled
+    assert "kl_final" not in obj["payload"]  # not measured stays absent, never a number
+    with EventLogWriter(tmp_path / "e.jsonl") as writer:
+        writer(event)
+    (back,) = read_events(tmp_path / "e.jsonl").events
+    assert isinstance(back, PPOUpdate)
+    got = back.payload.approx_kl
+    assert (math.isnan(got) and math.isnan(value)) or got == value
+    assert back.payload.kl_final is None
+    assert back.payload.entropy == 0.5
+
+
+def test_absent_optional_fields_decode_as_not_measured(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_text(
+        '{"type":"ppo_update","run_id":"r","seq":1,"ts":1.0,"payload":'
+        '{"update":0,"global_step":8,"approx_kl":0.01,"clip_fraction":0.1,"early_stopped":false,'
+        '"explained_variance":null}}\n'
+    )
+    (event,) = read_events(path).events
+    assert isinstance(event, PPOUpdate)
+    assert event.payload.explained_variance is None
+    assert event.payload.grad_norm is None
+
+
+def test_payload_fields_each_have_a_docstring() -> None:
+    source = Path(__import__("telemetry.events").events.__file__).read_text()
+    for payload_type in EVENT_FOR_PAYLOAD:
+        for name in payload_type.__struct_fields__:
+            marker = f"    {name}:"
+            at = source.index(marker, source.index(f"class {payload_type.__name__}("))
+            next_line = source[at:].splitlines()[1].strip()
+            assert next_line.startswith('"""'), f"{payload_type.__name__}.{name} has no docstring"

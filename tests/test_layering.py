@@ -1,0 +1,37 @@
+"""Layering (DESIGN.md section 3): checked in a fresh interpreter through sys.modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _modules_after_import(module: str) -> set[str]:
+    code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout))
+
+
+def _roots(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+@pytest.mark.parametrize("module", ["telemetry", "sanctum", "sanctum.cli"])
+def test_no_torch_and_no_ppo(module: str) -> None:
+    roots = _roots(_modules_after_import(module))
+    assert "torch" not in roots
+    assert "ppo" not in roots
+
+
+def test_telemetry_loads_neither_textual_nor_sanctum() -> None:
+    roots = _roots(_modules_after_import("telemetry"))
+    assert {"textual", "sanctum", "rich"}.isdisjoint(roots)
+
+
+def test_ppo_loads_no_textual_and_no_sanctum() -> None:
+    roots = _roots(_modules_after_import("ppo"))
+    assert "textual" not in roots
+    assert "sanctum" not in roots
