@@ -1,0 +1,346 @@
+"""Folds events into run state and hands out frozen snapshots.
+
+``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
+writes and two deque appends); everything per-metric happens in ``snapshot``, which the
+dashboard calls once per batch of events, and is cached until the next update arrives.
+No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from types import MappingProxyType
+
+from sanctum.health import HealthReport, Level, evaluate
+from sanctum.metrics import PPO_METRICS
+from sanctum.state import (
+    EVENT_LOG_LEN,
+    HISTORY_LEN,
+    SERIES_LEN,
+    LogEntry,
+    MetricSnapshot,
+    RunSnapshot,
+    RunState,
+    SanctumSnapshot,
+    SkipCounts,
+    TamiyoState,
+    connection_of,
+    least_squares_slope,
+    max_kl_of,
+    metric_columns,
+    total_steps_of,
+)
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from telemetry.eventlog import ReadBatch
+from telemetry.events import (
+    Anomaly,
+    AnomalyPayload,
+    Event,
+    Heartbeat,
+    PPOUpdate,
+    PPOUpdatePayload,
+    Rollout,
+    RolloutPayload,
+    RunFinished,
+    RunFinishedPayload,
+    RunStarted,
+    RunStartedPayload,
+)
+
+SKIPPED_KEPT = 50
+"""Skipped lines remembered individually (all are counted)."""
+
+_FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
+
+
+def early_stop_text(p: PPOUpdatePayload) -> str:
+    """The trainer's reason, else one built from the structured record, else a plain note."""
+    if p.early_stop_reason:
+        return p.early_stop_reason
+    stop = p.early_stop
+    if stop is not None:
+        return (
+            f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} at epoch {stop.epoch} "
+            f"minibatch {stop.minibatch} ({stop.scope} scope)"
+        )
+    return f"update {p.update} stopped early (no reason given)"
+
+
+class SanctumAggregator:
+    """The one place events become state. Not thread-safe: one reader thread owns it."""
+
+    def __init__(
+        self,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        history_len: int = HISTORY_LEN,
+        series_len: int = SERIES_LEN,
+        log_len: int = EVENT_LOG_LEN,
+    ) -> None:
+        self.thresholds = thresholds
+        self._history_len = history_len
+        self._series_len = series_len
+        self.log: deque[LogEntry] = deque(maxlen=log_len)
+        self.malformed = 0
+        self.unknown_kind = 0
+        self.resets = 0
+        self.last_reset: str | None = None
+        self.recent_skipped: deque[tuple[int, str, str]] = deque(maxlen=SKIPPED_KEPT)
+        self._clear()
+
+    def _clear(self) -> None:
+        self.tamiyo = TamiyoState(self._history_len, self._series_len)
+        self.run = RunState()
+        self._cache_key: tuple[int, int] | None = None
+        self._cached: (
+            tuple[
+                HealthReport,
+                MappingProxyType[str, MetricSnapshot],
+                tuple[int, ...],
+                tuple[int, ...],
+            ]
+            | None
+        ) = None
+
+    def reset(self, reason: str) -> None:
+        """Forget the run (the log restarted); keep the event log and skip counts."""
+        self._clear()
+        self.resets += 1
+        self.last_reset = reason
+        self.log.append(LogEntry("reset", Level.WARNING, reason))
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def handle_batch(self, batch: ReadBatch) -> None:
+        """Fold one reader batch: a reset first, then its events, then its skipped lines."""
+        if batch.reset is not None:
+            self.reset(batch.reset)
+        for event in batch.events:
+            self.handle(event)
+        for line in batch.skipped:
+            if line.kind == "malformed":
+                self.malformed += 1
+            else:
+                self.unknown_kind += 1
+            self.recent_skipped.append((line.line_no, line.kind, line.detail))
+        if batch.skipped:
+            n, first = len(batch.skipped), batch.skipped[0]
+            lines = f"{n} line{'s' if n > 1 else ''}"
+            text = f"{lines} skipped from line {first.line_no}: {first.detail}"
+            self.log.append(LogEntry("skipped", Level.WARNING, text))
+
+    def handle(self, event: Event) -> None:
+        """Fold one event of any kind."""
+        run = self.run
+        run.events += 1
+        run.last_event_ts = event.ts
+        if run.last_seq is not None and event.seq > run.last_seq + 1:
+            self._gap(run.last_seq, event)
+        run.last_seq = event.seq
+        if run.status is None:
+            run.status = "running"
+        match event:
+            case PPOUpdate(payload=p):
+                self._ppo_update(p, event)
+            case Rollout(payload=p):
+                self._rollout(p)
+            case Heartbeat(payload=p):
+                run.global_step = p.global_step
+            case Anomaly(payload=p):
+                self._anomaly(p, event)
+            case RunStarted(payload=p):
+                self._run_started(p, event)
+            case RunFinished(payload=p):
+                self._run_finished(p, event)
+
+    def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
+        self.tamiyo.record(p)
+        self.run.updates += 1
+        self.run.global_step = p.global_step
+        if p.early_stopped:
+            text = early_stop_text(p)
+            self.log.append(
+                LogEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
+            )
+
+    def _rollout(self, p: RolloutPayload) -> None:
+        run = self.run
+        run.global_step = p.global_step
+        if p.steps_per_second is not None:
+            run.steps_per_second = p.steps_per_second
+        run.episodes += p.episodes
+        if p.episode_return_mean is not None:  # a rollout without a finished episode says nothing
+            run.episode_return = p.episode_return_mean
+            run.episode_return_min = p.episode_return_min
+            run.episode_return_max = p.episode_return_max
+            run.episode_length = p.episode_length_mean
+            run.episode_returns.append(p.episode_return_mean)
+            run.episode_return_series.append(p.episode_return_mean)
+
+    def _anomaly(self, p: AnomalyPayload, event: Anomaly) -> None:
+        if p.severity == "critical":
+            self.run.anomalies_critical += 1
+        else:
+            self.run.anomalies_warning += 1
+        if p.global_step is not None:
+            self.run.global_step = p.global_step
+        value = "" if p.value is None else f" = {p.value:g}"
+        level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
+        self.log.append(
+            LogEntry(
+                "anomaly", level, f"{p.metric}{value}: {p.message}", event.ts, event.seq, p.update
+            )
+        )
+
+    def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
+        if self.run.run_id is not None and self.run.run_id != event.run_id:
+            self.reset(f"a new run {event.run_id} started in the same log")
+            self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
+        run = self.run
+        run.run_id = event.run_id
+        run.env_id = p.env_id
+        run.trainer = f"{p.trainer.name} {p.trainer.version}".strip()
+        run.seed = p.seed
+        run.schema = p.schema
+        run.config = MappingProxyType(dict(p.config))
+        run.started_ts = event.ts
+        run.total_steps = total_steps_of(p.config)
+        self.tamiyo.max_kl = max_kl_of(p.config)
+        details = ", ".join(
+            f"{k} {v}"
+            for k, v in (("env", p.env_id), ("seed", p.seed), ("trainer", run.trainer))
+            if v is not None
+        )
+        self.log.append(
+            LogEntry(
+                "start",
+                Level.HEALTHY,
+                f"run {event.run_id} started ({details})",
+                event.ts,
+                event.seq,
+            )
+        )
+
+    def _run_finished(self, p: RunFinishedPayload, event: RunFinished) -> None:
+        run = self.run
+        run.status = p.status
+        run.reason = p.reason
+        run.finished_ts = event.ts
+        run.duration_seconds = p.duration_seconds
+        if p.global_step is not None:
+            run.global_step = p.global_step
+        text = f"run {p.status}" + (f": {p.reason}" if p.reason else "")
+        self.log.append(LogEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq))
+
+    def _gap(self, last_seq: int, event: Event) -> None:
+        self.run.seq_gaps += 1
+        missing = event.seq - last_seq - 1
+        self.log.append(
+            LogEntry(
+                "gap",
+                Level.WARNING,
+                f"{missing} event{'s' if missing > 1 else ''} missing before seq {event.seq}",
+                event.ts,
+                event.seq,
+            )
+        )
+
+    # -- snapshot --------------------------------------------------------------------------
+
+    def health(self) -> HealthReport:
+        """The health report of the latest update (PENDING before the first)."""
+        return self._metrics()[0]
+
+    def snapshot(self, now: float) -> SanctumSnapshot:
+        """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
+        health, metrics, history_updates, series_updates = self._metrics()
+        tamiyo = self.tamiyo
+        run = self._run_snapshot()
+        return SanctumSnapshot(
+            now=now,
+            connection=connection_of(run, now, self.thresholds.stale_seconds),
+            run=run,
+            update=None if tamiyo.latest is None else tamiyo.latest.update,
+            metrics=metrics,
+            history_updates=history_updates,
+            series_updates=series_updates,
+            health=health,
+            early_stops=tamiyo.early_stops,
+            last_early_stop_reason=tamiyo.last_early_stop_reason,
+            policy_drift_rate=tamiyo.policy_drift_rate,
+            trust_region_health=tamiyo.trust_region_health,
+            max_kl=tamiyo.max_kl,
+            log=tuple(self.log),
+            skipped=SkipCounts(
+                self.malformed,
+                self.unknown_kind,
+                self.resets,
+                self.last_reset,
+                tuple(self.recent_skipped),
+            ),
+            thresholds=self.thresholds,
+        )
+
+    def _metrics(
+        self,
+    ) -> tuple[
+        HealthReport, MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]
+    ]:
+        """Health and per-metric columns, recomputed only when an update arrived."""
+        tamiyo = self.tamiyo
+        key = (id(tamiyo), tamiyo.updates_seen)
+        if self._cached is not None and key == self._cache_key:
+            return self._cached
+        latest = tamiyo.latest
+        health = evaluate(
+            tamiyo.values(), self.thresholds, None if latest is None else latest.update
+        )
+        history_updates, history = metric_columns(tamiyo.history)
+        series_updates, series = metric_columns(tamiyo.series)
+        metrics = MappingProxyType(
+            {
+                m: MetricSnapshot(
+                    name=m,
+                    value=history[m][-1] if history[m] else None,
+                    history=history[m],
+                    series=series[m],
+                    level=health.level(m),
+                    trend=least_squares_slope(history_updates, history[m]),
+                )
+                for m in PPO_METRICS
+            }
+        )
+        self._cache_key = key
+        self._cached = (health, metrics, history_updates, series_updates)
+        return self._cached
+
+    def _run_snapshot(self) -> RunSnapshot:
+        r = self.run
+        return RunSnapshot(
+            run_id=r.run_id,
+            env_id=r.env_id,
+            trainer=r.trainer,
+            seed=r.seed,
+            schema=r.schema,
+            config=r.config,
+            status=r.status,
+            reason=r.reason,
+            started_ts=r.started_ts,
+            last_event_ts=r.last_event_ts,
+            finished_ts=r.finished_ts,
+            duration_seconds=r.duration_seconds,
+            global_step=r.global_step,
+            total_steps=r.total_steps,
+            updates=r.updates,
+            steps_per_second=r.steps_per_second,
+            episodes=r.episodes,
+            episode_return=r.episode_return,
+            episode_return_min=r.episode_return_min,
+            episode_return_max=r.episode_return_max,
+            episode_length=r.episode_length,
+            episode_returns=tuple(r.episode_returns),
+            episode_return_series=tuple(r.episode_return_series),
+            anomalies_warning=r.anomalies_warning,
+            anomalies_critical=r.anomalies_critical,
+            events=r.events,
+            seq_gaps=r.seq_gaps,
+        )

@@ -1,0 +1,51 @@
+"""The PPO metrics Sanctum tracks, derived from the event contract rather than spelled out.
+
+Every numeric field of :class:`telemetry.events.PPOUpdatePayload` except the two indices
+(``update``, ``global_step``) is a metric. Deriving the list means a field appended to the
+contract appears in state, health, check and summary without touching any of them.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Final
+
+import msgspec
+
+from telemetry.events import PPOUpdatePayload
+
+_INDEX_FIELDS: Final = frozenset({"update", "global_step"})
+_FIELDS: Final = msgspec.structs.fields(PPOUpdatePayload)
+
+
+def _numeric_base(annotation: object) -> type | None:
+    """``float`` or ``int`` for those types and their ``| None`` forms, else None (bool too)."""
+    if annotation is float or annotation is int:
+        return annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _numeric_base(members[0]) if len(members) == 1 else None
+    return None
+
+
+_NUMERIC: Final = [
+    (i, f, _numeric_base(f.type))
+    for i, f in enumerate(_FIELDS)
+    if f.name not in _INDEX_FIELDS and _numeric_base(f.type) is not None
+]
+
+PPO_METRICS: Final[tuple[str, ...]] = tuple(f.name for _, f, _ in _NUMERIC)
+"""Metric names, in contract order."""
+
+PPO_METRIC_POSITIONS: Final[tuple[int, ...]] = tuple(i for i, _, _ in _NUMERIC)
+"""Each metric's position in ``msgspec.structs.astuple(payload)``, aligned with PPO_METRICS."""
+
+FLOAT_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, t in _NUMERIC if t is float)
+"""Metrics that can be non-finite (integer counters cannot)."""
+
+REQUIRED_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, _ in _NUMERIC if f.required)
+"""Metrics every ``ppo_update`` carries; all others may be absent (not measured)."""
+
+UPDATE_POSITION: Final[int] = [f.name for f in _FIELDS].index("update")
+"""Position of ``update`` in ``msgspec.structs.astuple(payload)``."""

@@ -1,0 +1,361 @@
+"""Live state of a run (mutable, owned by the aggregator) and its frozen snapshot.
+
+History lives here as bounded deques; a :class:`SanctumSnapshot` hands out tuples and
+read-only mappings only, so widgets never see a deque that changes under them.
+
+:class:`TamiyoState` keeps the PPO policy's health row-oriented: the last 10 update
+payloads (the sparkline history of *every* metric) and the last 600 (the chart series).
+A payload is already a frozen Struct, so recording an update costs two deque appends
+however many fields the contract grows, and the per-metric columns are cut once per
+snapshot, not once per event. ``None`` stays ``None`` all the way: "not measured" is
+never a zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Final, Literal
+
+import msgspec
+
+from sanctum.health import HealthReport, Level
+from sanctum.metrics import PPO_METRIC_POSITIONS, PPO_METRICS, UPDATE_POSITION
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from telemetry.events import PPOUpdatePayload
+
+HISTORY_LEN: Final = 10
+"""Updates kept for sparklines and the drift rate."""
+SERIES_LEN: Final = 600
+"""Updates kept for charts."""
+EVENT_LOG_LEN: Final = 200
+"""Notable events kept for the event-log panel."""
+TOTAL_STEPS_KEYS: Final = ("total_steps", "total_timesteps")
+"""``run_started.config`` keys that may declare the planned environment steps."""
+
+RunPhase = Literal["running", "completed", "failed", "interrupted"]
+
+
+class Connection(str, Enum):
+    """What the log says about the trainer right now."""
+
+    WAITING = "waiting"
+    """No event yet (the file may not exist yet)."""
+    LIVE = "live"
+    """Running, and an event arrived within ``stale_seconds``."""
+    STALE = "stale"
+    """Running, but silent for longer than ``stale_seconds``: slow, hung or killed."""
+    FINISHED = "finished"
+    """``run_finished`` with status completed."""
+    FAILED = "failed"
+    """``run_finished`` with status failed (an exception in the trainer)."""
+    INTERRUPTED = "interrupted"
+    """``run_finished`` with status interrupted (Ctrl-C or a stop request)."""
+
+
+def least_squares_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
+    """Slope of the least-squares line through the finite (x, y) pairs; None if < 2 points."""
+    points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and math.isfinite(y)]
+    if len(points) < 2:
+        return None
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if spread == 0:
+        return None
+    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSnapshot:
+    """One PPO metric: latest value, recent history, longer series and its level."""
+
+    name: str
+    value: float | None
+    """Latest value; None when the latest update did not measure it."""
+    history: tuple[float | None, ...]
+    """Last HISTORY_LEN updates, oldest first, aligned with ``SanctumSnapshot.history_updates``."""
+    series: tuple[float | None, ...]
+    """Last SERIES_LEN updates, aligned with ``SanctumSnapshot.series_updates``."""
+    level: Level
+    """From the health report of the latest update."""
+    trend: float | None
+    """Least-squares slope of ``history`` per update; None with fewer than 2 finite points."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """A notable event for the event-log panel."""
+
+    kind: Literal["start", "early_stop", "anomaly", "finish", "reset", "skipped", "gap"]
+    level: Level
+    """HEALTHY for start/completed; WARNING or CRITICAL for trouble."""
+    text: str
+    ts: float | None = None
+    seq: int | None = None
+    update: int | None = None
+
+
+class TamiyoState:
+    """The PPO policy's health: recent updates, early stops, drift and trust region."""
+
+    def __init__(self, history_len: int = HISTORY_LEN, series_len: int = SERIES_LEN) -> None:
+        self.latest: PPOUpdatePayload | None = None
+        self.history: deque[PPOUpdatePayload] = deque(maxlen=history_len)
+        self.series: deque[PPOUpdatePayload] = deque(maxlen=series_len)
+        self.updates_seen = 0
+        self.early_stops = 0
+        self.last_early_stop_reason: str | None = None
+        self.last_early_stop_update: int | None = None
+        self.max_kl: float | None = None
+        """``max_kl`` declared in ``run_started.config``; None when the run has none."""
+
+    def record(self, payload: PPOUpdatePayload) -> None:
+        """Fold one update in (the hot path: a few attribute writes and two appends)."""
+        self.latest = payload
+        self.history.append(payload)
+        self.series.append(payload)
+        self.updates_seen += 1
+        if payload.early_stopped:
+            self.early_stops += 1
+            self.last_early_stop_reason = payload.early_stop_reason
+            self.last_early_stop_update = payload.update
+
+    def current(self, metric: str) -> float | None:
+        """Latest value of ``metric``; None before the first update or when not measured."""
+        return None if self.latest is None else getattr(self.latest, metric)
+
+    def values(self) -> dict[str, float | None]:
+        """Every metric of the latest update (empty before the first update)."""
+        if self.latest is None:
+            return {}
+        row = msgspec.structs.astuple(self.latest)
+        return {m: row[i] for m, i in zip(PPO_METRICS, PPO_METRIC_POSITIONS, strict=True)}
+
+    def history_of(self, metric: str) -> tuple[float | None, ...]:
+        """The last HISTORY_LEN values of ``metric``, oldest first (None = not measured)."""
+        return tuple(getattr(p, metric) for p in self.history)
+
+    @property
+    def policy_drift_rate(self) -> float | None:
+        """Least-squares slope of approx_kl over the recent updates, nats per update."""
+        return least_squares_slope([p.update for p in self.history], self.history_of("approx_kl"))
+
+    @property
+    def trust_region_health(self) -> float | None:
+        """Latest approx_kl / the run's max_kl (1.0 = at the early-stop limit)."""
+        if self.latest is None or self.max_kl is None:
+            return None
+        return self.latest.approx_kl / self.max_kl
+
+
+def metric_columns(
+    payloads: Iterable[PPOUpdatePayload],
+) -> tuple[tuple[int, ...], dict[str, tuple[float | None, ...]]]:
+    """Update indices and one tuple per metric, cut from ``payloads`` in a single pass."""
+    rows = [msgspec.structs.astuple(p) for p in payloads]
+    if not rows:
+        return (), {m: () for m in PPO_METRICS}
+    columns = list(zip(*rows, strict=True))
+    updates: tuple[int, ...] = columns[UPDATE_POSITION]
+    return updates, {m: columns[i] for m, i in zip(PPO_METRICS, PPO_METRIC_POSITIONS, strict=True)}
+
+
+@dataclass
+class RunState:
+    """Facts about the run as a whole, from every event kind."""
+
+    run_id: str | None = None
+    env_id: str | None = None
+    trainer: str | None = None
+    """``name version`` of the program that wrote the log."""
+    seed: int | None = None
+    schema: int | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    status: RunPhase | None = None
+    """None before any event; ``running`` until ``run_finished``."""
+    reason: str | None = None
+    started_ts: float | None = None
+    last_event_ts: float | None = None
+    finished_ts: float | None = None
+    duration_seconds: float | None = None
+    global_step: int | None = None
+    total_steps: int | None = None
+    updates: int = 0
+    """``ppo_update`` events seen."""
+    steps_per_second: float | None = None
+    episodes: int = 0
+    episode_return: float | None = None
+    """Mean return of the latest rollout that finished an episode."""
+    episode_return_min: float | None = None
+    episode_return_max: float | None = None
+    episode_length: float | None = None
+    episode_returns: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    episode_return_series: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+    anomalies_warning: int = 0
+    anomalies_critical: int = 0
+    events: int = 0
+    last_seq: int | None = None
+    seq_gaps: int = 0
+    """Times ``seq`` jumped forward: events the log lost (should stay 0)."""
+
+
+def total_steps_of(config: Mapping[str, Any]) -> int | None:
+    """Planned environment steps declared in ``config``, when it declares them."""
+    for key in TOTAL_STEPS_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def max_kl_of(config: Mapping[str, Any]) -> float | None:
+    """``max_kl`` from ``config`` when it is a positive finite number (early stop enabled)."""
+    value = config.get("max_kl")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """Frozen copy of :class:`RunState` (tuples for the return history)."""
+
+    run_id: str | None
+    env_id: str | None
+    trainer: str | None
+    seed: int | None
+    schema: int | None
+    config: Mapping[str, Any]
+    status: RunPhase | None
+    reason: str | None
+    started_ts: float | None
+    last_event_ts: float | None
+    finished_ts: float | None
+    duration_seconds: float | None
+    global_step: int | None
+    total_steps: int | None
+    updates: int
+    steps_per_second: float | None
+    episodes: int
+    episode_return: float | None
+    episode_return_min: float | None
+    episode_return_max: float | None
+    episode_length: float | None
+    episode_returns: tuple[float, ...]
+    episode_return_series: tuple[float, ...]
+    anomalies_warning: int
+    anomalies_critical: int
+    events: int
+    seq_gaps: int
+
+    @property
+    def progress(self) -> float | None:
+        """Fraction of ``total_steps`` done, 0..1; None when the run declares no total."""
+        if self.total_steps is None or self.global_step is None:
+            return None
+        return min(1.0, self.global_step / self.total_steps)
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds since ``run_started``: to ``now`` while running, to the finish after."""
+        if self.started_ts is None:
+            return None
+        if self.duration_seconds is not None:
+            return self.duration_seconds
+        end = self.finished_ts if self.finished_ts is not None else now
+        return max(0.0, end - self.started_ts)
+
+
+def connection_of(run: RunSnapshot, now: float, stale_seconds: float) -> Connection:
+    """The connection state at time ``now`` (the caller's clock: wall or replay)."""
+    if run.status is None:
+        return Connection.WAITING
+    if run.status == "completed":
+        return Connection.FINISHED
+    if run.status == "failed":
+        return Connection.FAILED
+    if run.status == "interrupted":
+        return Connection.INTERRUPTED
+    if run.last_event_ts is not None and now - run.last_event_ts > stale_seconds:
+        return Connection.STALE
+    return Connection.LIVE
+
+
+@dataclass(frozen=True, slots=True)
+class SkipCounts:
+    """Lines the reader could not use, and how often the log restarted."""
+
+    malformed: int = 0
+    unknown_kind: int = 0
+    resets: int = 0
+    last_reset: str | None = None
+    recent: tuple[tuple[int, str, str], ...] = ()
+    """Latest skipped lines as (line number, kind, detail), oldest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class SanctumSnapshot:
+    """Everything a screen, ``check`` or ``summary`` needs, frozen at time ``now``."""
+
+    now: float
+    connection: Connection
+    run: RunSnapshot
+    update: int | None
+    """0-based index of the latest ``ppo_update``; None before the first."""
+    metrics: Mapping[str, MetricSnapshot]
+    """Every PPO metric (contract order), read-only."""
+    history_updates: tuple[int, ...]
+    """Update indices of the metric histories."""
+    series_updates: tuple[int, ...]
+    """Update indices of the metric series."""
+    health: HealthReport
+    """Levels and verdict of the latest update."""
+    early_stops: int
+    last_early_stop_reason: str | None
+    policy_drift_rate: float | None
+    trust_region_health: float | None
+    max_kl: float | None
+    log: tuple[LogEntry, ...]
+    """Notable events, oldest first."""
+    skipped: SkipCounts
+    thresholds: Thresholds
+    """The rule table in force: widgets draw thresholds from here, never from constants."""
+
+    def metric(self, name: str) -> MetricSnapshot:
+        """The snapshot of metric ``name`` (KeyError names unknown metrics)."""
+        return self.metrics[name]
+
+    @property
+    def verdict(self) -> str:
+        """The banner verdict, e.g. ``FAIL: KL (+2)``."""
+        return self.health.verdict
+
+
+def empty_snapshot(now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> SanctumSnapshot:
+    """The snapshot before any event: WAITING, every metric pending."""
+    from sanctum.aggregator import SanctumAggregator  # local: the aggregator imports us
+
+    return SanctumAggregator(thresholds).snapshot(now)
+
+
+__all__ = [
+    "EVENT_LOG_LEN",
+    "HISTORY_LEN",
+    "SERIES_LEN",
+    "Connection",
+    "LogEntry",
+    "MetricSnapshot",
+    "RunSnapshot",
+    "RunState",
+    "SanctumSnapshot",
+    "SkipCounts",
+    "TamiyoState",
+    "connection_of",
+    "least_squares_slope",
+    "max_kl_of",
+    "metric_columns",
+    "total_steps_of",
+]
