@@ -3,8 +3,10 @@
 msgspec writes NaN and infinities as ``null``, which would be read back as "not measured".
 The contract writes them as the strings "NaN", "Infinity" and "-Infinity" (the protobuf
 JSON convention) and the decoder, in lax mode, turns those strings back into floats.
-The fast path costs one search for ``null`` in the encoded line; only a line that has one
-is re-encoded with its non-finite floats spelled out.
+Payload fields left at their default (None: not measured) are omitted, so a ``null`` in a
+payload line can only come from a non-finite float: the fast path costs one search for
+``null`` (about 0.6 us), and only a line that has one is re-encoded with the floats spelled
+out.
 """
 
 from __future__ import annotations

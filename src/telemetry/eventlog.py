@@ -138,8 +138,7 @@ class EventLogReader:
     def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
         self.path = Path(path)
         self.offset = offset
-        self.line_no = 0
-        """Number of lines consumed so far (valid when starting from offset 0)."""
+        self._counted = (0, 0)  # (byte offset, lines before it): counted lazily, off the fast path
         self.skipped: list[SkippedLine] = []
         self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
         self._identity: tuple[int, int] | None = None
@@ -168,10 +167,29 @@ class EventLogReader:
         end = data.rfind(b"\n")
         if end < 0:  # nothing, or a partial last line: not an event yet
             return ReadBatch(reset=reset)
-        self.offset += end + 1
-        events, skipped = self._decode(data[: end + 1])
+        start, self.offset = self.offset, self.offset + end + 1
+        events, skipped = self._decode(data[: end + 1], start)
         self.skipped.extend(skipped)
         return ReadBatch(events, skipped, reset)
+
+    @property
+    def line_no(self) -> int:
+        """Number of lines consumed so far."""
+        return self._lines_before(self.offset)
+
+    def _lines_before(self, offset: int) -> int:
+        """Count newlines up to ``offset``; only error paths and callers that ask pay for it."""
+        counted_at, lines = self._counted
+        if offset < counted_at:
+            counted_at, lines = 0, 0
+        with self.path.open("rb") as f:
+            f.seek(counted_at)
+            remaining = offset - counted_at
+            while remaining > 0 and (block := f.read(min(remaining, DEFAULT_MAX_BYTES))):
+                lines += block.count(b"\n")
+                remaining -= len(block)
+        self._counted = (offset, lines)
+        return lines
 
     def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
         """Yield batches until the end of what is in the file now."""
@@ -213,7 +231,7 @@ class EventLogReader:
             reason = f"{self.path} was rewritten in place; reading it from the start"
         if reason is not None:
             self.offset = 0
-            self.line_no = 0
+            self._counted = (0, 0)
         self._identity = identity
         if len(self._fingerprint) < _FINGERPRINT_BYTES:
             self._fingerprint = os.pread(fd, _FINGERPRINT_BYTES, 0)
@@ -227,50 +245,46 @@ class EventLogReader:
                 break
         return b"".join(chunks)
 
-    def _decode(self, chunk: bytes) -> tuple[list[Event], list[SkippedLine]]:
-        first_line = self.line_no
+    def _decode(self, chunk: bytes, start: int) -> tuple[list[Event], list[SkippedLine]]:
         try:  # fast path: every line is good
             events: list[Event] = self._decoder.decode_lines(chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return self._decode_each(chunk)
-        self.line_no += chunk.count(b"\n")
-        if b'"run_started"' in chunk:
-            self._check_schemas(events, first_line)
+            return self._decode_each(chunk, start)
+        if RunStarted in set(map(type, events)):
+            for event in events:
+                if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
+                    return self._decode_each(chunk, start)  # to name the line
         return events, []
 
-    def _check_schemas(self, events: list[Event], first_line: int) -> None:
-        for i, event in enumerate(events):
-            if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
-                raise SchemaVersionError(self.path, first_line + i + 1, event.payload.schema)
-
-    def _decode_each(self, chunk: bytes) -> tuple[list[Event], list[SkippedLine]]:
+    def _decode_each(self, chunk: bytes, start: int) -> tuple[list[Event], list[SkippedLine]]:
         events: list[Event] = []
         skipped: list[SkippedLine] = []
+        line_no = self._lines_before(start)
         for line in chunk.split(b"\n")[:-1]:
-            self.line_no += 1
+            line_no += 1
             if not line.strip():
                 continue
             try:
                 event = self._decoder.decode(line)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                skipped.append(self._why_skipped(line, exc))
+                skipped.append(self._why_skipped(line, line_no, exc))
                 continue
             if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
-                raise SchemaVersionError(self.path, self.line_no, event.payload.schema)
+                raise SchemaVersionError(self.path, line_no, event.payload.schema)
             events.append(event)
         return events, skipped
 
-    def _why_skipped(self, line: bytes, exc: Exception) -> SkippedLine:
+    def _why_skipped(self, line: bytes, line_no: int, exc: Exception) -> SkippedLine:
         try:
             peek = msgspec.json.decode(line, type=_Peek)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return SkippedLine(self.line_no, "malformed", f"not a JSON event object: {exc}")
+            return SkippedLine(line_no, "malformed", f"not a JSON event object: {exc}")
         if peek.type not in KINDS:
-            return SkippedLine(self.line_no, "unknown_kind", f"unknown event kind {peek.type!r}")
+            return SkippedLine(line_no, "unknown_kind", f"unknown event kind {peek.type!r}")
         schema = (peek.payload or {}).get("schema")
         if peek.type == "run_started" and isinstance(schema, int) and schema > SCHEMA_MAJOR:
-            raise SchemaVersionError(self.path, self.line_no, schema)
-        return SkippedLine(self.line_no, "malformed", f"invalid {peek.type} event: {exc}")
+            raise SchemaVersionError(self.path, line_no, schema)
+        return SkippedLine(line_no, "malformed", f"invalid {peek.type} event: {exc}")
 
 
 def read_events(path: str | os.PathLike[str]) -> ReadBatch:

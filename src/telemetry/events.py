@@ -19,7 +19,7 @@ SCHEMA_MINOR: Final = 0
 """Minor version: additive changes only, always readable by a reader of the same major."""
 
 
-class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Base of every payload: what a trainer reports, before the envelope is stamped.
 
     Fields left at their default are not written: absent means "not measured" (or the
@@ -27,7 +27,7 @@ class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """
 
 
-class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True):
+class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Who wrote the log."""
 
     name: str
@@ -78,7 +78,7 @@ class RolloutPayload(Payload, frozen=True, kw_only=True):
     """Environment steps per second, collection and update together."""
 
 
-class EarlyStop(msgspec.Struct, frozen=True, kw_only=True):
+class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Why and where an update stopped early: data, not a print."""
 
     epoch: int
@@ -210,7 +210,7 @@ class RunFinishedPayload(Payload, frozen=True, kw_only=True):
     """Wall time from run_started to run_finished."""
 
 
-class Envelope(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+class Envelope(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Fields every event carries, stamped by the Emitter."""
 
     run_id: str
