@@ -1,0 +1,192 @@
+"""Builders of real event logs for Sanctum tests, written through the real writer.
+
+Any Sanctum test (rules, check, summary, the app) imports these instead of hand-writing
+JSON: ``RunLog`` wires an Emitter with a controllable clock to an ``EventLogWriter``, and
+``write_run`` writes a whole healthy run with per-update overrides for the unhealthy ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from telemetry.bus import Emitter, EventBus
+from telemetry.eventlog import EventLogWriter
+from telemetry.events import (
+    AnomalyPayload,
+    EarlyStop,
+    Event,
+    HeartbeatPayload,
+    Payload,
+    PPOUpdatePayload,
+    RolloutPayload,
+    RunFinishedPayload,
+    RunStartedPayload,
+    RunStatus,
+    TrainerInfo,
+)
+
+T0 = 1_700_000_000.0
+"""Unix time of the first event of every fixture log."""
+STEPS_PER_UPDATE = 512
+CONFIG: dict[str, Any] = {"max_kl": 0.03, "total_steps": 20 * STEPS_PER_UPDATE, "seed": 3}
+"""A config that declares max_kl and total_steps, as the ppo trainer's does."""
+
+HEALTHY: dict[str, Any] = {
+    "approx_kl": 0.005,
+    "approx_kl_max": 0.009,
+    "kl_final": 0.006,
+    "clip_fraction": 0.08,
+    "ratio_mean": 1.0,
+    "ratio_min": 0.8,
+    "ratio_max": 1.25,
+    "entropy": 0.68,
+    "entropy_coef": 0.01,
+    "policy_loss": -0.01,
+    "value_loss": 12.5,
+    "total_loss": 6.2,
+    "explained_variance": 0.6,
+    "grad_norm": 0.9,
+    "grad_norm_max": 1.4,
+    "learning_rate": 2.5e-4,
+    "advantage_mean": 0.02,
+    "advantage_std": 1.1,
+    "return_mean": 20.0,
+    "value_mean": 19.0,
+    "epochs_completed": 4,
+    "minibatches_completed": 16,
+    "minibatches_planned": 16,
+    "skipped_steps": 0,
+    "nonfinite_ratios": 0,
+    "update_seconds": 0.05,
+}
+"""A healthy update: every rule well inside its limits, every optional field measured."""
+
+
+def ppo_update(update: int, **fields: Any) -> PPOUpdatePayload:
+    """A healthy update ``update``; keyword arguments override (None = not measured)."""
+    values = {**HEALTHY, **fields}
+    values.setdefault("global_step", (update + 1) * STEPS_PER_UPDATE)
+    values.setdefault("early_stopped", False)
+    return PPOUpdatePayload(update=update, **values)
+
+
+def early_stop_update(update: int, kl: float = 0.0412, **fields: Any) -> PPOUpdatePayload:
+    """An update stopped by max_kl 0.03 at epoch 2 minibatch 3, with reason and record."""
+    reason = f"approx_kl {kl:.4f} > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
+    record = EarlyStop(
+        epoch=2, minibatch=3, kl=kl, threshold=0.03, scope="minibatch", applied=False
+    )
+    values = {"early_stopped": True, "early_stop_reason": reason, "early_stop": record, **fields}
+    return ppo_update(update, **values)
+
+
+def rollout(update: int, **fields: Any) -> RolloutPayload:
+    """A rollout before update ``update`` in which two episodes finished."""
+    values: dict[str, Any] = {
+        "global_step": (update + 1) * STEPS_PER_UPDATE,
+        "episodes": 2,
+        "episode_return_mean": 20.0 + update,
+        "episode_return_min": 10.0 + update,
+        "episode_return_max": 30.0 + update,
+        "episode_length_mean": 20.0 + update,
+        "steps_per_second": 4000.0,
+        **fields,
+    }
+    return RolloutPayload(update=update, **values)
+
+
+class RunLog:
+    """An Emitter with a fake clock (one second per event) writing ``path`` for real."""
+
+    def __init__(self, path: Path, run_id: str = "run-test", t0: float = T0) -> None:
+        self.path = path
+        self.now = t0
+        self.writer = EventLogWriter(path)
+        self.bus = EventBus()
+        self.bus.subscribe(self.writer)
+        self.emitter = Emitter(self.bus, run_id, clock=self._clock)
+
+    def _clock(self) -> float:
+        self.now += 1.0
+        return self.now
+
+    def emit(self, payload: Payload) -> Event:
+        return self.emitter.emit(payload)
+
+    def start(
+        self, config: Mapping[str, Any] | None = None, schema: int = 1, env_id: str = "CartPole-v1"
+    ) -> Event:
+        return self.emit(
+            RunStartedPayload(
+                schema=schema,
+                trainer=TrainerInfo(name="test-trainer", version="0.1"),
+                env_id=env_id,
+                seed=3,
+                config=dict(CONFIG if config is None else config),
+            )
+        )
+
+    def update(self, update: int | PPOUpdatePayload, **fields: Any) -> None:
+        """A rollout then a ppo_update (a payload as given, or a healthy one with overrides)."""
+        payload = update if isinstance(update, PPOUpdatePayload) else ppo_update(update, **fields)
+        self.emit(rollout(payload.update, global_step=payload.global_step))
+        self.emit(payload)
+
+    def heartbeat(self, global_step: int) -> None:
+        self.emit(HeartbeatPayload(global_step=global_step))
+
+    def anomaly(
+        self,
+        severity: str = "critical",
+        metric: str = "grad_norm",
+        value: float | None = float("nan"),
+        update: int | None = None,
+    ) -> None:
+        self.emit(
+            AnomalyPayload(
+                severity=severity,
+                metric=metric,
+                value=value,  # type: ignore[arg-type]
+                message="optimizer step skipped: non-finite gradient",
+                update=update,
+            )
+        )
+
+    def finish(self, status: RunStatus = "completed", reason: str | None = None) -> None:
+        self.emit(RunFinishedPayload(status=status, reason=reason, duration_seconds=60.0))
+
+    def raw(self, text: str) -> None:
+        """Append text as is, bypassing the encoder (corrupt lines, unknown kinds)."""
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(text)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def write_run(
+    path: Path,
+    updates: int = 20,
+    overrides: Callable[[int], Mapping[str, Any]] | None = None,
+    finish: RunStatus | None = "completed",
+    config: Mapping[str, Any] | None = None,
+) -> Path:
+    """A whole run: start, ``updates`` rollout+update pairs, then finish (None: unfinished).
+
+    ``overrides(u)`` returns fields to change in update ``u`` (e.g. a KL spike).
+    """
+    log = RunLog(path)
+    log.start(config)
+    for u in range(updates):
+        log.update(u, **(overrides(u) if overrides else {}))
+    if finish is not None:
+        log.finish(finish, None if finish == "completed" else "stopped by the test")
+    log.close()
+    return path
+
+
+def kl_spike(at: int, value: float) -> Callable[[int], Mapping[str, Any]]:
+    """Overrides that set approx_kl to ``value`` at update ``at`` only."""
+    return lambda u: {"approx_kl": value} if u == at else {}

@@ -1,0 +1,266 @@
+"""The aggregator over real event logs read by the real reader."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sanctum.aggregator import SanctumAggregator
+from sanctum.health import Level
+from sanctum.state import HISTORY_LEN, Connection, SanctumSnapshot
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from telemetry.eventlog import EventLogReader
+from telemetry.events import RolloutPayload
+from tests.sanctum.logs import T0, RunLog, early_stop_update, kl_spike, ppo_update, write_run
+
+
+def fold(path: Path, agg: SanctumAggregator | None = None) -> SanctumSnapshot:
+    agg = agg or SanctumAggregator()
+    for batch in EventLogReader(path).batches():
+        agg.handle_batch(batch)
+    return agg.snapshot(agg.run.last_event_ts or T0)
+
+
+def test_healthy_finished_run(tmp_path: Path) -> None:
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=20))
+    assert snap.connection is Connection.FINISHED
+    assert snap.verdict == "OK"
+    assert snap.update == 19
+    run = snap.run
+    assert (run.run_id, run.env_id, run.trainer, run.seed) == (
+        "run-test",
+        "CartPole-v1",
+        "test-trainer 0.1",
+        3,
+    )
+    assert (run.updates, run.global_step, run.total_steps, run.progress) == (20, 10240, 10240, 1)
+    assert run.steps_per_second == 4000.0
+    assert run.episodes == 40
+    assert run.episode_return == 39.0
+    assert run.episode_returns == tuple(float(20 + u) for u in range(10, 20))
+    assert snap.max_kl == 0.03
+    assert snap.trust_region_health == pytest.approx(0.005 / 0.03)
+    assert snap.policy_drift_rate == pytest.approx(0.0)
+    assert [e.kind for e in snap.log] == ["start", "finish"]
+    assert snap.log[-1].level is Level.HEALTHY
+
+
+def test_history_is_bounded_and_aligned(tmp_path: Path) -> None:
+    snap = fold(
+        write_run(tmp_path / "e.jsonl", updates=25, overrides=lambda u: {"approx_kl": u / 1000})
+    )
+    kl = snap.metric("approx_kl")
+    assert len(kl.history) == HISTORY_LEN
+    assert snap.history_updates == tuple(range(15, 25))
+    assert kl.history == pytest.approx(tuple(u / 1000 for u in range(15, 25)))
+    assert kl.series == pytest.approx(tuple(u / 1000 for u in range(25)))
+    assert kl.value == pytest.approx(0.024)
+    assert kl.trend == pytest.approx(0.001)
+    assert snap.policy_drift_rate == pytest.approx(0.001)
+
+
+def test_not_measured_stays_none_and_zero_stays_zero(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(
+        ppo_update(0, grad_norm=None, entropy=None, explained_variance=None, clip_fraction=0.0)
+    )
+    log.close()
+    snap = fold(path)
+    assert snap.metric("grad_norm").value is None
+    assert snap.metric("grad_norm").level is Level.PENDING
+    assert snap.metric("entropy").history == (None,)
+    assert snap.metric("clip_fraction").value == 0.0
+    assert snap.metric("clip_fraction").level is Level.HEALTHY
+    assert snap.connection is Connection.LIVE
+    assert snap.verdict == "OK"
+
+
+def test_critical_kl_and_nan(tmp_path: Path) -> None:
+    snap = fold(
+        write_run(
+            tmp_path / "e.jsonl",
+            updates=5,
+            overrides=lambda u: {"approx_kl": 0.05, "value_loss": math.nan} if u == 4 else {},
+        )
+    )
+    assert snap.verdict == "FAIL: KL (+1)"
+    assert snap.metric("approx_kl").level is Level.CRITICAL
+    assert math.isnan(snap.metric("value_loss").value)  # type: ignore[arg-type]
+    assert snap.metric("value_loss").level is Level.CRITICAL
+    assert snap.health.fired == ("approx_kl", "value_loss")
+
+
+def test_health_is_of_the_latest_update(tmp_path: Path) -> None:
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(2, 0.05)))
+    assert snap.verdict == "OK"  # the dashboard shows now; check judges the whole run
+    assert max(snap.metric("approx_kl").history) == 0.05  # type: ignore[type-var]
+
+
+def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(ppo_update(0))
+    log.update(early_stop_update(1))
+    log.anomaly("critical", "grad_norm", math.inf, update=1)
+    log.anomaly("warning", "ratio_max", 40.0, update=1)
+    log.finish("failed", "RuntimeError: boom")
+    log.close()
+    snap = fold(path)
+    assert snap.early_stops == 1
+    assert snap.last_early_stop_reason is not None
+    assert snap.last_early_stop_reason.startswith("approx_kl 0.0412 > max_kl 0.0300 at epoch 2")
+    assert (snap.run.anomalies_critical, snap.run.anomalies_warning) == (1, 1)
+    kinds = [(e.kind, e.level) for e in snap.log]
+    assert kinds == [
+        ("start", Level.HEALTHY),
+        ("early_stop", Level.WARNING),
+        ("anomaly", Level.CRITICAL),
+        ("anomaly", Level.WARNING),
+        ("finish", Level.CRITICAL),
+    ]
+    assert snap.log[2].text == "grad_norm = inf: optimizer step skipped: non-finite gradient"
+    assert snap.log[1].update == 1
+    assert snap.log[-1].text == "run failed: RuntimeError: boom"
+    assert snap.connection is Connection.FAILED
+    assert snap.run.reason == "RuntimeError: boom"
+
+
+def test_early_stop_without_reason_uses_the_record(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(early_stop_update(0, early_stop_reason=None))
+    log.close()
+    snap = fold(path, agg)
+    assert snap.log[-1].text == (
+        "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch scope)"
+    )
+
+
+def test_rollout_without_episodes_keeps_the_last_return(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.emit(RolloutPayload(update=1, global_step=2000, episodes=0))
+    log.close()
+    snap = fold(path)
+    assert snap.run.episode_return == 20.0
+    assert snap.run.episode_returns == (20.0,)
+    assert snap.run.global_step == 2000
+
+
+def test_unknown_fields_kinds_and_corrupt_lines(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    extra = {
+        "type": "ppo_update",
+        "run_id": "run-test",
+        "seq": 4,
+        "ts": T0 + 4,
+        "payload": {
+            "update": 1,
+            "global_step": 1024,
+            "approx_kl": 0.002,
+            "clip_fraction": 0.1,
+            "early_stopped": False,
+            "new_metric": 7.5,
+        },
+    }
+    log.raw(json.dumps(extra) + "\n")
+    log.raw('{"type": "gpu_stats", "run_id": "run-test", "seq": 5, "ts": 1.0, "payload": {}}\n')
+    log.raw("{not json\n")
+    log.close()
+    snap = fold(path)
+    assert snap.update == 1
+    assert snap.metric("approx_kl").value == 0.002
+    assert snap.metric("grad_norm").value is None  # absent in that line: not measured
+    assert (snap.skipped.malformed, snap.skipped.unknown_kind) == (1, 1)
+    assert [line for line, _, _ in snap.skipped.recent] == [5, 6]
+    assert snap.log[-1].kind == "skipped"
+    assert snap.log[-1].text.startswith("2 lines skipped from line 5")
+
+
+def test_seq_gap_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.emitter._seq = iter(range(5, 100))  # type: ignore[assignment] # the log lost seq 2-4
+    log.update(0)
+    log.close()
+    snap = fold(path)
+    assert snap.run.seq_gaps == 1
+    assert [e.text for e in snap.log if e.kind == "gap"] == ["3 events missing before seq 5"]
+
+
+def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(4, 0.05))
+    agg = SanctumAggregator()
+    reader = EventLogReader(path)
+    for batch in reader.batches():
+        agg.handle_batch(batch)
+    assert agg.snapshot(T0).verdict == "FAIL: KL"
+    path.write_text("")
+    write_run(path, updates=2)
+    for batch in reader.batches():
+        agg.handle_batch(batch)
+    snap = agg.snapshot(T0)
+    assert snap.verdict == "OK"
+    assert snap.run.updates == 2
+    assert snap.skipped.resets == 1
+    assert any(e.kind == "reset" for e in snap.log)
+
+
+def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, 0.05), finish=None)
+    log = RunLog(path, run_id="run-two")
+    log.start()
+    log.update(0)
+    log.close()
+    snap = fold(path)
+    assert snap.run.run_id == "run-two"
+    assert snap.run.updates == 1
+    assert snap.verdict == "OK"
+    assert snap.run.events == 3
+
+
+def test_stale_when_silent_while_running(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=2, finish=None)
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    assert last is not None
+    assert agg.snapshot(last + DEFAULT_THRESHOLDS.stale_seconds).connection is Connection.LIVE
+    assert agg.snapshot(last + 10.5).connection is Connection.STALE
+
+
+def test_snapshot_does_not_change_after_more_events(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    agg.tamiyo.record(ppo_update(0, approx_kl=0.001))
+    before = agg.snapshot(0.0)
+    agg.tamiyo.record(ppo_update(1, approx_kl=0.05))
+    after = agg.snapshot(0.0)
+    assert before.metric("approx_kl").history == (0.001,)
+    assert before.verdict == "OK"
+    assert after.metric("approx_kl").history == (0.001, 0.05)
+    assert after.verdict == "FAIL: KL"
+
+
+def test_events_before_run_started_show_as_running(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.update(0)  # a log whose start was lost still shows what it has
+    log.close()
+    snap = fold(path)
+    assert snap.connection is Connection.LIVE
+    assert snap.run.run_id is None
+    assert snap.update == 0

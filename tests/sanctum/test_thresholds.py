@@ -1,0 +1,131 @@
+"""The one rule table: DESIGN defaults, TOML overrides, and errors that name file/table/key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sanctum.thresholds import (
+    DEFAULT_THRESHOLDS,
+    Rule,
+    Thresholds,
+    ThresholdsError,
+    load_thresholds,
+)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "thresholds.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_are_design_section_6() -> None:
+    table = {
+        r.metric: (r.label, r.direction, r.warning, r.critical, r.warmup_updates)
+        for r in DEFAULT_THRESHOLDS.rules
+    }
+    assert table == {
+        "approx_kl": ("KL", "above", 0.015, 0.03, 0),
+        "clip_fraction": ("Clip", "above", 0.25, 0.30, 0),
+        "grad_norm": ("Grad", "above", 5.0, 10.0, 0),
+        "explained_variance": ("EV", "below", 0.3, 0.0, 10),
+    }
+    assert DEFAULT_THRESHOLDS.stale_seconds == 10.0
+    assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
+    assert DEFAULT_THRESHOLDS.rule("entropy") is None
+    assert DEFAULT_THRESHOLDS.metrics == (
+        "approx_kl",
+        "clip_fraction",
+        "grad_norm",
+        "explained_variance",
+    )
+
+
+def test_no_file_gives_the_defaults() -> None:
+    assert load_thresholds(None) is DEFAULT_THRESHOLDS
+
+
+def test_override_changes_only_what_the_file_names(tmp_path: Path) -> None:
+    path = write(tmp_path, "stale_seconds = 30\n[approx_kl]\nwarning = 0.01\ncritical = 0.02\n")
+    loaded = load_thresholds(path)
+    kl = loaded.rule("approx_kl")
+    assert kl is not None
+    assert (kl.warning, kl.critical, kl.label, kl.decimals) == (0.01, 0.02, "KL", 4)
+    assert loaded.rule("grad_norm") == DEFAULT_THRESHOLDS.rule("grad_norm")
+    assert loaded.stale_seconds == 30
+    assert loaded.metrics == DEFAULT_THRESHOLDS.metrics
+
+
+def test_integer_thresholds_are_accepted(tmp_path: Path) -> None:
+    loaded = load_thresholds(write(tmp_path, "[grad_norm]\nwarning = 2\ncritical = 4\n"))
+    rule = loaded.rule("grad_norm")
+    assert rule is not None
+    assert (rule.warning, rule.critical) == (2, 4)
+
+
+def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
+    text = '[entropy]\ndirection = "below"\nwarning = 0.1\ncritical = 0.01\nlabel = "Ent"\n'
+    loaded = load_thresholds(write(tmp_path, text))
+    assert loaded.metrics[-1] == "entropy"
+    assert loaded.rule("entropy") == Rule("entropy", "Ent", "below", 0.1, 0.01)
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("[approx_kll]\nwarning = 0.01\n", ["[approx_kll]", "unknown metric"]),
+        ("[approx_kl]\nwarn = 0.01\n", ["[approx_kl] warn", "unknown key"]),
+        ('[approx_kl]\nwarning = "high"\n', ["[approx_kl] warning", "finite number", "'high'"]),
+        ("[approx_kl]\nwarning = true\n", ["[approx_kl] warning", "finite number", "True"]),
+        ("[approx_kl]\ncritical = nan\n", ["[approx_kl] critical", "finite number", "nan"]),
+        ("[approx_kl]\nwarning = 0.05\n", ["[approx_kl] warning", "0.05", "above critical 0.03"]),
+        ("[explained_variance]\ncritical = 0.5\n", ["[explained_variance] warning", "below"]),
+        ("[explained_variance]\nwarmup_updates = -1\n", ["[explained_variance] warmup_updates"]),
+        ("[approx_kl]\ndecimals = 1.5\n", ["[approx_kl] decimals"]),
+        ('[approx_kl]\ndirection = "up"\n', ["[approx_kl] direction", "'up'"]),
+        ("[entropy]\nwarning = 0.1\ncritical = 0.0\n", ["[entropy] direction", "new rule"]),
+        ("approx_kl = 0.01\n", ["approx_kl", "must be a table"]),
+        ("colour = 1\n", ["colour", "unknown key"]),
+        ("stale_seconds = 0\n", ["stale_seconds", "> 0"]),
+        ("[approx_kl\nwarning = 1\n", ["not valid TOML"]),
+    ],
+)
+def test_bad_file_names_file_table_and_key(tmp_path: Path, text: str, names: list[str]) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ")
+    for name in names:
+        assert name in message
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "nope.toml"
+    with pytest.raises(ThresholdsError, match=r"nope\.toml: cannot read thresholds file"):
+        load_thresholds(path)
+
+
+def test_binary_file_is_not_toml(tmp_path: Path) -> None:
+    path = tmp_path / "bin.toml"
+    path.write_bytes(b"\xff\xfe\x00[")
+    with pytest.raises(ThresholdsError, match="not valid TOML"):
+        load_thresholds(path)
+
+
+def test_rule_validation_applies_to_code_too() -> None:
+    with pytest.raises(ThresholdsError, match=r"\[approx_kl\] warning"):
+        Rule("approx_kl", "KL", "above", 0.5, 0.1)
+    with pytest.raises(ThresholdsError, match="unknown metric 'kl'"):
+        Rule("kl", "KL", "above", 0.1, 0.5)
+    rule = Rule("approx_kl", "KL", "above", 0.03, 0.03)  # equal thresholds: warning never alone
+    with pytest.raises(ThresholdsError, match="more than one rule"):
+        Thresholds((rule, rule))
+
+
+def test_describe_states_the_thresholds() -> None:
+    ev = DEFAULT_THRESHOLDS.rule("explained_variance")
+    assert ev is not None
+    assert ev.describe() == "explained_variance < 0.3 / < 0 after 10 updates"
