@@ -1,0 +1,422 @@
+"""PPOConfig: every hyperparameter of a run, validated once, loadable from TOML and --set.
+
+The defaults are CleanRL's ``ppo.py`` CartPole baseline. A config is frozen and validated
+on construction: every bad field is reported together, in field order, each message naming
+the field and the offending value (``kl_penalty_coefficient must be finite and >= 0, got
+nan``), because a run that starts with a silently clamped threshold is worse than one that
+refuses to start. Values read from TOML or ``--set key=value`` are coerced by the field's
+declared type; what cannot be coerced is kept as given so that validation names it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TypeAlias
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+KLEstimator: TypeAlias = Literal["k1", "k2", "k3", "low_var_kl", "abs"]
+EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
+AdvantageMode: TypeAlias = Literal["gae", "episodic"]
+Activation: TypeAlias = Literal["tanh", "relu"]
+
+_NONE_WORDS = frozenset({"none", "null", "off"})
+_TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
+_FALSE_WORDS = frozenset({"false", "0", "no", "off"})
+
+
+class ConfigError(ValueError):
+    """The configuration is unusable; ``errors`` lists every problem, in field order."""
+
+    def __init__(self, errors: Iterable[str], source: str | None = None) -> None:
+        self.errors = tuple(errors)
+        self.source = source
+        where = f" in {source}" if source else ""
+        count = len(self.errors)
+        head = f"invalid PPO config{where} ({count} error{'s' if count != 1 else ''})"
+        super().__init__(head + ":\n" + "\n".join(f"  {e}" for e in self.errors))
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
+
+    # --- run ---
+    env_id: str = "CartPole-v1"
+    """Gymnasium id of the environment."""
+    seed: int = 1
+    """Seed for environments, network initialisation, sampling and minibatch order."""
+    total_steps: int = 500_000
+    """Environment steps to train for, all environments together (rounded up to a batch)."""
+    torch_threads: int = 1
+    """PyTorch intra-op threads; 1 is fastest for small MLPs on a few cores."""
+    checkpoint_every: int = 50
+    """Save a checkpoint every this many updates (0: only at the end)."""
+    heartbeat_seconds: float = 5.0
+    """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
+
+    # --- rollout ---
+    num_envs: int = 4
+    """Parallel environments in the vector env."""
+    num_steps: int = 128
+    """Steps per environment per rollout."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE lambda (bias-variance trade-off of the advantage)."""
+    advantage_mode: AdvantageMode = "gae"
+    """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
+
+    # --- optimisation ---
+    learning_rate: float = 2.5e-4
+    """Adam learning rate at the start of training."""
+    anneal_lr: bool = True
+    """Decay the learning rate linearly to 0 over the run."""
+    adam_eps: float = 1e-5
+    """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
+    update_epochs: int = 4
+    """PPO epochs per update."""
+    num_minibatches: int = 4
+    """Minibatches per epoch."""
+    max_grad_norm: float | None = 0.5
+    """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    adv_std_min: float = 1e-8
+    """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
+
+    # --- policy ---
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor and of the critic MLP."""
+    activation: Activation = "tanh"
+    """Hidden activation."""
+
+    # --- loss ---
+    clip_range: float = 0.2
+    """PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range)."""
+    clip_ratio_c: float | None = None
+    """Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off."""
+    clip_range_vf: float | None = 0.2
+    """Clip value predictions to old value +- this (CleanRL clip_vloss); none: off."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    ent_coef: float = 0.01
+    """Entropy bonus coefficient at the start of training."""
+    ent_coef_final: float | None = None
+    """If set, the entropy coefficient moves linearly to this value over the run."""
+    min_entropy: float | None = None
+    """If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H)."""
+    min_entropy_coef: float = 1.0
+    """Weight of the min-entropy penalty."""
+
+    # --- KL controls ---
+    kl_estimator: KLEstimator = "k3"
+    """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
+    kl_penalty_coefficient: float = 0.0
+    """Total loss += coefficient * approx_kl (0: no penalty)."""
+    kl_target: float | None = None
+    """If set, adapt the penalty coefficient toward this KL (x2 / /2 rule of the PPO paper)."""
+    max_kl: float | None = None
+    """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
+    early_stop_scope: EarlyStopScope = "minibatch"
+    """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
+    log_ratio_clamp: float = 20.0
+    """Clamp log(pi_new / pi_old) to +- this before exp()."""
+    kl_final: bool = True
+    """Also measure the estimator on the whole batch after the last step (one forward)."""
+
+    def __post_init__(self) -> None:
+        errors = validate(self)
+        if errors:
+            raise ConfigError(errors)
+
+    # --- derived ---
+    @property
+    def batch_size(self) -> int:
+        """Samples per rollout."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def num_updates(self) -> int:
+        """Updates needed to reach ``total_steps`` (at least one)."""
+        return max(1, math.ceil(self.total_steps / self.batch_size))
+
+    def learning_rate_at(self, update: int) -> float:
+        """Learning rate in force for 0-based ``update`` (CleanRL's linear annealing)."""
+        if not self.anneal_lr:
+            return self.learning_rate
+        return self.learning_rate * (1.0 - update / self.num_updates)
+
+    def ent_coef_at(self, update: int) -> float:
+        """Entropy coefficient in force for 0-based ``update``."""
+        if self.ent_coef_final is None:
+            return self.ent_coef
+        frac = update / self.num_updates
+        return self.ent_coef + (self.ent_coef_final - self.ent_coef) * frac
+
+    # --- I/O ---
+    def to_dict(self) -> dict[str, Any]:
+        """The config as JSON-ready builtins (for run_started and checkpoints)."""
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclasses.fields(self)
+        }
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], source: str | None = None) -> PPOConfig:
+        """Build from a mapping of field names to values (coerced by field type)."""
+        return _build(cls(), dict(values), source)
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> PPOConfig:
+        """Load from a flat TOML file; unknown keys and bad values are errors naming the file."""
+        path = Path(path)
+        try:
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+        except FileNotFoundError:
+            raise ConfigError([f"config file not found: {path}"], str(path)) from None
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError([f"cannot read {path}: {exc}"], str(path)) from None
+        return _build(cls(), data, str(path))
+
+    def with_overrides(self, assignments: Iterable[str], source: str = "--set") -> PPOConfig:
+        """A copy with ``key=value`` strings applied (values parsed by the field's type)."""
+        values: dict[str, Any] = {}
+        errors: list[str] = []
+        for item in assignments:
+            key, sep, raw = item.partition("=")
+            if not sep or not key.strip():
+                errors.append(f"expected key=value, got {item!r}")
+                continue
+            values[key.strip()] = raw.strip()
+        if errors:
+            raise ConfigError(errors, source)
+        return _build(self, values, source)
+
+
+# ---------------------------------------------------------------------------- coercion
+
+
+def _field_types() -> dict[str, Any]:
+    return typing.get_type_hints(PPOConfig)
+
+
+def _strip_optional(tp: Any) -> tuple[Any, bool]:
+    args = typing.get_args(tp)
+    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return rest[0], True
+    return tp, False
+
+
+def _coerce(value: Any, tp: Any) -> Any:
+    """Convert TOML/--set input toward ``tp``; leave what does not fit for validation."""
+    base, optional = _strip_optional(tp)
+    if isinstance(value, str):
+        text = value.strip()
+        if optional and text.lower() in _NONE_WORDS:
+            return None
+        return _parse_text(text, base)
+    if base is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if typing.get_origin(base) is tuple and isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _parse_text(text: str, base: Any) -> Any:
+    try:
+        if base is bool:
+            low = text.lower()
+            return True if low in _TRUE_WORDS else False if low in _FALSE_WORDS else text
+        if base is int:
+            number = float(text) if any(c in text.lower() for c in ".e") else int(text)
+            return int(number) if float(number).is_integer() else text
+        if base is float:
+            return float(text)
+        if typing.get_origin(base) is tuple:
+            parts = [p for p in text.strip("[]()").replace(" ", "").split(",") if p]
+            return tuple(int(p) for p in parts)
+    except (ValueError, OverflowError):
+        return text
+    return text
+
+
+def _build(base: PPOConfig, values: dict[str, Any], source: str | None) -> PPOConfig:
+    hints = _field_types()
+    names = list(hints)
+    errors = [_unknown_key(key, names) for key in values if key not in hints]
+    known = {k: _coerce(v, hints[k]) for k, v in values.items() if k in hints}
+    try:
+        config = dataclasses.replace(base, **known)
+    except ConfigError as exc:
+        raise ConfigError([*errors, *exc.errors], source) from None
+    if errors:
+        raise ConfigError(errors, source)
+    return config
+
+
+def _unknown_key(key: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown config key {key!r}{hint}"
+
+
+# -------------------------------------------------------------------------- validation
+
+Rule = Callable[[Any], str | None]
+
+
+def _number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    strict_low: bool = False,
+    optional: bool = False,
+) -> Rule:
+    """A finite float within [low, high] (``strict_low``: > low)."""
+    if low is not None and high is not None:
+        want = f"finite and in {'(' if strict_low else '['}{low:g}, {high:g}]"
+    elif low is not None:
+        want = f"finite and {'>' if strict_low else '>='} {low:g}"
+    elif high is not None:
+        want = f"finite and <= {high:g}"
+    else:
+        want = "finite"
+    if optional:
+        want += " (or none)"
+
+    def rule(value: Any) -> str | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a number, got {value!r}"
+        ok = math.isfinite(value)
+        ok = ok and (low is None or (value > low if strict_low else value >= low))
+        ok = ok and (high is None or value <= high)
+        return None if ok else f"must be {want}, got {value!r}"
+
+    return rule
+
+
+def _integer(low: int) -> Rule:
+    def rule(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer >= {low}, got {value!r}"
+        return None if value >= low else f"must be an integer >= {low}, got {value!r}"
+
+    return rule
+
+
+def _choice(tp: Any) -> Rule:
+    options = typing.get_args(tp)
+
+    def rule(value: Any) -> str | None:
+        if value in options and isinstance(value, str):
+            return None
+        return f"must be one of {', '.join(options)}, got {value!r}"
+
+    return rule
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+
+
+def _text(value: Any) -> str | None:
+    ok = isinstance(value, str) and value
+    return None if ok else f"must be a non-empty string, got {value!r}"
+
+
+def _sizes(value: Any) -> str | None:
+    ok = isinstance(value, tuple) and len(value) > 0
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
+
+
+_RULES: dict[str, Rule] = {
+    "env_id": _text,
+    "seed": _integer(0),
+    "total_steps": _integer(1),
+    "torch_threads": _integer(1),
+    "checkpoint_every": _integer(0),
+    "heartbeat_seconds": _number(0, 5, strict_low=True),
+    "num_envs": _integer(1),
+    "num_steps": _integer(1),
+    "gamma": _number(0, 1),
+    "gae_lambda": _number(0, 1),
+    "advantage_mode": _choice(AdvantageMode),
+    "learning_rate": _number(0, strict_low=True),
+    "anneal_lr": _boolean,
+    "adam_eps": _number(0, strict_low=True),
+    "update_epochs": _integer(1),
+    "num_minibatches": _integer(1),
+    "max_grad_norm": _number(0, strict_low=True, optional=True),
+    "norm_adv": _boolean,
+    "adv_std_min": _number(0, strict_low=True),
+    "hidden_sizes": _sizes,
+    "activation": _choice(Activation),
+    "clip_range": _number(0, strict_low=True),
+    "clip_ratio_c": _number(1, strict_low=True, optional=True),
+    "clip_range_vf": _number(0, strict_low=True, optional=True),
+    "vf_coef": _number(0),
+    "ent_coef": _number(0),
+    "ent_coef_final": _number(0, optional=True),
+    "min_entropy": _number(optional=True),
+    "min_entropy_coef": _number(0),
+    "kl_estimator": _choice(KLEstimator),
+    "kl_penalty_coefficient": _number(0),
+    "kl_target": _number(0, strict_low=True, optional=True),
+    "max_kl": _number(0, strict_low=True, optional=True),
+    "early_stop_scope": _choice(EarlyStopScope),
+    "log_ratio_clamp": _number(0, strict_low=True),
+    "kl_final": _boolean,
+}
+
+
+def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
+    """Rules that involve two fields; each is reported at the first field's position."""
+    problems: list[tuple[str, str]] = []
+    batch = config.num_envs * config.num_steps
+    if config.num_minibatches > batch:
+        problems.append(
+            (
+                "num_minibatches",
+                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
+                f"got {config.num_minibatches!r}",
+            )
+        )
+    coef = config.kl_penalty_coefficient
+    if config.kl_target is not None and coef == 0:
+        problems.append(
+            (
+                "kl_target",
+                f"kl_target needs kl_penalty_coefficient > 0 to adapt from, got {coef!r}",
+            )
+        )
+    return problems
+
+
+def validate(config: PPOConfig) -> list[str]:
+    """Every problem with ``config``, in field order (empty when valid)."""
+    order = {f.name: i for i, f in enumerate(dataclasses.fields(config))}
+    found: list[tuple[int, str]] = []
+    for name, rule in _RULES.items():
+        message = rule(getattr(config, name))
+        if message is not None:
+            found.append((order[name], f"{name} {message}"))
+    if not found:  # cross-field rules assume each field is well-typed
+        found = [(order[name], message) for name, message in _cross_field(config)]
+    return [message for _, message in sorted(found, key=lambda item: item[0])]
