@@ -1,0 +1,85 @@
+"""Advantages and return targets: GAE and episodic A = R - V, with correct episode ends.
+
+Arrays are (num_steps, num_envs). ``next_values[t]`` is V of the state that followed step t:
+the next observation inside an episode, the *final* observation when the episode ended at
+t (Gymnasium's autoreset replaces it with a reset observation, so the trainer keeps it
+aside). A terminated episode has no future (no bootstrap); a truncated one was cut by a
+time limit and is bootstrapped from V(final observation), as Pardo et al., "Time Limits in
+Reinforcement Learning" (2018) argue. Either way the advantage trace stops at the
+boundary. GAE runs in numpy: a 128-step backward loop over small arrays is much cheaper
+than the same loop in torch ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from torch import Tensor
+
+FloatArray = npt.NDArray[np.float32]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def gae(
+    rewards: FloatArray,
+    values: FloatArray,
+    next_values: FloatArray,
+    terminated: BoolArray,
+    truncated: BoolArray,
+    gamma: float,
+    lam: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Generalised advantage estimation (Schulman et al. 2016); returns (advantages, returns).
+
+    delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
+    A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1},  done = terminated | truncated
+    """
+    not_terminated = 1.0 - terminated.astype(np.float32)
+    not_done = 1.0 - (terminated | truncated).astype(np.float32)
+    deltas = rewards + np.float32(gamma) * next_values * not_terminated - values
+    decay = np.float32(gamma * lam) * not_done
+    advantages = np.empty_like(deltas)
+    carry = np.zeros(deltas.shape[1], dtype=np.float32)
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        carry = deltas[t] + decay[t] * carry
+        advantages[t] = carry
+    return advantages, advantages + values
+
+
+def episodic(
+    rewards: FloatArray,
+    values: FloatArray,
+    next_values: FloatArray,
+    terminated: BoolArray,
+    truncated: BoolArray,
+    gamma: float,
+) -> tuple[FloatArray, FloatArray]:
+    """A = R - V with R the discounted return-to-go; returns (advantages, returns).
+
+    R_t = r_t + gamma * R_{t+1} inside an episode; at an episode end the continuation is 0
+    (terminated) or V(final observation) (truncated); at the rollout's end, V(next obs).
+    """
+    done = terminated | truncated
+    bootstrap = next_values * (1.0 - terminated.astype(np.float32))
+    returns = np.empty_like(rewards)
+    carry = next_values[-1].copy()
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        carry = rewards[t] + np.float32(gamma) * np.where(done[t], bootstrap[t], carry)
+        returns[t] = carry
+    return returns - values, returns
+
+
+def normalize(advantages: Tensor, std_min: float) -> Tensor:
+    """(A - mean) / max(std, std_min); a batch of one is only centred."""
+    centred = advantages - advantages.mean()
+    if advantages.numel() < 2:
+        return centred
+    return centred / advantages.std().clamp(min=std_min)
+
+
+def explained_variance(values: FloatArray, returns: FloatArray) -> float | None:
+    """1 - Var(R - V) / Var(R); None when Var(R) = 0 (undefined, not "perfect")."""
+    var_returns = float(np.var(returns, dtype=np.float64))
+    if var_returns == 0.0:
+        return None
+    return 1.0 - float(np.var(returns - values, dtype=np.float64)) / var_returns

@@ -1,0 +1,132 @@
+"""The PPO loss as pure functions of tensors: (loss, typed breakdown of detached tensors).
+
+No ``.item()`` and no Python branching on tensor values, so a caller can keep every
+statistic on the device and read them all at once per update. Definitions follow
+DESIGN.md section 4: clip fraction is the share of samples with |r - 1| > clip_range
+(SB3/CleanRL), the KL penalty is ``kl_coef * mean(estimator)`` with the configured
+estimator, and the dual clip is Ye et al. 2020 ("Mastering Complex Control in MOBA Games
+with Deep Reinforcement Learning") as implemented in verl's ``compute_policy_loss``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ppo.config import PPOConfig
+from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
+
+
+@dataclass(frozen=True)
+class SurrogateStats:
+    """Detached statistics of the clipped surrogate."""
+
+    clip_fraction: Tensor
+    clip_fraction_lower: Tensor | None
+    ratio_mean: Tensor
+    ratio_min: Tensor
+    ratio_max: Tensor
+
+
+@dataclass(frozen=True)
+class LossInputs:
+    """One minibatch: new policy outputs next to what the rollout recorded."""
+
+    logp_new: Tensor
+    logp_old: Tensor
+    entropy: Tensor
+    values: Tensor
+    old_values: Tensor
+    returns: Tensor
+    advantages: Tensor
+
+
+@dataclass(frozen=True)
+class LossBreakdown:
+    """Every piece of the total loss, detached; 0-d tensors on the loss's device."""
+
+    policy_loss: Tensor
+    value_loss: Tensor
+    entropy: Tensor
+    entropy_penalty: Tensor
+    approx_kl: Tensor
+    kl_penalty: Tensor
+    total_loss: Tensor
+    surrogate: SurrogateStats
+    nonfinite_ratios: Tensor
+
+
+def clipped_surrogate(
+    log_ratio: Tensor, advantages: Tensor, clip_range: float, clip_ratio_c: float | None = None
+) -> tuple[Tensor, SurrogateStats]:
+    """PPO clipped surrogate loss (to minimise), optionally dual-clipped."""
+    ratio = log_ratio.exp()
+    unclipped = -advantages * ratio
+    clipped = -advantages * ratio.clamp(1.0 - clip_range, 1.0 + clip_range)
+    per_sample = torch.maximum(unclipped, clipped)
+    lower_fraction: Tensor | None = None
+    if clip_ratio_c is not None:
+        negative = advantages < 0
+        dual_bound = -advantages * clip_ratio_c
+        binds = negative & (per_sample > dual_bound)
+        per_sample = torch.where(negative, torch.minimum(per_sample, dual_bound), per_sample)
+        lower_fraction = (binds.sum() / negative.sum().clamp(min=1)).detach()
+    with torch.no_grad():
+        stats = SurrogateStats(
+            clip_fraction=((ratio - 1.0).abs() > clip_range).float().mean(),
+            clip_fraction_lower=lower_fraction,
+            ratio_mean=ratio.mean(),
+            ratio_min=ratio.min(),
+            ratio_max=ratio.max(),
+        )
+    return per_sample.mean(), stats
+
+
+def value_loss(
+    values: Tensor, returns: Tensor, old_values: Tensor, clip_range_vf: float | None
+) -> Tensor:
+    """0.5 * squared error, pessimistic over the clipped prediction when clipping is on."""
+    squared = (values - returns).square()
+    if clip_range_vf is not None:
+        clipped = old_values + (values - old_values).clamp(-clip_range_vf, clip_range_vf)
+        squared = torch.maximum(squared, (clipped - returns).square())
+    return 0.5 * squared.mean()
+
+
+def entropy_penalty(mean_entropy: Tensor, min_entropy: float | None, coef: float) -> Tensor:
+    """coef * relu(min_entropy - H): pushes entropy back up only when below the floor."""
+    if min_entropy is None:
+        return torch.zeros_like(mean_entropy)
+    return coef * torch.relu(min_entropy - mean_entropy)
+
+
+def ppo_loss(
+    inputs: LossInputs, config: PPOConfig, ent_coef: float, kl_coef: float
+) -> tuple[Tensor, LossBreakdown]:
+    """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty."""
+    log_ratio, nonfinite = guarded_log_ratio(
+        inputs.logp_new, inputs.logp_old, config.log_ratio_clamp
+    )
+    policy, surrogate = clipped_surrogate(
+        log_ratio, inputs.advantages, config.clip_range, config.clip_ratio_c
+    )
+    value = value_loss(inputs.values, inputs.returns, inputs.old_values, config.clip_range_vf)
+    entropy = inputs.entropy.mean()
+    floor = entropy_penalty(entropy, config.min_entropy, config.min_entropy_coef)
+    approx_kl = estimate_from_log_ratio(log_ratio, config.kl_estimator).mean()
+    kl_term = kl_coef * approx_kl
+    total = policy + config.vf_coef * value - ent_coef * entropy + kl_term + floor
+    breakdown = LossBreakdown(
+        policy_loss=policy.detach(),
+        value_loss=value.detach(),
+        entropy=entropy.detach(),
+        entropy_penalty=floor.detach(),
+        approx_kl=approx_kl.detach(),
+        kl_penalty=kl_term.detach(),
+        total_loss=total.detach(),
+        surrogate=surrogate,
+        nonfinite_ratios=nonfinite,
+    )
+    return total, breakdown
