@@ -1,0 +1,300 @@
+"""``sanctum check``: training health as a CI exit code (DESIGN.md section 6).
+
+Exit 0 when healthy; 1 when any update reached ``fail_on`` under a rule, a metric went
+non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), or the
+run did not end with ``run_finished`` status ``completed``. ``allow_unfinished`` accepts a
+log without ``run_finished`` (still running, or cut off) and an ``interrupted`` run; a
+``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
+as EventLogError / ThresholdsError) is for input that cannot be judged at all.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sanctum.health import Level
+from sanctum.report import fmt, plural, to_json
+from sanctum.scan import LogScan, RuleTally, scan_log
+from sanctum.thresholds import Thresholds
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_UNUSABLE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One line of the verdict: a rule, non-finite values, anomalies or the finish."""
+
+    name: str
+    """``approx_kl`` ... for rules, then ``nonfinite``, ``anomalies``, ``run_finished``."""
+    label: str
+    passed: bool
+    message: str
+    """Why it failed, or what it saw when it passed."""
+    rule: str | None = None
+    """The thresholds in words, for rule rows."""
+    worst: float | None = None
+    worst_update: int | None = None
+    updates_measured: int = 0
+    updates_warning: int = 0
+    updates_critical: int = 0
+    first_warning: int | None = None
+    first_critical: int | None = None
+    decimals: int | None = None
+    """Decimals the rule shows its metric with."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The whole verdict of ``sanctum check``."""
+
+    path: Path
+    run_id: str | None
+    fail_on: Level
+    allow_unfinished: bool
+    updates: int
+    status: str | None
+    rows: tuple[CheckRow, ...]
+    skipped_lines: int
+
+    @property
+    def passed(self) -> bool:
+        return all(row.passed for row in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.passed else EXIT_FAILED
+
+
+def run_check(
+    path: Path,
+    thresholds: Thresholds,
+    fail_on: Level = Level.CRITICAL,
+    allow_unfinished: bool = False,
+) -> CheckResult:
+    """Scan the log at ``path`` and judge it. Raises EventLogError for unusable input."""
+    return judge(scan_log(path, thresholds), fail_on, allow_unfinished)
+
+
+def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
+    """The verdict on a scanned log (pure)."""
+    if fail_on not in (Level.WARNING, Level.CRITICAL):
+        raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
+    run = scan.aggregator.run
+    rows = [_rule_row(t, fail_on) for t in scan.tallies.values()]
+    rows += [
+        _nonfinite_row(scan),
+        _anomaly_row(scan, fail_on),
+        _finish_row(run.status, run.reason, allow_unfinished),
+    ]
+    return CheckResult(
+        path=scan.path,
+        run_id=run.run_id,
+        fail_on=fail_on,
+        allow_unfinished=allow_unfinished,
+        updates=run.updates,
+        status=run.status,
+        rows=tuple(rows),
+        skipped_lines=scan.aggregator.malformed + scan.aggregator.unknown_kind,
+    )
+
+
+def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
+    rule = t.rule
+    failing = t.reached(fail_on)
+    if t.measured == 0:
+        message = "not measured in this run"
+    elif t.judged == 0:
+        message = f"not judged: all {plural(t.measured, 'update')} within the warm-up"
+    elif failing:
+        first = _first_reaching(t, fail_on)
+        message = (
+            f"{rule.label} reached {fail_on.value} in {plural(failing, 'update')}, "
+            f"first at update {first}; worst {fmt(t.worst, rule.decimals)} "
+            f"at update {t.worst_update}"
+        )
+    else:
+        message = f"worst {fmt(t.worst, rule.decimals)} over {plural(t.judged, 'update')}"
+    return CheckRow(
+        name=rule.metric,
+        label=rule.label,
+        passed=failing == 0,
+        message=message,
+        rule=rule.describe(),
+        worst=t.worst,
+        worst_update=t.worst_update,
+        updates_measured=t.measured,
+        updates_warning=t.at_warning,
+        updates_critical=t.at_critical,
+        first_warning=t.first_warning,
+        first_critical=t.first_critical,
+        decimals=rule.decimals,
+    )
+
+
+def _first_reaching(t: RuleTally, level: Level) -> int | None:
+    """The first update at ``level`` or worse."""
+    firsts = [t.first_critical] + ([t.first_warning] if level is Level.WARNING else [])
+    return min((u for u in firsts if u is not None), default=None)
+
+
+def _nonfinite_row(scan: LogScan) -> CheckRow:
+    bad = {m: s for m, s in scan.stats.items() if s.nonfinite}
+    if not bad:
+        return CheckRow("nonfinite", "non-finite", True, "every measured value is finite")
+    metrics = ", ".join(
+        f"{m} ({s.nonfinite}x, first at update {s.first_nonfinite})" for m, s in bad.items()
+    )
+    return CheckRow(
+        "nonfinite",
+        "non-finite",
+        False,
+        f"NaN or Inf in {plural(scan.nonfinite_updates, 'update')}: {metrics}",
+        updates_critical=scan.nonfinite_updates,
+        first_critical=scan.first_nonfinite_update,
+    )
+
+
+def _anomaly_row(scan: LogScan, fail_on: Level) -> CheckRow:
+    run = scan.aggregator.run
+    counted = run.anomalies_critical + (run.anomalies_warning if fail_on is Level.WARNING else 0)
+    first = next(
+        (a for a in scan.anomalies if a.severity == "critical" or fail_on is Level.WARNING), None
+    )
+    summary = f"{run.anomalies_critical} critical, {run.anomalies_warning} warning"
+    message = (
+        summary
+        if first is None
+        else (
+            f"{summary}; first: {first.metric} = {fmt(first.value)} at update {first.update}: "
+            f"{first.message}"
+        )
+    )
+    return CheckRow(
+        "anomalies",
+        "anomalies",
+        counted == 0,
+        message,
+        updates_warning=run.anomalies_warning,
+        updates_critical=run.anomalies_critical,
+    )
+
+
+def _finish_row(status: str | None, reason: str | None, allow_unfinished: bool) -> CheckRow:
+    because = f": {reason}" if reason else ""
+    if status == "completed":
+        return CheckRow("run_finished", "finished", True, "run_finished: completed")
+    if status == "failed":
+        return CheckRow("run_finished", "finished", False, f"run failed{because}")
+    if status == "interrupted":
+        return CheckRow("run_finished", "finished", allow_unfinished, f"run interrupted{because}")
+    return CheckRow(
+        "run_finished",
+        "finished",
+        allow_unfinished,
+        "no run_finished: the run is still going or was cut off",
+    )
+
+
+def format_text(result: CheckResult) -> str:
+    """The table for a terminal or a CI log."""
+    lines = [
+        f"sanctum check {result.path}",
+        f"run {result.run_id}, {plural(result.updates, 'update')}, "
+        f"failing on {result.fail_on.value}"
+        + (", unfinished allowed" if result.allow_unfinished else ""),
+        "",
+        f"{'check':<20} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}  result",
+    ]
+    for row in result.rows:
+        if row.rule is not None:
+            first = "-" if row.first_critical is None else str(row.first_critical)
+            lines.append(
+                f"{row.label + ' ' + row.name:<20} {fmt(row.worst, row.decimals):>10} "
+                f"{row.updates_measured:>5} {row.updates_warning:>5} "
+                f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
+            )
+    lines.append("")
+    for row in result.rows:
+        lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
+    if result.skipped_lines:
+        lines.append(
+            f"note  {plural(result.skipped_lines, 'line')} skipped "
+            "(malformed or unknown kind); see sanctum summary"
+        )
+    failed = [r.label for r in result.rows if not r.passed]
+    lines.append("")
+    lines.append("PASS" if not failed else f"FAIL: {', '.join(failed)}")
+    return "\n".join(lines)
+
+
+def to_dict(result: CheckResult) -> dict[str, Any]:
+    """The result as one JSON-ready object (non-finite numbers spelled as strings)."""
+    return {
+        "path": str(result.path),
+        "run_id": result.run_id,
+        "passed": result.passed,
+        "exit_code": result.exit_code,
+        "fail_on": result.fail_on.value,
+        "allow_unfinished": result.allow_unfinished,
+        "updates": result.updates,
+        "status": result.status,
+        "skipped_lines": result.skipped_lines,
+        "rows": [
+            {
+                "name": r.name,
+                "label": r.label,
+                "passed": r.passed,
+                "message": r.message,
+                "rule": r.rule,
+                "worst": to_json(r.worst),
+                "worst_update": r.worst_update,
+                "updates_measured": r.updates_measured,
+                "updates_warning": r.updates_warning,
+                "updates_critical": r.updates_critical,
+                "first_warning": r.first_warning,
+                "first_critical": r.first_critical,
+            }
+            for r in result.rows
+        ],
+    }
+
+
+def write_junit(result: CheckResult, path: Path) -> None:
+    """JUnit XML: one test case per row (each rule, non-finite, anomalies, finish)."""
+    failures = sum(not r.passed for r in result.rows)
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": "sanctum check",
+            "tests": str(len(result.rows)),
+            "failures": str(failures),
+            "errors": "0",
+            "skipped": "0",
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("path", str(result.path)),
+        ("run_id", result.run_id or ""),
+        ("fail_on", result.fail_on.value),
+    ):
+        ET.SubElement(props, "property", {"name": name, "value": value})
+    classname = f"sanctum.check.{result.run_id or 'run'}"
+    for row in result.rows:
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": row.name})
+        if row.passed:
+            ET.SubElement(case, "system-out").text = row.message
+        else:
+            failure = ET.SubElement(case, "failure", {"message": row.message, "type": row.label})
+            failure.text = row.message if row.rule is None else f"{row.rule}\n{row.message}"
+    root = ET.Element("testsuites")
+    root.append(suite)
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,193 @@
+"""The ``sanctum`` command: parse, resolve the run, hand over (STYLE 19: a thin CLI).
+
+``sanctum [RUN]`` and ``sanctum replay`` open the Textual dashboard, imported only then so
+``check``, ``summary`` and ``--help`` start fast and work without a terminal. Exit codes:
+0 healthy / done, 1 a check failed, 2 unusable input (missing or unreadable log, no
+``run_started``, newer major schema, bad thresholds file, bad arguments).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from telemetry.recorder import EVENTS_FILE
+
+if TYPE_CHECKING:
+    from sanctum.thresholds import Thresholds
+
+DEFAULT_RUNS_DIR = Path("runs")
+COMMANDS = ("watch", "replay", "check", "summary")
+EXIT_UNUSABLE = 2
+
+
+class UsageError(Exception):
+    """The arguments do not name something usable; exit 2 with this message."""
+
+
+def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
+    """The events file for RUN: a run folder, an events file, or the newest run in runs_dir.
+
+    A path that does not exist yet is kept (the dashboard waits for it): with a suffix it
+    is taken as the events file, without one as a run folder.
+    """
+    if run is None:
+        return newest_run(runs_dir)
+    path = Path(run)
+    if path.is_dir():
+        return path / EVENTS_FILE
+    if path.exists() or path.suffix:
+        return path
+    return path / EVENTS_FILE
+
+
+def newest_run(runs_dir: Path) -> Path:
+    """The most recently written ``<runs_dir>/<run>/events.jsonl``."""
+    candidates = sorted(runs_dir.glob(f"*/{EVENTS_FILE}"), key=lambda p: p.stat().st_mtime)
+    if not candidates:
+        raise UsageError(
+            f"no run under {runs_dir}/ (looked for {runs_dir}/*/{EVENTS_FILE}); "
+            "pass a run folder or an events file"
+        )
+    return candidates[-1]
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="TOML file overriding the health rules (see sanctum.thresholds)",
+    )
+    parser = argparse.ArgumentParser(
+        prog="sanctum",
+        usage="sanctum [--thresholds FILE] [RUN | {replay,check,summary} ...]",
+        description="PPO training health from a run's event log: a live dashboard, a replay, "
+        "a CI check and a summary. RUN is a run folder or its events.jsonl; without RUN, "
+        "the newest run under ./runs.",
+        epilog="exit codes: 0 ok, 1 a health check failed, 2 unusable input",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", metavar="command")
+    watch = sub.add_parser("watch", parents=[common], help="follow a run live (the default)")
+    watch.add_argument("run", nargs="?", metavar="RUN")
+    replay = sub.add_parser("replay", parents=[common], help="play a recorded run back")
+    replay.add_argument("run", metavar="RUN")
+    replay.add_argument(
+        "--speed",
+        type=_speed,
+        default=1.0,
+        help="playback speed: 1 = as recorded, 10 = ten times faster",
+    )
+    check = sub.add_parser("check", parents=[common], help="judge a run; exit 0, 1 or 2")
+    check.add_argument("run", metavar="RUN")
+    check.add_argument(
+        "--fail-on",
+        choices=("warning", "critical"),
+        default="critical",
+        help="the level that fails the check (default: critical); with "
+        "warning, warning anomalies fail it too",
+    )
+    check.add_argument(
+        "--allow-unfinished",
+        action="store_true",
+        help="pass a run without run_finished or interrupted (a failed run still fails)",
+    )
+    check.add_argument("--json", action="store_true", help="print one JSON object")
+    check.add_argument(
+        "--junit", metavar="FILE", type=Path, help="also write JUnit XML, one test case per rule"
+    )
+    summary = sub.add_parser("summary", parents=[common], help="what happened in a run")
+    summary.add_argument("run", metavar="RUN")
+    summary.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def with_default_command(argv: Sequence[str]) -> list[str]:
+    """Insert ``watch`` when the first positional argument is not a command."""
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--thresholds":
+            i += 2
+            continue
+        if arg.startswith("-"):
+            if arg in ("-h", "--help"):
+                return args
+            i += 1
+            continue
+        if arg in COMMANDS:
+            return args
+        break
+    return [*args[:i], "watch", *args[i:]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sanctum`` console script; returns the exit code."""
+    args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
+    from sanctum.thresholds import ThresholdsError, load_thresholds
+    from telemetry.eventlog import EventLogError
+
+    try:
+        thresholds = load_thresholds(getattr(args, "thresholds", None))  # SUPPRESS: absent
+        if args.command == "check":
+            return _check(args, thresholds)
+        if args.command == "summary":
+            return _summary(args, thresholds)
+        return _interactive(args, thresholds)
+    except (UsageError, ThresholdsError, EventLogError) as exc:
+        print(f"sanctum: error: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+
+
+def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    from sanctum.check import format_text, run_check, to_dict, write_junit
+    from sanctum.health import Level
+    from sanctum.report import dumps
+
+    result = run_check(
+        resolve_run(args.run), thresholds, Level(args.fail_on), args.allow_unfinished
+    )
+    print(dumps(to_dict(result)) if args.json else format_text(result))
+    if args.junit is not None:
+        write_junit(result, args.junit)
+    return result.exit_code
+
+
+def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    from sanctum.report import dumps
+    from sanctum.summary import build_summary, format_text
+
+    doc = build_summary(resolve_run(args.run), thresholds)
+    print(dumps(doc) if args.json else format_text(doc, thresholds))
+    return 0
+
+
+def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    path = resolve_run(args.run)
+    speed: float | None = None
+    if args.command == "replay":
+        if not path.exists():
+            raise UsageError(f"{path}: no such event log to replay")
+        speed = args.speed
+    from sanctum.app import SanctumApp  # Textual loads only for the dashboard
+
+    SanctumApp(path, thresholds, replay_speed=speed).run()
+    return 0

@@ -1,0 +1,231 @@
+"""``sanctum summary``: what happened in a run, from its log, in one screen or one JSON object.
+
+Built as one JSON-ready document from a :class:`LogScan` (so ``--json`` and the text show
+the same facts), then printed. Final and worst values come from the same rule table as the
+dashboard and ``check``; "not measured" metrics say so instead of showing a zero.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from sanctum.health import Level
+from sanctum.report import fmt, plural
+from sanctum.scan import LogScan, scan_log
+from sanctum.thresholds import Thresholds
+
+TEXT_LIST_LIMIT = 20
+"""Early stops, anomalies and skipped lines printed in the text form (JSON has up to KEPT)."""
+
+
+def build_summary(path: Path, thresholds: Thresholds) -> dict[str, Any]:
+    """Scan ``path`` and summarise it. Raises EventLogError for unusable input."""
+    return summarize(scan_log(path, thresholds))
+
+
+def summarize(scan: LogScan) -> dict[str, Any]:
+    """The summary document of a scanned log (pure)."""
+    agg = scan.aggregator
+    run = agg.snapshot(agg.run.last_event_ts or 0.0).run
+    health = agg.health()
+    return {
+        "path": str(scan.path),
+        "run": {
+            "run_id": run.run_id,
+            "env_id": run.env_id,
+            "trainer": run.trainer,
+            "seed": run.seed,
+            "schema": run.schema,
+            "status": run.status,
+            "reason": run.reason,
+            "started_ts": run.started_ts,
+            "duration_seconds": run.elapsed(run.last_event_ts or 0.0),
+            "global_step": run.global_step,
+            "total_steps": run.total_steps,
+            "updates": run.updates,
+            "events": run.events,
+            "steps_per_second": run.steps_per_second,
+            "episodes": run.episodes,
+            "episode_return_final": run.episode_return,
+            "episode_return_best": scan.best_return,
+            "max_kl": agg.tamiyo.max_kl,
+        },
+        "verdict": health.verdict,
+        "rules": [
+            {
+                "metric": t.rule.metric,
+                "label": t.rule.label,
+                "rule": t.rule.describe(),
+                "final": scan.stats[t.rule.metric].final,
+                "final_level": health.level(t.rule.metric).value,
+                "worst": t.worst,
+                "worst_update": t.worst_update,
+                "updates_warning": t.at_warning,
+                "updates_critical": t.at_critical,
+                "first_critical": t.first_critical,
+            }
+            for t in scan.tallies.values()
+        ],
+        "metrics": {
+            metric: {
+                "measured": s.measured,
+                "final": s.final,
+                "final_update": s.final_update,
+                "min": s.minimum,
+                "max": s.maximum,
+                "nonfinite": s.nonfinite,
+                "first_nonfinite_update": s.first_nonfinite,
+            }
+            for metric, s in scan.stats.items()
+        },
+        "early_stops": {
+            "count": scan.early_stop_count,
+            "listed": [{"update": u, "reason": r} for u, r in scan.early_stops],
+        },
+        "anomalies": {
+            "critical": agg.run.anomalies_critical,
+            "warning": agg.run.anomalies_warning,
+            "listed": [
+                {
+                    "update": a.update,
+                    "severity": a.severity,
+                    "metric": a.metric,
+                    "value": a.value,
+                    "message": a.message,
+                }
+                for a in scan.anomalies
+            ],
+        },
+        "skipped_lines": {
+            "malformed": agg.malformed,
+            "unknown_kind": agg.unknown_kind,
+            "listed": [
+                {"line": s.line_no, "kind": s.kind, "detail": s.detail} for s in scan.skipped
+            ],
+        },
+        "resets": agg.resets,
+        "seq_gaps": agg.run.seq_gaps,
+    }
+
+
+def format_text(doc: dict[str, Any], thresholds: Thresholds) -> str:
+    """The summary for a terminal."""
+    return "\n".join([*_facts(doc), "", *_rules(doc), "", *_metrics(doc, thresholds), *_lists(doc)])
+
+
+def _facts(doc: dict[str, Any]) -> list[str]:
+    r = doc["run"]
+    ident = ", ".join(
+        f"{k} {v}"
+        for k, v in (
+            ("env", r["env_id"]),
+            ("seed", r["seed"]),
+            ("trainer", r["trainer"]),
+            ("schema", r["schema"]),
+        )
+        if v is not None
+    )
+    started = (
+        "-"
+        if r["started_ts"] is None
+        else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r["started_ts"]))
+    )
+    status = r["status"] or "no events"
+    if r["status"] == "running":
+        status = "no run_finished (still running, or cut off)"
+    if r["reason"]:
+        status += f": {r['reason']}"
+    steps = fmt(r["global_step"])
+    if r["total_steps"]:
+        steps += f" / {r['total_steps']} ({100 * r['global_step'] / r['total_steps']:.0f}%)"
+    a, e = doc["anomalies"], doc["early_stops"]
+    return [
+        f"run       {r['run_id']} ({ident})",
+        f"file      {doc['path']}",
+        f"started   {started}; duration {fmt(r['duration_seconds'], 1)} s",
+        f"status    {status}",
+        f"progress  {plural(r['updates'], 'update')}, {steps} steps, "
+        f"{plural(r['events'], 'event')}",
+        f"speed     {fmt(r['steps_per_second'], 0)} steps/s (last rollout)",
+        f"returns   {plural(r['episodes'], 'episode')}; last mean "
+        f"{fmt(r['episode_return_final'], 2)}, best mean {fmt(r['episode_return_best'], 2)}",
+        f"health    final verdict {doc['verdict']}; {plural(e['count'], 'early stop')}; "
+        f"anomalies {a['critical']} critical, {a['warning']} warning",
+    ]
+
+
+def _rules(doc: dict[str, Any]) -> list[str]:
+    lines = [f"{'rule':<52} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit"]
+    for row in doc["rules"]:
+        first = "-" if row["first_critical"] is None else str(row["first_critical"])
+        final = fmt(row["final"]) + (
+            "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
+        )
+        lines.append(
+            f"{row['label'] + '  ' + row['rule']:<52} {final:>9} "
+            f"{fmt(row['worst']):>9} {row['updates_warning']:>5} "
+            f"{row['updates_critical']:>5}  {first}"
+        )
+    return lines
+
+
+def _metrics(doc: dict[str, Any], thresholds: Thresholds) -> list[str]:
+    lines = [f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite"]
+    for metric, s in doc["metrics"].items():
+        if not s["measured"]:
+            lines.append(f"{metric:<22} {'not measured':>10}")
+            continue
+        rule = thresholds.rule(metric)
+        d = None if rule is None else rule.decimals
+        bad = (
+            "-"
+            if not s["nonfinite"]
+            else (f"{s['nonfinite']}, first at update {s['first_nonfinite_update']}")
+        )
+        lines.append(
+            f"{metric:<22} {fmt(s['final'], d):>10} {fmt(s['min'], d):>10} "
+            f"{fmt(s['max'], d):>10} {s['measured']:>8}  {bad}"
+        )
+    return lines
+
+
+def _lists(doc: dict[str, Any]) -> list[str]:
+    e, a, s = doc["early_stops"], doc["anomalies"], doc["skipped_lines"]
+    sections = [
+        (
+            f"early stops ({e['count']})",
+            e["count"],
+            [f"update {x['update']}: {x['reason']}" for x in e["listed"]],
+        ),
+        (
+            f"anomalies ({a['critical'] + a['warning']})",
+            a["critical"] + a["warning"],
+            [
+                f"update {x['update']} {x['severity']} {x['metric']} = {fmt(x['value'])}: "
+                f"{x['message']}"
+                for x in a["listed"]
+            ],
+        ),
+        (
+            f"skipped lines ({s['malformed']} malformed, {s['unknown_kind']} unknown kind)",
+            s["malformed"] + s["unknown_kind"],
+            [f"line {x['line']} {x['kind']}: {x['detail']}" for x in s["listed"]],
+        ),
+    ]
+    lines: list[str] = []
+    for title, count, items in sections:
+        lines += ["", title] if count else []
+        lines += [f"  {item}" for item in items[:TEXT_LIST_LIMIT]]
+        if count > TEXT_LIST_LIMIT:
+            lines.append(
+                f"  ... and {count - TEXT_LIST_LIMIT} more (--json lists up to {len(items)})"
+            )
+    if doc["resets"] or doc["seq_gaps"]:
+        lines += [
+            "",
+            f"log restarted {plural(doc['resets'], 'time')}; "
+            f"{plural(doc['seq_gaps'], 'gap')} in seq (events lost)",
+        ]
+    return lines

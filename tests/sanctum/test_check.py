@@ -1,0 +1,185 @@
+"""``sanctum check``: verdicts, exit codes, JSON and JUnit on fixture logs."""
+
+from __future__ import annotations
+
+import json
+import math
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from sanctum.check import CheckResult, format_text, run_check, to_dict, write_junit
+from sanctum.health import Level
+from sanctum.report import dumps
+from sanctum.scan import NoRunStarted
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from telemetry.eventlog import EventLogNotFound, SchemaVersionError
+from tests.sanctum.logs import RunLog, write_run
+
+
+def check(path: Path, **kwargs: object) -> CheckResult:
+    return run_check(path / "events.jsonl" if path.is_dir() else path, DEFAULT_THRESHOLDS, **kwargs)  # type: ignore[arg-type]
+
+
+def rows(result: CheckResult) -> dict[str, dict[str, object]]:
+    return {r["name"]: r for r in to_dict(result)["rows"]}
+
+
+def test_healthy_run_passes(healthy_log: Path) -> None:
+    result = check(healthy_log)
+    assert result.exit_code == 0
+    assert [r.name for r in result.rows] == [
+        "approx_kl",
+        "clip_fraction",
+        "grad_norm",
+        "explained_variance",
+        "nonfinite",
+        "anomalies",
+        "run_finished",
+    ]
+    kl = rows(result)["approx_kl"]
+    assert (kl["worst"], kl["updates_measured"], kl["updates_critical"]) == (0.005, 20, 0)
+    assert rows(result)["explained_variance"]["updates_measured"] == 20
+    assert format_text(result).endswith("\nPASS")
+
+
+def test_critical_kl_fails_with_its_update(critical_kl_log: Path) -> None:
+    result = check(critical_kl_log)
+    assert result.exit_code == 1
+    kl = rows(result)["approx_kl"]
+    assert kl["passed"] is False
+    assert (kl["worst"], kl["worst_update"]) == (0.05, 7)
+    assert (kl["updates_warning"], kl["updates_critical"], kl["first_critical"]) == (0, 1, 7)
+    assert [r.name for r in result.rows if not r.passed] == ["approx_kl"]
+    assert format_text(result).endswith("\nFAIL: KL")
+
+
+def test_warning_fails_only_with_fail_on_warning(warning_kl_log: Path) -> None:
+    assert check(warning_kl_log).exit_code == 0
+    strict = check(warning_kl_log, fail_on=Level.WARNING)
+    assert strict.exit_code == 1
+    kl = rows(strict)["approx_kl"]
+    assert (kl["updates_warning"], kl["first_warning"], kl["first_critical"]) == (1, 3, None)
+    assert "reached warning in 1 update, first at update 3" in str(kl["message"])
+
+
+def test_nan_metric_fails_and_json_spells_it(nan_log: Path) -> None:
+    result = check(nan_log)
+    assert result.exit_code == 1
+    doc = json.loads(dumps(to_dict(result)))  # strict JSON: no bare NaN
+    by_name = {r["name"]: r for r in doc["rows"]}
+    assert by_name["approx_kl"]["worst"] == "NaN"
+    assert by_name["approx_kl"]["first_critical"] == 6
+    nonfinite = by_name["nonfinite"]
+    assert (nonfinite["passed"], nonfinite["updates_critical"], nonfinite["first_critical"]) == (
+        False,
+        2,
+        4,
+    )
+    assert "entropy (1x, first at update 4)" in nonfinite["message"]
+
+
+def test_unfinished_and_interrupted_need_allow_unfinished(
+    unfinished_log: Path, tmp_path: Path
+) -> None:
+    assert check(unfinished_log).exit_code == 1
+    assert rows(check(unfinished_log))["run_finished"]["message"] == (
+        "no run_finished: the run is still going or was cut off"
+    )
+    assert check(unfinished_log, allow_unfinished=True).exit_code == 0
+    interrupted = write_run(tmp_path / "int.jsonl", updates=3, finish="interrupted")
+    assert check(interrupted).exit_code == 1
+    assert check(interrupted, allow_unfinished=True).exit_code == 0
+
+
+def test_a_failed_run_fails_even_when_unfinished_is_allowed(tmp_path: Path) -> None:
+    failed = write_run(tmp_path / "f.jsonl", updates=3, finish="failed")
+    result = check(failed, allow_unfinished=True)
+    assert result.exit_code == 1
+    assert rows(result)["run_finished"]["message"] == "run failed: stopped by the test"
+
+
+def test_corrupt_lines_and_unknown_kinds_are_counted_not_fatal(
+    corrupt_log: Path, unknown_kind_log: Path
+) -> None:
+    corrupt = check(corrupt_log)
+    assert (corrupt.exit_code, corrupt.skipped_lines, corrupt.updates) == (0, 2, 3)
+    assert "2 lines skipped" in format_text(corrupt)
+    unknown = check(unknown_kind_log)
+    assert (unknown.exit_code, unknown.skipped_lines, unknown.updates) == (0, 2, 2)
+
+
+def test_unusable_input_raises(newer_schema_log: Path, tmp_path: Path) -> None:
+    with pytest.raises(SchemaVersionError, match="schema 2 is newer than the supported schema 1"):
+        check(newer_schema_log)
+    with pytest.raises(EventLogNotFound, match=r"missing\.jsonl"):
+        check(tmp_path / "missing.jsonl")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    with pytest.raises(NoRunStarted, match="no run_started event"):
+        check(empty)
+    headless = tmp_path / "headless.jsonl"
+    log = RunLog(headless)
+    log.update(0)
+    log.close()
+    with pytest.raises(NoRunStarted, match=r"headless\.jsonl"):
+        check(headless)
+
+
+def test_anomalies(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.anomaly("warning", "ratio_max", 40.0, update=0)
+    log.finish()
+    log.close()
+    assert check(path).exit_code == 0
+    assert check(path, fail_on=Level.WARNING).exit_code == 1
+    log = RunLog(path)
+    log.anomaly("critical", "grad_norm", math.inf, update=0)
+    log.close()
+    result = check(path)
+    assert result.exit_code == 1
+    assert rows(result)["anomalies"]["message"] == (
+        "1 critical, 1 warning; first: grad_norm = Inf at update 0: "
+        "optimizer step skipped: non-finite gradient"
+    )
+
+
+def test_explained_variance_warm_up(tmp_path: Path) -> None:
+    early = write_run(
+        tmp_path / "early.jsonl", updates=10, overrides=lambda u: {"explained_variance": -1.0}
+    )
+    result = check(early)
+    assert result.exit_code == 0
+    ev = rows(result)["explained_variance"]
+    assert ev["message"] == "not judged: all 10 updates within the warm-up"
+    late = write_run(
+        tmp_path / "late.jsonl", updates=11, overrides=lambda u: {"explained_variance": -1.0}
+    )
+    assert rows(check(late))["explained_variance"]["first_critical"] == 10
+
+
+def test_a_metric_never_measured_is_said_so(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "g.jsonl", updates=3, overrides=lambda u: {"grad_norm": None})
+    result = check(path)
+    assert result.exit_code == 0
+    assert rows(result)["grad_norm"]["message"] == "not measured in this run"
+    assert rows(result)["grad_norm"]["worst"] is None
+
+
+def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> None:
+    result = check(critical_kl_log)
+    out = tmp_path / "reports" / "sanctum.xml"
+    write_junit(result, out)
+    suite = ET.parse(out).getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures")) == ("7", "1")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert list(cases) == [r.name for r in result.rows]
+    failure = cases["approx_kl"].find("failure")
+    assert failure is not None
+    assert "first at update 7" in (failure.get("message") or "")
+    assert cases["clip_fraction"].find("failure") is None

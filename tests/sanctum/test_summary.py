@@ -1,0 +1,129 @@
+"""``sanctum summary``: run facts, final and worst values, early stops, skipped lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from sanctum.report import dumps
+from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from tests.sanctum.logs import RunLog, early_stop_update, write_run
+
+
+def summary(path: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads(dumps(build_summary(path, DEFAULT_THRESHOLDS)))
+
+
+def test_run_facts(healthy_log: Path) -> None:
+    doc = summary(healthy_log / "events.jsonl")
+    run = doc["run"]
+    assert run["run_id"] == "run-test"
+    assert (run["env_id"], run["seed"], run["trainer"], run["schema"]) == (
+        "CartPole-v1",
+        3,
+        "test-trainer 0.1",
+        1,
+    )
+    assert (run["status"], run["updates"], run["global_step"], run["total_steps"]) == (
+        "completed",
+        20,
+        10240,
+        10240,
+    )
+    assert run["events"] == 42
+    assert run["duration_seconds"] == 60.0  # from run_finished
+    assert (run["episode_return_final"], run["episode_return_best"]) == (39.0, 39.0)
+    assert run["max_kl"] == 0.03
+    assert doc["verdict"] == "OK"
+
+
+def test_final_and_worst_values(tmp_path: Path) -> None:
+    kls = [0.004, 0.05, 0.01, 0.02]
+    path = write_run(
+        tmp_path / "e.jsonl",
+        updates=4,
+        overrides=lambda u: {
+            "approx_kl": kls[u],
+            "entropy": None if u == 3 else 0.5 - u / 10,
+            "value_loss": math.inf if u == 1 else 3.0,
+        },
+    )
+    doc = summary(path)
+    kl_rule = doc["rules"][0]
+    assert (
+        kl_rule["final"],
+        kl_rule["final_level"],
+        kl_rule["worst"],
+        kl_rule["worst_update"],
+    ) == (0.02, "warning", 0.05, 1)
+    assert (kl_rule["updates_warning"], kl_rule["updates_critical"]) == (1, 1)
+    entropy = doc["metrics"]["entropy"]
+    assert (entropy["final"], entropy["final_update"], entropy["measured"]) == (0.3, 2, 3)
+    assert (entropy["min"], entropy["max"]) == (0.3, 0.5)
+    loss = doc["metrics"]["value_loss"]
+    assert (loss["nonfinite"], loss["first_nonfinite_update"], loss["max"]) == (1, 1, 3.0)
+    assert doc["metrics"]["kl_coef"]["measured"] == 0
+    assert doc["metrics"]["kl_coef"]["final"] is None
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    assert "kl_coef                not measured" in text
+    assert "value_loss" in text
+    assert "1, first at update 1" in text
+
+
+def test_early_stops_with_reasons(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(TEXT_LIST_LIMIT + 5):
+        log.update(early_stop_update(u, kl=0.04 + u / 10000))
+    log.finish()
+    log.close()
+    doc = summary(path)
+    assert doc["early_stops"]["count"] == TEXT_LIST_LIMIT + 5
+    first = doc["early_stops"]["listed"][0]
+    assert first == {
+        "update": 0,
+        "reason": "approx_kl 0.0400 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)",
+    }
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    assert "  update 1: approx_kl 0.0401 > max_kl 0.0300" in text
+    assert "... and 5 more" in text
+
+
+def test_skipped_lines_with_line_numbers(corrupt_log: Path, unknown_kind_log: Path) -> None:
+    doc = summary(corrupt_log)
+    skipped = doc["skipped_lines"]
+    assert (skipped["malformed"], skipped["unknown_kind"]) == (2, 0)
+    assert [s["line"] for s in skipped["listed"]] == [4, 7]
+    unknown = summary(unknown_kind_log)["skipped_lines"]
+    assert [(s["line"], s["kind"]) for s in unknown["listed"]] == [
+        (4, "unknown_kind"),
+        (5, "unknown_kind"),
+    ]
+    assert "'gpu_stats'" in unknown["listed"][0]["detail"]
+    text = format_text(build_summary(corrupt_log, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    assert "skipped lines (2 malformed, 0 unknown kind)" in text
+    assert "  line 4 malformed:" in text
+
+
+def test_unfinished_run_says_so(unfinished_log: Path) -> None:
+    doc = summary(unfinished_log)
+    assert doc["run"]["status"] == "running"
+    text = format_text(build_summary(unfinished_log, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    assert "no run_finished (still running, or cut off)" in text
+
+
+def test_anomalies_listed(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.anomaly("critical", "grad_norm", math.nan, update=0)
+    log.close()
+    doc = summary(path)
+    assert doc["anomalies"]["critical"] == 1
+    assert doc["anomalies"]["listed"][0]["value"] == "NaN"
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    assert "update 0 critical grad_norm = NaN: optimizer step skipped" in text
