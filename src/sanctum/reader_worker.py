@@ -1,0 +1,186 @@
+"""The reading loop behind the dashboard: file -> aggregator -> one frozen snapshot per batch.
+
+It runs in a thread (the app starts it with ``@work(thread=True)``) and owns the
+aggregator outright, so aggregation never races the UI and never blocks it. The UI gets
+a :class:`~sanctum.state.SanctumSnapshot` through ``publish``; while the UI has not yet
+taken the previous one, new batches are folded but not posted, so a fast log (or a slow
+terminal) coalesces into fewer, newer snapshots instead of a growing message queue
+(the habit of toolong's ``log_lines.py``). There is no Textual here: the loop is driven
+and tested with plain callables.
+
+Replay paces events by their ``ts`` deltas divided by the speed, with long gaps capped,
+and keeps a virtual clock so "elapsed" and "stale" read as they did during the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from sanctum.aggregator import SanctumAggregator
+from sanctum.state import SanctumSnapshot
+from sanctum.thresholds import Thresholds
+from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
+from telemetry.events import Event
+
+Severity = Literal["information", "warning", "error"]
+POLL_INTERVAL = 0.05
+"""Seconds between looks at a file with nothing new: bounds the tail latency."""
+MAX_REPLAY_GAP = 2.0
+"""Longest real-time pause of a replay, in seconds, however long the recorded gap."""
+
+
+@dataclass(frozen=True)
+class FeedCallbacks:
+    """How the loop talks to its owner; every callable must be safe from another thread."""
+
+    publish: Callable[[SanctumSnapshot], None]
+    """Receives a new snapshot; the owner calls :meth:`SnapshotFeed.taken` once it used it."""
+    notice: Callable[[str, Severity], None]
+    """Receives one line for a human: the file was reset, or cannot be read at all."""
+    stopped: Callable[[], bool]
+    """True once the loop should end (the app is closing)."""
+
+
+class ReplayClock:
+    """Time as the recorded run saw it: the last replayed ``ts`` plus scaled real time.
+
+    Between two events the virtual time never passes the next event's ``ts``, so a
+    capped gap does not make a replayed run look stale.
+    """
+
+    def __init__(self, speed: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.speed = speed
+        self._monotonic = monotonic
+        self._ts: float | None = None
+        self._at = 0.0
+        self._limit: float | None = None
+
+    def mark(self, ts: float, at: float) -> None:
+        """The event stamped ``ts`` is shown at monotonic time ``at``."""
+        self._ts, self._at, self._limit = ts, at, None
+
+    def expect(self, ts: float) -> None:
+        """The next event is stamped ``ts``: virtual time stops there until it is shown."""
+        self._limit = ts
+
+    def __call__(self) -> float | None:
+        """The virtual time, or None before the first event."""
+        if self._ts is None:
+            return None
+        now = self._ts + (self._monotonic() - self._at) * self.speed
+        return now if self._limit is None else min(now, self._limit)
+
+
+class SnapshotFeed:
+    """Follows (or replays) one event log into a :class:`SanctumAggregator`."""
+
+    def __init__(
+        self,
+        path: Path,
+        thresholds: Thresholds,
+        *,
+        replay_speed: float | None = None,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = POLL_INTERVAL,
+        max_replay_gap: float = MAX_REPLAY_GAP,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if replay_speed is not None and not replay_speed > 0:
+            raise ValueError(f"replay speed must be > 0, got {replay_speed}")
+        self.path = path
+        self.reader = EventLogReader(path)
+        self.aggregator = SanctumAggregator(thresholds)
+        self.poll_interval = poll_interval
+        self.max_replay_gap = max_replay_gap
+        self._clock = clock
+        self._monotonic = monotonic
+        self._sleep_for = sleep
+        self._replay = ReplayClock(replay_speed, monotonic) if replay_speed is not None else None
+        self._ui_free = threading.Event()
+        self._ui_free.set()
+        self._dirty = True  # the first snapshot (WAITING) is owed at once
+
+    def now(self) -> float:
+        """The clock snapshots are taken with: the replay's virtual time while it replays."""
+        virtual = self._replay() if self._replay is not None else None
+        return self._clock() if virtual is None else virtual
+
+    def taken(self) -> None:
+        """The UI has used the last published snapshot: the next one may be posted."""
+        self._ui_free.set()
+
+    def run(self, callbacks: FeedCallbacks) -> None:
+        """Read until ``callbacks.stopped()``; returns early only on an unusable log."""
+        while not callbacks.stopped():
+            try:
+                batch = self.reader.read_new()
+            except EventLogNotFound:
+                batch = ReadBatch()
+            except EventLogError as exc:  # unreadable or a newer schema: nothing to follow
+                self._flush(callbacks)
+                callbacks.notice(str(exc), "error")
+                return
+            if batch.reset is not None:
+                callbacks.notice(batch.reset, "warning")
+            if not batch:
+                self._caught_up()
+                self._flush(callbacks)
+                self._sleep(self.poll_interval, callbacks)
+            elif self._replay is not None:
+                self._replay_batch(batch, self._replay, callbacks)
+            else:
+                self.aggregator.handle_batch(batch)
+                self._dirty = True
+                self._flush(callbacks)
+        self._flush(callbacks)
+
+    def _caught_up(self) -> None:
+        """At the end of the file a replay becomes a live follow on the wall clock."""
+        if self._replay is not None and self._replay() is not None:
+            self._replay = None
+
+    def _flush(self, callbacks: FeedCallbacks) -> None:
+        """Post a snapshot if something changed and the UI took the previous one."""
+        if self._dirty and self._ui_free.is_set():
+            self._ui_free.clear()
+            self._dirty = False
+            callbacks.publish(self.aggregator.snapshot(self.now()))
+
+    def _sleep(self, seconds: float, callbacks: FeedCallbacks) -> None:
+        """Sleep in short steps, posting owed snapshots and honouring a stop."""
+        deadline = self._monotonic() + seconds
+        while not callbacks.stopped():
+            self._flush(callbacks)
+            left = deadline - self._monotonic()
+            if left <= 0:
+                return
+            self._sleep_for(min(left, self.poll_interval))
+
+    def _replay_batch(self, batch: ReadBatch, clock: ReplayClock, cb: FeedCallbacks) -> None:
+        if batch.skipped or batch.reset:
+            self.aggregator.handle_batch(ReadBatch([], batch.skipped, batch.reset))
+            self._dirty = True
+        for event in batch.events:
+            if cb.stopped():
+                return
+            self._wait_for(event, clock, cb)
+            self.aggregator.handle(event)
+            self._dirty = True
+            self._flush(cb)
+
+    def _wait_for(self, event: Event, clock: ReplayClock, cb: FeedCallbacks) -> None:
+        """Hold ``event`` back until its recorded delay (scaled, capped) has passed."""
+        previous = clock()
+        if previous is None:
+            clock.mark(event.ts, self._monotonic())
+            return
+        clock.expect(event.ts)
+        gap = max(0.0, event.ts - previous) / clock.speed
+        self._sleep(min(gap, self.max_replay_gap), cb)
+        clock.mark(event.ts, self._monotonic())

@@ -1,0 +1,286 @@
+"""Pure drawing for the Sanctum dashboard: number formats, sparklines, trend arrows, a chart.
+
+Drawing lives apart from the widgets (STYLE 17) so every picture is tested to an exact
+string without an app. Nothing here decides health: callers pass thresholds and a colouring
+function built from the one rule table. A sparkline auto-scales and so cannot show a
+threshold; :class:`ThresholdChart` draws on a *fixed* scale with the warning and critical
+lines, which is why both exist. Non-finite values are always drawn, never dropped: ``NaN``
+and ``±Inf`` are spelled out, and a chart marks them in the critical style.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.style import Style
+from rich.text import Text
+
+from sanctum.state import least_squares_slope
+
+NOT_MEASURED: Final = "not measured"
+"""Shown for a field the trainer did not report; never a zero."""
+BARS: Final = "▁▂▃▄▅▆▇█"
+"""Eighth blocks, lowest first."""
+_PARTIAL: Final = " ▏▎▍▌▋▊▉"
+"""Left-aligned eighth blocks for the progress bar, empty first."""
+TREND_UP: Final = "↑"
+TREND_DOWN: Final = "↓"
+TREND_FLAT: Final = "→"
+TREND_UNKNOWN: Final = " "
+"""Fewer than two finite values: no direction to show."""
+NONFINITE_MARK: Final = "×"
+"""A NaN or infinite value in a sparkline or below a chart."""
+CLIPPED_MARK: Final = "▲"
+"""A chart value above the fixed scale (or +Inf)."""
+BELOW_MARK: Final = "▼"
+"""A chart value below zero (possible with the k1 estimator)."""
+
+
+def format_value(value: float | None, decimals: int | None = None) -> str:
+    """``value`` for a human: fixed ``decimals`` when given, else 4 significant digits.
+
+    ``None`` (not measured) is :data:`NOT_MEASURED`; non-finite values read ``NaN``,
+    ``+Inf``, ``-Inf``.
+    """
+    if value is None:
+        return NOT_MEASURED
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    return _significant(value, digits=4)
+
+
+def _significant(value: float, digits: int) -> str:
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if 1e-3 <= magnitude < 1e6:
+        exponent = math.floor(math.log10(magnitude))
+        return f"{value:.{max(0, digits - 1 - exponent)}f}"
+    return f"{value:.{digits - 2}e}"
+
+
+def format_count(count: int | None) -> str:
+    """An integer with thousands separators; ``None`` is ``—``."""
+    return "—" if count is None else f"{count:,}"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``m:ss`` below an hour, ``h:mm:ss`` above; ``None`` or non-finite is ``--:--``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def trend_arrow(values: Sequence[float], spread_share: float = 0.5) -> str:
+    """Direction of the least-squares line through the finite values (oldest first).
+
+    The line's rise over the window must cover at least ``spread_share`` of the values'
+    range, so a noisy series reads flat while a steady climb reads up however slowly it
+    climbs; a rise below 1e-9 of the values' magnitude is float jitter and reads flat.
+    Non-finite values are skipped: their level, not their direction, is what matters.
+    """
+    finite = [v for v in values if math.isfinite(v)]
+    slope = least_squares_slope(range(len(finite)), finite)
+    if slope is None:
+        return TREND_UNKNOWN
+    rise = slope * (len(finite) - 1)
+    spread = max(finite) - min(finite)
+    magnitude = max(abs(v) for v in finite)
+    if spread == 0 or abs(rise) < spread_share * spread or abs(rise) <= 1e-9 * magnitude:
+        return TREND_FLAT
+    return TREND_UP if rise > 0 else TREND_DOWN
+
+
+def sparkline(values: Sequence[float], width: int) -> str:
+    """The last ``width`` values as eighth blocks, newest at the right, auto-scaled.
+
+    Shorter series are padded on the left with spaces; a constant series sits at mid height;
+    non-finite values are :data:`NONFINITE_MARK`.
+    """
+    window = list(values[-width:]) if width > 0 else []
+    finite = [v for v in window if math.isfinite(v)]
+    low = min(finite, default=0.0)
+    extent = max(finite, default=0.0) - low
+    chars = []
+    for value in window:
+        if not math.isfinite(value):
+            chars.append(NONFINITE_MARK)
+        elif extent == 0:
+            chars.append(BARS[3])
+        else:
+            chars.append(BARS[round((value - low) / extent * (len(BARS) - 1))])
+    return " " * (width - len(window)) + "".join(chars)
+
+
+def progress_bar(fraction: float | None, width: int) -> str:
+    """A left-to-right bar of ``width`` cells in eighths; unknown progress is all ``░``."""
+    if fraction is None or not math.isfinite(fraction):
+        return "░" * width
+    eighths = round(min(1.0, max(0.0, fraction)) * width * 8)
+    full, partial = divmod(eighths, 8)
+    bar = "█" * full + (_PARTIAL[partial] if partial else "")
+    return bar + "░" * (width - len(bar))
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    """Rich renderable of :func:`sparkline` in one style."""
+
+    values: Sequence[float]
+    width: int
+    style: Style | str = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(sparkline(self.values, self.width), style=self.style, end="")
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(self.width, self.width)
+
+
+@dataclass(frozen=True)
+class ChartStyles:
+    """Styles of a :class:`ThresholdChart`; the widget fills them from its CSS."""
+
+    healthy: Style | str = "green"
+    warning: Style | str = "yellow"
+    critical: Style | str = "red"
+    axis: Style | str = "dim"
+
+
+@dataclass(frozen=True)
+class ThresholdChart:
+    """One column per value (newest at the right) on a fixed scale from 0 to ``top``.
+
+    The warning and critical thresholds are drawn as horizontal lines (``┄`` and ``━``)
+    behind the bars and labelled on the axis. ``top`` defaults to 1.5 times the highest
+    threshold, so the critical line sits at two thirds of the height. Values above ``top``
+    (and +Inf) end in :data:`CLIPPED_MARK`, NaN is :data:`NONFINITE_MARK` on the bottom
+    row, negative values are :data:`BELOW_MARK`. ``level_of`` names the level of a value
+    (``healthy``, ``warning`` or ``critical``) to colour its bar.
+    """
+
+    values: Sequence[float]
+    warning: float | None
+    critical: float | None
+    height: int
+    width: int | None = None
+    top: float | None = None
+    decimals: int = 3
+    level_of: Callable[[float], str] | None = None
+    styles: ChartStyles = field(default_factory=ChartStyles)
+
+    @property
+    def scale_top(self) -> float:
+        """Value at the top edge of the plot."""
+        if self.top is not None:
+            return self.top
+        thresholds = [t for t in (self.warning, self.critical) if t is not None and t > 0]
+        return 1.5 * max(thresholds) if thresholds else 1.0
+
+    def lines(self, width: int) -> list[Text]:
+        """The chart as ``height`` lines of exactly ``width`` cells."""
+        top = self.scale_top
+        labels = self._labels(top)
+        label_width = max(len(label) for label in labels.values())
+        plot_width = max(0, width - label_width - 1)
+        shown = list(self.values[-plot_width:]) if plot_width else []
+        columns = [None] * (plot_width - len(shown)) + [self._column(v, top) for v in shown]
+        rule_rows = self._rule_rows(top)
+        lines = []
+        for row in range(self.height):
+            from_bottom = self.height - 1 - row
+            line = Text(end="")
+            line.append(f"{labels.get(row, ''):>{label_width}}", self.styles.axis)
+            line.append("┤" if row in labels else "│", self.styles.axis)
+            rule = rule_rows.get(from_bottom)
+            for column in columns:
+                cell = column[from_bottom] if column else None
+                if cell is not None:
+                    line.append(*cell)
+                elif rule is not None:
+                    line.append(*rule)
+                else:
+                    line.append(" ")
+            lines.append(line)
+        return lines
+
+    def _labels(self, top: float) -> dict[int, str]:
+        """Axis label per row from the top: zero, the top, then thresholds (which win)."""
+        labels = {self.height - 1: format_value(0.0, self.decimals)}
+        labels[0] = format_value(top, self.decimals)
+        for threshold in (self.warning, self.critical):
+            row = self._row_of(threshold, top)
+            if row is not None:
+                labels[self.height - 1 - row] = format_value(threshold, self.decimals)
+        return labels
+
+    def _row_of(self, value: float | None, top: float) -> int | None:
+        """Row, counted from the bottom, whose band holds ``value``; None when off the plot."""
+        if value is None or not 0 <= value <= top or self.height <= 0:
+            return None
+        return min(self.height - 1, math.floor(value / top * self.height))
+
+    def _rule_rows(self, top: float) -> dict[int, tuple[str, Style | str]]:
+        rows: dict[int, tuple[str, Style | str]] = {}
+        warning_row = self._row_of(self.warning, top)
+        if warning_row is not None:
+            rows[warning_row] = ("┄", self.styles.warning)
+        critical_row = self._row_of(self.critical, top)
+        if critical_row is not None:
+            rows[critical_row] = ("━", self.styles.critical)
+        return rows
+
+    def _style_for(self, value: float) -> Style | str:
+        if not math.isfinite(value):
+            return self.styles.critical
+        level = self.level_of(value) if self.level_of else self._default_level(value)
+        style: Style | str = getattr(self.styles, level, self.styles.healthy)
+        return style
+
+    def _default_level(self, value: float) -> str:
+        if self.critical is not None and value > self.critical:
+            return "critical"
+        if self.warning is not None and value > self.warning:
+            return "warning"
+        return "healthy"
+
+    def _column(self, value: float, top: float) -> list[tuple[str, Style | str] | None]:
+        """Cells of one value from the bottom; None where the background shows."""
+        style = self._style_for(value)
+        cells: list[tuple[str, Style | str] | None] = [None] * self.height
+        if math.isnan(value):
+            cells[0] = (NONFINITE_MARK, style)
+            return cells
+        if value < 0:
+            cells[0] = (BELOW_MARK, style)
+            return cells
+        total = self.height * 8
+        eighths = total if value >= top else max(1 if value > 0 else 0, round(value / top * total))
+        for from_bottom in range(self.height):
+            filled = min(8, eighths - from_bottom * 8)
+            if filled > 0:
+                cells[from_bottom] = (BARS[filled - 1], style)
+        if value > top:
+            cells[-1] = (CLIPPED_MARK, style)
+        return cells
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text("\n", end="").join(self.lines(self.width or options.max_width))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        width = self.width or options.max_width
+        return Measurement(width, width)

@@ -1,0 +1,153 @@
+"""StatusBanner: the two lines that answer "is my run alive, and is it healthy?".
+
+Top line: connection state, run id, environment, latest update, elapsed time. Bottom
+line: the verdict of the one rule table, KL (3 decimals, trend arrow, ``!`` past warning),
+progress and throughput. Colours come from CSS classes named after the connection state
+and the health level, so the stylesheet, not this code, decides what red means.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.widgets import Label, Static
+
+from sanctum.health import Level
+from sanctum.renderables import (
+    format_count,
+    format_duration,
+    format_value,
+    progress_bar,
+    trend_arrow,
+)
+from sanctum.state import Connection, SanctumSnapshot
+from sanctum.widgets.base import SnapshotView
+
+KL_METRIC = "approx_kl"
+BANNER_KL_DECIMALS = 3
+"""DESIGN.md section 6: KL with 3 decimals in the banner (4 in the panel)."""
+
+CONNECTION_MARK = {
+    Connection.WAITING: "◌",
+    Connection.LIVE: "●",
+    Connection.STALE: "◐",
+    Connection.FINISHED: "■",
+    Connection.FAILED: "✖",
+    Connection.INTERRUPTED: "■",
+}
+LEVEL_CLASSES = tuple(f"level-{level.value}" for level in Level)
+CONNECTION_CLASSES = tuple(f"connection-{c.value}" for c in Connection)
+
+
+def connection_text(snapshot: SanctumSnapshot) -> str:
+    """``● LIVE``, ``◐ STALE 42s`` (silent that long), ``✖ FAILED``..."""
+    state = snapshot.connection
+    text = f"{CONNECTION_MARK[state]} {state.value.upper()}"
+    last = snapshot.run.last_event_ts
+    if state is Connection.STALE and last is not None:
+        text += f" {format_duration(snapshot.now - last)}"
+    return text
+
+
+def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
+    """Run id and environment; while waiting, which file is awaited; after a failure, why."""
+    run = snapshot.run
+    if snapshot.connection is Connection.WAITING:
+        return f"waiting for {path}…"
+    parts = [run.run_id or "(no run id)"]
+    if run.env_id:
+        parts.append(run.env_id)
+    if run.reason and snapshot.connection in (Connection.FAILED, Connection.INTERRUPTED):
+        parts.append(run.reason)
+    return "  ".join(parts)
+
+
+def clock_text(snapshot: SanctumSnapshot) -> str:
+    """``update 42  3:12``: the latest update index and the elapsed time."""
+    update = "update —" if snapshot.update is None else f"update {snapshot.update}"
+    return f"{update}  {format_duration(snapshot.run.elapsed(snapshot.now))}"
+
+
+def kl_text(snapshot: SanctumSnapshot) -> str:
+    """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
+    metric = snapshot.metric(KL_METRIC)
+    if metric.value is None:
+        return "KL —"
+    finite = [v for v in metric.history if v is not None]
+    alarm = "!" if metric.level >= Level.WARNING else ""
+    arrow = trend_arrow(finite).strip()
+    return f"KL {format_value(metric.value, BANNER_KL_DECIMALS)}{arrow}{alarm}"
+
+
+def steps_text(snapshot: SanctumSnapshot) -> str:
+    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known)."""
+    run = snapshot.run
+    steps = format_count(run.global_step)
+    if run.total_steps is not None:
+        steps += f"/{format_count(run.total_steps)}"
+    rate = run.steps_per_second
+    sps = "" if rate is None or not math.isfinite(rate) else f"  {rate:,.0f} sps"
+    return f"{steps} steps{sps}"
+
+
+class ProgressText(Static):
+    """A text progress bar that fills whatever width the layout gives it."""
+
+    fraction: reactive[float | None] = reactive(None)
+
+    def render(self) -> str:
+        if self.fraction is None:
+            return ""
+        percent = f" {self.fraction:4.0%}"
+        return progress_bar(self.fraction, max(0, self.size.width - len(percent))) + percent
+
+
+class StatusBanner(SnapshotView):
+    """Connection, run, verdict, KL, progress and speed, in two lines."""
+
+    paused: reactive[bool] = reactive(False)
+    """The display is frozen (reading goes on); shown as a marker."""
+
+    def __init__(self, path: Path, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.path = path
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="banner-line"):
+            yield Label(id="connection")
+            yield Label(id="run")
+            yield Label("⏸ PAUSED", id="paused")
+            yield Label(id="clock")
+        with Horizontal(classes="banner-line"):
+            yield Label(id="verdict")
+            yield Label(id="kl")
+            yield ProgressText(id="progress")
+            yield Label(id="steps")
+
+    def watch_paused(self, paused: bool) -> None:
+        self.query_one("#paused", Label).display = paused
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        connection = self.query_one("#connection", Label)
+        connection.update(connection_text(snapshot))
+        _set_class(connection, CONNECTION_CLASSES, f"connection-{snapshot.connection.value}")
+        self.query_one("#run", Label).update(run_text(snapshot, self.path))
+        self.query_one("#clock", Label).update(clock_text(snapshot))
+        verdict = self.query_one("#verdict", Label)
+        verdict.update(f" {snapshot.verdict} ")
+        _set_class(verdict, LEVEL_CLASSES, f"level-{snapshot.health.worst.value}")
+        kl = self.query_one("#kl", Label)
+        kl.update(kl_text(snapshot))
+        _set_class(kl, LEVEL_CLASSES, f"level-{snapshot.metric(KL_METRIC).level.value}")
+        self.query_one("#progress", ProgressText).fraction = snapshot.run.progress
+        self.query_one("#steps", Label).update(steps_text(snapshot))
+
+
+def _set_class(widget: Label, family: tuple[str, ...], name: str) -> None:
+    """Give ``widget`` exactly one class of ``family``."""
+    widget.remove_class(*(c for c in family if c != name))
+    widget.add_class(name)

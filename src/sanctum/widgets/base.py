@@ -1,0 +1,28 @@
+"""The one way a widget gets data: a ``snapshot`` reactive holding a frozen SanctumSnapshot.
+
+Widgets render what they are given and nothing else (STYLE 15): no file I/O, no
+aggregation, no thresholds of their own (they read ``snapshot.thresholds``). The reactive
+skips the equality check (``always_update``) because comparing two snapshots field by
+field would cost more than drawing them.
+"""
+
+from __future__ import annotations
+
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from sanctum.state import SanctumSnapshot
+
+
+class SnapshotView(Widget):
+    """A widget that shows one :class:`SanctumSnapshot` at a time."""
+
+    snapshot: reactive[SanctumSnapshot | None] = reactive(None, always_update=True)
+
+    def watch_snapshot(self, snapshot: SanctumSnapshot | None) -> None:
+        if snapshot is not None:
+            self.show(snapshot)
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        """Update children for ``snapshot``; widgets that only ``render`` just repaint."""
+        self.refresh()

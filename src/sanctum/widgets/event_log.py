@@ -1,0 +1,76 @@
+"""EventLogPanel: what happened, newest at the bottom: start, early stops with their
+reasons, anomalies, skipped lines, resets and the finish.
+
+Times are shown relative to the start of the run (``+m:ss``), or as the update index when
+the entry belongs to one, so the panel reads the same in any time zone and in a replay.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from sanctum.health import Level
+from sanctum.renderables import format_duration
+from sanctum.state import LogEntry, SanctumSnapshot
+from sanctum.widgets.base import SnapshotView
+
+KIND_LABEL = {
+    "start": "start",
+    "early_stop": "early stop",
+    "anomaly": "anomaly",
+    "finish": "finish",
+    "reset": "reset",
+    "skipped": "skipped",
+    "gap": "gap",
+}
+
+
+def when_text(entry: LogEntry, started_ts: float | None) -> str:
+    """``u12`` for an entry of an update, else ``+m:ss`` since the start, else blank."""
+    if entry.update is not None:
+        return f"u{entry.update}"
+    if entry.ts is not None and started_ts is not None:
+        return f"+{format_duration(entry.ts - started_ts)}"
+    return ""
+
+
+def entry_text(entry: LogEntry, started_ts: float | None) -> str:
+    """One line: when, what kind, the text (early-stop reasons verbatim)."""
+    kind = KIND_LABEL.get(entry.kind, entry.kind)
+    return f"{when_text(entry, started_ts):>7} {kind:<10} {entry.text}"
+
+
+class EventLogPanel(SnapshotView):
+    """The notable events that fit, newest last; colour by the entry's level."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "eventlog--warning",
+        "eventlog--critical",
+        "eventlog--healthy",
+    }
+
+    def on_mount(self) -> None:
+        self.border_title = "Events"
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        self.border_subtitle = f"{len(snapshot.log)} events" if snapshot.log else ""
+        self.refresh()
+
+    def render(self) -> RenderableType:
+        snapshot = self.snapshot
+        if snapshot is None or not snapshot.log:
+            return Text("nothing notable yet", style="dim")
+        rows = max(1, self.content_size.height)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for index, entry in enumerate(snapshot.log[-rows:]):
+            if index:
+                text.append("\n")
+            style = "" if entry.level is Level.PENDING else f"eventlog--{entry.level.value}"
+            text.append(
+                entry_text(entry, snapshot.run.started_ts),
+                self.get_component_rich_style(style) if style else "",
+            )
+        return text

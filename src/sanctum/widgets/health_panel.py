@@ -1,0 +1,135 @@
+"""HealthStatusPanel: one row per metric, coloured by the level the rule table gave it.
+
+Rows: every metric with a rule (in rule order), then the other PPO statistics worth a
+glance, then any further metric that went non-finite (the verdict may name it, so it
+must be on screen). Each row shows the latest value, a sparkline of the last 10 updates
+and a trend arrow; its ``level-*`` CSS class carries the colour. A metric not measured by
+the trainer reads "not measured"; before the first update every row reads "pending",
+never a healthy zero.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label
+
+from sanctum.health import Level
+from sanctum.renderables import format_value, sparkline, trend_arrow
+from sanctum.state import MetricSnapshot, SanctumSnapshot
+from sanctum.thresholds import Thresholds
+from sanctum.widgets.base import SnapshotView
+
+EXTRA_METRICS = (
+    "approx_kl_max",
+    "kl_final",
+    "entropy",
+    "policy_loss",
+    "value_loss",
+    "learning_rate",
+    "kl_coef",
+)
+"""Shown without a rule: context for reading the ruled metrics."""
+SPARK_WIDTH = 10
+"""One cell per update of the 10-update history."""
+LEVEL_CLASSES = tuple(f"level-{level.value}" for level in Level)
+
+
+def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
+    """The metrics that always have a row: the ruled ones first, then the context."""
+    ruled = thresholds.metrics
+    return ruled + tuple(m for m in EXTRA_METRICS if m not in ruled)
+
+
+def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
+    """The value at the rule's decimals; ``pending`` before any update, ``not measured``."""
+    if snapshot.update is None:
+        return "pending"
+    rule = snapshot.thresholds.rule(metric.name)
+    return format_value(metric.value, rule.decimals if rule is not None else None)
+
+
+def history_values(metric: MetricSnapshot) -> list[float]:
+    """The measured values of the history (updates that did not measure it are left out)."""
+    return [v for v in metric.history if v is not None]
+
+
+def note_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
+    """``warm-up`` while the rule does not judge yet, else the sparkline."""
+    rule = snapshot.thresholds.rule(metric.name)
+    update = snapshot.update
+    if (
+        rule is not None
+        and update is not None
+        and update < rule.warmup_updates
+        and metric.level is Level.PENDING
+        and metric.value is not None
+    ):
+        return f"warm-up {update + 1}/{rule.warmup_updates}"
+    return sparkline(history_values(metric), SPARK_WIDTH)
+
+
+class MetricRow(Horizontal):
+    """Name, value, sparkline, arrow; the ``level-*`` class colours it."""
+
+    def __init__(self, metric: str, snapshot: SanctumSnapshot | None = None) -> None:
+        super().__init__(classes="metric-row level-pending", id=f"row-{metric}")
+        self.metric = metric
+        self._initial = snapshot
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.metric, classes="name")
+        yield Label("pending", classes="value")
+        yield Label("", classes="spark")
+        yield Label("", classes="arrow")
+
+    def on_mount(self) -> None:
+        if self._initial is not None:  # a row added for a metric that just went bad
+            self.show(self._initial)
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        metric = snapshot.metric(self.metric)
+        self.query_one(".value", Label).update(value_text(snapshot, metric))
+        self.query_one(".spark", Label).update(note_text(snapshot, metric))
+        self.query_one(".arrow", Label).update(trend_arrow(history_values(metric)))
+        self.remove_class(*(c for c in LEVEL_CLASSES if c != f"level-{metric.level.value}"))
+        self.add_class(f"level-{metric.level.value}")
+
+    @property
+    def level(self) -> Level:
+        """The level this row currently shows."""
+        return next(level for level in Level if self.has_class(f"level-{level.value}"))
+
+
+class HealthStatusPanel(SnapshotView):
+    """The metric table."""
+
+    def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.metrics = panel_metrics(thresholds)
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="metric-header"):
+            yield Label("metric", classes="name")
+            yield Label("value", classes="value")
+            yield Label("last 10", classes="spark")
+            yield Label("", classes="arrow")
+        for metric in self.metrics:
+            yield MetricRow(metric)
+
+    def on_mount(self) -> None:
+        self.border_title = "Health"
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        fired = [m for m in snapshot.health.fired if m not in self.metrics]
+        if fired:  # a metric outside the table went bad: it gets a row from now on
+            self.metrics = self.metrics + tuple(fired)
+            self.mount_all([MetricRow(m, snapshot) for m in fired])
+        for row in self.query(MetricRow):
+            if row.is_mounted:
+                row.show(snapshot)
+        self.border_subtitle = f"early stops {snapshot.early_stops}"
+
+    def row(self, metric: str) -> MetricRow:
+        """The row of ``metric`` (for tests and key navigation)."""
+        return self.query_one(f"#row-{metric}", MetricRow)

@@ -1,0 +1,57 @@
+"""Helpers for the dashboard tests: lively updates (so sparklines have shape) and waiting.
+
+Logs are written with ``tests.sanctum.logs.RunLog`` (the real Emitter and EventLogWriter
+with a one-second-per-event clock); these helpers only vary the numbers and wait for the
+app's reader thread without sleeping blindly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from textual.pilot import Pilot
+
+from sanctum.app import SanctumApp
+from sanctum.state import SanctumSnapshot
+from telemetry.events import PPOUpdatePayload
+from tests.sanctum.logs import early_stop_update, ppo_update
+
+WAIT_LIMIT = 10.0
+"""Seconds a test waits for the reader thread before failing (a hang guard, not a timing test)."""
+
+
+def lively(update: int, kl: float, **fields: Any) -> PPOUpdatePayload:
+    """A healthy update whose statistics drift the way a learning run's do."""
+    values: dict[str, Any] = {
+        "approx_kl": kl,
+        "approx_kl_max": round(kl * 1.6, 6),
+        "clip_fraction": 0.06 + 0.01 * update,
+        "entropy": 0.69 - 0.015 * update,
+        "policy_loss": -0.012 + 0.002 * (update % 3),
+        "value_loss": 40.0 - 2.5 * update,
+        "explained_variance": 0.2 + 0.05 * update,
+        "grad_norm": 0.8 + 0.1 * update,
+        "kl_coef": 0.2,
+        "kl_final": None,  # this trainer does not measure it
+        **fields,
+    }
+    if values.get("early_stopped"):
+        del values["early_stopped"]
+        return early_stop_update(update, kl=kl, **values)
+    return ppo_update(update, **values)
+
+
+async def wait_until(
+    pilot: Pilot[None], ready: Callable[[SanctumSnapshot], bool], what: str
+) -> SanctumSnapshot:
+    """Let the app run until its newest snapshot satisfies ``ready``, then let it repaint."""
+    app = pilot.app
+    assert isinstance(app, SanctumApp)
+    waited = 0.0
+    while app.snapshot is None or not ready(app.snapshot):
+        assert waited < WAIT_LIMIT, f"the app never showed {what}"
+        await pilot.pause(0.02)
+        waited += 0.02
+    await pilot.pause()
+    return app.snapshot

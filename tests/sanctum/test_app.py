@@ -1,0 +1,191 @@
+"""Pilot tests of the dashboard following real event logs written while it runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.geometry import Region
+from textual.widget import Widget
+from textual.widgets import Label
+
+from sanctum.app import SanctumApp
+from sanctum.health import Level
+from sanctum.state import Connection
+from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
+from tests.sanctum.app_support import lively, wait_until
+from tests.sanctum.logs import T0, RunLog
+
+SIZE = (120, 36)
+
+
+def banner_text(app: SanctumApp, part: str) -> str:
+    return str(app.query_one(StatusBanner).query_one(f"#{part}", Label).content)
+
+
+def drawn(widget: Widget) -> str:
+    """Every line the widget draws, including those scrolled out of view."""
+    width, height = widget.size
+    return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
+
+
+def kl_row_level(app: SanctumApp) -> Level:
+    return app.query_one(HealthStatusPanel).row("approx_kl").level
+
+
+async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(3):
+        log.update(lively(u, kl=0.004 + 0.001 * u))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 2, "update 2")
+        assert banner_text(app, "verdict").strip() == "OK"
+        assert banner_text(app, "connection") == "● LIVE"
+        assert kl_row_level(app) is Level.HEALTHY
+
+        log.update(lively(3, kl=0.0412, early_stopped=True))  # written while the app follows
+        await wait_until(pilot, lambda s: s.update == 3, "update 3")
+        assert banner_text(app, "verdict").strip().startswith("FAIL: KL")
+        assert banner_text(app, "kl") == "KL 0.041↑!"
+        assert kl_row_level(app) is Level.CRITICAL
+        row = app.query_one(HealthStatusPanel).row("approx_kl")
+        assert str(row.query_one(".value", Label).content) == "0.0412"
+        assert app.query_one(HealthStatusPanel).border_subtitle == "early stops 1"
+    log.close()
+
+
+async def test_waits_politely_for_a_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "later" / "events.jsonl"
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: T0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda s: s.connection is Connection.WAITING, "WAITING")
+        assert banner_text(app, "run") == f"waiting for {path}…"
+        assert banner_text(app, "verdict").strip() == "PENDING"
+        assert kl_row_level(app) is Level.PENDING
+        assert str(app.query_one("#row-approx_kl .value", Label).content) == "pending"
+        path.parent.mkdir(parents=True)
+        log = RunLog(path)
+        log.start()
+        await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
+        assert banner_text(app, "run") == "run-test  CartPole-v1"
+        log.close()
+
+
+async def test_not_measured_is_never_shown_as_a_value(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004, entropy=None))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        entropy = app.query_one(HealthStatusPanel).row("entropy")
+        assert str(entropy.query_one(".value", Label).content) == "not measured"
+        assert entropy.level is Level.PENDING
+        kl_final = app.query_one(HealthStatusPanel).row("kl_final")
+        assert str(kl_final.query_one(".value", Label).content) == "not measured"
+    log.close()
+
+
+async def test_a_nonfinite_metric_outside_the_table_gets_a_critical_row(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004, advantage_std=float("nan")))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        await pilot.pause()
+        row = app.query_one(HealthStatusPanel).row("advantage_std")
+        assert row.level is Level.CRITICAL
+        assert str(row.query_one(".value", Label).content) == "NaN"
+        assert banner_text(app, "verdict").strip() == "FAIL: advantage_std"
+    log.close()
+
+
+async def test_pause_freezes_the_display_while_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        await pilot.press("p")
+        assert app.query_one("#paused", Label).display
+        log.update(lively(1, kl=0.05))
+        await wait_until(pilot, lambda s: s.update == 1, "update 1 read while paused")
+        assert banner_text(app, "clock").startswith("update 0"), "the display stays frozen"
+        assert kl_row_level(app) is Level.HEALTHY
+        await pilot.press("p")
+        await pilot.pause()
+        assert not app.query_one("#paused", Label).display
+        assert banner_text(app, "clock").startswith("update 1")
+        assert kl_row_level(app) is Level.CRITICAL
+    log.close()
+
+
+async def test_stale_after_ten_silent_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    clock = [log.now + 1.0]
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: clock[0])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
+        clock[0] += 11.0  # no event arrives; only the one-second tick can notice
+        await wait_until(pilot, lambda s: s.connection is Connection.STALE, "STALE")
+        assert banner_text(app, "connection") == "◐ STALE 0:12"
+        assert app.query_one("#connection", Label).has_class("connection-stale")
+    log.close()
+
+
+async def test_help_screen_explains_the_metrics_and_closes(tmp_path: Path) -> None:
+    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, now=lambda: T0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        text = drawn(app.screen.query_one("#help-text"))
+        assert "k3 = (r-1) - log r" in text
+        assert "approx_kl > 0.015 / > 0.03" in text
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_q_quits(tmp_path: Path) -> None:
+    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, now=lambda: T0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert app._exit, "the app asked to exit"
+
+
+async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Path) -> None:
+    toml = tmp_path / "strict.toml"
+    toml.write_text("[approx_kl]\nwarning = 0.002\ncritical = 0.004\n")
+    strict = load_thresholds(toml)
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.003))  # healthy by default, a warning under the strict table
+    log.close()
+    for thresholds, verdict, level in (
+        (DEFAULT_THRESHOLDS, "OK", Level.HEALTHY),
+        (strict, "WARN: KL", Level.WARNING),
+    ):
+        app = SanctumApp(path, thresholds, now=lambda: log.now)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda s: s.update == 0, "update 0")
+            assert banner_text(app, "verdict").strip() == verdict
+            assert banner_text(app, "kl") == ("KL 0.003!" if level is Level.WARNING else "KL 0.003")
+            assert kl_row_level(app) is level
+            chart = drawn(app.query_one(KLChart))
+            top_label = f"{1.5 * thresholds.rule('approx_kl').critical:.3f}"  # type: ignore[union-attr]
+            assert top_label in chart
+            await pilot.press("question_mark")
+            rules = drawn(app.screen.query_one("#help-text"))
+            assert thresholds.rule("approx_kl").describe() in rules  # type: ignore[union-attr]

@@ -1,0 +1,167 @@
+"""The dashboard's drawing, tested to exact strings (STYLE 17)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from rich.console import Console
+from rich.style import Style
+
+from sanctum.renderables import (
+    NOT_MEASURED,
+    ChartStyles,
+    Sparkline,
+    ThresholdChart,
+    format_count,
+    format_duration,
+    format_value,
+    progress_bar,
+    sparkline,
+    trend_arrow,
+)
+
+NAN = math.nan
+INF = math.inf
+
+
+def render(renderable: object, width: int) -> str:
+    console = Console(width=width, color_system=None, legacy_windows=False, record=True)
+    console.print(renderable)
+    return console.export_text()
+
+
+@pytest.mark.parametrize(
+    ("value", "decimals", "text"),
+    [
+        (None, 4, NOT_MEASURED),
+        (None, None, "not measured"),
+        (0.0, 4, "0.0000"),
+        (0.04123, 4, "0.0412"),
+        (0.04123, 3, "0.041"),
+        (-1.5, 2, "-1.50"),
+        (NAN, 4, "NaN"),
+        (INF, 3, "+Inf"),
+        (-INF, None, "-Inf"),
+        (0.0, None, "0"),
+        (3e-4, None, "3.00e-04"),
+        (0.0123456, None, "0.01235"),
+        (1.0, None, "1.000"),
+        (123.456, None, "123.5"),
+        (-98765.4, None, "-98765"),
+        (2.5e7, None, "2.50e+07"),
+    ],
+)
+def test_format_value(value: float | None, decimals: int | None, text: str) -> None:
+    assert format_value(value, decimals) == text
+
+
+def test_format_count_and_duration() -> None:
+    assert format_count(1234567) == "1,234,567"
+    assert format_count(None) == "—"
+    assert format_duration(None) == "--:--"
+    assert format_duration(NAN) == "--:--"
+    assert format_duration(0.4) == "0:00"
+    assert format_duration(75.9) == "1:15"
+    assert format_duration(3 * 3600 + 4 * 60 + 5) == "3:04:05"
+
+
+@pytest.mark.parametrize(
+    ("values", "arrow"),
+    [
+        ([], " "),
+        ([1.0], " "),
+        ([NAN, 1.0], " "),  # one finite value has no direction
+        ([1.0, 2.0], "↑"),
+        ([2.0, 1.0], "↓"),
+        ([-1.0, -2.0], "↓"),
+        ([0.0, 0.0], "→"),
+        ([0.389 + 0.003 * i for i in range(6)], "↑"),  # a slow but steady climb
+        ([1.0, 3.0, 1.0, 3.0, 1.0, 3.0], "→"),  # rise 0.86 of a spread of 2: noise
+        ([1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 5.0], "↑"),  # rise 2.6 of a spread of 4
+        ([1.0, 2.0, NAN], "↑"),  # a NaN is skipped, not a direction
+        ([0.2, 0.2 + 1e-12], "→"),  # float jitter
+    ],
+)
+def test_trend_arrow(values: list[float], arrow: str) -> None:
+    assert trend_arrow(values) == arrow
+
+
+def test_sparkline_scales_pads_and_marks_nonfinite() -> None:
+    assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 8) == "▁▂▃▄▅▆▇█"
+    assert sparkline([1.0, 3.0], 5) == "   ▁█"
+    assert sparkline([2.0, 2.0, 2.0], 3) == "▄▄▄"
+    assert sparkline([0.0, NAN, 1.0, INF], 4) == "▁×█×"
+    assert sparkline(list(range(20)), 4) == "▁▃▆█"  # only the newest 4, rescaled
+    assert sparkline([], 3) == "   "
+
+
+def test_sparkline_renderable_is_exactly_its_width() -> None:
+    assert render(Sparkline([1.0, 2.0, 3.0], 6, style="green"), 20) == "   ▁▅█"  # 3.5 -> 4
+
+
+def test_progress_bar_in_eighths() -> None:
+    assert progress_bar(0.0, 4) == "░░░░"
+    assert progress_bar(0.5, 4) == "██░░"
+    assert progress_bar(0.33, 4) == "█▍░░"  # 10.56 eighths -> 11
+    assert progress_bar(1.7, 4) == "████"
+    assert progress_bar(None, 3) == "░░░"
+
+
+KL_VALUES = [0.001, 0.005, 0.014, 0.016, 0.029, 0.031, 0.05, NAN, INF, -0.01, 0.0]
+
+
+def test_threshold_chart_draws_lines_labels_and_marks() -> None:
+    chart = ThresholdChart(KL_VALUES, warning=0.015, critical=0.03, height=6)
+    assert render(chart, 20).splitlines() == [
+        "0.045┤         ▲ ▲  ",
+        "0.030┤━━━━━━━━▁█━█━━",
+        "     │       ▇██ █  ",
+        "0.015┤┄┄┄┄┄┄▁███┄█┄┄",
+        "     │     ▇████ █  ",
+        "0.000┤   ▁▅█████×█▼ ",
+    ]
+
+
+def test_threshold_chart_keeps_the_newest_values_and_a_fixed_scale() -> None:
+    chart = ThresholdChart([0.0001] * 30 + [0.02], warning=0.015, critical=0.03, height=4)
+    lines = render(chart, 12).splitlines()
+    assert lines == [
+        "0.045┤      ",
+        "0.030┤━━━━━━",  # the scale does not shrink to fit small values
+        "0.015┤┄┄┄┄┄▆",  # 0.02 is 14.2 of 32 eighths
+        "0.000┤▁▁▁▁▁█",
+    ]
+
+
+def test_threshold_chart_pads_short_history_on_the_left() -> None:
+    chart = ThresholdChart([0.01, 0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1)
+    assert render(chart, 8).splitlines() == [
+        "4.0┤    ",
+        "2.0┤━━━━",
+        "1.0┤┄┄┄┄",
+        "0.0┤  ▁▄",  # a tiny positive value still shows one eighth
+    ]
+
+
+def test_threshold_chart_colours_bars_by_level() -> None:
+    styles = ChartStyles(healthy="green", warning="yellow", critical="red", axis="")
+    chart = ThresholdChart(
+        [0.01, 0.02, 0.04], warning=0.015, critical=0.03, height=2, width=9, styles=styles
+    )
+    bottom = chart.lines(9)[-1]
+    styled = [(bottom.plain[s.start : s.end], s.style) for s in bottom.spans if s.style]
+    assert styled[-3:] == [("▄", "green"), ("▇", "yellow"), ("█", "red")]
+
+
+def test_threshold_chart_uses_a_given_level_function() -> None:
+    chart = ThresholdChart(
+        [0.001],
+        warning=0.015,
+        critical=0.03,
+        height=1,
+        level_of=lambda value: "critical",
+        styles=ChartStyles(critical=Style(color="red")),
+    )
+    last = chart.lines(7)[0].spans[-1]
+    assert last.style == Style(color="red")
