@@ -1,0 +1,314 @@
+"""PPOAgent.update: epochs x minibatches with KL early stop, guards, and one reduction.
+
+Per minibatch the loss breakdown goes into a preallocated statistics tensor that stays on
+the device; the only per-minibatch host read is the three numbers the next decision needs
+(KL for the early stop, loss and gradient norm for the non-finite guard). Everything else
+is read once, at the end of the update, and becomes a telemetry ``PPOUpdatePayload``.
+
+Early stop is data (an ``EarlyStop`` record and a deterministic reason), never a silent
+``break``. ``minibatch`` scope checks each minibatch's KL before its optimizer step and
+does not apply that step (SB3); ``epoch`` scope checks the mean KL of an epoch after it
+(CleanRL checks only its last minibatch). There is no hidden factor on ``max_kl``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import torch
+from torch import Tensor
+
+from ppo import kl as kl_estimators
+from ppo.advantages import normalize
+from ppo.buffer import Batch
+from ppo.config import PPOConfig
+from ppo.losses import LossBreakdown, LossInputs, ppo_loss
+from ppo.policy import ActorCritic
+from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
+from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
+
+
+@dataclass(frozen=True)
+class UpdateSummary:
+    """What one update did: the telemetry payload plus anomalies for the trainer to emit."""
+
+    payload: PPOUpdatePayload
+    anomalies: tuple[AnomalyPayload, ...] = ()
+
+
+@dataclass(frozen=True)
+class SkippedStep:
+    """An optimizer step not taken because the loss or gradient was not finite."""
+
+    epoch: int
+    minibatch: int
+    metric: str
+    value: float
+
+
+@dataclass
+class _Progress:
+    """Host-side bookkeeping of one update (decisions only; statistics stay on device)."""
+
+    evaluated: int = 0
+    applied_rows: list[int] = field(default_factory=list)
+    epochs_started: int = 0
+    skipped: list[SkippedStep] = field(default_factory=list)
+    stop: EarlyStop | None = None
+
+
+def early_stop_reason(stop: EarlyStop) -> str:
+    """Deterministic text: ``approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (...)``."""
+    if stop.scope == "minibatch":
+        tail = "minibatch applied" if stop.applied else "minibatch not applied"
+    else:
+        tail = "epoch mean, minibatch applied"
+    return (
+        f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} "
+        f"at epoch {stop.epoch} minibatch {stop.minibatch} ({tail})"
+    )
+
+
+def exceeds(kl: float, max_kl: float | None) -> bool:
+    """Whether ``kl`` breaks the threshold; a non-finite KL always does."""
+    return max_kl is not None and not kl <= max_kl
+
+
+class PPOAgent:
+    """Owns the optimizer, the minibatch generator and the (adaptive) KL coefficient."""
+
+    def __init__(
+        self, policy: ActorCritic, config: PPOConfig, generator: torch.Generator | None = None
+    ) -> None:
+        self.policy = policy
+        self.config = config
+        self.optimizer = torch.optim.Adam(
+            policy.parameters(), lr=config.learning_rate, eps=config.adam_eps
+        )
+        self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
+        self.kl_coef = float(config.kl_penalty_coefficient)
+        self._params = [p for p in policy.parameters() if p.requires_grad]
+
+    # ------------------------------------------------------------------ update
+    def update(self, batch: Batch, *, update: int = 0, global_step: int = 0) -> UpdateSummary:
+        """Run one PPO update on ``batch`` and summarise it."""
+        started = time.perf_counter()
+        cfg = self.config
+        lr = cfg.learning_rate_at(update)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        ent_coef, kl_coef = cfg.ent_coef_at(update), self.kl_coef
+        planned = cfg.update_epochs * cfg.num_minibatches
+        stats = torch.full((planned, len(COLUMNS)), math.nan)
+        before = BatchStats.of(batch)
+        progress = _Progress()
+        for epoch in range(cfg.update_epochs):
+            progress.epochs_started += 1
+            order = torch.randperm(batch.size, generator=self.generator)
+            kls = self._epoch(batch, order, epoch, stats, progress, ent_coef, kl_coef)
+            if progress.stop is not None:
+                break
+            self._check_epoch(kls, epoch, progress)
+            if progress.stop is not None:
+                break
+        kl_final = self.measure_kl(batch) if cfg.kl_final else None
+        rows = stats[: progress.evaluated]
+        reduced = reduce_update(rows, progress.applied_rows, before, kl_final)
+        final = reduced.get("kl_final")
+        self._adapt_kl_coef(reduced["approx_kl"] if final is None else final)
+        payload = self._payload(reduced, progress, update, global_step, lr, ent_coef, kl_coef)
+        payload = _with_seconds(payload, time.perf_counter() - started)
+        return UpdateSummary(payload, self._anomalies(payload, progress, update, global_step))
+
+    def _epoch(
+        self,
+        batch: Batch,
+        order: Tensor,
+        epoch: int,
+        stats: Tensor,
+        progress: _Progress,
+        ent_coef: float,
+        kl_coef: float,
+    ) -> list[float]:
+        """One pass over the minibatches; returns the KL measured on each."""
+        cfg = self.config
+        kls: list[float] = []
+        for minibatch, index in enumerate(torch.tensor_split(order, cfg.num_minibatches)):
+            row = epoch * cfg.num_minibatches + minibatch
+            breakdown, grad_norm = self._forward_backward(batch.select(index), ent_coef, kl_coef)
+            stats[row] = row_of(breakdown, grad_norm)
+            progress.evaluated = row + 1
+            # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the
+            # finite flags) across ranks here, so every rank takes the same decision below.
+            decide = torch.stack([breakdown.approx_kl, breakdown.total_loss, grad_norm])
+            kl, loss, norm = decide.tolist()
+            kls.append(kl)
+            if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
+                assert cfg.max_kl is not None
+                progress.stop = EarlyStop(
+                    epoch=epoch,
+                    minibatch=minibatch,
+                    kl=kl,
+                    threshold=cfg.max_kl,
+                    scope="minibatch",
+                    applied=False,
+                )
+                return kls
+            if not (math.isfinite(loss) and math.isfinite(norm)):
+                bad = ("total_loss", loss) if not math.isfinite(loss) else ("grad_norm", norm)
+                progress.skipped.append(SkippedStep(epoch, minibatch, *bad))
+                continue
+            self.optimizer.step()
+            progress.applied_rows.append(row)
+        return kls
+
+    def _check_epoch(self, kls: list[float], epoch: int, progress: _Progress) -> None:
+        """Epoch scope: stop when the epoch's mean KL broke the threshold (steps applied)."""
+        cfg = self.config
+        if cfg.early_stop_scope != "epoch" or epoch == cfg.update_epochs - 1:
+            return  # after the last epoch there is nothing left to stop
+        mean_kl = sum(kls) / len(kls)
+        if exceeds(mean_kl, cfg.max_kl):
+            assert cfg.max_kl is not None
+            progress.stop = EarlyStop(
+                epoch=epoch,
+                minibatch=len(kls) - 1,
+                kl=mean_kl,
+                threshold=cfg.max_kl,
+                scope="epoch",
+                applied=True,
+            )
+
+    def _forward_backward(
+        self, mb: Batch, ent_coef: float, kl_coef: float
+    ) -> tuple[LossBreakdown, Tensor]:
+        """Loss, gradients and the pre-clip global gradient norm of one minibatch."""
+        cfg = self.config
+        logp, entropy, values = self.policy.evaluate(mb.obs, mb.actions, mb.masks)
+        advantages = normalize(mb.advantages, cfg.adv_std_min) if cfg.norm_adv else mb.advantages
+        inputs = LossInputs(
+            logp_new=logp,
+            logp_old=mb.logp,
+            entropy=entropy,
+            values=values,
+            old_values=mb.values,
+            returns=mb.returns,
+            advantages=advantages,
+        )
+        loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef)
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(loss)
+        if cfg.max_grad_norm is None:
+            grads = [p.grad for p in self._params if p.grad is not None]
+            grad_norm = torch.nn.utils.get_total_norm(grads)
+        else:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self._params, cfg.max_grad_norm)
+        return breakdown, grad_norm.detach()
+
+    def measure_kl(self, batch: Batch) -> Tensor:
+        """The configured estimator over the whole batch with the current policy (0-d)."""
+        with torch.no_grad():
+            logp = self.policy.distribution(batch.obs, batch.masks).log_prob(batch.actions)
+            return kl_estimators.estimate(
+                logp, batch.logp, self.config.kl_estimator, self.config.log_ratio_clamp
+            ).mean()
+
+    def _adapt_kl_coef(self, measured: float) -> None:
+        """PPO paper (Schulman et al. 2017, sec. 4): x2 above 1.5 target, /2 below target/1.5."""
+        target = self.config.kl_target
+        if target is None or not math.isfinite(measured):
+            return
+        if measured > 1.5 * target:
+            self.kl_coef *= 2.0
+        elif measured < target / 1.5:
+            self.kl_coef /= 2.0
+
+    # --------------------------------------------------------------- reporting
+    def _payload(
+        self,
+        reduced: dict[str, Any],
+        progress: _Progress,
+        update: int,
+        global_step: int,
+        lr: float,
+        ent_coef: float,
+        kl_coef: float,
+    ) -> PPOUpdatePayload:
+        cfg = self.config
+        stop = progress.stop
+        if cfg.clip_ratio_c is None:
+            reduced.pop("clip_fraction_lower", None)
+        return PPOUpdatePayload(
+            update=update,
+            global_step=global_step,
+            entropy_coef=ent_coef,
+            kl_coef=kl_coef,
+            learning_rate=lr,
+            epochs_completed=progress.epochs_started,
+            minibatches_completed=len(progress.applied_rows),
+            minibatches_planned=cfg.update_epochs * cfg.num_minibatches,
+            early_stopped=stop is not None,
+            early_stop_reason=None if stop is None else early_stop_reason(stop),
+            early_stop=stop,
+            skipped_steps=len(progress.skipped),
+            **reduced,
+        )
+
+    def _anomalies(
+        self, payload: PPOUpdatePayload, progress: _Progress, update: int, global_step: int
+    ) -> tuple[AnomalyPayload, ...]:
+        found: list[AnomalyPayload] = []
+        if progress.skipped:
+            first = progress.skipped[0]
+            found.append(
+                AnomalyPayload(
+                    severity="critical",
+                    metric=first.metric,
+                    value=first.value,
+                    message=(
+                        f"{len(progress.skipped)} optimizer step(s) skipped: non-finite "
+                        f"{first.metric} {first.value} first at epoch {first.epoch} "
+                        f"minibatch {first.minibatch}"
+                    ),
+                    update=update,
+                    global_step=global_step,
+                )
+            )
+        if payload.nonfinite_ratios:
+            found.append(
+                AnomalyPayload(
+                    severity="warning",
+                    metric="nonfinite_ratios",
+                    value=float(payload.nonfinite_ratios),
+                    message=(
+                        f"{payload.nonfinite_ratios} non-finite probability ratio(s) replaced by "
+                        "the guard (log-ratio NaN -> 0, +-inf -> clamp)"
+                    ),
+                    update=update,
+                    global_step=global_step,
+                )
+            )
+        return tuple(found)
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Optimizer, KL coefficient and minibatch generator state (tensors and builtins)."""
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "kl_coef": self.kl_coef,
+            "generator": self.generator.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved."""
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.kl_coef = float(state["kl_coef"])
+        self.generator.set_state(state["generator"])
+
+
+def _with_seconds(payload: PPOUpdatePayload, seconds: float) -> PPOUpdatePayload:
+    return msgspec.structs.replace(payload, update_seconds=seconds)

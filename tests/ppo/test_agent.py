@@ -1,0 +1,186 @@
+"""PPOAgent.update: early stop in both scopes (C-03), guards, adaptive KL, statistics."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+
+from ppo.agent import PPOAgent, early_stop_reason
+from telemetry.events import EarlyStop
+
+from .helpers import batch_for, config, params_of, same_params, small_policy
+
+SHIFT = 1.0  # every initial ratio e: k3 = e - 2 = 0.7183 nats
+
+
+def test_c03_minibatch_scope_stops_before_the_step_and_does_not_apply_it() -> None:
+    policy = small_policy()
+    batch = batch_for(policy, log_ratio_shift=SHIFT)
+    agent = PPOAgent(policy, config(max_kl=0.01, early_stop_scope="minibatch"))
+    before = params_of(policy)
+    p = agent.update(batch, update=3, global_step=2048).payload
+    assert same_params(before, params_of(policy))  # the offending step was not applied
+    assert agent.optimizer.state_dict()["state"] == {}
+    assert p.early_stopped and p.minibatches_completed == 0 and p.epochs_completed == 1
+    assert p.early_stop == EarlyStop(
+        epoch=0, minibatch=0, kl=p.approx_kl, threshold=0.01, scope="minibatch", applied=False
+    )
+    assert p.approx_kl == pytest.approx(math.e - 2, rel=1e-5)
+    assert p.early_stop_reason == (
+        "approx_kl 0.7183 > max_kl 0.0100 at epoch 0 minibatch 0 (minibatch not applied)"
+    )
+    assert p.policy_loss is None and p.grad_norm is None  # nothing applied: not measured
+    assert p.kl_final == pytest.approx(p.approx_kl)  # the policy did not move
+
+
+def test_c03_minibatch_scope_mid_update_keeps_params_of_last_applied_step() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)  # starts on-policy: KL 0, grows with each step
+    agent = PPOAgent(policy, config(max_kl=2e-4, learning_rate=3e-3, early_stop_scope="minibatch"))
+    snapshots: list[dict[str, torch.Tensor]] = []
+    agent.optimizer.register_step_post_hook(lambda *_: snapshots.append(params_of(policy)))
+    p = agent.update(batch).payload
+    stop = p.early_stop
+    assert p.early_stopped and stop is not None and not stop.applied
+    assert stop.kl > 2e-4 and stop.threshold == 2e-4
+    planned_row = stop.epoch * 4 + stop.minibatch
+    assert 0 < planned_row < 16
+    assert len(snapshots) == p.minibatches_completed == planned_row
+    assert same_params(snapshots[-1], params_of(policy))
+    assert p.epochs_completed == stop.epoch + 1
+    assert p.early_stop_reason == (
+        f"approx_kl {stop.kl:.4f} > max_kl 0.0002 at epoch {stop.epoch} "
+        f"minibatch {stop.minibatch} (minibatch not applied)"
+    )
+    assert p.approx_kl_max is not None and p.approx_kl_max >= stop.kl
+
+
+def test_c03_epoch_scope_checks_epoch_mean_after_applying_it() -> None:
+    policy = small_policy()
+    batch = batch_for(policy, log_ratio_shift=SHIFT)
+    agent = PPOAgent(policy, config(max_kl=0.01, early_stop_scope="epoch"))
+    before = params_of(policy)
+    p = agent.update(batch).payload
+    assert not same_params(before, params_of(policy))  # epoch scope applies its steps
+    assert p.early_stopped and p.minibatches_completed == 4 and p.epochs_completed == 1
+    stop = p.early_stop
+    assert stop is not None and (stop.epoch, stop.minibatch, stop.scope) == (0, 3, "epoch")
+    assert stop.applied and stop.kl == pytest.approx(p.approx_kl)  # mean of epoch 0
+    assert p.early_stop_reason == (
+        f"approx_kl {stop.kl:.4f} > max_kl 0.0100 at epoch 0 minibatch 3 "
+        "(epoch mean, minibatch applied)"
+    )
+
+
+def test_c03_no_threshold_runs_every_planned_minibatch() -> None:
+    policy = small_policy()
+    p = PPOAgent(policy, config()).update(batch_for(policy, log_ratio_shift=SHIFT)).payload
+    assert not p.early_stopped and p.early_stop is None and p.early_stop_reason is None
+    assert p.minibatches_completed == p.minibatches_planned == 16 and p.epochs_completed == 4
+
+
+def test_nan_kl_counts_as_exceeding() -> None:
+    stop = EarlyStop(
+        epoch=1, minibatch=2, kl=math.nan, threshold=0.03, scope="minibatch", applied=False
+    )
+    assert early_stop_reason(stop) == (
+        "approx_kl nan > max_kl 0.0300 at epoch 1 minibatch 2 (minibatch not applied)"
+    )
+
+
+def test_nonfinite_loss_skips_every_step_and_reports_anomaly() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    batch.returns[:] = math.inf
+    agent = PPOAgent(policy, config())
+    before = params_of(policy)
+    summary = agent.update(batch, update=7, global_step=100)
+    p = summary.payload
+    assert same_params(before, params_of(policy))
+    assert p.skipped_steps == 16 and p.minibatches_completed == 0 and p.total_loss is None
+    (anomaly,) = summary.anomalies
+    assert anomaly.severity == "critical" and anomaly.metric == "total_loss"
+    assert anomaly.value == math.inf and (anomaly.update, anomaly.global_step) == (7, 100)
+    assert anomaly.message.startswith("16 optimizer step(s) skipped: non-finite total_loss inf")
+
+
+def test_nonfinite_gradient_with_finite_loss_skips_step() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    agent = PPOAgent(policy, config())
+    calls = {"n": 0}
+
+    def poison_first(grad: torch.Tensor) -> torch.Tensor:
+        calls["n"] += 1
+        return grad * math.nan if calls["n"] == 1 else grad
+
+    policy.critic[0].weight.register_hook(poison_first)
+    summary = agent.update(batch)
+    assert summary.payload.skipped_steps == 1 and summary.payload.minibatches_completed == 15
+    assert summary.anomalies[0].metric == "grad_norm"
+    assert math.isnan(summary.anomalies[0].value or 0.0)
+    assert summary.payload.grad_norm is not None and math.isfinite(summary.payload.grad_norm)
+
+
+def test_nonfinite_ratios_counted_and_reported_as_warning() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    batch.logp[[1, 2]] = math.nan
+    summary = PPOAgent(policy, config(update_epochs=1)).update(batch)
+    assert summary.payload.nonfinite_ratios == 2
+    assert [a.severity for a in summary.anomalies] == ["warning"]
+    assert summary.anomalies[0].metric == "nonfinite_ratios"
+    assert math.isfinite(summary.payload.approx_kl)
+
+
+@pytest.mark.parametrize(("target", "expected"), [(1e-6, 0.4), (10.0, 0.1), (None, 0.2)])
+def test_adaptive_kl_coefficient(target: float | None, expected: float) -> None:
+    policy = small_policy()
+    agent = PPOAgent(policy, config(kl_penalty_coefficient=0.2, kl_target=target))
+    p = agent.update(batch_for(policy, log_ratio_shift=0.05)).payload
+    assert p.kl_coef == 0.2  # the coefficient in force during this update
+    assert agent.kl_coef == pytest.approx(expected)
+
+
+def test_payload_definitions() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    cfg = config(kl_penalty_coefficient=0.1, clip_ratio_c=3.0, total_steps=640)
+    p = PPOAgent(policy, cfg).update(batch, update=2, global_step=192).payload
+    assert (p.update, p.global_step, p.minibatches_planned) == (2, 192, 16)
+    assert p.learning_rate == pytest.approx(2.5e-4 * (1 - 2 / 10))
+    assert p.entropy_coef == 0.01 and p.kl_coef == 0.1
+    assert p.clip_fraction_lower is not None and 0.0 <= p.clip_fraction <= 1.0
+    assert p.ratio_min is not None and p.ratio_max is not None
+    assert p.ratio_min <= p.ratio_mean <= p.ratio_max  # type: ignore[operator]
+    assert p.advantage_mean == pytest.approx(float(batch.advantages.mean()), rel=1e-5)
+    assert p.return_mean == pytest.approx(float(batch.returns.mean()), rel=1e-5)
+    assert p.value_mean == pytest.approx(float(batch.values.mean()), rel=1e-5, abs=1e-6)
+    resid = (batch.returns - batch.values).var(correction=0) / batch.returns.var(correction=0)
+    assert p.explained_variance == pytest.approx(1 - float(resid), rel=1e-4)
+    assert p.grad_norm_max is not None and p.grad_norm is not None
+    assert p.grad_norm <= p.grad_norm_max
+    assert p.kl_final is not None and p.kl_final > 0
+    assert p.update_seconds is not None and p.update_seconds >= 0
+    assert p.total_loss == pytest.approx(
+        p.policy_loss + 0.5 * p.value_loss - 0.01 * p.entropy + p.kl_penalty,
+        abs=0.02,  # type: ignore[operator]
+    )
+
+
+def test_agent_state_round_trip() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    agent = PPOAgent(policy, config(kl_penalty_coefficient=0.2, kl_target=1e-6))
+    agent.update(batch)
+    state = copy.deepcopy(agent.state_dict())  # as a checkpoint would: no shared tensors
+    clone_policy = small_policy(seed=5)
+    clone_policy.load_state_dict(policy.state_dict())
+    clone = PPOAgent(clone_policy, agent.config)
+    clone.load_state_dict(state)
+    a = agent.update(batch, update=1).payload
+    b = clone.update(batch, update=1).payload
+    assert (a.approx_kl, a.total_loss, clone.kl_coef) == (b.approx_kl, b.total_loss, agent.kl_coef)
