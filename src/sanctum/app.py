@@ -97,7 +97,7 @@ class SanctumApp(App[None]):
         return self._snapshot
 
     def compose(self) -> ComposeResult:
-        yield StatusBanner(self.path, id="banner")
+        yield StatusBanner(self.path, self.replay_speed, id="banner")
         with Horizontal(id="middle"):
             yield HealthStatusPanel(self.thresholds, id="health")
             with Vertical(id="side"):
@@ -107,8 +107,6 @@ class SanctumApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        if self.replay_speed is not None:
-            self.sub_title = f"replay ×{self.replay_speed:g}"
         self.set_interval(TICK_SECONDS, self._tick)
         self._read()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import ClassVar, Final
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -170,8 +170,11 @@ class ThresholdChart:
     threshold, so the critical line sits at two thirds of the height. Values above ``top``
     (and +Inf) end in :data:`CLIPPED_MARK`, NaN is :data:`NONFINITE_MARK` on the bottom
     row, negative values are :data:`BELOW_MARK`. ``level_of`` names the level of a value
-    (``healthy``, ``warning`` or ``critical``) to colour its bar.
+    (``healthy``, ``warning`` or ``critical``) to colour its bar. A short history is
+    drawn with bars up to :attr:`MAX_BAR_WIDTH` cells wide so it does not hide in a corner.
     """
+
+    MAX_BAR_WIDTH: ClassVar[int] = 3
 
     values: Sequence[float]
     warning: float | None
@@ -198,7 +201,9 @@ class ThresholdChart:
         label_width = max(len(label) for label in labels.values())
         plot_width = max(0, width - label_width - 1)
         shown = list(self.values[-plot_width:]) if plot_width else []
-        columns = [None] * (plot_width - len(shown)) + [self._column(v, top) for v in shown]
+        bar = max(1, min(self.MAX_BAR_WIDTH, plot_width // max(1, len(shown))))
+        bars = [self._column(v, top) for v in shown for _ in range(bar)]
+        columns = [None] * (plot_width - len(bars)) + bars
         rule_rows = self._rule_rows(top)
         lines = []
         for row in range(self.height):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.geometry import Region
 from textual.widget import Widget
-from textual.widgets import Label
+from textual.widgets import Label, Static
 
 from sanctum.app import SanctumApp
 from sanctum.health import Level
@@ -53,7 +53,8 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
         assert str(row.query_one(".value", Label).content) == "0.0412"
-        assert app.query_one(HealthStatusPanel).border_subtitle == "early stops 1"
+        facts = str(app.query_one("#health-facts", Static).content)
+        assert "early stops   1, last at update 3" in facts
     log.close()
 
 
@@ -139,7 +140,7 @@ async def test_stale_after_ten_silent_seconds(tmp_path: Path) -> None:
         await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
         clock[0] += 11.0  # no event arrives; only the one-second tick can notice
         await wait_until(pilot, lambda s: s.connection is Connection.STALE, "STALE")
-        assert banner_text(app, "connection") == "◐ STALE 0:12"
+        assert banner_text(app, "connection") == "◐ STALE · silent 0:12"
         assert app.query_one("#connection", Label).has_class("connection-stale")
     log.close()
 

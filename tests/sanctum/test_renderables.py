@@ -134,14 +134,16 @@ def test_threshold_chart_keeps_the_newest_values_and_a_fixed_scale() -> None:
     ]
 
 
-def test_threshold_chart_pads_short_history_on_the_left() -> None:
+def test_threshold_chart_widens_and_right_aligns_a_short_history() -> None:
     chart = ThresholdChart([0.01, 0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1)
     assert render(chart, 8).splitlines() == [
         "4.0┤    ",
         "2.0┤━━━━",
         "1.0┤┄┄┄┄",
-        "0.0┤  ▁▄",  # a tiny positive value still shows one eighth
+        "0.0┤▁▁▄▄",  # two values get two cells each; a tiny one still shows one eighth
     ]
+    wide = ThresholdChart([0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1)
+    assert render(wide, 10).splitlines()[-1] == "0.0┤   ▄▄▄", "bars are at most 3 cells wide"
 
 
 def test_threshold_chart_colours_bars_by_level() -> None:

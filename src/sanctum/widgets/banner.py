@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.reactive import reactive
@@ -44,12 +46,12 @@ CONNECTION_CLASSES = tuple(f"connection-{c.value}" for c in Connection)
 
 
 def connection_text(snapshot: SanctumSnapshot) -> str:
-    """``● LIVE``, ``◐ STALE 42s`` (silent that long), ``✖ FAILED``..."""
+    """``● LIVE``, ``◐ STALE · silent 0:42``, ``✖ FAILED``..."""
     state = snapshot.connection
     text = f"{CONNECTION_MARK[state]} {state.value.upper()}"
     last = snapshot.run.last_event_ts
     if state is Connection.STALE and last is not None:
-        text += f" {format_duration(snapshot.now - last)}"
+        text += f" · silent {format_duration(snapshot.now - last)}"
     return text
 
 
@@ -66,10 +68,12 @@ def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
     return "  ".join(parts)
 
 
-def clock_text(snapshot: SanctumSnapshot) -> str:
-    """``update 42  3:12``: the latest update index and the elapsed time."""
+def clock_text(snapshot: SanctumSnapshot, replay_speed: float | None = None) -> str:
+    """``update 42  3:12``: the latest update index and the elapsed time (run time in a
+    replay, which says so: ``replay ×4  update 42  3:12``)."""
     update = "update —" if snapshot.update is None else f"update {snapshot.update}"
-    return f"{update}  {format_duration(snapshot.run.elapsed(snapshot.now))}"
+    text = f"{update}  {format_duration(snapshot.run.elapsed(snapshot.now))}"
+    return text if replay_speed is None else f"replay ×{replay_speed:g}  {text}"
 
 
 def kl_text(snapshot: SanctumSnapshot) -> str:
@@ -86,6 +90,8 @@ def kl_text(snapshot: SanctumSnapshot) -> str:
 def steps_text(snapshot: SanctumSnapshot) -> str:
     """``12,345/100,000 steps  2,345 sps`` (total and rate only when known)."""
     run = snapshot.run
+    if run.global_step is None and run.total_steps is None:
+        return ""
     steps = format_count(run.global_step)
     if run.total_steps is not None:
         steps += f"/{format_count(run.total_steps)}"
@@ -97,13 +103,20 @@ def steps_text(snapshot: SanctumSnapshot) -> str:
 class ProgressText(Static):
     """A text progress bar that fills whatever width the layout gives it."""
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"progress--done", "progress--todo"}
     fraction: reactive[float | None] = reactive(None)
 
-    def render(self) -> str:
+    def render(self) -> Text:
         if self.fraction is None:
-            return ""
+            return Text("")
         percent = f" {self.fraction:4.0%}"
-        return progress_bar(self.fraction, max(0, self.size.width - len(percent))) + percent
+        bar = progress_bar(self.fraction, max(0, self.size.width - len(percent)))
+        done = bar.rstrip("░")
+        return Text.assemble(
+            (done, self.get_component_rich_style("progress--done")),
+            (bar[len(done) :], self.get_component_rich_style("progress--todo")),
+            percent,
+        )
 
 
 class StatusBanner(SnapshotView):
@@ -112,9 +125,12 @@ class StatusBanner(SnapshotView):
     paused: reactive[bool] = reactive(False)
     """The display is frozen (reading goes on); shown as a marker."""
 
-    def __init__(self, path: Path, *, id: str | None = None) -> None:
+    def __init__(
+        self, path: Path, replay_speed: float | None = None, *, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.path = path
+        self.replay_speed = replay_speed
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="banner-line"):
@@ -136,7 +152,7 @@ class StatusBanner(SnapshotView):
         connection.update(connection_text(snapshot))
         _set_class(connection, CONNECTION_CLASSES, f"connection-{snapshot.connection.value}")
         self.query_one("#run", Label).update(run_text(snapshot, self.path))
-        self.query_one("#clock", Label).update(clock_text(snapshot))
+        self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
         verdict.update(f" {snapshot.verdict} ")
         _set_class(verdict, LEVEL_CLASSES, f"level-{snapshot.health.worst.value}")

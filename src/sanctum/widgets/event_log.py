@@ -40,7 +40,7 @@ def when_text(entry: LogEntry, started_ts: float | None) -> str:
 def entry_text(entry: LogEntry, started_ts: float | None) -> str:
     """One line: when, what kind, the text (early-stop reasons verbatim)."""
     kind = KIND_LABEL.get(entry.kind, entry.kind)
-    return f"{when_text(entry, started_ts):>7} {kind:<10} {entry.text}"
+    return f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}"
 
 
 class EventLogPanel(SnapshotView):
@@ -56,7 +56,8 @@ class EventLogPanel(SnapshotView):
         self.border_title = "Events"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        self.border_subtitle = f"{len(snapshot.log)} events" if snapshot.log else ""
+        count = len(snapshot.log)
+        self.border_subtitle = f"{count} event{'s' if count != 1 else ''}" if count else ""
         self.refresh()
 
     def render(self) -> RenderableType:

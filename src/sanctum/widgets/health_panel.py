@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Label
+from textual.widgets import Label, Static
 
 from sanctum.health import Level
 from sanctum.renderables import format_value, sparkline, trend_arrow
@@ -55,7 +55,7 @@ def history_values(metric: MetricSnapshot) -> list[float]:
 
 
 def note_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
-    """``warm-up`` while the rule does not judge yet, else the sparkline."""
+    """``warm-up`` while the rule does not judge the value yet, else the sparkline."""
     rule = snapshot.thresholds.rule(metric.name)
     update = snapshot.update
     if (
@@ -65,8 +65,37 @@ def note_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
         and metric.level is Level.PENDING
         and metric.value is not None
     ):
-        return f"warm-up {update + 1}/{rule.warmup_updates}"
+        return "warm-up"
     return sparkline(history_values(metric), SPARK_WIDTH)
+
+
+def facts_lines(snapshot: SanctumSnapshot) -> list[str]:
+    """The policy's health beyond single metrics: drift, trust region, stops, anomalies."""
+    lines = []
+    drift = snapshot.policy_drift_rate
+    if drift is not None:
+        sign = "+" if drift >= 0 else ""
+        lines.append(f"KL drift      {sign}{format_value(drift)} per update")
+    if snapshot.trust_region_health is not None and snapshot.max_kl is not None:
+        share = format_value(100 * snapshot.trust_region_health, 0)
+        lines.append(f"trust region  {share}% of max_kl {snapshot.max_kl:g}")
+    stops = f"early stops   {snapshot.early_stops}"
+    if snapshot.early_stops and snapshot.log:
+        last = next((e for e in reversed(snapshot.log) if e.kind == "early_stop"), None)
+        if last is not None and last.update is not None:
+            stops += f", last at update {last.update}"
+    lines.append(stops)
+    run = snapshot.run
+    lines.append(
+        f"anomalies     {run.anomalies_critical} critical, {run.anomalies_warning} warning"
+    )
+    skipped = snapshot.skipped
+    if skipped.malformed or skipped.unknown_kind or skipped.resets:
+        lines.append(
+            f"log           {skipped.malformed} malformed, {skipped.unknown_kind} unknown kind, "
+            f"{skipped.resets} resets"
+        )
+    return lines
 
 
 class MetricRow(Horizontal):
@@ -116,6 +145,7 @@ class HealthStatusPanel(SnapshotView):
             yield Label("", classes="arrow")
         for metric in self.metrics:
             yield MetricRow(metric)
+        yield Static(id="health-facts")
 
     def on_mount(self) -> None:
         self.border_title = "Health"
@@ -124,11 +154,13 @@ class HealthStatusPanel(SnapshotView):
         fired = [m for m in snapshot.health.fired if m not in self.metrics]
         if fired:  # a metric outside the table went bad: it gets a row from now on
             self.metrics = self.metrics + tuple(fired)
-            self.mount_all([MetricRow(m, snapshot) for m in fired])
+            self.mount_all(
+                [MetricRow(m, snapshot) for m in fired], before=self.query_one("#health-facts")
+            )
         for row in self.query(MetricRow):
             if row.is_mounted:
                 row.show(snapshot)
-        self.border_subtitle = f"early stops {snapshot.early_stops}"
+        self.query_one("#health-facts", Static).update("\n".join(facts_lines(snapshot)))
 
     def row(self, metric: str) -> MetricRow:
         """The row of ``metric`` (for tests and key navigation)."""

@@ -133,4 +133,4 @@ class HelpScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#help-body").border_title = "Sanctum help"
-        self.query_one("#help-body").border_subtitle = "escape to close"
+        self.query_one("#help-body").border_subtitle = "↑↓ scroll · escape closes"

@@ -1,0 +1,110 @@
+"""SVG snapshots of the dashboard in each state, at a fixed size and a frozen clock.
+
+Every log is written through the real writer with one second per event, the app's clock
+is frozen two seconds after the last event, and the paths shown are relative, so the
+pictures are the same on every machine. The baselines in ``__snapshots__`` are the
+screenshots of the states; regenerate with ``pytest --snapshot-update`` and look at them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from sanctum.app import SanctumApp
+from sanctum.state import Connection, SanctumSnapshot
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from tests.sanctum.app_support import lively, wait_until
+from tests.sanctum.logs import RunLog
+
+SnapCompare = Callable[..., bool]
+SMALL = (80, 24)
+LARGE = (120, 36)
+LOG = Path("runs") / "ppo-demo" / "events.jsonl"
+
+HEALTHY_KL = (0.0041, 0.0052, 0.0047, 0.0063, 0.0058, 0.0071, 0.0066, 0.0079, 0.0074, 0.0082)
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run each snapshot in an empty folder so the relative log path is the same everywhere."""
+    monkeypatch.chdir(tmp_path)
+
+
+def write(kls: tuple[float, ...], finish: bool = False, **last: Any) -> RunLog:
+    """A run with one update per KL value; ``last`` overrides fields of the final update."""
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    log = RunLog(LOG, run_id="CartPole-v1-20261121-153012-a3f9")
+    log.start()
+    for u, kl in enumerate(kls):
+        fields = last if u == len(kls) - 1 else {}
+        if kl > 0.03:
+            fields = {"early_stopped": True, **fields}
+        log.update(lively(u, kl, **fields))
+    if finish:
+        log.finish()
+    log.close()
+    return log
+
+
+def app_for(log: RunLog | None) -> SanctumApp:
+    frozen = (log.now if log is not None else 1_700_000_000.0) + 2.0
+    return SanctumApp(LOG, DEFAULT_THRESHOLDS, now=lambda: frozen)
+
+
+def settled(events: int) -> Callable[[Pilot[None]], Any]:
+    """A run_before that waits until the app has shown every event of the log."""
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        def done(s: SanctumSnapshot) -> bool:
+            return s.run.events == events
+
+        await wait_until(pilot, done, f"{events} events")
+
+    return run_before
+
+
+def test_waiting_for_the_log(snap_compare: SnapCompare) -> None:
+    async def waiting(pilot: Pilot[None]) -> None:
+        await wait_until(pilot, lambda s: s.connection is Connection.WAITING, "WAITING")
+
+    assert snap_compare(app_for(None), terminal_size=SMALL, run_before=waiting)
+
+
+def test_pending_before_the_first_update(snap_compare: SnapCompare) -> None:
+    log = write(())
+    assert snap_compare(app_for(log), terminal_size=SMALL, run_before=settled(1))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_healthy(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    log = write(HEALTHY_KL)
+    assert snap_compare(app_for(log), terminal_size=size, run_before=settled(21))
+
+
+def test_warning_kl(snap_compare: SnapCompare) -> None:
+    log = write((*HEALTHY_KL, 0.0121, 0.0188))
+    assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(25))
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_critical_kl_and_nan(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
+    log = write((*HEALTHY_KL, 0.0243, 0.0412), grad_norm=math.nan, clip_fraction=0.31)
+    assert snap_compare(app_for(log), terminal_size=size, run_before=settled(25))
+
+
+def test_finished(snap_compare: SnapCompare) -> None:
+    log = write((*HEALTHY_KL, 0.0091, 0.0086), finish=True)
+    assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(26))
+
+
+def test_help_screen(snap_compare: SnapCompare) -> None:
+    log = write(HEALTHY_KL)
+    assert snap_compare(
+        app_for(log), terminal_size=SMALL, press=["question_mark"], run_before=settled(21)
+    )
