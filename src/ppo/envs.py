@@ -1,0 +1,83 @@
+"""Gymnasium vector environments in same-step autoreset mode, checked for what PPO supports.
+
+Gymnasium 1.x resets a finished sub-environment on the *next* call by default
+(``AutoresetMode.NEXT_STEP``), which turns the step after an episode end into a dummy
+transition that training code must mask out. We ask for ``SAME_STEP`` instead: the step
+that ends an episode returns the reset observation and keeps the real last observation in
+``info["final_obs"]``, which is exactly what bootstrapping a truncated episode needs.
+``SyncVectorEnv`` is the default: for cheap environments such as CartPole on a couple of
+cores, process pipes cost more than the environments themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+from ppo.policy import ActionSpec
+
+
+class EnvError(ValueError):
+    """The environment cannot be created or is not supported; the message says why."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the policy needs to know about the environment."""
+
+    obs_dim: int
+    action: ActionSpec
+
+
+def make_vector_env(env_id: str, num_envs: int) -> tuple[SyncVectorEnv, EnvSpec]:
+    """``num_envs`` copies of ``env_id`` that reset themselves within the ending step."""
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        raise EnvError(f"unknown environment id {env_id!r}: {exc}") from None
+    envs = SyncVectorEnv(
+        [lambda: gym.make(env_id) for _ in range(num_envs)],
+        autoreset_mode=AutoresetMode.SAME_STEP,
+    )
+    try:
+        return envs, _spec_of(env_id, envs)
+    except EnvError:
+        envs.close()
+        raise
+
+
+def _spec_of(env_id: str, envs: SyncVectorEnv) -> EnvSpec:
+    obs_space = envs.single_observation_space
+    if not (isinstance(obs_space, spaces.Box) and len(obs_space.shape) == 1):
+        raise EnvError(f"{env_id}: observation space {obs_space} is not supported (need a 1-D Box)")
+    try:
+        action = ActionSpec.from_space(envs.single_action_space)
+    except ValueError as exc:
+        raise EnvError(f"{env_id}: {exc}") from None
+    return EnvSpec(obs_dim=int(obs_space.shape[0]), action=action)
+
+
+def reset_seed(seed: int, update: int) -> int:
+    """Seed for resetting the envs at ``update`` (0: the run's seed; later: for a resume).
+
+    Environment state cannot be checkpointed, so a resumed run starts fresh episodes from
+    a seed derived from the run seed and the update, which keeps resumes reproducible.
+    """
+    if update == 0:
+        return seed
+    return int(np.random.SeedSequence([seed, update]).generate_state(1)[0])
+
+
+def action_mask(infos: dict[str, object], num_envs: int, n: int) -> np.ndarray | None:
+    """The ``action_mask`` an environment reports in its info, as (num_envs, n) bools."""
+    mask = infos.get("action_mask")
+    if mask is None:
+        return None
+    array = np.asarray(mask, dtype=np.bool_)
+    if array.shape != (num_envs, n):
+        raise EnvError(f"info['action_mask'] has shape {array.shape}, expected {(num_envs, n)}")
+    return array

@@ -1,0 +1,135 @@
+"""Rollout collection: step the vector env with the policy and fill the RolloutBuffer.
+
+The per-step path is kept lean because it runs num_steps times per update: numpy in and
+out of the environment, one actor forward under ``inference_mode`` (values and old
+log-probabilities come later in one batched pass), no Python objects per sample. Episode
+returns and lengths are tracked here from raw rewards, so they mean the same thing whatever
+wrappers an environment has. ``on_step`` lets the trainer send heartbeats mid-rollout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from gymnasium.vector import VectorEnv
+
+from ppo.buffer import RolloutBuffer
+from ppo.envs import EnvSpec, action_mask
+from ppo.policy import ActorCritic
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """Episodes that finished during one rollout (raw returns and lengths)."""
+
+    returns: tuple[float, ...]
+    lengths: tuple[int, ...]
+
+
+class Collector:
+    """Owns the current observation of each environment between rollouts."""
+
+    def __init__(
+        self,
+        envs: VectorEnv,
+        spec: EnvSpec,
+        policy: ActorCritic,
+        num_steps: int,
+        generator: torch.Generator,
+    ) -> None:
+        self.envs = envs
+        self.spec = spec
+        self.policy = policy
+        self.generator = generator
+        self.num_envs = int(envs.num_envs)
+        self._num_steps = num_steps
+        self._buffer: RolloutBuffer | None = None
+        self.obs = np.zeros((self.num_envs, spec.obs_dim), dtype=np.float32)
+        self.mask: np.ndarray | None = None
+        self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
+        self._ep_length = np.zeros(self.num_envs, dtype=np.int64)
+        action = spec.action
+        self._low = None if action.discrete else action.low
+        self._high = None if action.discrete else action.high
+
+    def reset(self, seed: int) -> None:
+        """Start fresh episodes in every environment."""
+        obs, infos = self.envs.reset(seed=seed)
+        self.obs = np.asarray(obs, dtype=np.float32)
+        self.mask = action_mask(infos, self.num_envs, self.spec.action.n)
+        self._ep_return[:] = 0.0
+        self._ep_length[:] = 0
+        if self._buffer is None:  # masked storage only for environments that report masks
+            self._buffer = RolloutBuffer(
+                self._num_steps,
+                self.num_envs,
+                self.spec.obs_dim,
+                self.spec.action,
+                masked=self.mask is not None,
+            )
+
+    @property
+    def buffer(self) -> RolloutBuffer:
+        """The rollout storage (created by the first :meth:`reset`)."""
+        if self._buffer is None:
+            raise RuntimeError("Collector.reset() must be called before collecting")
+        return self._buffer
+
+    def collect(self, on_step: Callable[[int], None] | None = None) -> RolloutResult:
+        """Fill the buffer with one rollout; ``on_step(t)`` runs after each vector step."""
+        buf = self.buffer
+        returns: list[float] = []
+        lengths: list[int] = []
+        for t in range(buf.num_steps):
+            buf.obs[t] = self.obs
+            mask_t = None
+            if buf.masks is not None:
+                if self.mask is None:
+                    raise ValueError("the environment stopped reporting info['action_mask']")
+                buf.masks[t] = self.mask
+                mask_t = torch.from_numpy(self.mask)
+            with torch.inference_mode():
+                actions = self.policy.act(torch.from_numpy(self.obs), mask_t, self.generator)
+            act = actions.numpy()
+            buf.actions[t] = act
+            if self._low is not None:
+                act = np.clip(act, self._low, self._high)
+            obs, rewards, terminated, truncated, infos = self.envs.step(act)
+            buf.rewards[t] = rewards
+            buf.terminated[t] = terminated
+            buf.truncated[t] = truncated
+            self._ep_return += rewards
+            self._ep_length += 1
+            done = terminated | truncated
+            if done.any():
+                self._end_episodes(t, done, truncated, infos, returns, lengths)
+            self.obs = np.asarray(obs, dtype=np.float32)
+            if buf.masks is not None:
+                self.mask = action_mask(infos, self.num_envs, self.spec.action.n)
+            if on_step is not None:
+                on_step(t)
+        return RolloutResult(tuple(returns), tuple(lengths))
+
+    def _end_episodes(
+        self,
+        t: int,
+        done: np.ndarray,
+        truncated: np.ndarray,
+        infos: dict[str, object],
+        returns: list[float],
+        lengths: list[int],
+    ) -> None:
+        """Record finished episodes and keep final observations of truncated ones."""
+        final_obs = infos.get("final_obs")
+        for i in np.flatnonzero(done):
+            returns.append(float(self._ep_return[i]))
+            lengths.append(int(self._ep_length[i]))
+            self._ep_return[i] = 0.0
+            self._ep_length[i] = 0
+            if truncated[i]:
+                if final_obs is None:
+                    raise ValueError("vector env did not report final_obs: use SAME_STEP autoreset")
+                self.buffer.final_obs[t, i] = np.asarray(final_obs[i], dtype=np.float32)  # type: ignore[index]

@@ -1,0 +1,290 @@
+"""Trainer: rollouts from Gymnasium vector envs, PPO updates, telemetry and checkpoints.
+
+One loop, one event stream: each iteration records ``rollout`` then ``ppo_update`` (and an
+``anomaly`` for each problem the agent reports) through a :class:`telemetry.Recorder`,
+which writes ``run_started`` on entry and ``run_finished`` on exit. A heartbeat goes out
+whenever nothing else was recorded for ``heartbeat_seconds``. Failures stop training
+loudly but safely: Ctrl-C saves a checkpoint and records ``interrupted``; a sink that
+cannot record (a full disk) saves a checkpoint and raises :class:`TrainingStopped` naming
+the file and the error, because training on without a record defeats the point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ppo import __version__, checkpoint
+from ppo.agent import PPOAgent
+from ppo.checkpoint import Counters
+from ppo.config import PPOConfig
+from ppo.envs import make_vector_env, reset_seed
+from ppo.policy import ActorCritic
+from ppo.rollout import Collector, RolloutResult
+from telemetry import (
+    HeartbeatPayload,
+    Recorder,
+    RolloutPayload,
+    SinkError,
+    TrainerInfo,
+)
+from telemetry.bus import Sink
+from telemetry.events import Payload
+
+TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
+RECENT_EPISODES = 20
+"""Episodes in the rolling mean reported to progress callbacks and results."""
+
+
+class TrainingStopped(RuntimeError):
+    """Training stopped because the run could not be recorded; a checkpoint was saved."""
+
+    def __init__(self, message: str, checkpoint_path: Path | None) -> None:
+        super().__init__(message)
+        self.checkpoint_path = checkpoint_path
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where training stands after an update (for progress bars and benchmarks)."""
+
+    updates_done: int
+    num_updates: int
+    global_step: int
+    total_steps: int
+    recent_return_mean: float | None
+    steps_per_second: float
+    early_stopped: bool
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a finished run left behind."""
+
+    run_id: str
+    events_path: Path
+    checkpoint_path: Path
+    global_step: int
+    updates: int
+    recent_return_mean: float | None
+
+
+def config_from_checkpoint(run: Path) -> PPOConfig:
+    """The config a run was trained with, read from its latest checkpoint."""
+    state = checkpoint.load(checkpoint.find(run))
+    return PPOConfig.from_mapping(state["config"], source=str(run))
+
+
+class Trainer:
+    """Trains one PPO run and records it; :meth:`run` does the work."""
+
+    def __init__(
+        self,
+        config: PPOConfig,
+        *,
+        run_dir: str | Path = "runs",
+        run_id: str | None = None,
+        resume: Path | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        sinks: Sequence[Sink] = (),
+    ) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.run_id = run_id
+        self.resume_path = checkpoint.find(resume) if resume is not None else None
+        self.on_progress = on_progress
+        self.sinks = tuple(sinks)
+        self.checkpoint_path: Path | None = None
+        self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
+        self._last_emit = time.monotonic()
+
+    # ----------------------------------------------------------------- setup
+    def _build(self) -> tuple[Collector, PPOAgent, Counters, dict[str, Any]]:
+        cfg = self.config
+        torch.set_num_threads(cfg.torch_threads)
+        envs, spec = make_vector_env(cfg.env_id, cfg.num_envs)
+        torch.manual_seed(cfg.seed)
+        policy = ActorCritic(spec.obs_dim, spec.action, cfg.hidden_sizes, cfg.activation)
+        self._sampling = torch.Generator().manual_seed(cfg.seed)
+        agent = PPOAgent(policy, cfg, torch.Generator().manual_seed(cfg.seed + 1))
+        counters = Counters(update=0, global_step=0)
+        recorded = cfg.to_dict()
+        try:
+            if self.resume_path is not None:
+                counters = self._restore(policy, agent, self._sampling)
+                recorded["resumed_from"] = {
+                    "checkpoint": str(self.resume_path),
+                    "update": counters.update,
+                    "global_step": counters.global_step,
+                }
+            collector = Collector(envs, spec, policy, cfg.num_steps, self._sampling)
+            collector.reset(reset_seed(cfg.seed, counters.update))
+        except BaseException:
+            envs.close()
+            raise
+        return collector, agent, counters, recorded
+
+    def _restore(self, policy: ActorCritic, agent: PPOAgent, sampling: torch.Generator) -> Counters:
+        assert self.resume_path is not None
+        state = checkpoint.load(self.resume_path)
+        try:
+            policy.load_state_dict(state["model"])
+            agent.load_state_dict(state["agent"])
+            sampling.set_state(state["rng"]["sampling"])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise checkpoint.CheckpointError(
+                f"{self.resume_path} does not fit this config: {exc}"
+            ) from None
+        return Counters(**state["counters"])
+
+    # ------------------------------------------------------------------- run
+    def run(self) -> TrainResult:
+        """Train to ``total_steps`` (or until interrupted) and return where things are."""
+        collector, agent, counters, recorded = self._build()
+        cfg = self.config
+        try:
+            with Recorder(
+                run_dir=self.run_dir,
+                run_id=self.run_id,
+                env_id=cfg.env_id,
+                seed=cfg.seed,
+                config=recorded,
+                trainer=TRAINER,
+            ) as rec:
+                for sink in self.sinks:
+                    rec.bus.subscribe(sink)
+                counters = self._loop(rec, collector, agent, counters)
+            assert self.checkpoint_path is not None
+            return TrainResult(
+                run_id=rec.run_id,
+                events_path=rec.path,
+                checkpoint_path=self.checkpoint_path,
+                global_step=counters.global_step,
+                updates=counters.update,
+                recent_return_mean=self.recent_return_mean,
+            )
+        finally:
+            collector.envs.close()
+
+    def _loop(
+        self, rec: Recorder, collector: Collector, agent: PPOAgent, counters: Counters
+    ) -> Counters:
+        self._started = time.perf_counter()
+        self._start_step = counters.global_step
+        self._latest = counters  # advanced as soon as an update is applied
+        try:
+            while self._latest.update < self.config.num_updates:
+                progress = self._iteration(rec, collector, agent, self._latest)
+                every = self.config.checkpoint_every
+                if every and self._latest.update % every == 0:
+                    self._save(rec, agent, self._latest)
+                if self.on_progress is not None:
+                    self.on_progress(progress)
+            self._save(rec, agent, self._latest)
+        except KeyboardInterrupt:
+            self._save(rec, agent, self._latest)  # the Recorder then records "interrupted"
+            raise
+        except SinkError as exc:
+            raise self._stop_recording_failed(rec, agent, self._latest, exc) from exc
+        return self._latest
+
+    def _iteration(
+        self, rec: Recorder, collector: Collector, agent: PPOAgent, counters: Counters
+    ) -> Progress:
+        """Collect, record the rollout, update, record the update; counters advance."""
+        cfg, update = self.config, counters.update
+        heartbeat = self._heartbeat(rec, counters.global_step, collector.num_envs)
+        rollout = collector.collect(on_step=heartbeat)
+        global_step = counters.global_step + cfg.batch_size
+        self._recent.extend(rollout.returns)
+        sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
+        self._emit(rec, _rollout_payload(update, global_step, rollout, sps))
+        batch, _, _ = collector.buffer.to_batch(collector.policy, collector.obs, cfg)
+        summary = agent.update(batch, update=update, global_step=global_step)
+        self._latest = Counters(update=update + 1, global_step=global_step)
+        self._emit(rec, summary.payload)
+        for anomaly in summary.anomalies:
+            self._emit(rec, anomaly)
+        return Progress(
+            updates_done=update + 1,
+            num_updates=cfg.num_updates,
+            global_step=global_step,
+            total_steps=cfg.num_updates * cfg.batch_size,
+            recent_return_mean=self.recent_return_mean,
+            steps_per_second=sps,
+            early_stopped=summary.payload.early_stopped,
+        )
+
+    @property
+    def recent_return_mean(self) -> float | None:
+        """Mean return of the last :data:`RECENT_EPISODES` finished episodes."""
+        return sum(self._recent) / len(self._recent) if self._recent else None
+
+    # ------------------------------------------------------------- telemetry
+    def _emit(self, rec: Recorder, payload: Payload) -> None:
+        rec.emit(payload)
+        self._last_emit = time.monotonic()
+
+    def _heartbeat(self, rec: Recorder, base_step: int, num_envs: int) -> Callable[[int], None]:
+        interval = self.config.heartbeat_seconds
+
+        def on_step(t: int) -> None:
+            if time.monotonic() - self._last_emit >= interval:
+                self._emit(rec, HeartbeatPayload(global_step=base_step + (t + 1) * num_envs))
+
+        return on_step
+
+    # ----------------------------------------------------------- checkpoints
+    def _save(self, rec: Recorder, agent: PPOAgent, counters: Counters) -> Path:
+        state = {
+            "model": agent.policy.state_dict(),
+            "agent": agent.state_dict(),
+            "config": self.config.to_dict(),
+            "counters": {"update": counters.update, "global_step": counters.global_step},
+            "rng": {"sampling": self._sampling.get_state()},
+            "run_id": rec.run_id,
+        }
+        path = checkpoint.save(checkpoint.path_for(rec.run_dir, counters.update), state)
+        self.checkpoint_path = path
+        return path
+
+    def _stop_recording_failed(
+        self, rec: Recorder, agent: PPOAgent, counters: Counters, exc: SinkError
+    ) -> TrainingStopped:
+        try:
+            saved = f"checkpoint saved to {self._save(rec, agent, counters)}"
+        except OSError as save_exc:
+            saved = f"the checkpoint could not be saved either: {save_exc}"
+        with contextlib.suppress(SinkError):  # the same sink may fail again on run_finished
+            rec.finish("failed", f"recording failed: {exc}")
+        error = f"{type(exc.error).__name__}: {exc.error}"
+        if exc.sink_name.startswith("eventlog:"):
+            what = f"could not write the event log {rec.path}: {error}"
+        else:
+            what = f"sink {exc.sink_name!r} failed ({error}); event log {rec.path}"
+        return TrainingStopped(f"training stopped: {what}; {saved}", self.checkpoint_path)
+
+
+def _rollout_payload(
+    update: int, global_step: int, rollout: RolloutResult, sps: float
+) -> RolloutPayload:
+    returns, lengths = rollout.returns, rollout.lengths
+    if not returns:
+        return RolloutPayload(update=update, global_step=global_step, steps_per_second=sps)
+    return RolloutPayload(
+        update=update,
+        global_step=global_step,
+        episodes=len(returns),
+        episode_return_mean=sum(returns) / len(returns),
+        episode_return_min=min(returns),
+        episode_return_max=max(returns),
+        episode_length_mean=sum(lengths) / len(lengths),
+        steps_per_second=sps,
+    )
