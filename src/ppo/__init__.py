@@ -11,8 +11,7 @@ import importlib.util
 _MISSING = [name for name in ("torch", "gymnasium") if importlib.util.find_spec(name) is None]
 if _MISSING:
     raise ImportError(
-        f"ppo needs {' and '.join(_MISSING)}, which come with the 'train' extra: "
-        "pip install 'sanctum-ppo[train]'"
+        f"ppo needs {' and '.join(_MISSING)} (the 'train' extra): pip install 'sanctum-ppo[train]'"
     )
 
 __version__ = "0.1.0"

@@ -1,0 +1,175 @@
+"""``ppo train``: parse, build the config, run the trainer, report progress; nothing more.
+
+Exit codes: 0 completed, 1 training stopped (the run could not be recorded), 2 unusable
+input (bad config, unknown environment, missing checkpoint), 130 interrupted by Ctrl-C
+(a checkpoint was saved). Headless progress is a Rich bar on a terminal and plain
+periodic lines otherwise, so CI logs stay readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from ppo.checkpoint import CheckpointError
+from ppo.config import ConfigError, PPOConfig
+from ppo.envs import EnvError
+from ppo.progress import PlainReporter, Reporter, RichReporter
+from ppo.trainer import Trainer, TrainingStopped, config_from_checkpoint
+from telemetry.recorder import EVENTS_FILE, new_run_id
+
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EPILOG = """\
+examples:
+  ppo train --headless --total-steps 20000
+  ppo train --env Acrobot-v1 --set max_kl=0.03 --set early_stop_scope=epoch
+  ppo train --config ppo.toml --set kl_penalty_coefficient=0.1 --run-dir runs
+  ppo train --resume runs/CartPole-v1-20250101-120000-ab12 --total-steps 200000
+
+Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
+--set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ppo`` argument parser (one subcommand: ``train``)."""
+    parser = argparse.ArgumentParser(
+        prog="ppo", description="PPO with KL guardrails that records its health as telemetry."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    train = commands.add_parser(
+        "train",
+        help="train a policy and record its event log",
+        description="Train PPO on a Gymnasium environment and record runs/<run>/events.jsonl.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    defaults = PPOConfig()
+    train.add_argument(
+        "--env", metavar="ID", help=f"Gymnasium environment id (default: {defaults.env_id})"
+    )
+    train.add_argument(
+        "--total-steps",
+        type=int,
+        metavar="N",
+        help=f"environment steps to train (default: {defaults.total_steps})",
+    )
+    train.add_argument(
+        "--seed", type=int, metavar="N", help=f"seed of the run (default: {defaults.seed})"
+    )
+    train.add_argument("--config", type=Path, metavar="FILE", help="flat TOML file of settings")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override one config field, e.g. --set max_kl=0.03 (repeatable)",
+    )
+    train.add_argument(
+        "--run-dir",
+        type=Path,
+        default=Path("runs"),
+        metavar="DIR",
+        help="folder that receives the run folder (default: runs)",
+    )
+    train.add_argument("--run-id", metavar="ID", help="name of the run folder (default: generated)")
+    train.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="continue from a run folder's latest checkpoint (or a .pt file)",
+    )
+    mode = train.add_mutually_exclusive_group()
+    mode.add_argument("--headless", action="store_true", help="no dashboard (the default for now)")
+    mode.add_argument(
+        "--tui",
+        action="store_true",
+        help="live dashboard (arrives with issue [E]; runs headless until then)",
+    )
+    return parser
+
+
+def resolve_config(args: argparse.Namespace) -> PPOConfig:
+    """Defaults (or the resumed run's config) < --config file < --set < explicit flags."""
+    if args.resume is not None:
+        if args.config is not None or args.env is not None:
+            raise ConfigError(
+                [
+                    "--resume takes the config from the checkpoint; "
+                    "--config and --env cannot change it (use --set)"
+                ]
+            )
+        base = config_from_checkpoint(args.resume)
+    else:
+        base = PPOConfig.from_toml(args.config) if args.config is not None else PPOConfig()
+    config = base.with_overrides(args.overrides)
+    flags = {"env_id": args.env, "total_steps": args.total_steps, "seed": args.seed}
+    explicit = [f"{key}={value}" for key, value in flags.items() if value is not None]
+    return config.with_overrides(explicit, source="command line") if explicit else config
+
+
+def _reporter(stream: TextIO) -> Reporter:
+    return RichReporter() if stream.isatty() else PlainReporter(stream)
+
+
+def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run ``ppo train`` with parsed ``args``; returns the exit code."""
+    if args.tui:
+        print("ppo: the dashboard arrives with issue [E]; running headless", file=err)
+    try:
+        config = resolve_config(args)
+        run_id = args.run_id or new_run_id(config.env_id)
+        reporter = _reporter(out)
+        trainer = Trainer(
+            config,
+            run_dir=args.run_dir,
+            run_id=run_id,
+            resume=args.resume,
+            on_progress=reporter.update,
+        )
+    except (ConfigError, CheckpointError) as exc:
+        print(f"ppo train: {exc}", file=err)
+        return EXIT_USAGE
+    run_path = args.run_dir / run_id
+    print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
+    started = time.monotonic()
+    try:
+        with reporter:
+            result = trainer.run()
+    except (EnvError, CheckpointError) as exc:
+        print(f"ppo train: {exc}", file=err)
+        return EXIT_USAGE
+    except TrainingStopped as exc:
+        print(f"ppo train: {exc}", file=err)
+        return EXIT_STOPPED
+    except KeyboardInterrupt:
+        saved = trainer.checkpoint_path
+        print(
+            f"\ninterrupted; checkpoint saved to {saved}; resume with: "
+            f"ppo train --resume {run_path}",
+            file=err,
+        )
+        return EXIT_INTERRUPTED
+    mean = result.recent_return_mean
+    print(
+        f"done: {result.global_step} steps, {result.updates} updates in "
+        f"{time.monotonic() - started:.1f} s; mean return (last 20 episodes) "
+        f"{'n/a' if mean is None else f'{mean:.1f}'}\n"
+        f"event log: {result.events_path}\ncheckpoint: {result.checkpoint_path}",
+        file=out,
+    )
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ppo`` console script and ``python -m ppo``."""
+    args = build_parser().parse_args(argv)
+    if args.command == "train":
+        return train(args, sys.stdout, sys.stderr)
+    return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands

@@ -1,0 +1,143 @@
+"""``ppo train`` end to end: event log, exit codes, error messages, help, ``python -m ppo``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ppo.cli import EXIT_OK, EXIT_USAGE, main
+from telemetry.eventlog import read_events
+from telemetry.events import RunFinished
+
+SMALL = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_headless_train_writes_a_log_with_no_skipped_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["train", "--headless", "--total-steps", "256", "--run-dir", str(tmp_path), *SMALL]
+    code, out, _ = run_cli([*args, "--run-id", "r1"], capsys)
+    assert code == EXIT_OK
+    log = tmp_path / "r1" / "events.jsonl"
+    assert f"recording to {log}" in out and f"event log: {log}" in out
+    assert "step 256/256 (100%)  update 4/4" in out  # plain lines when not a terminal
+    batch = read_events(log)
+    assert batch.skipped == []
+    last = batch.events[-1]
+    assert isinstance(last, RunFinished) and last.payload.status == "completed"
+
+
+def test_flags_override_set_and_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    toml = tmp_path / "ppo.toml"
+    toml.write_text("seed = 5\nmax_kl = 0.5\n")
+    args = [
+        "train",
+        "--config",
+        str(toml),
+        "--set",
+        "seed=6",
+        "--seed",
+        "7",
+        "--total-steps",
+        "64",
+        "--run-dir",
+        str(tmp_path),
+        "--run-id",
+        "r",
+        *SMALL,
+    ]
+    assert run_cli(args, capsys)[0] == EXIT_OK
+    started = read_events(tmp_path / "r" / "events.jsonl").events[0]
+    config = started.payload.config  # type: ignore[union-attr]
+    assert (config["seed"], config["max_kl"], config["total_steps"]) == (7, 0.5, 64)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "max_kl=-1"], "max_kl must be finite and > 0 (or none), got -1.0"),
+        (["--set", "max_kll=0.1"], "unknown config key 'max_kll' (did you mean 'max_kl'?)"),
+        (
+            ["--set", "kl_penalty_coefficient=nan"],
+            "kl_penalty_coefficient must be finite and >= 0, got nan",
+        ),
+        (["--total-steps", "0"], "total_steps must be an integer >= 1, got 0"),
+        (["--config", "missing.toml"], "config file not found: missing.toml"),
+        (["--env", "NoSuchEnv-v0"], "unknown environment id 'NoSuchEnv-v0'"),
+        (["--resume", "no/such/run"], "no run at no/such/run"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(["train", "--run-dir", str(tmp_path), *args], capsys)
+    assert code == EXIT_USAGE
+    assert message in err
+
+
+def test_tui_falls_back_to_headless_with_a_notice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["train", "--tui", "--total-steps", "64", "--run-dir", str(tmp_path), *SMALL]
+    code, _, err = run_cli(args, capsys)
+    assert code == EXIT_OK
+    assert err.splitlines()[0] == "ppo: the dashboard arrives with issue [E]; running headless"
+
+
+def test_resume_from_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["train", "--run-dir", str(tmp_path), *SMALL]
+    assert run_cli([*base, "--total-steps", "64", "--run-id", "first"], capsys)[0] == EXIT_OK
+    args = [
+        *base,
+        "--resume",
+        str(tmp_path / "first"),
+        "--total-steps",
+        "128",
+        "--run-id",
+        "second",
+    ]
+    assert run_cli(args, capsys)[0] == EXIT_OK
+    updates = [
+        e
+        for e in read_events(tmp_path / "second" / "events.jsonl").events
+        if type(e).__name__ == "PPOUpdate"
+    ]
+    assert [e.payload.update for e in updates] == [1]  # type: ignore[union-attr]
+    code, _, err = run_cli(
+        [*base, "--resume", str(tmp_path / "first"), "--env", "Acrobot-v1"], capsys
+    )
+    assert code == EXIT_USAGE and "--resume takes the config from the checkpoint" in err
+
+
+def test_help_and_python_dash_m() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for flag in (
+        "--env",
+        "--total-steps",
+        "--seed",
+        "--config",
+        "--set",
+        "--run-dir",
+        "--headless",
+        "--resume",
+        "examples:",
+    ):
+        assert flag in out
+
+
+def test_importing_ppo_without_torch_names_the_extra() -> None:
+    code = "import sys; sys.modules['torch'] = None; import ppo"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "pip install 'sanctum-ppo[train]'" in proc.stderr
