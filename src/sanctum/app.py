@@ -131,6 +131,8 @@ class SanctumApp(App[None]):
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))
         self.notify(message.text, severity=message.severity, timeout=10)
+        if message.severity == "error":  # the reader stopped: say so until the user quits
+            self.query_one(StatusBanner).problem = message.text
 
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time."""

@@ -190,3 +190,35 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
             await pilot.press("question_mark")
             rules = drawn(app.screen.query_one("#help-text"))
             assert thresholds.rule("approx_kl").describe() in rules  # type: ignore[union-attr]
+
+
+async def test_replay_plays_the_run_back_and_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(3):
+        log.update(lively(u, kl=0.004))
+    log.finish()
+    log.close()
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, replay_speed=50.0)
+    async with app.run_test(size=SIZE) as pilot:
+        final = await wait_until(pilot, lambda s: s.connection is Connection.FINISHED, "FINISHED")
+        assert final.update == 2
+        assert banner_text(app, "clock") == "replay ×50  update 2  1:00"
+        assert banner_text(app, "connection") == "■ FINISHED"
+
+
+async def test_an_unusable_log_is_reported_not_crashed_on(newer_schema_log: Path) -> None:
+    app = SanctumApp(newer_schema_log, DEFAULT_THRESHOLDS, now=lambda: T0)
+    async with app.run_test(size=SIZE) as pilot:
+        waited = 0
+        while not app.notices and waited < 500:
+            await pilot.pause(0.02)
+            waited += 1
+        assert len(app.notices) == 1
+        text, severity = app.notices[0]
+        assert severity == "error"
+        assert "schema 2 is newer than the supported schema 1" in text
+        await pilot.pause()
+        assert banner_text(app, "run") == text, "the banner keeps saying why"
+        assert app.is_running

@@ -124,6 +124,8 @@ class StatusBanner(SnapshotView):
 
     paused: reactive[bool] = reactive(False)
     """The display is frozen (reading goes on); shown as a marker."""
+    problem: reactive[str | None] = reactive(None)
+    """Why the log cannot be read at all; replaces the run line for good."""
 
     def __init__(
         self, path: Path, replay_speed: float | None = None, *, id: str | None = None
@@ -147,11 +149,18 @@ class StatusBanner(SnapshotView):
     def watch_paused(self, paused: bool) -> None:
         self.query_one("#paused", Label).display = paused
 
+    def watch_problem(self, problem: str | None) -> None:
+        run = self.query_one("#run", Label)
+        run.set_class(problem is not None, "problem")
+        if problem is not None:
+            run.update(problem)
+
     def show(self, snapshot: SanctumSnapshot) -> None:
         connection = self.query_one("#connection", Label)
         connection.update(connection_text(snapshot))
         _set_class(connection, CONNECTION_CLASSES, f"connection-{snapshot.connection.value}")
-        self.query_one("#run", Label).update(run_text(snapshot, self.path))
+        if self.problem is None:
+            self.query_one("#run", Label).update(run_text(snapshot, self.path))
         self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
         verdict.update(f" {snapshot.verdict} ")
