@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from operator import attrgetter
 from typing import Any, Final, Literal
 
 import msgspec
 
 from sanctum.health import HealthReport, Level
-from sanctum.metrics import PPO_METRIC_POSITIONS, PPO_METRICS, UPDATE_POSITION
+from sanctum.metrics import PPO_METRIC_POSITIONS, PPO_METRICS
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from telemetry.events import PPOUpdatePayload
 
@@ -152,16 +153,20 @@ class TamiyoState:
         return self.latest.approx_kl / self.max_kl
 
 
+_METRIC_GETTERS: Final = tuple((m, attrgetter(m)) for m in PPO_METRICS)
+_UPDATE_GETTER: Final = attrgetter("update")
+
+
 def metric_columns(
-    payloads: Iterable[PPOUpdatePayload],
+    payloads: Sequence[PPOUpdatePayload],
 ) -> tuple[tuple[int, ...], dict[str, tuple[float | None, ...]]]:
-    """Update indices and one tuple per metric, cut from ``payloads`` in a single pass."""
-    rows = [msgspec.structs.astuple(p) for p in payloads]
-    if not rows:
-        return (), {m: () for m in PPO_METRICS}
-    columns = list(zip(*rows, strict=True))
-    updates: tuple[int, ...] = columns[UPDATE_POSITION]
-    return updates, {m: columns[i] for m, i in zip(PPO_METRICS, PPO_METRIC_POSITIONS, strict=True)}
+    """Update indices and one tuple per metric, cut from ``payloads`` column by column.
+
+    One C-level ``map`` per column, and a few dozen objects per call rather than a tuple
+    per row, which keeps the garbage collector out of long scans.
+    """
+    updates: tuple[int, ...] = tuple(map(_UPDATE_GETTER, payloads))
+    return updates, {m: tuple(map(get, payloads)) for m, get in _METRIC_GETTERS}
 
 
 @dataclass

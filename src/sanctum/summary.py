@@ -8,12 +8,13 @@ dashboard and ``check``; "not measured" metrics say so instead of showing a zero
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sanctum.health import Level
+from sanctum.health import Level, level_of
 from sanctum.report import fmt, plural
-from sanctum.scan import LogScan, scan_log
+from sanctum.scan import LogScan, RuleTally, scan_log
 from sanctum.thresholds import Thresholds
 
 TEXT_LIST_LIMIT = 20
@@ -25,61 +26,41 @@ def build_summary(path: Path, thresholds: Thresholds) -> dict[str, Any]:
     return summarize(scan_log(path, thresholds))
 
 
+_RUN_FACTS = (
+    "run_id",
+    "env_id",
+    "trainer",
+    "seed",
+    "schema",
+    "status",
+    "reason",
+    "started_ts",
+    "global_step",
+    "total_steps",
+    "updates",
+    "events",
+    "steps_per_second",
+    "episodes",
+)
+
+
 def summarize(scan: LogScan) -> dict[str, Any]:
     """The summary document of a scanned log (pure)."""
     agg = scan.aggregator
     run = agg.snapshot(agg.run.last_event_ts or 0.0).run
-    health = agg.health()
+    facts = {name: getattr(run, name) for name in _RUN_FACTS}
+    facts.update(
+        duration_seconds=run.elapsed(run.last_event_ts or 0.0),
+        episode_return_final=run.episode_return,
+        episode_return_best=scan.best_return,
+        max_kl=agg.tamiyo.max_kl,
+    )
     return {
         "path": str(scan.path),
-        "run": {
-            "run_id": run.run_id,
-            "env_id": run.env_id,
-            "trainer": run.trainer,
-            "seed": run.seed,
-            "schema": run.schema,
-            "status": run.status,
-            "reason": run.reason,
-            "started_ts": run.started_ts,
-            "duration_seconds": run.elapsed(run.last_event_ts or 0.0),
-            "global_step": run.global_step,
-            "total_steps": run.total_steps,
-            "updates": run.updates,
-            "events": run.events,
-            "steps_per_second": run.steps_per_second,
-            "episodes": run.episodes,
-            "episode_return_final": run.episode_return,
-            "episode_return_best": scan.best_return,
-            "max_kl": agg.tamiyo.max_kl,
-        },
-        "verdict": health.verdict,
-        "rules": [
-            {
-                "metric": t.rule.metric,
-                "label": t.rule.label,
-                "rule": t.rule.describe(),
-                "final": scan.stats[t.rule.metric].final,
-                "final_level": health.level(t.rule.metric).value,
-                "worst": t.worst,
-                "worst_update": t.worst_update,
-                "updates_warning": t.at_warning,
-                "updates_critical": t.at_critical,
-                "first_critical": t.first_critical,
-            }
-            for t in scan.tallies.values()
-        ],
-        "metrics": {
-            metric: {
-                "measured": s.measured,
-                "final": s.final,
-                "final_update": s.final_update,
-                "min": s.minimum,
-                "max": s.maximum,
-                "nonfinite": s.nonfinite,
-                "first_nonfinite_update": s.first_nonfinite,
-            }
-            for metric, s in scan.stats.items()
-        },
+        "run": facts,
+        "verdict": agg.health().verdict,
+        "rules": [_rule_row(scan, tally) for tally in scan.tallies.values()],
+        "metrics": {metric: asdict(stats) for metric, stats in scan.stats.items()},
         "early_stops": {
             "count": scan.early_stop_count,
             "listed": [{"update": u, "reason": r} for u, r in scan.early_stops],
@@ -87,16 +68,7 @@ def summarize(scan: LogScan) -> dict[str, Any]:
         "anomalies": {
             "critical": agg.run.anomalies_critical,
             "warning": agg.run.anomalies_warning,
-            "listed": [
-                {
-                    "update": a.update,
-                    "severity": a.severity,
-                    "metric": a.metric,
-                    "value": a.value,
-                    "message": a.message,
-                }
-                for a in scan.anomalies
-            ],
+            "listed": [asdict(a) for a in scan.anomalies],
         },
         "skipped_lines": {
             "malformed": agg.malformed,
@@ -107,6 +79,23 @@ def summarize(scan: LogScan) -> dict[str, Any]:
         },
         "resets": agg.resets,
         "seq_gaps": agg.run.seq_gaps,
+    }
+
+
+def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
+    rule, final = tally.rule, scan.stats[tally.rule.metric]
+    return {
+        "metric": rule.metric,
+        "label": rule.label,
+        "rule": rule.describe(),
+        "final": final.final,
+        "final_update": final.final_update,
+        "final_level": level_of(rule, final.final, final.final_update).value,
+        "worst": tally.worst,
+        "worst_update": tally.worst_update,
+        "updates_warning": tally.at_warning,
+        "updates_critical": tally.at_critical,
+        "first_critical": tally.first_critical,
     }
 
 
@@ -182,11 +171,11 @@ def _metrics(doc: dict[str, Any], thresholds: Thresholds) -> list[str]:
         bad = (
             "-"
             if not s["nonfinite"]
-            else (f"{s['nonfinite']}, first at update {s['first_nonfinite_update']}")
+            else (f"{s['nonfinite']}, first at update {s['first_nonfinite']}")
         )
         lines.append(
-            f"{metric:<22} {fmt(s['final'], d):>10} {fmt(s['min'], d):>10} "
-            f"{fmt(s['max'], d):>10} {s['measured']:>8}  {bad}"
+            f"{metric:<22} {fmt(s['final'], d):>10} {fmt(s['minimum'], d):>10} "
+            f"{fmt(s['maximum'], d):>10} {s['measured']:>8}  {bad}"
         )
     return lines
 

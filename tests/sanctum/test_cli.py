@@ -56,9 +56,10 @@ def test_python_dash_m_refuses_a_newer_schema(newer_schema_log: Path) -> None:
     assert "schema 2 is newer than the supported schema 1" in result.stderr
 
 
-def test_help_does_not_load_textual_or_torch() -> None:
+def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
     code = (
         "import sys\n"
+        "import sanctum.check, sanctum.summary, sanctum.scan, sanctum.aggregator\n"
         "from sanctum.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
         "print(sorted(m for m in ('textual', 'torch', 'ppo') if m in sys.modules))\n"

@@ -61,9 +61,9 @@ def test_final_and_worst_values(tmp_path: Path) -> None:
     assert (kl_rule["updates_warning"], kl_rule["updates_critical"]) == (1, 1)
     entropy = doc["metrics"]["entropy"]
     assert (entropy["final"], entropy["final_update"], entropy["measured"]) == (0.3, 2, 3)
-    assert (entropy["min"], entropy["max"]) == (0.3, 0.5)
+    assert (entropy["minimum"], entropy["maximum"]) == (0.3, 0.5)
     loss = doc["metrics"]["value_loss"]
-    assert (loss["nonfinite"], loss["first_nonfinite_update"], loss["max"]) == (1, 1, 3.0)
+    assert (loss["nonfinite"], loss["first_nonfinite"], loss["maximum"]) == (1, 1, 3.0)
     assert doc["metrics"]["kl_coef"]["measured"] == 0
     assert doc["metrics"]["kl_coef"]["final"] is None
     text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)

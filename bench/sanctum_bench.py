@@ -1,0 +1,303 @@
+"""Sanctum figures: replay throughput, summary time, memory, and live tail latency.
+
+    python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40]
+
+Generates realistic logs (per update: a rollout and a ppo_update with every field set,
+an early stop now and then, a heartbeat every 50 updates) through the real writer, then
+measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own peak:
+
+- replay_events_per_s: reader + aggregator over the 1M-event log, one snapshot per batch
+  (as the dashboard does);
+- summary_seconds_1m: ``sanctum summary`` of that log, in process (scan + document);
+  ``*_cpu_*`` figures give the same in process CPU time, which other load does not inflate;
+- peak_rss_mb_100k / peak_rss_mb_1m: peak RSS of the replay at 100k and 1M events
+  (flat = the reader is bounded and the aggregator keeps bounded history);
+- tail_latency_ms_median / _p95: one line appended to a live log while SanctumApp runs
+  headless (``run_test``), until ``app.snapshot`` contains that event.
+
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sanctum.aggregator import SanctumAggregator
+from sanctum.summary import build_summary
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from telemetry.bus import Emitter, EventBus
+from telemetry.eventlog import EventLogReader, EventLogWriter
+from telemetry.events import (
+    EarlyStop,
+    HeartbeatPayload,
+    PPOUpdatePayload,
+    RolloutPayload,
+    RunFinishedPayload,
+    RunStartedPayload,
+    TrainerInfo,
+)
+
+STEPS = 512
+
+
+def ppo_update(u: int) -> PPOUpdatePayload:
+    """A realistic update: every field set, values drifting, an early stop every 17th."""
+    wave = math.sin(u / 40.0)
+    kl = 0.008 + 0.004 * wave + (0.03 if u % 17 == 0 else 0.0)
+    stopped = u % 17 == 0
+    return PPOUpdatePayload(
+        update=u,
+        global_step=(u + 1) * STEPS,
+        approx_kl=kl,
+        approx_kl_max=kl * 1.8,
+        kl_final=kl * 1.1,
+        clip_fraction=0.1 + 0.05 * wave,
+        clip_fraction_lower=0.01,
+        ratio_mean=1.0 + 0.01 * wave,
+        ratio_min=0.7,
+        ratio_max=1.4,
+        entropy=0.69 - u * 1e-7,
+        entropy_coef=0.01,
+        policy_loss=-0.01 * wave,
+        value_loss=20.0 + wave,
+        kl_penalty=0.0,
+        total_loss=10.0 + wave,
+        kl_coef=0.0,
+        explained_variance=0.5 + 0.3 * wave,
+        grad_norm=0.8 + 0.3 * wave,
+        grad_norm_max=1.5 + wave,
+        learning_rate=2.5e-4,
+        advantage_mean=0.01 * wave,
+        advantage_std=1.0,
+        return_mean=50.0 + wave,
+        value_mean=49.0 + wave,
+        epochs_completed=3 if stopped else 4,
+        minibatches_completed=11 if stopped else 16,
+        minibatches_planned=16,
+        early_stopped=stopped,
+        early_stop_reason=(
+            f"approx_kl {kl:.4f} > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
+        )
+        if stopped
+        else None,
+        early_stop=EarlyStop(
+            epoch=2, minibatch=3, kl=kl, threshold=0.03, scope="minibatch", applied=False
+        )
+        if stopped
+        else None,
+        skipped_steps=0,
+        nonfinite_ratios=0,
+        update_seconds=0.05,
+    )
+
+
+def rollout(u: int) -> RolloutPayload:
+    return RolloutPayload(
+        update=u,
+        global_step=(u + 1) * STEPS,
+        episodes=3,
+        episode_return_mean=100.0 + u % 300,
+        episode_return_min=20.0,
+        episode_return_max=500.0,
+        episode_length_mean=100.0,
+        steps_per_second=4800.0,
+    )
+
+
+def generate(path: Path, events: int) -> None:
+    """A finished run of ``events`` events written through the real writer."""
+    clock = iter(range(1_700_000_000, 1_800_000_000))
+    with EventLogWriter(path) as writer:
+        bus = EventBus()
+        bus.subscribe(writer)
+        emitter = Emitter(bus, "bench-run", clock=lambda: float(next(clock)))
+        emitter.emit(
+            RunStartedPayload(
+                trainer=TrainerInfo(name="bench"),
+                env_id="CartPole-v1",
+                config={"max_kl": 0.03, "total_steps": events * STEPS},
+            )
+        )
+        written, u = 1, 0
+        while written < events - 1:
+            emitter.emit(rollout(u))
+            emitter.emit(ppo_update(u))
+            written += 2
+            if u % 50 == 49 and written < events - 1:
+                emitter.emit(HeartbeatPayload(global_step=(u + 1) * STEPS))
+                written += 1
+            u += 1
+        emitter.emit(RunFinishedPayload(status="completed", updates=u))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def worker_replay(path: Path) -> dict[str, Any]:
+    """Reader + aggregator, one snapshot per batch, as the dashboard's feed does."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    agg = SanctumAggregator(DEFAULT_THRESHOLDS)
+    reader = EventLogReader(path)
+    events = batches = 0
+    for batch in reader.batches():
+        agg.handle_batch(batch)
+        snap = agg.snapshot(time.time())
+        events += len(batch.events)
+        batches += 1
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert snap.run.status == "completed", snap.run.status
+    return {
+        "events": events,
+        "batches": batches,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "events_per_s": events / seconds,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def worker_summary(path: Path) -> dict[str, Any]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    doc = build_summary(path, DEFAULT_THRESHOLDS)
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {
+        "events": doc["run"]["events"],
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def worker_hot_path(updates: int = 200_000) -> dict[str, Any]:
+    """handle() of a decoded ppo_update alone, microseconds per event."""
+    from telemetry.events import PPOUpdate
+
+    events = [
+        PPOUpdate(run_id="r", seq=i + 1, ts=float(i), payload=ppo_update(i % 5000))
+        for i in range(updates)
+    ]
+    agg = SanctumAggregator(DEFAULT_THRESHOLDS)
+    t0 = time.perf_counter()
+    for event in events:
+        agg.handle(event)
+    per_event = (time.perf_counter() - t0) / updates
+    t0 = time.perf_counter()
+    for i in range(200):
+        agg.tamiyo.updates_seen += 1  # invalidate the cache: a snapshot after a new update
+        agg.snapshot(float(i))
+    per_snapshot = (time.perf_counter() - t0) / 200
+    return {"handle_ppo_update_us": per_event * 1e6, "snapshot_ms": per_snapshot * 1e3}
+
+
+async def tail_latency(samples: int) -> list[float]:
+    """ms from appending one ppo_update line to the app's snapshot holding that update."""
+    from sanctum.app import SanctumApp
+    from telemetry.codec import encode_line
+    from telemetry.events import PPOUpdate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "events.jsonl"
+        generate(path, 1001)
+        seq = 2000
+        app = SanctumApp(path, DEFAULT_THRESHOLDS)
+        latencies: list[float] = []
+        async with app.run_test(size=(120, 36)) as pilot:
+            await _until(pilot, lambda: app.snapshot is not None)
+            with path.open("ab", buffering=0) as fh:
+                for i in range(samples):
+                    update = 10_000 + i
+                    seq += 1
+                    line = encode_line(
+                        PPOUpdate(
+                            run_id="bench-run", seq=seq, ts=time.time(), payload=ppo_update(update)
+                        )
+                    )
+                    await pilot.pause(0.01 + (i % 7) * 0.013)  # vary the phase vs the poll
+                    t0 = time.perf_counter()
+                    fh.write(line)
+                    await _until(
+                        pilot,
+                        lambda u=update: app.snapshot is not None and app.snapshot.update == u,
+                    )
+                    latencies.append((time.perf_counter() - t0) * 1e3)
+    return latencies
+
+
+async def _until(pilot: Any, condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.perf_counter() + timeout
+    while not condition():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app did not show the appended event within 10 s")
+        await asyncio.sleep(0.001)
+
+
+def in_subprocess(kind: str, path: Path | None = None) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", kind] + ([str(path)] if path else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--tail-samples", type=int, default=40)
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        kind, *rest = args.worker
+        fn = {"replay": worker_replay, "summary": worker_summary}.get(kind)
+        print(json.dumps(fn(Path(rest[0])) if fn else worker_hot_path()))
+        return
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        small, big = Path(tmp) / "100k.jsonl", Path(tmp) / "1m.jsonl"
+        for path, n in ((small, args.events // 10), (big, args.events)):
+            t0 = time.perf_counter()
+            generate(path, n)
+            print(
+                f"generated {n} events, {path.stat().st_size / 1e6:.0f} MB, "
+                f"{time.perf_counter() - t0:.1f} s",
+                file=sys.stderr,
+            )
+        r_small, r_big = in_subprocess("replay", small), in_subprocess("replay", big)
+        s_big = in_subprocess("summary", big)
+        hot = in_subprocess("hot")
+        print(
+            f"replay 100k: {r_small}\nreplay 1m: {r_big}\nsummary 1m: {s_big}\nhot: {hot}",
+            file=sys.stderr,
+        )
+        figures.update(
+            replay_events_per_s=round(r_big["events_per_s"]),
+            replay_events_per_cpu_s=round(r_big["events"] / r_big["cpu_seconds"]),
+            summary_seconds_1m=round(s_big["seconds"], 2),
+            summary_cpu_seconds_1m=round(s_big["cpu_seconds"], 2),
+            peak_rss_mb_100k=round(r_small["peak_rss_mb"], 1),
+            peak_rss_mb_1m=round(r_big["peak_rss_mb"], 1),
+            summary_peak_rss_mb_1m=round(s_big["peak_rss_mb"], 1),
+            handle_ppo_update_us=round(hot["handle_ppo_update_us"], 2),
+            snapshot_ms=round(hot["snapshot_ms"], 3),
+        )
+    latencies = asyncio.run(tail_latency(args.tail_samples))
+    figures.update(
+        tail_latency_ms_median=round(statistics.median(latencies), 1),
+        tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
+        tail_samples=len(latencies),
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
