@@ -59,8 +59,8 @@ class RuleTally:
 
         ``numbers`` are the measured values (``values`` itself when none is None) and
         ``total`` their sum (non-finite iff a value is). Only values past the warning
-        threshold go through ``level_of``; a NaN fails every comparison, so it is always
-        among them. The same result as ``level_of`` on every value, in a few C-speed passes.
+        threshold, and every non-finite value, go through ``level_of``. The same result as
+        ``level_of`` on every value, in a few C-speed passes.
         """
         rule = self.rule
         self.measured += len(numbers)
@@ -76,10 +76,11 @@ class RuleTally:
                 return
         column = cast("Sequence[float]", values)  # positions in ``judged`` hold numbers
         warning = rule.warning
+        inf = math.inf  # healthy side strictly between the infinities: NaN and +-Inf are flagged
         if rule.direction == "above":
-            flagged = [i for i in judged if not column[i] <= warning]
+            flagged = [i for i in judged if not -inf < column[i] <= warning]
         else:
-            flagged = [i for i in judged if not column[i] >= warning]
+            flagged = [i for i in judged if not warning <= column[i] < inf]
         for i in flagged:
             self._count(level_of(rule, column[i], updates[i]), updates[i])
         nonfinite = [i for i in flagged if not math.isfinite(column[i])]
