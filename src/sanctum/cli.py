@@ -67,13 +67,14 @@ def _speed(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """``sanctum [RUN]`` (watch), ``replay``, ``check`` and ``summary``; --thresholds on all."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--thresholds",
         metavar="FILE",
         type=Path,
         default=argparse.SUPPRESS,
-        help="TOML file overriding the health rules (see sanctum.thresholds)",
+        help="TOML file overriding the health rules, e.g. [approx_kl] warning = 0.01",
     )
     parser = argparse.ArgumentParser(
         prog="sanctum",
@@ -85,9 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
-    watch = sub.add_parser("watch", parents=[common], help="follow a run live (the default)")
+    watch = sub.add_parser(
+        "watch", prog="sanctum watch", parents=[common], help="follow a run live (the default)"
+    )
     watch.add_argument("run", nargs="?", metavar="RUN")
-    replay = sub.add_parser("replay", parents=[common], help="play a recorded run back")
+    replay = sub.add_parser(
+        "replay", prog="sanctum replay", parents=[common], help="play a recorded run back"
+    )
     replay.add_argument("run", metavar="RUN")
     replay.add_argument(
         "--speed",
@@ -95,7 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="playback speed: 1 = as recorded, 10 = ten times faster",
     )
-    check = sub.add_parser("check", parents=[common], help="judge a run; exit 0, 1 or 2")
+    _add_check(
+        sub.add_parser(
+            "check", prog="sanctum check", parents=[common], help="judge a run; exit 0, 1 or 2"
+        )
+    )
+    summary = sub.add_parser(
+        "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
+    )
+    summary.add_argument("run", metavar="RUN")
+    summary.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("run", metavar="RUN")
     check.add_argument(
         "--fail-on",
@@ -113,10 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--junit", metavar="FILE", type=Path, help="also write JUnit XML, one test case per rule"
     )
-    summary = sub.add_parser("summary", parents=[common], help="what happened in a run")
-    summary.add_argument("run", metavar="RUN")
-    summary.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser
 
 
 def with_default_command(argv: Sequence[str]) -> list[str]:
