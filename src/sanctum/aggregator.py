@@ -13,6 +13,7 @@ from types import MappingProxyType
 
 from sanctum.health import HealthReport, Level, evaluate
 from sanctum.metrics import PPO_METRICS
+from sanctum.report import fmt
 from sanctum.state import (
     EVENT_LOG_LEN,
     HISTORY_LEN,
@@ -183,7 +184,7 @@ class SanctumAggregator:
             self.run.anomalies_warning += 1
         if p.global_step is not None:
             self.run.global_step = p.global_step
-        value = "" if p.value is None else f" = {p.value:g}"
+        value = "" if p.value is None else f" = {fmt(p.value)}"
         level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
         self.log.append(
             LogEntry(
