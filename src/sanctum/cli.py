@@ -30,7 +30,8 @@ class UsageError(Exception):
 
 
 def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
-    """The events file for RUN: a run folder, an events file, or the newest run in runs_dir.
+    """The events file for RUN: a run folder, an events file, the newest run of a folder of
+    runs, or (no RUN) the newest run in ``runs_dir``.
 
     A path that does not exist yet is kept (the dashboard waits for it): with a suffix it
     is taken as the events file, without one as a run folder.
@@ -39,6 +40,8 @@ def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
         return newest_run(runs_dir)
     path = Path(run)
     if path.is_dir():
+        if not (path / EVENTS_FILE).exists() and any(path.glob(f"*/{EVENTS_FILE}")):
+            return newest_run(path)  # a folder of runs, such as ./runs itself
         return path / EVENTS_FILE
     if path.exists() or path.suffix:
         return path

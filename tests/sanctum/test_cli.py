@@ -176,6 +176,7 @@ def test_newest_run_under_runs(tmp_path: Path) -> None:
         events.write_text("")
         os.utime(events, (1000 + i * (10 if name != "a-new" else 100),) * 2)
     assert resolve_run(None, runs) == runs / "a-new" / "events.jsonl"
+    assert resolve_run(str(runs)) == runs / "a-new" / "events.jsonl"
 
 
 class FakeApp:
