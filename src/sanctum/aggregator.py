@@ -26,6 +26,7 @@ from sanctum.state import (
     SkipCounts,
     TamiyoState,
     connection_of,
+    early_stop_text,
     least_squares_slope,
     max_kl_of,
     metric_columns,
@@ -52,19 +53,6 @@ SKIPPED_KEPT = 50
 """Skipped lines remembered individually (all are counted)."""
 
 _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
-
-
-def early_stop_text(p: PPOUpdatePayload) -> str:
-    """The trainer's reason, else one built from the structured record, else a plain note."""
-    if p.early_stop_reason:
-        return p.early_stop_reason
-    stop = p.early_stop
-    if stop is not None:
-        return (
-            f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} at epoch {stop.epoch} "
-            f"minibatch {stop.minibatch} ({stop.scope} scope)"
-        )
-    return f"update {p.update} stopped early (no reason given)"
 
 
 class SanctumAggregator:

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sanctum.aggregator import SanctumAggregator, early_stop_text
+from sanctum.aggregator import SanctumAggregator
 from sanctum.health import Level, level_of
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
-from sanctum.state import metric_columns
+from sanctum.state import early_stop_text, metric_columns
 from sanctum.thresholds import Rule, Thresholds
 from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
 from telemetry.events import Anomaly, PPOUpdate, PPOUpdatePayload, Rollout, RunStarted

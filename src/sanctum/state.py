@@ -100,6 +100,19 @@ class LogEntry:
     update: int | None = None
 
 
+def early_stop_text(p: PPOUpdatePayload) -> str:
+    """The trainer's reason, else one built from the structured record, else a plain note."""
+    if p.early_stop_reason:
+        return p.early_stop_reason
+    stop = p.early_stop
+    if stop is not None:
+        return (
+            f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} at epoch {stop.epoch} "
+            f"minibatch {stop.minibatch} ({stop.scope} scope)"
+        )
+    return f"update {p.update} stopped early (no reason given)"
+
+
 class TamiyoState:
     """The PPO policy's health: recent updates, early stops, drift and trust region."""
 
@@ -122,7 +135,7 @@ class TamiyoState:
         self.updates_seen += 1
         if payload.early_stopped:
             self.early_stops += 1
-            self.last_early_stop_reason = payload.early_stop_reason
+            self.last_early_stop_reason = early_stop_text(payload)
             self.last_early_stop_update = payload.update
 
     def current(self, metric: str) -> float | None:
@@ -359,6 +372,7 @@ __all__ = [
     "SkipCounts",
     "TamiyoState",
     "connection_of",
+    "early_stop_text",
     "least_squares_slope",
     "max_kl_of",
     "metric_columns",

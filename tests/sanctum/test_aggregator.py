@@ -142,6 +142,7 @@ def test_early_stop_without_reason_uses_the_record(tmp_path: Path) -> None:
     assert snap.log[-1].text == (
         "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch scope)"
     )
+    assert snap.last_early_stop_reason == snap.log[-1].text
 
 
 def test_rollout_without_episodes_keeps_the_last_return(tmp_path: Path) -> None:
