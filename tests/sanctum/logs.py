@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogWriter
@@ -139,7 +139,7 @@ class RunLog:
 
     def anomaly(
         self,
-        severity: str = "critical",
+        severity: Literal["warning", "critical"] = "critical",
         metric: str = "grad_norm",
         value: float | None = float("nan"),
         update: int | None = None,
@@ -148,7 +148,7 @@ class RunLog:
             AnomalyPayload(
                 severity=severity,
                 metric=metric,
-                value=value,  # type: ignore[arg-type]
+                value=value,
                 message="optimizer step skipped: non-finite gradient",
                 update=update,
             )

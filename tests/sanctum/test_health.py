@@ -9,10 +9,15 @@ import pytest
 from sanctum.health import Level, evaluate, level_of
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
 
-KL = DEFAULT_THRESHOLDS.rule("approx_kl")
-EV = DEFAULT_THRESHOLDS.rule("explained_variance")
-assert KL is not None
-assert EV is not None
+
+def default_rule(metric: str) -> Rule:
+    rule = DEFAULT_THRESHOLDS.rule(metric)
+    assert rule is not None
+    return rule
+
+
+KL = default_rule("approx_kl")
+EV = default_rule("explained_variance")
 
 
 def past(x: float, direction: str) -> float:

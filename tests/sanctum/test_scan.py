@@ -61,12 +61,10 @@ def reference(rule: Rule, batches: list[tuple[list[int], list[float | None]]]) -
                 if out[f"first_{key}"] is None:
                     out[f"first_{key}"] = u
             worst = out["worst"]
+            assert worst is None or isinstance(worst, float)
             if worst is None or (
-                math.isfinite(worst)
-                and (  # type: ignore[arg-type]
-                    not math.isfinite(v) or rule.is_worse(v, worst)
-                )
-            ):  # type: ignore[arg-type]
+                math.isfinite(worst) and (not math.isfinite(v) or rule.is_worse(v, worst))
+            ):
                 out["worst"], out["worst_update"] = v, u
     return out
 

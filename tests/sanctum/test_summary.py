@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from sanctum.report import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
@@ -12,8 +13,9 @@ from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.logs import RunLog, early_stop_update, write_run
 
 
-def summary(path: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads(dumps(build_summary(path, DEFAULT_THRESHOLDS)))
+def summary(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(dumps(build_summary(path, DEFAULT_THRESHOLDS)))
+    return doc
 
 
 def test_run_facts(healthy_log: Path) -> None:
