@@ -18,6 +18,7 @@ from typing import cast
 from sanctum.aggregator import SanctumAggregator
 from sanctum.health import Level, level_of
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
+from sanctum.report import plural
 from sanctum.state import early_stop_text, metric_columns
 from sanctum.thresholds import Rule, Thresholds
 from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
@@ -282,7 +283,11 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     for batch in reader.batches():
         scan.feed(batch)
     if not scan.run_started:
+        agg = scan.aggregator
         raise NoRunStarted(
-            f"{path}: no run_started event in {reader.line_no} line(s); not the event log of a run"
+            f"{path}: no run_started event in {plural(reader.line_no, 'line')} "
+            f"({plural(agg.run.events, 'event')}, "
+            f"{plural(agg.malformed + agg.unknown_kind, 'line')} skipped); "
+            "not the event log of a run"
         )
     return scan

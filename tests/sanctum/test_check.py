@@ -119,6 +119,12 @@ def test_unusable_input_raises(newer_schema_log: Path, tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(NoRunStarted, match="no run_started event"):
         check(empty)
+    garbage = tmp_path / "garbage.jsonl"
+    garbage.write_bytes(bytes(range(256)) * 40 + b"\n")
+    with pytest.raises(
+        NoRunStarted, match=r"no run_started event in 41 lines \(0 events, 41 lines skipped\)"
+    ):
+        check(garbage)
     headless = tmp_path / "headless.jsonl"
     log = RunLog(headless)
     log.update(0)
