@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -174,6 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNUSABLE
 
 
+def _emit(text: str) -> None:
+    """Print ``text``; a reader that went away (``| head``) is not an error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+
+
 def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.check import format_text, run_check, to_dict, write_junit
     from sanctum.health import Level
@@ -182,7 +191,7 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     result = run_check(
         resolve_run(args.run), thresholds, Level(args.fail_on), args.allow_unfinished
     )
-    print(dumps(to_dict(result)) if args.json else format_text(result))
+    _emit(dumps(to_dict(result)) if args.json else format_text(result))
     if args.junit is not None:
         write_junit(result, args.junit)
     return result.exit_code
@@ -193,7 +202,7 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.summary import build_summary, format_text
 
     doc = build_summary(resolve_run(args.run), thresholds)
-    print(dumps(doc) if args.json else format_text(doc, thresholds))
+    _emit(dumps(doc) if args.json else format_text(doc))
     return 0
 
 

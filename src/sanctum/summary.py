@@ -99,9 +99,9 @@ def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
     }
 
 
-def format_text(doc: dict[str, Any], thresholds: Thresholds) -> str:
-    """The summary for a terminal."""
-    return "\n".join([*_facts(doc), "", *_rules(doc), "", *_metrics(doc, thresholds), *_lists(doc)])
+def format_text(doc: dict[str, Any]) -> str:
+    """The summary for a terminal (numbers to 4 significant digits, NaN/Inf as such)."""
+    return "\n".join([*_facts(doc), "", *_rules(doc), "", *_metrics(doc), *_lists(doc)])
 
 
 def _facts(doc: dict[str, Any]) -> list[str]:
@@ -160,22 +160,20 @@ def _rules(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _metrics(doc: dict[str, Any], thresholds: Thresholds) -> list[str]:
+def _metrics(doc: dict[str, Any]) -> list[str]:
     lines = [f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite"]
     for metric, s in doc["metrics"].items():
         if not s["measured"]:
             lines.append(f"{metric:<22} {'not measured':>10}")
             continue
-        rule = thresholds.rule(metric)
-        d = None if rule is None else rule.decimals
         bad = (
             "-"
             if not s["nonfinite"]
             else (f"{s['nonfinite']}, first at update {s['first_nonfinite']}")
         )
         lines.append(
-            f"{metric:<22} {fmt(s['final'], d):>10} {fmt(s['minimum'], d):>10} "
-            f"{fmt(s['maximum'], d):>10} {s['measured']:>8}  {bad}"
+            f"{metric:<22} {fmt(s['final']):>10} {fmt(s['minimum']):>10} "
+            f"{fmt(s['maximum']):>10} {s['measured']:>8}  {bad}"
         )
     return lines
 

@@ -68,7 +68,7 @@ def test_final_and_worst_values(tmp_path: Path) -> None:
     assert (loss["nonfinite"], loss["first_nonfinite"], loss["maximum"]) == (1, 1, 3.0)
     assert doc["metrics"]["kl_coef"]["measured"] == 0
     assert doc["metrics"]["kl_coef"]["final"] is None
-    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     assert "kl_coef                not measured" in text
     assert "value_loss" in text
     assert "1, first at update 1" in text
@@ -89,7 +89,7 @@ def test_early_stops_with_reasons(tmp_path: Path) -> None:
         "update": 0,
         "reason": "approx_kl 0.0400 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)",
     }
-    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     assert "  update 1: approx_kl 0.0401 > max_kl 0.0300" in text
     assert "... and 5 more" in text
 
@@ -105,7 +105,7 @@ def test_skipped_lines_with_line_numbers(corrupt_log: Path, unknown_kind_log: Pa
         (5, "unknown_kind"),
     ]
     assert "'gpu_stats'" in unknown["listed"][0]["detail"]
-    text = format_text(build_summary(corrupt_log, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    text = format_text(build_summary(corrupt_log, DEFAULT_THRESHOLDS))
     assert "skipped lines (2 malformed, 0 unknown kind)" in text
     assert "  line 4 malformed:" in text
 
@@ -113,7 +113,7 @@ def test_skipped_lines_with_line_numbers(corrupt_log: Path, unknown_kind_log: Pa
 def test_unfinished_run_says_so(unfinished_log: Path) -> None:
     doc = summary(unfinished_log)
     assert doc["run"]["status"] == "running"
-    text = format_text(build_summary(unfinished_log, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    text = format_text(build_summary(unfinished_log, DEFAULT_THRESHOLDS))
     assert "no run_finished (still running, or cut off)" in text
 
 
@@ -127,5 +127,5 @@ def test_anomalies_listed(tmp_path: Path) -> None:
     doc = summary(path)
     assert doc["anomalies"]["critical"] == 1
     assert doc["anomalies"]["listed"][0]["value"] == "NaN"
-    text = format_text(build_summary(path, DEFAULT_THRESHOLDS), DEFAULT_THRESHOLDS)
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     assert "update 0 critical grad_norm = NaN: optimizer step skipped" in text
