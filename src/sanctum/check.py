@@ -267,23 +267,9 @@ def to_dict(result: CheckResult) -> dict[str, Any]:
 def write_junit(result: CheckResult, path: Path) -> None:
     """JUnit XML: one test case per row (each rule, non-finite, anomalies, finish)."""
     failures = sum(not r.passed for r in result.rows)
-    suite = ET.Element(
-        "testsuite",
-        {
-            "name": "sanctum check",
-            "tests": str(len(result.rows)),
-            "failures": str(failures),
-            "errors": "0",
-            "skipped": "0",
-        },
+    suite = _suite(
+        len(result.rows), failures, 0, str(result.path), result.run_id, result.fail_on.value
     )
-    props = ET.SubElement(suite, "properties")
-    for name, value in (
-        ("path", str(result.path)),
-        ("run_id", result.run_id or ""),
-        ("fail_on", result.fail_on.value),
-    ):
-        ET.SubElement(props, "property", {"name": name, "value": value})
     classname = f"sanctum.check.{result.run_id or 'run'}"
     for row in result.rows:
         case = ET.SubElement(suite, "testcase", {"classname": classname, "name": row.name})
@@ -292,6 +278,38 @@ def write_junit(result: CheckResult, path: Path) -> None:
         else:
             failure = ET.SubElement(case, "failure", {"message": row.message, "type": row.label})
             failure.text = row.message if row.rule is None else f"{row.rule}\n{row.message}"
+    _write(suite, path)
+
+
+def write_junit_error(message: str, run: Path, fail_on: Level, path: Path) -> None:
+    """JUnit XML for input that could not be judged: one test case ``input`` in error, so a
+    CI report shows why instead of a missing file."""
+    suite = _suite(1, 0, 1, str(run), None, fail_on.value)
+    case = ET.SubElement(suite, "testcase", {"classname": "sanctum.check", "name": "input"})
+    ET.SubElement(case, "error", {"message": message, "type": "unusable input"}).text = message
+    _write(suite, path)
+
+
+def _suite(
+    tests: int, failures: int, errors: int, run: str, run_id: str | None, fail_on: str
+) -> ET.Element:
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": "sanctum check",
+            "tests": str(tests),
+            "failures": str(failures),
+            "errors": str(errors),
+            "skipped": "0",
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("path", run), ("run_id", run_id or ""), ("fail_on", fail_on)):
+        ET.SubElement(props, "property", {"name": name, "value": value})
+    return suite
+
+
+def _write(suite: ET.Element, path: Path) -> None:
     root = ET.Element("testsuites")
     root.append(suite)
     tree = ET.ElementTree(root)

@@ -133,7 +133,10 @@ def _add_check(check: argparse.ArgumentParser) -> None:
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument(
-        "--junit", metavar="FILE", type=Path, help="also write JUnit XML, one test case per rule"
+        "--junit",
+        metavar="FILE",
+        type=Path,
+        help="also write JUnit XML: one test case per rule (one error case if unusable)",
     )
 
 
@@ -172,6 +175,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _interactive(args, thresholds)
     except (UsageError, ThresholdsError, EventLogError) as exc:
         print(f"sanctum: error: {exc}", file=sys.stderr)
+        if args.command == "check" and args.junit is not None:
+            from sanctum.check import write_junit_error
+            from sanctum.health import Level
+
+            write_junit_error(str(exc), Path(args.run), Level(args.fail_on), args.junit)
         return EXIT_UNUSABLE
 
 

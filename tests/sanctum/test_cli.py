@@ -122,6 +122,20 @@ def test_check_json_and_junit(
     assert suite.get("failures") == "1"
 
 
+def test_unusable_input_still_writes_junit(
+    newer_schema_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junit = tmp_path / "junit.xml"
+    assert main(["check", str(newer_schema_log), "--junit", str(junit)]) == 2
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("errors"), suite.get("failures")) == ("1", "1", "0")
+    error = suite.find("testcase/error")
+    assert error is not None
+    assert "schema 2 is newer than the supported schema 1" in (error.get("message") or "")
+    assert "schema 2" in capsys.readouterr().err
+
+
 def test_check_flags(
     warning_kl_log: Path, unfinished_log: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
