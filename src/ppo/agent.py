@@ -86,8 +86,9 @@ class PPOAgent:
     ) -> None:
         self.policy = policy
         self.config = config
+        # fused: one kernel for all parameters instead of a Python loop over them
         self.optimizer = torch.optim.Adam(
-            policy.parameters(), lr=config.learning_rate, eps=config.adam_eps
+            policy.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
         )
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
@@ -109,7 +110,8 @@ class PPOAgent:
         for epoch in range(cfg.update_epochs):
             progress.epochs_started += 1
             order = torch.randperm(batch.size, generator=self.generator)
-            kls = self._epoch(batch, order, epoch, stats, progress, ent_coef, kl_coef)
+            shuffled = batch.select(order)  # one gather per epoch; minibatches are slices
+            kls = self._epoch(shuffled, epoch, stats, progress, ent_coef, kl_coef)
             if progress.stop is not None:
                 break
             self._check_epoch(kls, epoch, progress)
@@ -127,7 +129,6 @@ class PPOAgent:
     def _epoch(
         self,
         batch: Batch,
-        order: Tensor,
         epoch: int,
         stats: Tensor,
         progress: _Progress,
@@ -137,9 +138,9 @@ class PPOAgent:
         """One pass over the minibatches; returns the KL measured on each."""
         cfg = self.config
         kls: list[float] = []
-        for minibatch, index in enumerate(torch.tensor_split(order, cfg.num_minibatches)):
+        for minibatch, mb in enumerate(batch.split(cfg.num_minibatches)):
             row = epoch * cfg.num_minibatches + minibatch
-            breakdown, grad_norm = self._forward_backward(batch.select(index), ent_coef, kl_coef)
+            breakdown, grad_norm = self._forward_backward(mb, ent_coef, kl_coef)
             stats[row] = row_of(breakdown, grad_norm)
             progress.evaluated = row + 1
             # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the

@@ -9,6 +9,7 @@ advantages and hands the agent a flat :class:`Batch` of tensors.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,26 @@ class Batch:
             advantages=self.advantages[index],
             masks=None if self.masks is None else self.masks[index],
         )
+
+    def slice(self, start: int, stop: int) -> Batch:
+        """Samples ``start:stop`` as views (no copy)."""
+        return Batch(
+            obs=self.obs[start:stop],
+            actions=self.actions[start:stop],
+            logp=self.logp[start:stop],
+            values=self.values[start:stop],
+            returns=self.returns[start:stop],
+            advantages=self.advantages[start:stop],
+            masks=None if self.masks is None else self.masks[start:stop],
+        )
+
+    def split(self, parts: int) -> list[Batch]:
+        """``parts`` consecutive minibatches whose sizes differ by at most one."""
+        base, extra = divmod(self.size, parts)
+        bounds = [0]
+        for i in range(parts):
+            bounds.append(bounds[-1] + base + (1 if i < extra else 0))
+        return [self.slice(a, b) for a, b in itertools.pairwise(bounds)]
 
 
 class RolloutBuffer:

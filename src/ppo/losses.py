@@ -105,7 +105,11 @@ def entropy_penalty(mean_entropy: Tensor, min_entropy: float | None, coef: float
 def ppo_loss(
     inputs: LossInputs, config: PPOConfig, ent_coef: float, kl_coef: float
 ) -> tuple[Tensor, LossBreakdown]:
-    """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty."""
+    """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty.
+
+    Terms whose coefficient is 0 (or that are switched off) are measured but kept out of
+    the autograd graph, so they cost no backward work.
+    """
     log_ratio, nonfinite = guarded_log_ratio(
         inputs.logp_new, inputs.logp_old, config.log_ratio_clamp
     )
@@ -114,10 +118,15 @@ def ppo_loss(
     )
     value = value_loss(inputs.values, inputs.returns, inputs.old_values, config.clip_range_vf)
     entropy = inputs.entropy.mean()
+    total = policy + config.vf_coef * value - ent_coef * entropy
     floor = entropy_penalty(entropy, config.min_entropy, config.min_entropy_coef)
-    approx_kl = estimate_from_log_ratio(log_ratio, config.kl_estimator).mean()
+    if config.min_entropy is not None:
+        total = total + floor
+    kl_input = log_ratio if kl_coef != 0.0 else log_ratio.detach()
+    approx_kl = estimate_from_log_ratio(kl_input, config.kl_estimator).mean()
     kl_term = kl_coef * approx_kl
-    total = policy + config.vf_coef * value - ent_coef * entropy + kl_term + floor
+    if kl_coef != 0.0:
+        total = total + kl_term
     breakdown = LossBreakdown(
         policy_loss=policy.detach(),
         value_loss=value.detach(),

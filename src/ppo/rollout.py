@@ -1,8 +1,9 @@
 """Rollout collection: step the vector env with the policy and fill the RolloutBuffer.
 
 The per-step path is kept lean because it runs num_steps times per update: numpy in and
-out of the environment, one actor forward under ``inference_mode`` (values and old
-log-probabilities come later in one batched pass), no Python objects per sample. Episode
+out of the environment, one actor forward in numpy (:class:`~ppo.inference.NumpyActor`;
+values and old log-probabilities come later in one batched torch pass), no Python objects
+per sample. Episode
 returns and lengths are tracked here from raw rewards, so they mean the same thing whatever
 wrappers an environment has. ``on_step`` lets the trainer send heartbeats mid-rollout.
 """
@@ -13,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from gymnasium.vector import VectorEnv
 
 from ppo.buffer import RolloutBuffer
 from ppo.envs import EnvSpec, action_mask
+from ppo.inference import NumpyActor
 from ppo.policy import ActorCritic
 
 
@@ -38,12 +39,13 @@ class Collector:
         spec: EnvSpec,
         policy: ActorCritic,
         num_steps: int,
-        generator: torch.Generator,
+        rng: np.random.Generator,
     ) -> None:
         self.envs = envs
         self.spec = spec
         self.policy = policy
-        self.generator = generator
+        self.actor = NumpyActor(policy)
+        self.rng = rng
         self.num_envs = int(envs.num_envs)
         self._num_steps = num_steps
         self._buffer: RolloutBuffer | None = None
@@ -85,15 +87,11 @@ class Collector:
         lengths: list[int] = []
         for t in range(buf.num_steps):
             buf.obs[t] = self.obs
-            mask_t = None
             if buf.masks is not None:
                 if self.mask is None:
                     raise ValueError("the environment stopped reporting info['action_mask']")
                 buf.masks[t] = self.mask
-                mask_t = torch.from_numpy(self.mask)
-            with torch.inference_mode():
-                actions = self.policy.act(torch.from_numpy(self.obs), mask_t, self.generator)
-            act = actions.numpy()
+            act = self.actor.act(self.obs, self.mask, self.rng)
             buf.actions[t] = act
             if self._low is not None:
                 act = np.clip(act, self._low, self._high)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ppo import __version__, checkpoint
@@ -112,7 +113,7 @@ class Trainer:
         envs, spec = make_vector_env(cfg.env_id, cfg.num_envs)
         torch.manual_seed(cfg.seed)
         policy = ActorCritic(spec.obs_dim, spec.action, cfg.hidden_sizes, cfg.activation)
-        self._sampling = torch.Generator().manual_seed(cfg.seed)
+        self._sampling = np.random.default_rng(cfg.seed)
         agent = PPOAgent(policy, cfg, torch.Generator().manual_seed(cfg.seed + 1))
         counters = Counters(update=0, global_step=0)
         recorded = cfg.to_dict()
@@ -131,13 +132,15 @@ class Trainer:
             raise
         return collector, agent, counters, recorded
 
-    def _restore(self, policy: ActorCritic, agent: PPOAgent, sampling: torch.Generator) -> Counters:
+    def _restore(
+        self, policy: ActorCritic, agent: PPOAgent, sampling: np.random.Generator
+    ) -> Counters:
         assert self.resume_path is not None
         state = checkpoint.load(self.resume_path)
         try:
             policy.load_state_dict(state["model"])
             agent.load_state_dict(state["agent"])
-            sampling.set_state(state["rng"]["sampling"])
+            sampling.bit_generator.state = state["rng"]["sampling"]
         except (KeyError, RuntimeError, ValueError) as exc:
             raise checkpoint.CheckpointError(
                 f"{self.resume_path} does not fit this config: {exc}"
@@ -248,7 +251,7 @@ class Trainer:
             "agent": agent.state_dict(),
             "config": self.config.to_dict(),
             "counters": {"update": counters.update, "global_step": counters.global_step},
-            "rng": {"sampling": self._sampling.get_state()},
+            "rng": {"sampling": self._sampling.bit_generator.state},
             "run_id": rec.run_id,
         }
         path = checkpoint.save(checkpoint.path_for(rec.run_dir, counters.update), state)

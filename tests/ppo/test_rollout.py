@@ -24,7 +24,7 @@ def collector_for(env_id: str, num_envs: int = 2, num_steps: int = 8) -> Collect
     envs, spec = make_vector_env(env_id, num_envs)
     torch.manual_seed(0)
     policy = ActorCritic(spec.obs_dim, spec.action, hidden=(8,))
-    collector = Collector(envs, spec, policy, num_steps, torch.Generator().manual_seed(0))
+    collector = Collector(envs, spec, policy, num_steps, np.random.default_rng(0))
     collector.reset(seed=0)
     return collector
 
