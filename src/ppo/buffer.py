@@ -104,37 +104,16 @@ class RolloutBuffer:
 
         Returns the batch and the (steps, envs) values and returns (for telemetry).
         """
-        steps, envs = self.rewards.shape
-        flat = steps * envs
-        truncated_obs = self.final_obs[self.truncated]
+        flat = self.rewards.size
         obs = torch.from_numpy(self.obs.reshape(flat, -1).copy())
         actions = torch.from_numpy(self.actions.reshape(flat, *self.actions.shape[2:]).copy())
         masks = None
         if self.masks is not None:
             masks = torch.from_numpy(self.masks.reshape(flat, -1).copy())
-        extra = torch.from_numpy(np.concatenate([last_obs, truncated_obs]).astype(np.float32))
         with torch.no_grad():
             logp = policy.distribution(obs, masks).log_prob(actions)
-            all_values = policy.value(torch.cat([obs, extra])).numpy()
-        values = all_values[:flat].reshape(steps, envs)
-        next_values = np.empty_like(values)
-        next_values[:-1] = values[1:]
-        next_values[-1] = all_values[flat : flat + envs]
-        next_values[self.truncated] = all_values[flat + envs :]
-        if config.advantage_mode == "gae":
-            advantages, returns = adv.gae(
-                self.rewards,
-                values,
-                next_values,
-                self.terminated,
-                self.truncated,
-                config.gamma,
-                config.gae_lambda,
-            )
-        else:
-            advantages, returns = adv.episodic(
-                self.rewards, values, next_values, self.terminated, self.truncated, config.gamma
-            )
+        values, next_values = self._values(policy, obs, last_obs)
+        advantages, returns = self._advantages(values, next_values, config)
         batch = Batch(
             obs=obs,
             actions=actions,
@@ -145,3 +124,29 @@ class RolloutBuffer:
             masks=masks,
         )
         return batch, values, returns
+
+    def _values(
+        self, policy: ActorCritic, obs: torch.Tensor, last_obs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """V(s_t) and V(s_{t+1}) in one forward over stored, last and final observations."""
+        steps, envs = self.rewards.shape
+        flat = steps * envs
+        extra = np.concatenate([last_obs, self.final_obs[self.truncated]]).astype(np.float32)
+        with torch.no_grad():
+            all_values = policy.value(torch.cat([obs, torch.from_numpy(extra)])).numpy()
+        values = all_values[:flat].reshape(steps, envs)
+        next_values = np.empty_like(values)
+        next_values[:-1] = values[1:]
+        next_values[-1] = all_values[flat : flat + envs]
+        next_values[self.truncated] = all_values[flat + envs :]  # V(final obs) where cut
+        return values, next_values
+
+    def _advantages(
+        self, values: np.ndarray, next_values: np.ndarray, config: PPOConfig
+    ) -> tuple[np.ndarray, np.ndarray]:
+        ends = (self.terminated, self.truncated)
+        if config.advantage_mode == "gae":
+            return adv.gae(
+                self.rewards, values, next_values, *ends, config.gamma, config.gae_lambda
+            )
+        return adv.episodic(self.rewards, values, next_values, *ends, config.gamma)

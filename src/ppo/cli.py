@@ -19,7 +19,7 @@ from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.envs import EnvError
 from ppo.progress import PlainReporter, Reporter, RichReporter
-from ppo.trainer import Trainer, TrainingStopped, config_from_checkpoint
+from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
 from telemetry.recorder import EVENTS_FILE, new_run_id
 
 EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -49,6 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_train_arguments(train)
+    return parser
+
+
+def _add_train_arguments(train: argparse.ArgumentParser) -> None:
     defaults = PPOConfig()
     train.add_argument(
         "--env", metavar="ID", help=f"Gymnasium environment id (default: {defaults.env_id})"
@@ -83,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume",
         type=Path,
         metavar="RUN",
-        help="continue from a run folder's latest checkpoint (or a .pt file)",
+        help="continue from a run's latest checkpoint: a run folder, a run id under "
+        "--run-dir, or a .pt file (a new run folder records the continuation)",
     )
     mode = train.add_mutually_exclusive_group()
     mode.add_argument("--headless", action="store_true", help="no dashboard (the default for now)")
@@ -92,7 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="live dashboard (arrives with issue [E]; runs headless until then)",
     )
-    return parser
+
+
+def resolve_resume(args: argparse.Namespace) -> Path | None:
+    """``--resume`` as given, or as a run id under ``--run-dir`` when that is what exists."""
+    run: Path | None = args.resume
+    run_dir: Path = args.run_dir
+    if run is not None and not run.exists() and (run_dir / run).exists():
+        return run_dir / run
+    return run
 
 
 def resolve_config(args: argparse.Namespace) -> PPOConfig:
@@ -122,6 +136,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``ppo train`` with parsed ``args``; returns the exit code."""
     if args.tui:
         print("ppo: the dashboard arrives with issue [E]; running headless", file=err)
+    args.resume = resolve_resume(args)
     try:
         config = resolve_config(args)
         run_id = args.run_id or new_run_id(config.env_id)
@@ -138,6 +153,11 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     run_path = args.run_dir / run_id
     print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
+    return _run(trainer, reporter, run_path, out, err)
+
+
+def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err: TextIO) -> int:
+    """Train under the reporter and map each way of ending to an exit code."""
     started = time.monotonic()
     try:
         with reporter:
@@ -156,15 +176,17 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             file=err,
         )
         return EXIT_INTERRUPTED
-    mean = result.recent_return_mean
-    print(
-        f"done: {result.global_step} steps, {result.updates} updates in "
-        f"{time.monotonic() - started:.1f} s; mean return (last 20 episodes) "
-        f"{'n/a' if mean is None else f'{mean:.1f}'}\n"
-        f"event log: {result.events_path}\ncheckpoint: {result.checkpoint_path}",
-        file=out,
-    )
+    print(_summary(result, time.monotonic() - started), file=out)
     return EXIT_OK
+
+
+def _summary(result: TrainResult, seconds: float) -> str:
+    mean = result.recent_return_mean
+    return (
+        f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
+        f"mean return (last 20 episodes) {'n/a' if mean is None else f'{mean:.1f}'}\n"
+        f"event log: {result.events_path}\ncheckpoint: {result.checkpoint_path}"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

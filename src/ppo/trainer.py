@@ -105,6 +105,14 @@ class Trainer:
         self.checkpoint_path: Path | None = None
         self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._last_emit = time.monotonic()
+        self._stop_reason: str | None = None
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Finish after the current update: checkpoint, then ``run_finished`` interrupted.
+
+        Safe to call from ``on_progress`` (or another thread); ``run`` then returns normally.
+        """
+        self._stop_reason = reason
 
     # ----------------------------------------------------------------- setup
     def _build(self) -> tuple[Collector, PPOAgent, Counters, dict[str, Any]]:
@@ -164,6 +172,8 @@ class Trainer:
                 for sink in self.sinks:
                     rec.bus.subscribe(sink)
                 counters = self._loop(rec, collector, agent, counters)
+                if self._stop_reason is not None:
+                    rec.finish("interrupted", self._stop_reason)
             assert self.checkpoint_path is not None
             return TrainResult(
                 run_id=rec.run_id,
@@ -183,7 +193,7 @@ class Trainer:
         self._start_step = counters.global_step
         self._latest = counters  # advanced as soon as an update is applied
         try:
-            while self._latest.update < self.config.num_updates:
+            while self._latest.update < self.config.num_updates and self._stop_reason is None:
                 progress = self._iteration(rec, collector, agent, self._latest)
                 every = self.config.checkpoint_every
                 if every and self._latest.update % every == 0:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,8 @@ def test_resume_from_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         if type(e).__name__ == "PPOUpdate"
     ]
     assert [e.payload.update for e in updates] == [1]  # type: ignore[union-attr]
+    by_id = [*base, "--resume", "first", "--total-steps", "128", "--run-id", "third"]
+    assert run_cli(by_id, capsys)[0] == EXIT_OK  # a run id under --run-dir works too
     code, _, err = run_cli(
         [*base, "--resume", str(tmp_path / "first"), "--env", "Acrobot-v1"], capsys
     )
@@ -141,3 +145,35 @@ def test_importing_ppo_without_torch_names_the_extra() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "pip install 'sanctum-ppo[train]'" in proc.stderr
+
+
+def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Path) -> None:
+    args = [
+        sys.executable,
+        "-m",
+        "ppo",
+        "train",
+        "--headless",
+        "--run-dir",
+        str(tmp_path),
+        "--run-id",
+        "r",
+        "--total-steps",
+        "100000000",
+        "--set",
+        "heartbeat_seconds=0.5",
+    ]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "r" / "events.jsonl"
+    deadline = time.monotonic() + 120  # a generous bound on start-up, not a timing assertion
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and b'"ppo_update"' in log.read_bytes():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted; checkpoint saved to" in err and "ppo train --resume" in err
+    last = read_events(log).events[-1]
+    assert isinstance(last, RunFinished) and last.payload.status == "interrupted"
+    assert (tmp_path / "r" / "checkpoints" / "latest.pt").is_file()

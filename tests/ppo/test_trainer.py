@@ -145,6 +145,17 @@ def test_ctrl_c_saves_a_checkpoint_and_records_interrupted(tmp_path: Path) -> No
     assert isinstance(last, RunFinished) and last.payload.status == "interrupted"
 
 
+def test_request_stop_finishes_cleanly_as_interrupted(tmp_path: Path) -> None:
+    trainer = Trainer(small(checkpoint_every=0), run_dir=tmp_path)
+    trainer.on_progress = lambda p: trainer.request_stop("enough") if p.updates_done == 2 else None
+    result = trainer.run()
+    assert (result.updates, result.global_step) == (2, 128)
+    assert checkpoint.load(result.checkpoint_path)["counters"] == {"update": 2, "global_step": 128}
+    last = read_events(result.events_path).events[-1]
+    assert isinstance(last, RunFinished)
+    assert (last.payload.status, last.payload.reason) == ("interrupted", "enough")
+
+
 def test_sink_failure_stops_with_checkpoint_and_names_file_and_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
