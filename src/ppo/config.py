@@ -16,10 +16,12 @@ import math
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
+
+from ppo import rules
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -276,113 +278,43 @@ def _unknown_key(key: str, names: list[str]) -> str:
 
 # -------------------------------------------------------------------------- validation
 
-Rule = Callable[[Any], str | None]
-
-
-def _number(
-    low: float | None = None,
-    high: float | None = None,
-    *,
-    strict_low: bool = False,
-    optional: bool = False,
-) -> Rule:
-    """A finite float within [low, high] (``strict_low``: > low)."""
-    if low is not None and high is not None:
-        want = f"finite and in {'(' if strict_low else '['}{low:g}, {high:g}]"
-    elif low is not None:
-        want = f"finite and {'>' if strict_low else '>='} {low:g}"
-    elif high is not None:
-        want = f"finite and <= {high:g}"
-    else:
-        want = "finite"
-    if optional:
-        want += " (or none)"
-
-    def rule(value: Any) -> str | None:
-        if value is None and optional:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"must be a number, got {value!r}"
-        ok = math.isfinite(value)
-        ok = ok and (low is None or (value > low if strict_low else value >= low))
-        ok = ok and (high is None or value <= high)
-        return None if ok else f"must be {want}, got {value!r}"
-
-    return rule
-
-
-def _integer(low: int) -> Rule:
-    def rule(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer >= {low}, got {value!r}"
-        return None if value >= low else f"must be an integer >= {low}, got {value!r}"
-
-    return rule
-
-
-def _choice(tp: Any) -> Rule:
-    options = typing.get_args(tp)
-
-    def rule(value: Any) -> str | None:
-        if value in options and isinstance(value, str):
-            return None
-        return f"must be one of {', '.join(options)}, got {value!r}"
-
-    return rule
-
-
-def _boolean(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
-
-
-def _text(value: Any) -> str | None:
-    ok = isinstance(value, str) and value
-    return None if ok else f"must be a non-empty string, got {value!r}"
-
-
-def _sizes(value: Any) -> str | None:
-    ok = isinstance(value, tuple) and len(value) > 0
-    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
-
-
-_RULES: dict[str, Rule] = {
-    "env_id": _text,
-    "seed": _integer(0),
-    "total_steps": _integer(1),
-    "torch_threads": _integer(1),
-    "checkpoint_every": _integer(0),
-    "heartbeat_seconds": _number(0, 5, strict_low=True),
-    "num_envs": _integer(1),
-    "num_steps": _integer(1),
-    "gamma": _number(0, 1),
-    "gae_lambda": _number(0, 1),
-    "advantage_mode": _choice(AdvantageMode),
-    "learning_rate": _number(0, strict_low=True),
-    "anneal_lr": _boolean,
-    "adam_eps": _number(0, strict_low=True),
-    "update_epochs": _integer(1),
-    "num_minibatches": _integer(1),
-    "max_grad_norm": _number(0, strict_low=True, optional=True),
-    "norm_adv": _boolean,
-    "adv_std_min": _number(0, strict_low=True),
-    "hidden_sizes": _sizes,
-    "activation": _choice(Activation),
-    "clip_range": _number(0, strict_low=True),
-    "clip_ratio_c": _number(1, strict_low=True, optional=True),
-    "clip_range_vf": _number(0, strict_low=True, optional=True),
-    "vf_coef": _number(0),
-    "ent_coef": _number(0),
-    "ent_coef_final": _number(0, optional=True),
-    "min_entropy": _number(optional=True),
-    "min_entropy_coef": _number(0),
-    "kl_estimator": _choice(KLEstimator),
-    "kl_penalty_coefficient": _number(0),
-    "kl_target": _number(0, strict_low=True, optional=True),
-    "max_kl": _number(0, strict_low=True, optional=True),
-    "early_stop_scope": _choice(EarlyStopScope),
-    "log_ratio_clamp": _number(0, strict_low=True),
-    "kl_final": _boolean,
+_RULES: dict[str, rules.Rule] = {
+    "env_id": rules.text,
+    "seed": rules.integer(0),
+    "total_steps": rules.integer(1),
+    "torch_threads": rules.integer(1),
+    "checkpoint_every": rules.integer(0),
+    "heartbeat_seconds": rules.number(0, 5, strict_low=True),
+    "num_envs": rules.integer(1),
+    "num_steps": rules.integer(1),
+    "gamma": rules.number(0, 1),
+    "gae_lambda": rules.number(0, 1),
+    "advantage_mode": rules.choice(AdvantageMode),
+    "learning_rate": rules.number(0, strict_low=True),
+    "anneal_lr": rules.boolean,
+    "adam_eps": rules.number(0, strict_low=True),
+    "update_epochs": rules.integer(1),
+    "num_minibatches": rules.integer(1),
+    "max_grad_norm": rules.number(0, strict_low=True, optional=True),
+    "norm_adv": rules.boolean,
+    "adv_std_min": rules.number(0, strict_low=True),
+    "hidden_sizes": rules.sizes,
+    "activation": rules.choice(Activation),
+    "clip_range": rules.number(0, strict_low=True),
+    "clip_ratio_c": rules.number(1, strict_low=True, optional=True),
+    "clip_range_vf": rules.number(0, strict_low=True, optional=True),
+    "vf_coef": rules.number(0),
+    "ent_coef": rules.number(0),
+    "ent_coef_final": rules.number(0, optional=True),
+    "min_entropy": rules.number(optional=True),
+    "min_entropy_coef": rules.number(0),
+    "kl_estimator": rules.choice(KLEstimator),
+    "kl_penalty_coefficient": rules.number(0),
+    "kl_target": rules.number(0, strict_low=True, optional=True),
+    "max_kl": rules.number(0, strict_low=True, optional=True),
+    "early_stop_scope": rules.choice(EarlyStopScope),
+    "log_ratio_clamp": rules.number(0, strict_low=True),
+    "kl_final": rules.boolean,
 }
 
 
