@@ -6,6 +6,12 @@ frozen snapshot to the widgets. A one-second tick recomputes the connection stat
 the latest snapshot with the injected clock, so STALE appears even while no event (and
 so no snapshot) arrives. ``p`` freezes the display while reading goes on; ``app.snapshot``
 is always the newest snapshot, paused or not (tests and the tail-latency benchmark read it).
+
+Given a :class:`~sanctum.supervisor.TrainerProcess` (``ppo train`` runs its trainer in a
+child process and this app in the parent), the app also watches the child: a child that
+dies shows TRAINER DOWN with its exit code and last stderr lines, and quitting while it
+trains asks whether to stop it, detach from it or cancel. The log is read exactly as for
+``sanctum RUN``; only what the log cannot know comes from the process.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from textual.message import Message
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from sanctum.health import Level
 from sanctum.reader_worker import POLL_INTERVAL, FeedCallbacks, Severity, SnapshotFeed
-from sanctum.state import SanctumSnapshot, connection_of
+from sanctum.state import LogEntry, SanctumSnapshot, connection_of
+from sanctum.supervisor import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.thresholds import Thresholds
 from sanctum.widgets import (
     EpisodeReturnPanel,
@@ -36,9 +44,12 @@ from sanctum.widgets import (
     SnapshotView,
     StatusBanner,
 )
+from sanctum.widgets.quit_dialog import QuitChoice, QuitDialog
 
 TICK_SECONDS = 1.0
 """How often the connection state is recomputed without new events."""
+TRAINER_POLL_SECONDS = 0.2
+"""How often the app checks whether its trainer process is still alive."""
 
 
 class SnapshotReady(Message):
@@ -78,8 +89,17 @@ class SanctumApp(App[None]):
         *,
         now: Callable[[], float] = time.time,
         poll_interval: float = POLL_INTERVAL,
+        trainer: TrainerProcess | None = None,
+        stop_timeout: float = STOP_TIMEOUT,
     ) -> None:
         super().__init__()
+        self.trainer = trainer
+        """The trainer process this dashboard runs (``ppo train``); None for ``sanctum``."""
+        self.stop_timeout = stop_timeout
+        self.choice: QuitChoice | None = None
+        """What the user chose in the quit dialog (None: quit without being asked)."""
+        self.trainer_exit: TrainerExit | None = None
+        """How the trainer process ended, once it has."""
         self.path = Path(path)
         self.thresholds = thresholds
         self.replay_speed = replay_speed
@@ -108,6 +128,8 @@ class SanctumApp(App[None]):
 
     def on_mount(self) -> None:
         self.set_interval(TICK_SECONDS, self._tick)
+        if self.trainer is not None:
+            self.set_interval(TRAINER_POLL_SECONDS, self._watch_trainer)
         self._read()
 
     @work(thread=True, exclusive=True, name="sanctum-reader", group="reader")
@@ -148,6 +170,8 @@ class SanctumApp(App[None]):
             self.query_one(StatusBanner).snapshot = self._snapshot
 
     def _show(self, snapshot: SanctumSnapshot) -> None:
+        if self.trainer_exit is not None and self.trainer_exit.down:
+            snapshot = dataclasses.replace(snapshot, log=snapshot.log + self._down_entries())
         for view in self.query(SnapshotView):
             view.snapshot = snapshot
 
@@ -161,3 +185,65 @@ class SanctumApp(App[None]):
     def action_help(self) -> None:
         """Open the glossary."""
         self.push_screen(HelpScreen(self.thresholds))
+
+    # ------------------------------------------------------ own trainer process
+    def _watch_trainer(self) -> None:
+        """Notice the trainer's exit; a death it was not asked for is TRAINER DOWN."""
+        if self.trainer is None or self.trainer_exit is not None:
+            return
+        ended = self.trainer.poll()
+        if ended is None:
+            return
+        self.trainer_exit = ended
+        if ended.down:
+            self.query_one(StatusBanner).trainer_down = ended
+            if self._snapshot is not None:
+                self._show(self._snapshot)
+
+    def _down_entries(self) -> tuple[LogEntry, ...]:
+        """The dead trainer's exit code and stderr tail, as critical event-log lines."""
+        assert self.trainer is not None and self.trainer_exit is not None
+        ended = self.trainer_exit
+        head = (
+            f"trainer process ended ({ended.describe()}); last lines of {self.trainer.stderr_path}:"
+        )
+        lines = ended.stderr_tail or ("(nothing on stderr)",)
+        return tuple(LogEntry("trainer", Level.CRITICAL, text) for text in (head, *lines))
+
+    def _trainer_running(self) -> bool:
+        """The child still trains and the log has not recorded the end of the run."""
+        if self.trainer is None or self.trainer.poll() is not None:
+            return False
+        status = self._snapshot.run.status if self._snapshot is not None else None
+        return status in (None, "running")
+
+    async def action_quit(self) -> None:
+        """Quit; while our own trainer runs, first ask: stop it, detach, or cancel."""
+        if not self._trainer_running():
+            self.exit()
+        elif self.query_one(StatusBanner).stopping:
+            self.notify("Stopping the trainer: waiting for its checkpoint…")
+        elif not isinstance(self.screen, QuitDialog):
+            self.push_screen(QuitDialog(str(self.path.parent)), self._quit_chosen)
+
+    def _quit_chosen(self, choice: QuitChoice | None) -> None:
+        if choice == "stop":
+            self.choice = "stop"
+            self.query_one(StatusBanner).stopping = True
+            self._stop_trainer()
+        elif choice == "detach":
+            self.choice = "detach"
+            if self.trainer is not None:
+                self.trainer.detach()
+            self.exit()
+
+    @work(thread=True, exclusive=True, name="sanctum-stop", group="trainer")
+    def _stop_trainer(self) -> None:
+        """SIGINT the trainer and wait for it off the UI thread, then quit."""
+        assert self.trainer is not None
+        ended = self.trainer.stop(self.stop_timeout)
+        self.call_from_thread(self._stopped, ended)
+
+    def _stopped(self, ended: TrainerExit) -> None:
+        self.trainer_exit = ended
+        self.exit()

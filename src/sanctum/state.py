@@ -91,7 +91,7 @@ class MetricSnapshot:
 class LogEntry:
     """A notable event for the event-log panel."""
 
-    kind: Literal["start", "early_stop", "anomaly", "finish", "reset", "skipped", "gap"]
+    kind: Literal["start", "early_stop", "anomaly", "finish", "reset", "skipped", "gap", "trainer"]
     level: Level
     """HEALTHY for start/completed; WARNING or CRITICAL for trouble."""
     text: str

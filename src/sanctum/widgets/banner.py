@@ -3,7 +3,10 @@
 Top line: connection state, run id, environment, latest update, elapsed time. Bottom
 line: the verdict of the one rule table, KL (3 decimals, trend arrow, ``!`` past warning),
 progress and throughput. Colours come from CSS classes named after the connection state
-and the health level, so the stylesheet, not this code, decides what red means.
+and the health level, so the stylesheet, not this code, decides what red means. When the
+dashboard runs its own trainer (``ppo train``), what the log cannot say is shown here too:
+the trainer process died (TRAINER DOWN, its exit code and last stderr line), or it is
+being stopped.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sanctum.renderables import (
     trend_arrow,
 )
 from sanctum.state import Connection, SanctumSnapshot
+from sanctum.supervisor import TrainerExit
 from sanctum.widgets.base import SnapshotView
 
 KL_METRIC = "approx_kl"
@@ -42,7 +46,7 @@ CONNECTION_MARK = {
     Connection.INTERRUPTED: "■",
 }
 LEVEL_CLASSES = tuple(f"level-{level.value}" for level in Level)
-CONNECTION_CLASSES = tuple(f"connection-{c.value}" for c in Connection)
+CONNECTION_CLASSES = (*(f"connection-{c.value}" for c in Connection), "connection-down")
 
 
 def connection_text(snapshot: SanctumSnapshot) -> str:
@@ -53,6 +57,12 @@ def connection_text(snapshot: SanctumSnapshot) -> str:
     if state is Connection.STALE and last is not None:
         text += f" · silent {format_duration(snapshot.now - last)}"
     return text
+
+
+def trainer_down_text(ended: TrainerExit) -> tuple[str, str]:
+    """Connection and run labels for a trainer that died: ``✖ TRAINER DOWN``, why."""
+    last = ended.stderr_tail[-1] if ended.stderr_tail else "nothing on stderr"
+    return "✖ TRAINER DOWN", f"{ended.describe()}: {last}"
 
 
 def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
@@ -126,6 +136,10 @@ class StatusBanner(SnapshotView):
     """The display is frozen (reading goes on); shown as a marker."""
     problem: reactive[str | None] = reactive(None)
     """Why the log cannot be read at all; replaces the run line for good."""
+    trainer_down: reactive[TrainerExit | None] = reactive(None)
+    """The dashboard's own trainer process died; overrides the connection state."""
+    stopping: reactive[bool] = reactive(False)
+    """The dashboard asked its trainer to stop and waits for it; shown as a marker."""
 
     def __init__(
         self, path: Path, replay_speed: float | None = None, *, id: str | None = None
@@ -139,6 +153,7 @@ class StatusBanner(SnapshotView):
             yield Label(id="connection")
             yield Label(id="run")
             yield Label("⏸ PAUSED", id="paused")
+            yield Label("⏹ STOPPING: saving a checkpoint…", id="stopping")
             yield Label(id="clock")
         with Horizontal(classes="banner-line"):
             yield Label(id="verdict")
@@ -149,6 +164,15 @@ class StatusBanner(SnapshotView):
     def watch_paused(self, paused: bool) -> None:
         self.query_one("#paused", Label).display = paused
 
+    def watch_stopping(self, stopping: bool) -> None:
+        self.query_one("#stopping", Label).display = stopping
+
+    def watch_trainer_down(self, ended: TrainerExit | None) -> None:
+        if ended is not None:
+            connection, why = trainer_down_text(ended)
+            self._set_connection(connection, "connection-down")
+            self._set_run(why, problem=True)
+
     def watch_problem(self, problem: str | None) -> None:
         run = self.query_one("#run", Label)
         run.set_class(problem is not None, "problem")
@@ -156,11 +180,12 @@ class StatusBanner(SnapshotView):
             run.update(problem)
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        connection = self.query_one("#connection", Label)
-        connection.update(connection_text(snapshot))
-        _set_class(connection, CONNECTION_CLASSES, f"connection-{snapshot.connection.value}")
-        if self.problem is None:
-            self.query_one("#run", Label).update(run_text(snapshot, self.path))
+        if self.trainer_down is None:
+            self._set_connection(
+                connection_text(snapshot), f"connection-{snapshot.connection.value}"
+            )
+            if self.problem is None:
+                self._set_run(run_text(snapshot, self.path))
         self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
         verdict.update(f" {snapshot.verdict} ")
@@ -170,6 +195,16 @@ class StatusBanner(SnapshotView):
         _set_class(kl, LEVEL_CLASSES, f"level-{snapshot.metric(KL_METRIC).level.value}")
         self.query_one("#progress", ProgressText).fraction = snapshot.run.progress
         self.query_one("#steps", Label).update(steps_text(snapshot))
+
+    def _set_connection(self, text: str, css_class: str) -> None:
+        connection = self.query_one("#connection", Label)
+        connection.update(text)
+        _set_class(connection, CONNECTION_CLASSES, css_class)
+
+    def _set_run(self, text: str, *, problem: bool = False) -> None:
+        run = self.query_one("#run", Label)
+        run.update(text)
+        run.set_class(problem, "problem")
 
 
 def _set_class(widget: Label, family: tuple[str, ...], name: str) -> None:

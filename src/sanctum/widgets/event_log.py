@@ -1,5 +1,6 @@
 """EventLogPanel: what happened, newest at the bottom: start, early stops with their
-reasons, anomalies, skipped lines, resets and the finish.
+reasons, anomalies, skipped lines, resets and the finish (and, under ``ppo train``, the
+last stderr lines of a trainer process that died).
 
 Times are shown relative to the start of the run (``+m:ss``), or as the update index when
 the entry belongs to one, so the panel reads the same in any time zone and in a replay.
@@ -25,6 +26,7 @@ KIND_LABEL = {
     "reset": "reset",
     "skipped": "skipped",
     "gap": "gap",
+    "trainer": "trainer",
 }
 
 
