@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +94,8 @@ class PPOAgent:
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
         self._params = [p for p in policy.parameters() if p.requires_grad]
+        self.on_minibatch: Callable[[], None] | None = None
+        """Called before each minibatch (the trainer sends heartbeats from it)."""
 
     # ------------------------------------------------------------------ update
     def update(self, batch: Batch, *, update: int = 0, global_step: int = 0) -> UpdateSummary:
@@ -140,6 +143,8 @@ class PPOAgent:
         kls: list[float] = []
         for minibatch, mb in enumerate(batch.split(cfg.num_minibatches)):
             row = epoch * cfg.num_minibatches + minibatch
+            if self.on_minibatch is not None:
+                self.on_minibatch()
             breakdown, grad_norm = self._forward_backward(mb, ent_coef, kl_coef)
             stats[row] = row_of(breakdown, grad_norm)
             progress.evaluated = row + 1

@@ -213,13 +213,18 @@ class Trainer:
     ) -> Progress:
         """Collect, record the rollout, update, record the update; counters advance."""
         cfg, update = self.config, counters.update
-        heartbeat = self._heartbeat(rec, counters.global_step, collector.num_envs)
-        rollout = collector.collect(on_step=heartbeat)
+        num_envs = collector.num_envs
+
+        def on_step(t: int) -> None:
+            self._maybe_heartbeat(rec, counters.global_step + (t + 1) * num_envs)
+
+        rollout = collector.collect(on_step=on_step)
         global_step = counters.global_step + cfg.batch_size
         self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
         self._emit(rec, _rollout_payload(update, global_step, rollout, sps))
         batch, _, _ = collector.buffer.to_batch(collector.policy, collector.obs, cfg)
+        agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
         self._latest = Counters(update=update + 1, global_step=global_step)
         self._emit(rec, summary.payload)
@@ -245,14 +250,10 @@ class Trainer:
         rec.emit(payload)
         self._last_emit = time.monotonic()
 
-    def _heartbeat(self, rec: Recorder, base_step: int, num_envs: int) -> Callable[[int], None]:
-        interval = self.config.heartbeat_seconds
-
-        def on_step(t: int) -> None:
-            if time.monotonic() - self._last_emit >= interval:
-                self._emit(rec, HeartbeatPayload(global_step=base_step + (t + 1) * num_envs))
-
-        return on_step
+    def _maybe_heartbeat(self, rec: Recorder, global_step: int) -> None:
+        """Emit a heartbeat when nothing was recorded for ``heartbeat_seconds``."""
+        if time.monotonic() - self._last_emit >= self.config.heartbeat_seconds:
+            self._emit(rec, HeartbeatPayload(global_step=global_step))
 
     # ----------------------------------------------------------- checkpoints
     def _save(self, rec: Recorder, agent: PPOAgent, counters: Counters) -> Path:

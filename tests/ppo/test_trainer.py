@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import itertools
+import time
 from pathlib import Path
 from typing import Any
 
@@ -180,14 +182,20 @@ def test_sink_failure_stops_with_checkpoint_and_names_file_and_error(
     assert read_events(events_path).skipped == []  # what was written is still whole
 
 
-def test_heartbeats_carry_the_step_reached(tmp_path: Path) -> None:
-    result = Trainer(small(heartbeat_seconds=1e-9, total_steps=64), run_dir=tmp_path).run()
-    beats = [
-        e.payload.global_step
-        for e in read_events(result.events_path).events
-        if isinstance(e, Heartbeat)
-    ]
-    assert beats and beats == sorted(beats) and beats[-1] <= 64 and beats[0] >= 2
+def test_heartbeats_during_rollout_and_update_carry_the_step_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_clock = itertools.count(start=0.0, step=10.0)  # every check sees 10 s passing
+    monkeypatch.setattr(time, "monotonic", lambda: next(fake_clock))
+    result = Trainer(small(heartbeat_seconds=5.0, total_steps=64), run_dir=tmp_path).run()
+    events = read_events(result.events_path).events
+    kinds = [kind_of(type(e)) for e in events]
+    first_rollout, first_update = kinds.index("rollout"), kinds.index("ppo_update")
+    during_rollout = [e for e in events[:first_rollout] if isinstance(e, Heartbeat)]
+    during_update = [e for e in events[first_rollout:first_update] if isinstance(e, Heartbeat)]
+    steps = [e.payload.global_step for e in during_rollout]
+    assert steps == list(range(2, 66, 2))  # one per vector step of 2 envs (always due here)
+    assert [e.payload.global_step for e in during_update] == [64] * 16  # one per minibatch
 
 
 def test_masked_env_trains_without_taking_masked_actions(tmp_path: Path) -> None:
