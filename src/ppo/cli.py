@@ -3,7 +3,8 @@
 Exit codes: 0 completed, 1 training stopped (the run could not be recorded), 2 unusable
 input (bad config, unknown environment, missing checkpoint), 130 interrupted by Ctrl-C
 (a checkpoint was saved). Headless progress is a Rich bar on a terminal and plain
-periodic lines otherwise, so CI logs stay readable.
+periodic lines otherwise, so CI logs stay readable. With the dashboard (a terminal, or
+``--tui``) the trainer runs in a child process under Sanctum: see :mod:`ppo.attach`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ppo.attach import train_attached, wants_dashboard
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.envs import EnvError
@@ -92,11 +94,13 @@ def _add_train_arguments(train: argparse.ArgumentParser) -> None:
         "--run-dir, or a .pt file (a new run folder records the continuation)",
     )
     mode = train.add_mutually_exclusive_group()
-    mode.add_argument("--headless", action="store_true", help="no dashboard (the default for now)")
+    mode.add_argument(
+        "--headless", action="store_true", help="no dashboard (the default without a terminal)"
+    )
     mode.add_argument(
         "--tui",
         action="store_true",
-        help="live dashboard (arrives with issue [E]; runs headless until then)",
+        help="live dashboard, trainer in a child process (the default on a terminal)",
     )
 
 
@@ -134,8 +138,6 @@ def _reporter(stream: TextIO) -> Reporter:
 
 def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``ppo train`` with parsed ``args``; returns the exit code."""
-    if args.tui:
-        print("ppo: the dashboard arrives with issue [E]; running headless", file=err)
     args.resume = resolve_resume(args)
     try:
         config = resolve_config(args)
@@ -151,6 +153,8 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (ConfigError, CheckpointError) as exc:
         print(f"ppo train: {exc}", file=err)
         return EXIT_USAGE
+    if wants_dashboard(args, out):
+        return train_attached(args, run_id, out, err)
     run_path = args.run_dir / run_id
     print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
     return _run(trainer, reporter, run_path, out, err)

@@ -86,15 +86,6 @@ def test_bad_input_exits_2_with_a_clear_message(
     assert message in err
 
 
-def test_tui_falls_back_to_headless_with_a_notice(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = ["train", "--tui", "--total-steps", "64", "--run-dir", str(tmp_path), *SMALL]
-    code, _, err = run_cli(args, capsys)
-    assert code == EXIT_OK
-    assert err.splitlines()[0] == "ppo: the dashboard arrives with issue [E]; running headless"
-
-
 def test_resume_from_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["train", "--run-dir", str(tmp_path), *SMALL]
     assert run_cli([*base, "--total-steps", "64", "--run-id", "first"], capsys)[0] == EXIT_OK
