@@ -94,6 +94,19 @@ class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     applied: bool
     """Whether the optimizer step of the offending minibatch was applied."""
 
+    def describe(self) -> str:
+        """The one deterministic reason text, e.g.
+        ``approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)``.
+        """
+        if self.scope == "minibatch":
+            tail = "minibatch applied" if self.applied else "minibatch not applied"
+        else:  # epoch scope judges the epoch mean after its steps ran
+            tail = "epoch mean, minibatch applied"
+        return (
+            f"approx_kl {self.kl:.4f} > max_kl {self.threshold:.4f} "
+            f"at epoch {self.epoch} minibatch {self.minibatch} ({tail})"
+        )
+
 
 class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     """One PPO update; definitions in DESIGN.md section 4. Absent means not measured."""

@@ -15,6 +15,7 @@ from telemetry.events import (
     EVENT_FOR_PAYLOAD,
     EVENT_TYPES,
     KINDS,
+    EarlyStop,
     Event,
     PPOUpdate,
     PPOUpdatePayload,
@@ -110,3 +111,16 @@ def test_payload_fields_each_have_a_docstring() -> None:
             at = source.index(marker, source.index(f"class {payload_type.__name__}("))
             next_line = source[at:].splitlines()[1].strip()
             assert next_line.startswith('"""'), f"{payload_type.__name__}.{name} has no docstring"
+
+
+@pytest.mark.parametrize(
+    ("scope", "applied", "tail"),
+    [
+        ("minibatch", False, "(minibatch not applied)"),
+        ("minibatch", True, "(minibatch applied)"),
+        ("epoch", True, "(epoch mean, minibatch applied)"),
+    ],
+)
+def test_early_stop_reason_text_is_deterministic(scope: str, applied: bool, tail: str) -> None:
+    stop = EarlyStop(epoch=2, minibatch=3, kl=0.04123, threshold=0.03, scope=scope, applied=applied)  # type: ignore[arg-type]
+    assert stop.describe() == f"approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 {tail}"
