@@ -4,7 +4,9 @@ Small hand-written classes instead of ``torch.distributions``: no argument valid
 broadcasting machinery on the per-step path, explicit generators for reproducible sampling,
 and masking that is exact. A masked action gets logit -inf, so its probability is exactly
 0, Gumbel-max sampling can never pick it, and entropy terms for it are defined as 0
-(0 * log 0) instead of NaN.
+(0 * log 0). The -inf log-probability is replaced by 0 *before* it is multiplied by its
+zero probability: masking the NaN product afterwards fixes the value but not the gradient
+(d(p log p)/dp = log p = -inf, times 0 upstream, is NaN), which would poison every step.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ class MaskedCategorical:
             logits = logits.masked_fill(~mask, -math.inf)
         self.mask = mask
         self.log_probs = torch.log_softmax(logits, dim=-1)
+        # log pi with 0 where pi = 0 (masked): for p * log p terms whose value and gradient
+        # must both be 0 there.
+        self._log_probs_or_zero = (
+            self.log_probs if mask is None else self.log_probs.masked_fill(~mask, 0.0)
+        )
 
     @property
     def probs(self) -> Tensor:
@@ -46,11 +53,8 @@ class MaskedCategorical:
         return self.log_probs.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        """Entropy per row in nats; masked actions contribute exactly 0."""
-        plogp = self.probs * self.log_probs
-        if self.mask is not None:
-            plogp = torch.where(self.mask, plogp, torch.zeros_like(plogp))
-        return -plogp.sum(dim=-1)
+        """Entropy per row in nats; masked actions contribute exactly 0 (value and gradient)."""
+        return -(self.probs * self._log_probs_or_zero).sum(dim=-1)
 
 
 class DiagGaussian:
@@ -81,11 +85,16 @@ class DiagGaussian:
 
 
 def categorical_kl(p_logits: Tensor, q_logits: Tensor) -> Tensor:
-    """Exact KL(p || q) between categoricals given by logits (per row, nats)."""
+    """Exact KL(p || q) between categoricals given by logits (per row, nats).
+
+    Masked actions may have logit -inf on either side. Where p = 0 the term is 0: the log
+    difference (-inf - -inf = NaN there) is zeroed before the product, so the gradient is
+    finite too. Where p > 0 = q the KL is +inf, as it should be.
+    """
     log_p = torch.log_softmax(p_logits, dim=-1)
     log_q = torch.log_softmax(q_logits, dim=-1)
-    terms = log_p.exp() * (log_p - log_q)
-    return torch.where(log_p.exp() > 0, terms, torch.zeros_like(terms)).sum(dim=-1)
+    p = log_p.exp()
+    return (p * (log_p - log_q).masked_fill(p == 0, 0.0)).sum(dim=-1)
 
 
 def gaussian_kl(mean_p: Tensor, log_std_p: Tensor, mean_q: Tensor, log_std_q: Tensor) -> Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,13 @@ import torch
 
 from ppo import checkpoint
 from ppo.config import PPOConfig
+from ppo.distributions import MaskedCategorical
+from ppo.policy import ActionSpec, ActorCritic
 from ppo.trainer import Progress, Trainer, TrainingStopped, config_from_checkpoint
 from telemetry import eventlog
 from telemetry.eventlog import read_events
 from telemetry.events import (
+    Anomaly,
     Heartbeat,
     PPOUpdate,
     Rollout,
@@ -199,9 +203,28 @@ def test_heartbeats_during_rollout_and_update_carry_the_step_reached(
 
 
 def test_masked_env_trains_without_taking_masked_actions(tmp_path: Path) -> None:
-    toy_envs.register()
-    result = Trainer(small(env_id="ToyMasked-v0", total_steps=128), run_dir=tmp_path).run()
-    assert read_events(result.events_path).skipped == []
+    toy_envs.register()  # the env raises if a masked action is ever taken
+    cfg = small(env_id="ToyMasked-v0", total_steps=128, checkpoint_every=1)
+    result = Trainer(cfg, run_dir=tmp_path).run()
+    batch = read_events(result.events_path)
+    assert batch.skipped == []
+    assert not [e for e in batch.events if isinstance(e, Anomaly)]
+    updates = [e.payload for e in batch.events if isinstance(e, PPOUpdate)]
+    assert len(updates) == 2
+    for u in updates:  # every step applied: masking must not make gradients NaN
+        assert u.skipped_steps == 0 and u.minibatches_completed == u.minibatches_planned == 16
+        assert u.grad_norm is not None and math.isfinite(u.grad_norm)
+        assert u.entropy is not None and math.isfinite(u.entropy)
+    checkpoints = result.events_path.parent / "checkpoints"
+    first, last = (checkpoint.load(checkpoints / f"update_00000{i}.pt")["model"] for i in (1, 2))
+    assert any(not torch.equal(first[k], last[k]) for k in first)  # update 2 moved the policy
+    policy = ActorCritic(5, ActionSpec(discrete=True, n=5), cfg.hidden_sizes)
+    policy.load_state_dict(last)
+    mask = torch.rand(256, 5, generator=torch.Generator().manual_seed(0)) < 0.4
+    mask[torch.arange(256), torch.randint(0, 5, (256,))] = True
+    with torch.no_grad():  # the env's observation is its mask
+        probs = MaskedCategorical(policy.actor(mask.float()), mask).probs
+    assert bool((probs[~mask] == 0).all()) and bool(torch.isfinite(probs).all())
 
 
 def test_continuous_env_trains(tmp_path: Path) -> None:
