@@ -117,6 +117,14 @@ class TrainerProcess:
         code = self.process.poll()
         return None if code is None else self._exit(code)
 
+    def wait(self, timeout: float) -> TrainerExit | None:
+        """Wait up to ``timeout`` seconds for the child to end; None if it still runs."""
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        return self._exit(code)
+
     def interrupt(self) -> None:
         """Ask the child to stop as Ctrl-C would (SIGINT); returns at once."""
         self._requested = True

@@ -114,3 +114,13 @@ def test_describe_exit_names_unknown_signals_by_number() -> None:
     assert describe_exit(0) == "exit code 0"
     assert describe_exit(-2) == "killed by SIGINT"
     assert describe_exit(-200) == "killed by signal 200"
+
+
+def test_wait_returns_none_while_running_and_the_exit_after(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    trainer = start(tmp_path, POLITE, str(marker))
+    wait_for_text(marker, "ready")
+    assert trainer.wait(0.05) is None
+    trainer.interrupt()
+    ended = trainer.wait(WAIT_LIMIT)
+    assert ended is not None and ended.code == 130 and ended.requested
