@@ -38,6 +38,8 @@ FORWARDED = {
 NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id"})
 """Arguments this module sets itself (the mode, the run folder) or forwards apart."""
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+EXIT_GRACE = 30.0
+"""Seconds to wait for a trainer that recorded the end of its run to exit."""
 
 
 def wants_dashboard(args: argparse.Namespace, out: TextIO) -> bool:
@@ -93,6 +95,9 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
     """After the dashboard closed: say what became of training; returns the exit code."""
     trainer, path = run.trainer, run.run_path
     ended = run.app.trainer_exit or trainer.poll()
+    snapshot = run.app.snapshot
+    if ended is None and snapshot is not None and snapshot.run.status not in (None, "running"):
+        ended = trainer.wait(EXIT_GRACE)  # it recorded the end of the run and is exiting
     if run.app.choice == "detach" or ended is None:
         why = "detached" if run.app.choice == "detach" else "the dashboard closed"
         print(
@@ -103,11 +108,9 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
             file=out,
         )
         return 0 if run.app.choice == "detach" else 1
-    if ended.requested:
-        print(
-            f"stopped ({ended.describe()}); resume with: ppo train --resume {path}",
-            file=err,
-        )
+    if ended.requested:  # the trainer's own last word says where its checkpoint went
+        said = f"\n  {ended.stderr_tail[-1]}" if ended.stderr_tail else ""
+        print(f"stopped the trainer ({ended.describe()}){said}", file=err)
         return EXIT_INTERRUPTED
     if ended.down:
         return _report_down(ended, path, err)
