@@ -4,7 +4,7 @@ A deliberately small PPO for CartPole in plain PyTorch and Gymnasium, written wi
 ``ppo`` package: the point is the lines marked ``# record``, which are all your trainer
 needs. Needs only the train extra (torch, gymnasium):
 
-    python examples/record_pytorch.py                     # about 20 s on one core
+    python examples/record_pytorch.py                     # 10 to 20 s on one core
     sanctum runs/pytorch-demo                             # from another terminal, live
     sanctum check runs/pytorch-demo                       # the CI gate: exit 0, 1 or 2
 
@@ -189,6 +189,7 @@ def main() -> None:
     parser.add_argument("--run-id", default="pytorch-demo")
     args = parser.parse_args()
     torch.manual_seed(0)
+    torch.set_num_threads(1)  # one thread is fastest for an MLP this small
     env = gym.make("CartPole-v1")
     obs, _ = env.reset(seed=0)
     actor, critic = mlp(2), mlp(1)

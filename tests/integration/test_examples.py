@@ -1,0 +1,60 @@
+"""The CI gate on real training: headless runs of the examples, judged by ``sanctum check``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from telemetry.eventlog import read_events
+from telemetry.events import PPOUpdate
+from tests.integration.support import EXAMPLES, run
+
+
+def train(tmp_path: Path, run_id: str, *args: str) -> Path:
+    result = run(["-m", "ppo", "train", "--run-dir", str(tmp_path), "--run-id", run_id, *args])
+    assert result.returncode == 0, result.stderr
+    assert "step " in result.stdout  # plain progress lines: stdout is not a terminal
+    return tmp_path / run_id
+
+
+@pytest.mark.slow
+def test_healthy_example_passes_the_check(tmp_path: Path) -> None:
+    folder = train(tmp_path, "healthy", "--headless", "--config", str(EXAMPLES / "healthy.toml"))
+    check = run(["-m", "sanctum", "check", str(folder), "--json"])
+    assert check.returncode == 0, check.stdout
+    assert json.loads(check.stdout)["passed"] is True
+
+
+@pytest.mark.slow
+def test_unstable_example_fails_the_check_on_kl_with_early_stops(tmp_path: Path) -> None:
+    # No --headless: without a terminal, ppo train runs headless by itself.
+    args = ["--config", str(EXAMPLES / "unstable.toml"), "--total-steps", "30000"]
+    folder = train(tmp_path, "unstable", *args)
+    check = run(["-m", "sanctum", "check", str(folder)])
+    assert check.returncode == 1, check.stdout
+    assert "FAIL  KL: KL reached critical" in check.stdout
+    assert check.stdout.strip().splitlines()[-1].startswith("FAIL: KL")
+    updates = [
+        e.payload for e in read_events(folder / "events.jsonl").events if isinstance(e, PPOUpdate)
+    ]
+    assert any(0.015 < u.approx_kl <= 0.03 for u in updates)  # warning before critical
+    stops = [u for u in updates if u.early_stopped]
+    assert stops and all(
+        u.early_stop_reason and "> max_kl 0.1" in u.early_stop_reason for u in stops
+    )
+
+
+@pytest.mark.slow
+def test_the_plain_pytorch_example_records_a_log_sanctum_checks(tmp_path: Path) -> None:
+    args = ["--run-dir", str(tmp_path), "--total-steps", "20480"]  # 10 updates
+    script = run([str(EXAMPLES / "record_pytorch.py"), *args])
+    assert script.returncode == 0, script.stderr
+    folder = tmp_path / "pytorch-demo"
+    check = run(["-m", "sanctum", "check", str(folder), "--json"])
+    assert check.returncode == 0, check.stdout
+    summary = json.loads(run(["-m", "sanctum", "summary", str(folder), "--json"]).stdout)
+    assert summary["run"]["trainer"] == "record_pytorch example 1"
+    assert summary["run"]["updates"] == 10
+    assert summary["skipped_lines"]["malformed"] == summary["skipped_lines"]["unknown_kind"] == 0

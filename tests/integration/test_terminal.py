@@ -1,0 +1,84 @@
+"""The real ``ppo train`` command on a real (pseudo-)terminal: the dashboard is the default.
+
+What a user types, with nothing mocked: a terminal on stdout selects the dashboard, the
+trainer child records the run, FINISHED appears, ``q`` quits and the command says where
+the log is. Without a terminal the same command runs headless (tests/integration/
+test_examples.py).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from telemetry.eventlog import read_events
+from telemetry.events import RunFinished
+from tests.integration.support import WAIT_LIMIT
+
+
+class Terminal:
+    """A pseudo-terminal of a fixed size whose output is collected in the background."""
+
+    def __init__(self, columns: int = 100, rows: int = 30) -> None:
+        self.master, self.slave = pty.openpty()
+        size = struct.pack("HHHH", rows, columns, 0, 0)
+        fcntl.ioctl(self.slave, termios.TIOCSWINSZ, size)
+        self.output = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+
+    def start(self, command: list[str], cwd: Path) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "TERM": "xterm-256color"}
+        proc = subprocess.Popen(
+            command, stdin=self.slave, stdout=self.slave, stderr=self.slave, cwd=cwd, env=env
+        )
+        os.close(self.slave)
+        self._reader.start()
+        return proc
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # the last process on the terminal closed it
+                return
+            if not data:
+                return
+            self.output += data
+
+    def wait_for(self, text: bytes) -> None:
+        deadline = time.monotonic() + WAIT_LIMIT
+        while text not in self.output:
+            assert time.monotonic() < deadline, f"{text!r} never appeared on the terminal"
+            time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_ppo_train_on_a_terminal_shows_the_dashboard_and_q_quits_when_finished(
+    tmp_path: Path,
+) -> None:
+    terminal = Terminal()
+    command = [sys.executable, "-m", "ppo", "train", "--total-steps", "20000", "--run-id", "tty"]
+    proc = terminal.start(command, cwd=tmp_path)
+    try:
+        terminal.wait_for(b"FINISHED")
+        os.write(terminal.master, b"q")
+        assert proc.wait(WAIT_LIMIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    terminal.wait_for(b"check it:  sanctum check runs/tty")
+    assert b"LIVE" in terminal.output or b"WAITING" in terminal.output
+    last = read_events(tmp_path / "runs" / "tty" / "events.jsonl").events[-1]
+    assert isinstance(last, RunFinished) and last.payload.status == "completed"
+    os.close(terminal.master)
