@@ -27,6 +27,8 @@ from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """How much a single ``read_new`` call reads at most."""
 _FINGERPRINT_BYTES = 64
+MAX_SKIPPED_KEPT = 1000
+"""Skipped lines a reader keeps for reports; past that they are only counted (flat memory)."""
 
 
 class EventLogError(Exception):
@@ -140,6 +142,8 @@ class EventLogReader:
         self.offset = offset
         self._counted = (0, 0)  # (byte offset, lines before it): counted lazily, off the fast path
         self.skipped: list[SkippedLine] = []
+        """The first MAX_SKIPPED_KEPT skipped lines; ``skipped_total`` counts them all."""
+        self.skipped_total = 0
         self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
@@ -147,7 +151,8 @@ class EventLogReader:
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
-        Raises EventLogNotFound, EventLogError (unreadable) or SchemaVersionError.
+        Raises EventLogNotFound, EventLogError (unreadable) or SchemaVersionError; after an
+        error the offset has not moved, so nothing is consumed that was not delivered.
         """
         try:
             fd = os.open(self.path, os.O_RDONLY)
@@ -160,35 +165,40 @@ class EventLogReader:
             data = os.pread(fd, max_bytes, self.offset)
             if len(data) == max_bytes and b"\n" not in data:  # one enormous line: read it whole
                 data = self._read_line_whole(fd, data)
+            end = data.rfind(b"\n")
+            if end < 0:  # nothing, or a partial last line: not an event yet
+                return ReadBatch(reset=reset)
+            events, skipped = self._decode(fd, data[: end + 1], self.offset)
         except OSError as exc:
             raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
         finally:
             os.close(fd)
-        end = data.rfind(b"\n")
-        if end < 0:  # nothing, or a partial last line: not an event yet
-            return ReadBatch(reset=reset)
-        start, self.offset = self.offset, self.offset + end + 1
-        events, skipped = self._decode(data[: end + 1], start)
-        self.skipped.extend(skipped)
+        self.offset += end + 1
+        self.skipped_total += len(skipped)
+        self.skipped.extend(skipped[: max(0, MAX_SKIPPED_KEPT - len(self.skipped))])
         return ReadBatch(events, skipped, reset)
 
     @property
     def line_no(self) -> int:
         """Number of lines consumed so far."""
-        return self._lines_before(self.offset)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return self._lines_before(fd, self.offset)
+        finally:
+            os.close(fd)
 
-    def _lines_before(self, offset: int) -> int:
+    def _lines_before(self, fd: int, offset: int) -> int:
         """Count newlines up to ``offset``; only error paths and callers that ask pay for it."""
         counted_at, lines = self._counted
         if offset < counted_at:
             counted_at, lines = 0, 0
-        with self.path.open("rb") as f:
-            f.seek(counted_at)
-            remaining = offset - counted_at
-            while remaining > 0 and (block := f.read(min(remaining, DEFAULT_MAX_BYTES))):
-                lines += block.count(b"\n")
-                remaining -= len(block)
-        self._counted = (offset, lines)
+        while counted_at < offset:
+            block = os.pread(fd, min(offset - counted_at, DEFAULT_MAX_BYTES), counted_at)
+            if not block:
+                break
+            lines += block.count(b"\n")
+            counted_at += len(block)
+        self._counted = (counted_at, lines)
         return lines
 
     def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
@@ -232,6 +242,7 @@ class EventLogReader:
         if reason is not None:
             self.offset = 0
             self._counted = (0, 0)
+            self._fingerprint = b""  # fingerprint the new content, not the old file's
         self._identity = identity
         if len(self._fingerprint) < _FINGERPRINT_BYTES:
             self._fingerprint = os.pread(fd, _FINGERPRINT_BYTES, 0)
@@ -245,21 +256,23 @@ class EventLogReader:
                 break
         return b"".join(chunks)
 
-    def _decode(self, chunk: bytes, start: int) -> tuple[list[Event], list[SkippedLine]]:
+    def _decode(self, fd: int, chunk: bytes, start: int) -> tuple[list[Event], list[SkippedLine]]:
         try:  # fast path: every line is good
             events: list[Event] = self._decoder.decode_lines(chunk)
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return self._decode_each(chunk, start)
+            return self._decode_each(fd, chunk, start)
         if RunStarted in set(map(type, events)):
             for event in events:
                 if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
-                    return self._decode_each(chunk, start)  # to name the line
+                    return self._decode_each(fd, chunk, start)  # to name the line
         return events, []
 
-    def _decode_each(self, chunk: bytes, start: int) -> tuple[list[Event], list[SkippedLine]]:
+    def _decode_each(
+        self, fd: int, chunk: bytes, start: int
+    ) -> tuple[list[Event], list[SkippedLine]]:
         events: list[Event] = []
         skipped: list[SkippedLine] = []
-        line_no = self._lines_before(start)
+        line_no = self._lines_before(fd, start)
         for line in chunk.split(b"\n")[:-1]:
             line_no += 1
             if not line.strip():
@@ -279,6 +292,8 @@ class EventLogReader:
             peek = msgspec.json.decode(line, type=_Peek)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return SkippedLine(line_no, "malformed", f"not a JSON event object: {exc}")
+        if peek.type is None:
+            return SkippedLine(line_no, "malformed", "no 'type' field: not an event")
         if peek.type not in KINDS:
             return SkippedLine(line_no, "unknown_kind", f"unknown event kind {peek.type!r}")
         schema = (peek.payload or {}).get("schema")
@@ -289,8 +304,9 @@ class EventLogReader:
 
 def read_events(path: str | os.PathLike[str]) -> ReadBatch:
     """Read a whole event log into one batch (for modest logs; stream with ``batches``)."""
-    reader = EventLogReader(path)
     events: list[Event] = []
-    for batch in reader.batches():
+    skipped: list[SkippedLine] = []
+    for batch in EventLogReader(path).batches():
         events.extend(batch.events)
-    return ReadBatch(events, list(reader.skipped))
+        skipped.extend(batch.skipped)
+    return ReadBatch(events, skipped)

@@ -59,6 +59,7 @@ class Recorder:
         config: dict[str, Any] | None = None,
         trainer: TrainerInfo | None = None,
         fsync_every: float | None = None,
+        append: bool = False,
     ) -> None:
         self.run_id = run_id or new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
@@ -72,6 +73,7 @@ class Recorder:
             pid=os.getpid(),
         )
         self._fsync_every = fsync_every
+        self._append = append
         self.bus = EventBus()
         self.emitter = Emitter(self.bus, self.run_id)
         self._writer: EventLogWriter | None = None
@@ -98,7 +100,16 @@ class Recorder:
             self.finish("failed", f"{type(exc).__name__}: {exc}")
 
     def start(self) -> None:
-        """Open the log and write ``run_started``."""
+        """Open the log and write ``run_started``.
+
+        A log that already holds events is refused unless ``append=True``: two runs in one
+        file would be judged as one, and nothing already recorded may be overwritten.
+        """
+        if not self._append and self.path.exists() and self.path.stat().st_size > 0:
+            raise FileExistsError(
+                f"{self.path}: an event log is already there; choose another run id or path, "
+                "or pass append=True to add a run to it"
+            )
         self._writer = EventLogWriter(self.path, fsync_every=self._fsync_every)
         self.bus.subscribe(self._writer, name=self._writer.name)
         self._t0 = time.monotonic()
@@ -106,6 +117,12 @@ class Recorder:
 
     def emit(self, payload: Payload) -> Event:
         """Publish ``payload`` (to the log and every other subscriber of ``bus``)."""
+        if self._writer is None or self.finished:
+            state = "finished" if self.finished else "not started"
+            raise RuntimeError(
+                f"Recorder.emit({type(payload).__name__}) on a recorder that is {state}: "
+                "use it inside `with Recorder(...)` or call start() first"
+            )
         step = getattr(payload, "global_step", None)
         if isinstance(step, int):
             self.global_step = step

@@ -166,6 +166,9 @@ def test_truncation_is_detected_and_reading_restarts(log: LogBuilder) -> None:
     batch = reader.read_new()
     assert batch.reset is not None and "truncated" in batch.reset
     assert steps_of(batch.events) == [4]
+    assert not reader.read_new()  # the reset happens once; nothing is delivered twice
+    log.beats(5)
+    assert steps_of(reader.read_new().events) == [5]
 
 
 def test_replacement_is_detected_and_reading_restarts(log: LogBuilder, tmp_path: Path) -> None:
@@ -179,6 +182,9 @@ def test_replacement_is_detected_and_reading_restarts(log: LogBuilder, tmp_path:
     batch = reader.read_new()
     assert batch.reset is not None and "replaced" in batch.reset
     assert steps_of(batch.events) == [10, 20, 30, 40]
+    assert {e.run_id for e in batch.events} == {"run-b"}
+    assert not reader.read_new()
+    assert not reader.read_new()
 
 
 def test_rewrite_in_place_is_detected(log: LogBuilder) -> None:
@@ -192,6 +198,7 @@ def test_rewrite_in_place_is_detected(log: LogBuilder) -> None:
     batch = reader.read_new()
     assert batch.reset is not None and "rewritten" in batch.reset
     assert len(batch.events) == 2 and batch.events[0].run_id == "run-z"
+    assert not reader.read_new()
 
 
 def test_small_reads_resume_exactly(log: LogBuilder) -> None:
@@ -208,3 +215,35 @@ def test_line_longer_than_one_read_is_read_whole(log: LogBuilder) -> None:
     log.beats(1)
     reader = EventLogReader(log.path)
     assert steps_of(reader.read_new(max_bytes=16).events) == [1]
+
+
+def test_line_without_a_type_is_malformed(log: LogBuilder) -> None:
+    log.raw('{"run_id":"run-a","seq":1,"ts":1.0}\n')
+    (skipped,) = read_events(log.path).skipped
+    assert (skipped.kind, skipped.detail) == ("malformed", "no 'type' field: not an event")
+
+
+def test_refused_schema_consumes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = LogBuilder(path)
+    log.beats(1)
+    log.raw(
+        '{"type":"run_started","run_id":"r","seq":2,"ts":1.0,"payload":{"schema":3,"trainer":{"name":"x"}}}\n'
+    )
+    log.close()
+    reader = EventLogReader(path)
+    for _ in range(2):  # refused every time, and the offset does not move past it
+        with pytest.raises(SchemaVersionError, match=r"events\.jsonl:2: event log schema 3"):
+            reader.read_new()
+        assert reader.offset == 0
+
+
+def test_skipped_lines_are_counted_but_kept_bounded(log: LogBuilder) -> None:
+    from telemetry.eventlog import MAX_SKIPPED_KEPT
+
+    log.raw("not json\n" * (MAX_SKIPPED_KEPT + 50))
+    reader = EventLogReader(log.path)
+    total = sum(len(b.skipped) for b in reader.batches())
+    assert total == reader.skipped_total == MAX_SKIPPED_KEPT + 50
+    assert len(reader.skipped) == MAX_SKIPPED_KEPT
+    assert reader.skipped[-1].line_no == MAX_SKIPPED_KEPT

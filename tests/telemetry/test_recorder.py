@@ -95,3 +95,26 @@ def test_closed_writer_refuses_and_says_so(tmp_path: Path) -> None:
             rec.emit(RolloutPayload(update=0, global_step=1))
         unsubscribe()
     assert len(read_events(tmp_path / "other.jsonl").events) == 3  # the good sink kept all
+
+
+def test_emit_outside_the_run_is_an_error_not_a_silent_drop(tmp_path: Path) -> None:
+    rec = Recorder(path=tmp_path / "e.jsonl")
+    with pytest.raises(RuntimeError, match=r"RolloutPayload\) on a recorder that is not started"):
+        rec.emit(RolloutPayload(update=0, global_step=1))
+    with rec:
+        pass
+    with pytest.raises(RuntimeError, match="that is finished"):
+        rec.emit(RolloutPayload(update=0, global_step=1))
+
+
+def test_an_existing_log_is_never_appended_to_by_accident(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    with Recorder(path=path, run_id="first"):
+        pass
+    before = path.read_bytes()
+    with pytest.raises(FileExistsError, match="an event log is already there"):
+        Recorder(path=path, run_id="second").start()
+    assert path.read_bytes() == before
+    with Recorder(path=path, run_id="second", append=True):
+        pass
+    assert [e.run_id for e in read_events(path).events] == ["first"] * 2 + ["second"] * 2
