@@ -2,9 +2,11 @@
 
 Rows are written into a preallocated device tensor during the update; :func:`reduce_update`
 moves everything to the host with a single ``tolist()`` and applies each field's
-definition (DESIGN.md section 4): KL, clip fraction, ratios and entropy over the minibatches
-*evaluated*; losses and gradient norms over the minibatches *applied*. A non-finite value
-propagates into the mean, min and max as NaN/inf rather than being hidden.
+definition (DESIGN.md section 4): KL, clip fraction, ratios, entropy and gradient norms over
+the minibatches *evaluated*; losses over the minibatches *applied*. Gradient norms include
+the steps the non-finite guard skipped on purpose: those are exactly the NaN/inf norms the
+health rules must see. A non-finite value propagates into the mean, min and max as NaN/inf
+rather than being hidden.
 """
 
 from __future__ import annotations
@@ -92,7 +94,9 @@ class BatchStats:
 
 
 def _mean(xs: Sequence[float]) -> float:
-    return math.fsum(xs) / len(xs) if not any(math.isnan(x) for x in xs) else math.nan
+    if all(math.isfinite(x) for x in xs):
+        return math.fsum(xs) / len(xs)
+    return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
 
 
 def _extreme(xs: Sequence[float], pick: Any) -> float:
@@ -124,9 +128,10 @@ def reduce_update(
         "entropy": _mean(col("entropy")),
         "nonfinite_ratios": int(sum(col("nonfinite_ratios"))),
     }
-    for name in ("policy_loss", "value_loss", "kl_penalty", "total_loss", "grad_norm"):
+    for name in ("policy_loss", "value_loss", "kl_penalty", "total_loss"):
         out[name] = _mean(col(name, applied)) if applied else None
-    out["grad_norm_max"] = _extreme(col("grad_norm", applied), max) if applied else None
+    out["grad_norm"] = _mean(col("grad_norm"))
+    out["grad_norm_max"] = _extreme(col("grad_norm"), max)
     adv_mean, adv_std, ret_mean, val_mean, var_r, var_resid = tail[:6]
     out.update(
         advantage_mean=adv_mean,

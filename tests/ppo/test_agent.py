@@ -32,7 +32,8 @@ def test_c03_minibatch_scope_stops_before_the_step_and_does_not_apply_it() -> No
     assert p.early_stop_reason == (
         "approx_kl 0.7183 > max_kl 0.0100 at epoch 0 minibatch 0 (minibatch not applied)"
     )
-    assert p.policy_loss is None and p.grad_norm is None  # nothing applied: not measured
+    assert p.policy_loss is None  # nothing applied: no loss to report
+    assert p.grad_norm is not None and p.grad_norm == p.grad_norm_max  # measured, not applied
     assert p.kl_final == pytest.approx(p.approx_kl)  # the policy did not move
 
 
@@ -101,6 +102,8 @@ def test_nonfinite_loss_skips_every_step_and_reports_anomaly() -> None:
     p = summary.payload
     assert same_params(before, params_of(policy))
     assert p.skipped_steps == 16 and p.minibatches_completed == 0 and p.total_loss is None
+    assert p.grad_norm is not None and p.grad_norm_max is not None
+    assert not math.isfinite(p.grad_norm) and not math.isfinite(p.grad_norm_max)
     (anomaly,) = summary.anomalies
     assert anomaly.severity == "critical" and anomaly.metric == "total_loss"
     assert anomaly.value == math.inf and (anomaly.update, anomaly.global_step) == (7, 100)
@@ -122,7 +125,10 @@ def test_nonfinite_gradient_with_finite_loss_skips_step() -> None:
     assert summary.payload.skipped_steps == 1 and summary.payload.minibatches_completed == 15
     assert summary.anomalies[0].metric == "grad_norm"
     assert math.isnan(summary.anomalies[0].value or 0.0)
-    assert summary.payload.grad_norm is not None and math.isfinite(summary.payload.grad_norm)
+    # the skipped step's NaN norm reaches the payload, where the non-finite rule sees it
+    assert summary.payload.grad_norm is not None and math.isnan(summary.payload.grad_norm)
+    assert summary.payload.grad_norm_max is not None
+    assert math.isnan(summary.payload.grad_norm_max)
 
 
 def test_nonfinite_ratios_counted_and_reported_as_warning() -> None:
