@@ -20,7 +20,6 @@ from sanctum.state import (
     SERIES_LEN,
     LogEntry,
     MetricSnapshot,
-    RunSnapshot,
     RunState,
     SanctumSnapshot,
     SkipCounts,
@@ -243,7 +242,7 @@ class SanctumAggregator:
         """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
         health, metrics, history_updates, series_updates = self._metrics()
         tamiyo = self.tamiyo
-        run = self._run_snapshot()
+        run = self.run.snapshot()
         return SanctumSnapshot(
             now=now,
             connection=connection_of(run, now, self.thresholds.stale_seconds),
@@ -301,35 +300,3 @@ class SanctumAggregator:
         self._cache_key = key
         self._cached = (health, metrics, history_updates, series_updates)
         return self._cached
-
-    def _run_snapshot(self) -> RunSnapshot:
-        r = self.run
-        return RunSnapshot(
-            run_id=r.run_id,
-            env_id=r.env_id,
-            trainer=r.trainer,
-            seed=r.seed,
-            schema=r.schema,
-            config=r.config,
-            status=r.status,
-            reason=r.reason,
-            started_ts=r.started_ts,
-            last_event_ts=r.last_event_ts,
-            finished_ts=r.finished_ts,
-            duration_seconds=r.duration_seconds,
-            global_step=r.global_step,
-            total_steps=r.total_steps,
-            updates=r.updates,
-            steps_per_second=r.steps_per_second,
-            episodes=r.episodes,
-            episode_return=r.episode_return,
-            episode_return_min=r.episode_return_min,
-            episode_return_max=r.episode_return_max,
-            episode_length=r.episode_length,
-            episode_returns=tuple(r.episode_returns),
-            episode_return_series=tuple(r.episode_return_series),
-            anomalies_warning=r.anomalies_warning,
-            anomalies_critical=r.anomalies_critical,
-            events=r.events,
-            seq_gaps=r.seq_gaps,
-        )

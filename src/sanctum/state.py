@@ -7,8 +7,10 @@ read-only mappings only, so widgets never see a deque that changes under them.
 payloads (the sparkline history of *every* metric) and the last 600 (the chart series).
 A payload is already a frozen Struct, so recording an update costs two deque appends
 however many fields the contract grows, and the per-metric columns are cut once per
-snapshot, not once per event. ``None`` stays ``None`` all the way: "not measured" is
-never a zero.
+snapshot, not once per event. Any metric's current value and history are
+``values()[metric]`` and ``history_of(metric)``; issue 4's names for KL,
+``kl_divergence`` and ``kl_divergence_history``, are properties. ``None`` stays ``None``
+all the way: "not measured" is never a zero.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field, fields
 from enum import Enum
 from operator import attrgetter
-from typing import Any, Final, Literal
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -104,12 +106,8 @@ def early_stop_text(p: PPOUpdatePayload) -> str:
     """The trainer's reason, else one built from the structured record, else a plain note."""
     if p.early_stop_reason:
         return p.early_stop_reason
-    stop = p.early_stop
-    if stop is not None:
-        return (
-            f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} at epoch {stop.epoch} "
-            f"minibatch {stop.minibatch} ({stop.scope} scope)"
-        )
+    if p.early_stop is not None:
+        return p.early_stop.describe()  # the trainer's own wording, defined once in telemetry
     return f"update {p.update} stopped early (no reason given)"
 
 
@@ -138,10 +136,6 @@ class TamiyoState:
             self.last_early_stop_reason = early_stop_text(payload)
             self.last_early_stop_update = payload.update
 
-    def current(self, metric: str) -> float | None:
-        """Latest value of ``metric``; None before the first update or when not measured."""
-        return None if self.latest is None else getattr(self.latest, metric)
-
     def values(self) -> dict[str, float | None]:
         """Every metric of the latest update (empty before the first update)."""
         if self.latest is None:
@@ -152,6 +146,17 @@ class TamiyoState:
     def history_of(self, metric: str) -> tuple[float | None, ...]:
         """The last HISTORY_LEN values of ``metric``, oldest first (None = not measured)."""
         return tuple(getattr(p, metric) for p in self.history)
+
+    @property
+    def kl_divergence(self) -> float | None:
+        """Issue 4's name for the latest ``approx_kl``; None before the first update."""
+        return None if self.latest is None else self.latest.approx_kl
+
+    @property
+    def kl_divergence_history(self) -> tuple[float, ...]:
+        """Issue 4's name for the ``approx_kl`` history: the last HISTORY_LEN values, oldest
+        first (``history_of("approx_kl")``; approx_kl is required, so never None)."""
+        return tuple(p.approx_kl for p in self.history)
 
     @property
     def policy_drift_rate(self) -> float | None:
@@ -182,9 +187,35 @@ def metric_columns(
     return updates, {m: tuple(map(get, payloads)) for m, get in _METRIC_GETTERS}
 
 
-@dataclass
-class RunState:
-    """Facts about the run as a whole, from every event kind."""
+def total_steps_of(config: Mapping[str, Any]) -> int | None:
+    """Planned environment steps declared in ``config``, when it declares them."""
+    for key in TOTAL_STEPS_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def max_kl_of(config: Mapping[str, Any]) -> float | None:
+    """``max_kl`` from ``config`` when it is a positive finite number (early stop enabled)."""
+    value = config.get("max_kl")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+Returns = TypeVar("Returns", bound=Sequence[float])
+"""``deque[float]`` in the live state, ``tuple[float, ...]`` in its frozen snapshot."""
+
+
+@dataclass(kw_only=True)
+class RunFacts(Generic[Returns]):
+    """Facts about the run as a whole, from every event kind: the one list of its fields.
+
+    :class:`RunState` (live, mutable, deques) and :class:`RunSnapshot` (frozen, tuples) are
+    this class with the return history typed two ways, so a field is declared once here and
+    copied into the snapshot by name.
+    """
 
     run_id: str | None = None
     env_id: str | None = None
@@ -211,64 +242,16 @@ class RunState:
     episode_return_min: float | None = None
     episode_return_max: float | None = None
     episode_length: float | None = None
-    episode_returns: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
-    episode_return_series: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+    episode_returns: Returns
+    """Mean returns of the last HISTORY_LEN rollouts that finished an episode, oldest first."""
+    episode_return_series: Returns
+    """The same for the last SERIES_LEN such rollouts."""
     anomalies_warning: int = 0
     anomalies_critical: int = 0
     events: int = 0
     last_seq: int | None = None
     seq_gaps: int = 0
     """Times ``seq`` jumped forward: events the log lost (should stay 0)."""
-
-
-def total_steps_of(config: Mapping[str, Any]) -> int | None:
-    """Planned environment steps declared in ``config``, when it declares them."""
-    for key in TOTAL_STEPS_KEYS:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def max_kl_of(config: Mapping[str, Any]) -> float | None:
-    """``max_kl`` from ``config`` when it is a positive finite number (early stop enabled)."""
-    value = config.get("max_kl")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value > 0 else None
-
-
-@dataclass(frozen=True, slots=True)
-class RunSnapshot:
-    """Frozen copy of :class:`RunState` (tuples for the return history)."""
-
-    run_id: str | None
-    env_id: str | None
-    trainer: str | None
-    seed: int | None
-    schema: int | None
-    config: Mapping[str, Any]
-    status: RunPhase | None
-    reason: str | None
-    started_ts: float | None
-    last_event_ts: float | None
-    finished_ts: float | None
-    duration_seconds: float | None
-    global_step: int | None
-    total_steps: int | None
-    updates: int
-    steps_per_second: float | None
-    episodes: int
-    episode_return: float | None
-    episode_return_min: float | None
-    episode_return_max: float | None
-    episode_length: float | None
-    episode_returns: tuple[float, ...]
-    episode_return_series: tuple[float, ...]
-    anomalies_warning: int
-    anomalies_critical: int
-    events: int
-    seq_gaps: int
 
     @property
     def progress(self) -> float | None:
@@ -285,6 +268,40 @@ class RunSnapshot:
             return self.duration_seconds
         end = self.finished_ts if self.finished_ts is not None else now
         return max(0.0, end - self.started_ts)
+
+
+@dataclass(kw_only=True)
+class RunState(RunFacts["deque[float]"]):
+    """The live run facts the aggregator writes (plain attribute writes on the hot path)."""
+
+    episode_returns: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
+    episode_return_series: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+
+    def snapshot(self) -> RunSnapshot:
+        """A frozen copy: every field by name, the deques as tuples."""
+        values: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in values.items():
+            if isinstance(value, deque):
+                values[name] = tuple(value)
+        return RunSnapshot(**values)
+
+
+@dataclass(kw_only=True)
+class RunSnapshot(RunFacts["tuple[float, ...]"]):
+    """Frozen copy of :class:`RunState`: assigning or deleting a field raises
+    ``FrozenInstanceError``. (A frozen dataclass cannot derive from the mutable one, so the
+    freeze is done here, where it costs nothing on the aggregator's hot path.)"""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if getattr(self, "_frozen", False):
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
 def connection_of(run: RunSnapshot, now: float, stale_seconds: float) -> Connection:
@@ -366,6 +383,7 @@ __all__ = [
     "Connection",
     "LogEntry",
     "MetricSnapshot",
+    "RunFacts",
     "RunSnapshot",
     "RunState",
     "SanctumSnapshot",

@@ -139,8 +139,9 @@ def test_early_stop_without_reason_uses_the_record(tmp_path: Path) -> None:
     log.update(early_stop_update(0, early_stop_reason=None))
     log.close()
     snap = fold(path, agg)
+    # the trainer's wording (EarlyStop.describe), not a second spelling of it
     assert snap.log[-1].text == (
-        "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch scope)"
+        "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
     )
     assert snap.last_early_stop_reason == snap.log[-1].text
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import deque
 from types import MappingProxyType
 
 import pytest
@@ -14,15 +15,17 @@ from sanctum.metrics import FLOAT_METRICS, PPO_METRICS, REQUIRED_METRICS
 from sanctum.state import (
     Connection,
     RunSnapshot,
+    RunState,
     TamiyoState,
     connection_of,
+    early_stop_text,
     empty_snapshot,
     least_squares_slope,
     max_kl_of,
     metric_columns,
     total_steps_of,
 )
-from telemetry.events import PPOUpdatePayload
+from telemetry.events import EarlyStop, PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
 
 
@@ -74,6 +77,27 @@ def run_snapshot(**changes: object) -> RunSnapshot:
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
+def test_run_snapshot_is_a_frozen_copy_of_every_run_field() -> None:
+    state = RunState()
+    state.run_id, state.global_step, state.seq_gaps = "r", 512, 2
+    state.episode_returns.extend([1.0, 2.0])
+    state.episode_return_series.append(3.0)
+    snap = state.snapshot()
+    names = [f.name for f in dataclasses.fields(RunState)]
+    assert names == [f.name for f in dataclasses.fields(RunSnapshot)]  # declared once
+    for name in names:
+        live = getattr(state, name)
+        assert getattr(snap, name) == (tuple(live) if isinstance(live, deque) else live)
+    assert (snap.episode_returns, snap.episode_return_series) == ((1.0, 2.0), (3.0,))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.global_step = 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del snap.run_id
+    state.global_step = 1024  # the live state moves on; the snapshot does not
+    state.episode_returns.append(4.0)
+    assert (snap.global_step, snap.episode_returns) == (512, (1.0, 2.0))
+
+
 def test_connection_states() -> None:
     assert connection_of(run_snapshot(), 100.0, 10.0) is Connection.WAITING
     live = run_snapshot(status="running", last_event_ts=100.0)
@@ -120,6 +144,32 @@ def test_tamiyo_counts_early_stops() -> None:
     assert tamiyo.last_early_stop_update == 1
     assert tamiyo.last_early_stop_reason is not None
     assert tamiyo.last_early_stop_reason.startswith("approx_kl 0.0412 > max_kl 0.0300")
+
+
+def test_tamiyo_kl_divergence_names_of_issue_4() -> None:
+    tamiyo = TamiyoState(history_len=3)
+    assert (tamiyo.kl_divergence, tamiyo.kl_divergence_history) == (None, ())
+    for u in range(5):
+        tamiyo.record(ppo_update(u, approx_kl=0.01 * (u + 1)))
+    assert tamiyo.kl_divergence == pytest.approx(0.05)
+    assert tamiyo.kl_divergence_history == pytest.approx((0.03, 0.04, 0.05))
+    assert tamiyo.kl_divergence_history == tamiyo.history_of("approx_kl")
+    with pytest.raises(AttributeError):
+        tamiyo.kl_divergence = 1.0  # type: ignore[misc]  # read-only
+
+
+def test_early_stop_text_from_the_record_is_the_trainers_wording() -> None:
+    for applied in (False, True):
+        record = EarlyStop(
+            epoch=1, minibatch=0, kl=0.05, threshold=0.03, scope="minibatch", applied=applied
+        )
+        payload = ppo_update(7, early_stopped=True, early_stop=record)
+        assert early_stop_text(payload) == record.describe()
+    assert early_stop_text(ppo_update(7, early_stopped=True)) == (
+        "update 7 stopped early (no reason given)"
+    )
+    reason = early_stop_update(2)
+    assert early_stop_text(reason) == reason.early_stop_reason
 
 
 def test_metric_columns_keep_none() -> None:
