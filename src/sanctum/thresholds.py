@@ -130,9 +130,11 @@ class Thresholds:
     _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        by_metric = {r.metric: r for r in self.rules}
-        if len(by_metric) != len(self.rules):
-            raise ThresholdsError("rules: more than one rule for the same metric")
+        by_metric: dict[str, Rule] = {}
+        for r in self.rules:
+            if r.metric in by_metric:
+                raise ThresholdsError(f"rules: more than one rule for the metric {r.metric}")
+            by_metric[r.metric] = r
         if not _is_number(self.stale_seconds) or not self.stale_seconds > 0:
             raise ThresholdsError(
                 f"stale_seconds: must be a number > 0, got {self.stale_seconds!r}"

@@ -121,8 +121,10 @@ def test_rule_validation_applies_to_code_too() -> None:
     with pytest.raises(ThresholdsError, match="unknown metric 'kl'"):
         Rule("kl", "KL", "above", 0.1, 0.5)
     rule = Rule("approx_kl", "KL", "above", 0.03, 0.03)  # equal thresholds: warning never alone
-    with pytest.raises(ThresholdsError, match="more than one rule"):
-        Thresholds((rule, rule))
+    ev = DEFAULT_THRESHOLDS.rule("explained_variance")
+    assert ev is not None
+    with pytest.raises(ThresholdsError, match="more than one rule for the metric approx_kl$"):
+        Thresholds((rule, ev, rule))
 
 
 def test_describe_states_the_thresholds() -> None:
