@@ -123,7 +123,7 @@ def test_rule_validation_applies_to_code_too() -> None:
     rule = Rule("approx_kl", "KL", "above", 0.03, 0.03)  # equal thresholds: warning never alone
     ev = DEFAULT_THRESHOLDS.rule("explained_variance")
     assert ev is not None
-    with pytest.raises(ThresholdsError, match="more than one rule for the metric approx_kl$"):
+    with pytest.raises(ThresholdsError, match=r"more than one rule for the metric approx_kl$"):
         Thresholds((rule, ev, rule))
 
 
