@@ -26,7 +26,7 @@ from torch import Tensor
 from ppo import kl as kl_estimators
 from ppo.advantages import normalize
 from ppo.buffer import Batch
-from ppo.config import PPOConfig
+from ppo.config import KL_COEF_MAX, KL_COEF_MIN, PPOConfig
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
 from ppo.policy import ActorCritic
 from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
@@ -224,14 +224,17 @@ class PPOAgent:
             ).mean()
 
     def _adapt_kl_coef(self, measured: float) -> None:
-        """PPO paper (Schulman et al. 2017, sec. 4): x2 above 1.5 target, /2 below target/1.5."""
+        """PPO paper (Schulman et al. 2017, sec. 4): x2 above 1.5 target, /2 below target/1.5.
+
+        Kept within [KL_COEF_MIN, KL_COEF_MAX] (see there for why).
+        """
         target = self.config.kl_target
         if target is None or not math.isfinite(measured):
             return
         if measured > 1.5 * target:
-            self.kl_coef *= 2.0
+            self.kl_coef = min(self.kl_coef * 2.0, KL_COEF_MAX)
         elif measured < target / 1.5:
-            self.kl_coef /= 2.0
+            self.kl_coef = max(self.kl_coef / 2.0, KL_COEF_MIN)
 
     # --------------------------------------------------------------- reporting
     def _payload(

@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from ppo import rules
 
@@ -32,6 +32,13 @@ KLEstimator: TypeAlias = Literal["k1", "k2", "k3", "low_var_kl", "abs"]
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
+
+KL_COEF_MIN: Final = 1e-6
+KL_COEF_MAX: Final = 1e6
+"""Range of the adaptive KL coefficient. The rule multiplies it by 2 or 1/2 every update,
+so unbounded, a long run under target drives it to 0.0 (about 1075 halvings; 0 * 2 stays
+0, the penalty could never return) and one over target drives it to inf (an inf loss that
+skips every step). Both bounds are far outside any coefficient that is useful."""
 
 _NONE_WORDS = frozenset({"none", "null", "off"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -128,7 +135,8 @@ class PPOConfig:
     kl_penalty_coefficient: float = 0.0
     """Total loss += coefficient * approx_kl (0: no penalty)."""
     kl_target: float | None = None
-    """If set, adapt the penalty coefficient toward this KL (x2 / /2 rule of the PPO paper)."""
+    """If set, adapt the penalty coefficient toward this KL (x2 / /2 rule of the PPO paper),
+    within [KL_COEF_MIN, KL_COEF_MAX]."""
     max_kl: float | None = None
     """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
     early_stop_scope: EarlyStopScope = "minibatch"
@@ -331,11 +339,12 @@ def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
             )
         )
     coef = config.kl_penalty_coefficient
-    if config.kl_target is not None and coef == 0:
+    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
         problems.append(
             (
                 "kl_target",
-                f"kl_target needs kl_penalty_coefficient > 0 to adapt from, got {coef!r}",
+                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
+                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
             )
         )
     return problems

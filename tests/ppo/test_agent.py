@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from ppo.agent import PPOAgent, early_stop_reason
+from ppo.config import KL_COEF_MAX, KL_COEF_MIN
 from telemetry.events import EarlyStop
 
 from .helpers import batch_for, config, params_of, same_params, small_policy
@@ -149,6 +150,18 @@ def test_adaptive_kl_coefficient(target: float | None, expected: float) -> None:
     p = agent.update(batch_for(policy, log_ratio_shift=0.05)).payload
     assert p.kl_coef == 0.2  # the coefficient in force during this update
     assert agent.kl_coef == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("target", "bound"), [(1e-6, KL_COEF_MAX), (10.0, KL_COEF_MIN)])
+def test_adaptive_kl_coefficient_stays_within_its_range(target: float, bound: float) -> None:
+    policy = small_policy()
+    batch = batch_for(policy, log_ratio_shift=0.05)  # k3 ~ 1.3e-3 per sample, far from both
+    agent = PPOAgent(policy, config(kl_penalty_coefficient=0.2, kl_target=target, update_epochs=1))
+    for update in range(25):  # 0.2 * 2**25 > 1e6 and 0.2 / 2**25 < 1e-6
+        agent.update(batch, update=update)
+    assert agent.kl_coef == bound
+    p = agent.update(batch, update=25).payload
+    assert p.kl_coef == bound and agent.kl_coef == bound and math.isfinite(p.total_loss or 0.0)
 
 
 def test_payload_definitions() -> None:

@@ -84,9 +84,12 @@ def test_c01_error_text_is_deterministic() -> None:
     assert len(texts) == 1
 
 
-def test_kl_target_needs_a_penalty_to_adapt() -> None:
+def test_kl_target_needs_a_penalty_within_the_adaptive_range() -> None:
     assert errors_of(kl_target=0.01) == (
-        "kl_target needs kl_penalty_coefficient > 0 to adapt from, got 0.0",
+        "kl_target needs kl_penalty_coefficient in [1e-06, 1e+06] to adapt from, got 0.0",
+    )
+    assert errors_of(kl_target=0.01, kl_penalty_coefficient=2e6) == (
+        "kl_target needs kl_penalty_coefficient in [1e-06, 1e+06] to adapt from, got 2000000.0",
     )
     assert PPOConfig(kl_target=0.01, kl_penalty_coefficient=0.2).kl_target == 0.01
 
