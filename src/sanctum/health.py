@@ -68,13 +68,9 @@ def level_of(rule: Rule, value: float | None, update_index: int | None) -> Level
         return Level.CRITICAL
     if rule.warmup_updates and (update_index is None or update_index < rule.warmup_updates):
         return Level.PENDING
-    if rule.direction == "above":
-        if value > rule.critical:
-            return Level.CRITICAL
-        return Level.WARNING if value > rule.warning else Level.HEALTHY
-    if value < rule.critical:
+    if rule.is_worse(value, rule.critical):
         return Level.CRITICAL
-    return Level.WARNING if value < rule.warning else Level.HEALTHY
+    return Level.WARNING if rule.is_worse(value, rule.warning) else Level.HEALTHY
 
 
 def unruled_level(value: float | None) -> Level:

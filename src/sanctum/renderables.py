@@ -169,8 +169,8 @@ class ThresholdChart:
     behind the bars and labelled on the axis. ``top`` defaults to 1.5 times the highest
     threshold, so the critical line sits at two thirds of the height. Values above ``top``
     (and +Inf) end in :data:`CLIPPED_MARK`, NaN is :data:`NONFINITE_MARK` on the bottom
-    row, negative values are :data:`BELOW_MARK`. ``level_of`` names the level of a value
-    (``healthy``, ``warning`` or ``critical``) to colour its bar. A short history is
+    row, negative values are :data:`BELOW_MARK`. ``level_of`` (keyword, required) names the
+    level of a value to colour its bar. A short history is
     drawn with bars up to :attr:`MAX_BAR_WIDTH` cells wide so it does not hide in a corner.
     """
 
@@ -183,7 +183,9 @@ class ThresholdChart:
     width: int | None = None
     top: float | None = None
     decimals: int = 3
-    level_of: Callable[[float], str] | None = None
+    level_of: Callable[[float], str] = field(kw_only=True)
+    """The level of a value (``healthy``, ``warning`` or ``critical``) from the rule table;
+    required, because only the rule knows which way is worse."""
     styles: ChartStyles = field(default_factory=ChartStyles)
 
     @property
@@ -252,16 +254,9 @@ class ThresholdChart:
     def _style_for(self, value: float) -> Style | str:
         if not math.isfinite(value):
             return self.styles.critical
-        level = self.level_of(value) if self.level_of else self._default_level(value)
+        level = self.level_of(value)
         style: Style | str = getattr(self.styles, level, self.styles.healthy)
         return style
-
-    def _default_level(self, value: float) -> str:
-        if self.critical is not None and value > self.critical:
-            return "critical"
-        if self.warning is not None and value > self.warning:
-            return "warning"
-        return "healthy"
 
     def _column(self, value: float, top: float) -> list[tuple[str, Style | str] | None]:
         """Cells of one value from the bottom; None where the background shows."""

@@ -69,19 +69,14 @@ class RuleTally:
         self.judged += len(judged)
         if not judged:
             return
-        pick = max if rule.direction == "above" else min
         if isinstance(judged, range) and math.isfinite(total):  # all judged, all finite
-            worst = pick(numbers)
+            worst = rule.worst_of(numbers)
             if not rule.is_worse(worst, rule.warning):  # the healthy case: nothing fired
                 self._offer(worst, updates[numbers.index(worst)])
                 return
         column = cast("Sequence[float]", values)  # positions in ``judged`` hold numbers
-        warning = rule.warning
-        inf = math.inf  # healthy side strictly between the infinities: NaN and +-Inf are flagged
-        if rule.direction == "above":
-            flagged = [i for i in judged if not -inf < column[i] <= warning]
-        else:
-            flagged = [i for i in judged if not warning <= column[i] < inf]
+        past_warning, isfinite = rule.worse_than(rule.warning), math.isfinite
+        flagged = [i for i in judged if past_warning(column[i]) or not isfinite(column[i])]
         for i in flagged:
             self._count(level_of(rule, column[i], updates[i]), updates[i])
         nonfinite = [i for i in flagged if not math.isfinite(column[i])]
@@ -89,7 +84,7 @@ class RuleTally:
             self._offer(column[nonfinite[0]], updates[nonfinite[0]])
             return
         judged_values = [column[i] for i in judged]
-        worst = pick(judged_values)
+        worst = rule.worst_of(judged_values)
         self._offer(worst, updates[judged[judged_values.index(worst)]])
 
     def _judged_positions(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -75,7 +75,18 @@ class Rule:
 
     def is_worse(self, value: float, than: float) -> bool:
         """Whether ``value`` is strictly worse than ``than`` in this rule's direction."""
-        return value > than if self.direction == "above" else value < than
+        return self.worse_than(than)(value)
+
+    def worse_than(self, than: float) -> Callable[[float], bool]:
+        """A predicate: is a value strictly worse than ``than``? The one place the direction
+        is read. It is a bound float comparison, so a scan can call it per value at C speed;
+        NaN is never worse (comparisons with NaN are false: check finiteness first)."""
+        bound = float(than)  # int.__lt__(float) would return NotImplemented, which is truthy
+        return bound.__lt__ if self.direction == "above" else bound.__gt__
+
+    def worst_of(self, values: Sequence[float]) -> float:
+        """The worst of finite ``values`` (the largest for ``above``, smallest for ``below``)."""
+        return max(values) if self.direction == "above" else min(values)
 
     def describe(self) -> str:
         """``approx_kl > 0.015 / > 0.03`` — the thresholds in words, for tables and help."""

@@ -8,6 +8,7 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 
+from sanctum.health import level_of
 from sanctum.renderables import (
     NOT_MEASURED,
     ChartStyles,
@@ -20,6 +21,7 @@ from sanctum.renderables import (
     sparkline,
     trend_arrow,
 )
+from sanctum.thresholds import Rule
 
 NAN = math.nan
 INF = math.inf
@@ -109,10 +111,16 @@ def test_progress_bar_in_eighths() -> None:
 
 
 KL_VALUES = [0.001, 0.005, 0.014, 0.016, 0.029, 0.031, 0.05, NAN, INF, -0.01, 0.0]
+KL_RULE = Rule("approx_kl", "KL", "above", 0.015, 0.03)
+
+
+def kl_level(value: float) -> str:
+    """How the KL chart widget colours a bar: the rule table's level, past warm-up."""
+    return level_of(KL_RULE, value, 0).value
 
 
 def test_threshold_chart_draws_lines_labels_and_marks() -> None:
-    chart = ThresholdChart(KL_VALUES, warning=0.015, critical=0.03, height=6)
+    chart = ThresholdChart(KL_VALUES, warning=0.015, critical=0.03, height=6, level_of=kl_level)
     assert render(chart, 20).splitlines() == [
         "0.045┤         ▲ ▲  ",
         "0.030┤━━━━━━━━▁█━█━━",
@@ -124,7 +132,9 @@ def test_threshold_chart_draws_lines_labels_and_marks() -> None:
 
 
 def test_threshold_chart_keeps_the_newest_values_and_a_fixed_scale() -> None:
-    chart = ThresholdChart([0.0001] * 30 + [0.02], warning=0.015, critical=0.03, height=4)
+    chart = ThresholdChart(
+        [0.0001] * 30 + [0.02], warning=0.015, critical=0.03, height=4, level_of=kl_level
+    )
     lines = render(chart, 12).splitlines()
     assert lines == [
         "0.045┤      ",
@@ -135,25 +145,55 @@ def test_threshold_chart_keeps_the_newest_values_and_a_fixed_scale() -> None:
 
 
 def test_threshold_chart_widens_and_right_aligns_a_short_history() -> None:
-    chart = ThresholdChart([0.01, 0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1)
+    chart = ThresholdChart(
+        [0.01, 0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1, level_of=kl_level
+    )
     assert render(chart, 8).splitlines() == [
         "4.0┤    ",
         "2.0┤━━━━",
         "1.0┤┄┄┄┄",
         "0.0┤▁▁▄▄",  # two values get two cells each; a tiny one still shows one eighth
     ]
-    wide = ThresholdChart([0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1)
+    wide = ThresholdChart(
+        [0.5], warning=1.0, critical=2.0, height=4, top=4.0, decimals=1, level_of=kl_level
+    )
     assert render(wide, 10).splitlines()[-1] == "0.0┤   ▄▄▄", "bars are at most 3 cells wide"
 
 
 def test_threshold_chart_colours_bars_by_level() -> None:
     styles = ChartStyles(healthy="green", warning="yellow", critical="red", axis="")
     chart = ThresholdChart(
-        [0.01, 0.02, 0.04], warning=0.015, critical=0.03, height=2, width=9, styles=styles
+        [0.01, 0.02, 0.04],
+        warning=0.015,
+        critical=0.03,
+        height=2,
+        width=9,
+        styles=styles,
+        level_of=kl_level,
     )
     bottom = chart.lines(9)[-1]
     styled = [(bottom.plain[s.start : s.end], s.style) for s in bottom.spans if s.style]
     assert styled[-3:] == [("▄", "green"), ("▇", "yellow"), ("█", "red")]
+
+
+def test_threshold_chart_colours_a_below_rule_by_its_direction() -> None:
+    ev = Rule("explained_variance", "EV", "below", 0.3, 0.0)
+    styles = ChartStyles(healthy="green", warning="yellow", critical="red", axis="")
+    chart = ThresholdChart(
+        [0.9, 0.2, 0.05],
+        warning=0.3,
+        critical=0.0,
+        height=1,
+        width=9,
+        top=1.0,
+        decimals=1,
+        styles=styles,
+        level_of=lambda value: level_of(ev, value, 0).value,
+    )
+    line = chart.lines(9)[0]
+    assert [s.style for s in line.spans if s.style][-3:] == ["green", "yellow", "yellow"]
+    with pytest.raises(TypeError, match="level_of"):  # no colouring that guesses "above"
+        ThresholdChart([0.9], warning=0.3, critical=0.0, height=1)  # type: ignore[call-arg]
 
 
 def test_threshold_chart_uses_a_given_level_function() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,12 @@ def test_describe_states_the_thresholds() -> None:
     ev = DEFAULT_THRESHOLDS.rule("explained_variance")
     assert ev is not None
     assert ev.describe() == "explained_variance < 0.3 / < 0 after 10 updates"
+
+
+def test_worse_than_reads_the_direction_for_integer_thresholds_and_nan() -> None:
+    grad = Rule("grad_norm", "Grad", "above", 5, 10)  # integers, as a TOML file may give
+    ev = Rule("explained_variance", "EV", "below", 0.3, 0)
+    assert [grad.worse_than(5)(v) for v in (4.9, 5.0, 5.5)] == [False, False, True]
+    assert [ev.worse_than(0)(v) for v in (-0.1, 0.0, 0.1)] == [True, False, False]
+    assert not grad.is_worse(math.nan, 5) and not ev.is_worse(math.nan, 0)  # NaN: check first
+    assert (grad.worst_of([1.0, 7.0, 3.0]), ev.worst_of([0.5, -0.2, 0.9])) == (7.0, -0.2)
