@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from ppo import kl as kl_estimators
 from ppo.advantages import normalize
@@ -74,6 +74,19 @@ def early_stop_reason(stop: EarlyStop) -> str:
     )
 
 
+def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.Adam:
+    """Adam, fused (one kernel for all parameters instead of a loop) where torch has it.
+
+    Fused Adam on CPU needs torch >= 2.4 and we support torch >= 2.2. Rather than compare
+    versions, ask: an older torch refuses ``fused=True`` for CPU parameters in the
+    constructor (RuntimeError), and then the foreach implementation does the same maths.
+    """
+    try:
+        return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
+    except RuntimeError:
+        return torch.optim.Adam(params, lr=lr, eps=eps)
+
+
 def exceeds(kl: float, max_kl: float | None) -> bool:
     """Whether ``kl`` breaks the threshold; a non-finite KL always does."""
     return max_kl is not None and not kl <= max_kl
@@ -87,10 +100,7 @@ class PPOAgent:
     ) -> None:
         self.policy = policy
         self.config = config
-        # fused: one kernel for all parameters instead of a Python loop over them
-        self.optimizer = torch.optim.Adam(
-            policy.parameters(), lr=config.learning_rate, eps=config.adam_eps, fused=True
-        )
+        self.optimizer = make_adam(list(policy.parameters()), config.learning_rate, config.adam_eps)
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
         self._params = [p for p in policy.parameters() if p.requires_grad]
@@ -208,11 +218,10 @@ class PPOAgent:
         loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef)
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
-        if cfg.max_grad_norm is None:
-            grads = [p.grad for p in self._params if p.grad is not None]
-            grad_norm = torch.nn.utils.get_total_norm(grads)
-        else:
-            grad_norm = torch.nn.utils.clip_grad_norm_(self._params, cfg.max_grad_norm)
+        # clip_grad_norm_ returns the pre-clip total norm on every torch version we support;
+        # with no clipping configured, max_norm = inf scales the gradients by exactly 1.
+        max_norm = math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
         return breakdown, grad_norm.detach()
 
     def measure_kl(self, batch: Batch) -> Tensor:
@@ -314,7 +323,12 @@ class PPOAgent:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved."""
+        fused = [group.get("fused") for group in self.optimizer.param_groups]
         self.optimizer.load_state_dict(state["optimizer"])
+        # load_state_dict also restores the saved "fused" flag; keep what this torch supports
+        # (a checkpoint from a newer torch must still resume on an older one).
+        for group, flag in zip(self.optimizer.param_groups, fused, strict=True):
+            group["fused"] = flag
         self.kl_coef = float(state["kl_coef"])
         self.generator.set_state(state["generator"])
 

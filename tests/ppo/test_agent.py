@@ -203,3 +203,51 @@ def test_agent_state_round_trip() -> None:
     a = agent.update(batch, update=1).payload
     b = clone.update(batch, update=1).payload
     assert (a.approx_kl, a.total_loss, clone.kl_coef) == (b.approx_kl, b.total_loss, agent.kl_coef)
+
+
+class CpuUnfusedAdam(torch.optim.Adam):
+    """Adam as torch < 2.4 builds it: ``fused=True`` on CPU parameters is refused."""
+
+    def __init__(self, params: list[torch.nn.Parameter], **kwargs: object) -> None:
+        if kwargs.get("fused"):
+            raise RuntimeError("`fused=True` requires all the params to be ... on ['cuda']")
+        super().__init__(params, **kwargs)  # type: ignore[arg-type]
+
+
+def test_torch_without_cpu_fused_adam_trains_with_the_same_maths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fused_policy = small_policy()
+    fused = PPOAgent(fused_policy, config()).update(batch_for(fused_policy)).payload
+    monkeypatch.setattr(torch.optim, "Adam", CpuUnfusedAdam)
+    policy = small_policy()
+    agent = PPOAgent(policy, config())
+    assert not agent.optimizer.param_groups[0].get("fused")
+    p = agent.update(batch_for(policy)).payload
+    assert p.minibatches_completed == 16 and p.skipped_steps == 0
+    assert p.approx_kl == pytest.approx(fused.approx_kl, rel=1e-4)
+    assert p.total_loss == pytest.approx(fused.total_loss, rel=1e-4)
+
+
+def test_unclipped_grad_norm_without_get_total_norm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(torch.nn.utils, "get_total_norm", raising=False)  # torch < 2.6
+    policy, reference = small_policy(), small_policy()
+    p = PPOAgent(policy, config(max_grad_norm=None)).update(batch_for(policy)).payload
+    never_clips = config(max_grad_norm=1e9)  # far above any norm here: the same steps
+    q = PPOAgent(reference, never_clips).update(batch_for(reference)).payload
+    assert p.grad_norm is not None and p.grad_norm > 0
+    measured = (p.grad_norm, p.grad_norm_max, p.approx_kl)
+    assert measured == (q.grad_norm, q.grad_norm_max, q.approx_kl)
+
+
+def test_checkpoint_from_another_torch_keeps_this_torchs_fused_setting() -> None:
+    policy = small_policy()
+    agent = PPOAgent(policy, config())
+    agent.update(batch_for(policy))
+    state = copy.deepcopy(agent.state_dict())
+    mine = agent.optimizer.param_groups[0].get("fused")
+    for group in state["optimizer"]["param_groups"]:
+        group["fused"] = not mine
+    agent.load_state_dict(state)
+    assert agent.optimizer.param_groups[0].get("fused") == mine
+    assert agent.update(batch_for(policy), update=1).payload.skipped_steps == 0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from ppo.agent import make_adam
 from ppo.inference import NumpyActor
 from ppo.policy import ActionSpec, ActorCritic
 
@@ -26,7 +27,7 @@ def test_views_follow_optimizer_updates() -> None:
     actor = NumpyActor(policy)
     obs = np.ones((1, 3), dtype=np.float32)
     before = actor.output(obs).copy()
-    opt = torch.optim.Adam(policy.parameters(), lr=0.1, fused=True)
+    opt = make_adam(list(policy.parameters()), lr=0.1, eps=1e-8)  # in place, as the agent's
     policy.actor(torch.from_numpy(obs)).sum().backward()
     opt.step()
     with torch.no_grad():
