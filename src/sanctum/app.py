@@ -6,6 +6,9 @@ frozen snapshot to the widgets. A one-second tick recomputes the connection stat
 the latest snapshot with the injected clock, so STALE appears even while no event (and
 so no snapshot) arrives. ``p`` freezes the display while reading goes on; ``app.snapshot``
 is always the newest snapshot, paused or not (tests and the tail-latency benchmark read it).
+The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
+for the next slot): a Textual frame of this screen costs tens of milliseconds, and a
+trainer that updates twenty times a second must not lose a core to its own dashboard.
 
 Given a :class:`~sanctum.supervisor.TrainerProcess` (``ppo train`` runs its trainer in a
 child process and this app in the parent), the app also watches the child: a child that
@@ -27,6 +30,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
@@ -50,6 +54,8 @@ TICK_SECONDS = 1.0
 """How often the connection state is recomputed without new events."""
 TRAINER_POLL_SECONDS = 0.2
 """How often the app checks whether its trainer process is still alive."""
+REFRESH_SECONDS = 0.5
+"""Shortest time between two redraws for new snapshots (the first one is drawn at once)."""
 
 
 class SnapshotReady(Message):
@@ -91,8 +97,12 @@ class SanctumApp(App[None]):
         poll_interval: float = POLL_INTERVAL,
         trainer: TrainerProcess | None = None,
         stop_timeout: float = STOP_TIMEOUT,
+        refresh_seconds: float = REFRESH_SECONDS,
     ) -> None:
         super().__init__()
+        self.refresh_seconds = refresh_seconds
+        self._shown_at = -float("inf")
+        self._redraw: Timer | None = None
         self.trainer = trainer
         """The trainer process this dashboard runs (``ppo train``); None for ``sanctum``."""
         self.stop_timeout = stop_timeout
@@ -144,11 +154,26 @@ class SanctumApp(App[None]):
 
         self.feed.run(FeedCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
 
+    @property
+    def display_pending(self) -> bool:
+        """A newer snapshot waits for its redraw slot (the screen lags ``snapshot``)."""
+        return self._redraw is not None
+
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self._snapshot = message.snapshot
         self.feed.taken()
-        if not self.paused:
+        if self.paused or self._redraw is not None:
+            return
+        wait = self._shown_at + self.refresh_seconds - time.monotonic()
+        if wait <= 0:
             self._show(message.snapshot)
+        else:
+            self._redraw = self.set_timer(wait, self._redraw_now)
+
+    def _redraw_now(self) -> None:
+        self._redraw = None
+        if not self.paused and self._snapshot is not None:
+            self._show(self._snapshot)
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))
@@ -170,6 +195,7 @@ class SanctumApp(App[None]):
             self.query_one(StatusBanner).snapshot = self._snapshot
 
     def _show(self, snapshot: SanctumSnapshot) -> None:
+        self._shown_at = time.monotonic()
         if self.trainer_exit is not None and self.trainer_exit.down:
             snapshot = dataclasses.replace(snapshot, log=snapshot.log + self._down_entries())
         for view in self.query(SnapshotView):

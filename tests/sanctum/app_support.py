@@ -49,7 +49,7 @@ async def wait_until(
     app = pilot.app
     assert isinstance(app, SanctumApp)
     waited = 0.0
-    while app.snapshot is None or not ready(app.snapshot):
+    while app.snapshot is None or not ready(app.snapshot) or app.display_pending:
         assert waited < WAIT_LIMIT, f"the app never showed {what}"
         await pilot.pause(0.02)
         waited += 0.02
