@@ -5,10 +5,11 @@ the device; the only per-minibatch host read is the three numbers the next decis
 (KL for the early stop, loss and gradient norm for the non-finite guard). Everything else
 is read once, at the end of the update, and becomes a telemetry ``PPOUpdatePayload``.
 
-Early stop is data (an ``EarlyStop`` record and a deterministic reason), never a silent
-``break``. ``minibatch`` scope checks each minibatch's KL before its optimizer step and
-does not apply that step (SB3); ``epoch`` scope checks the mean KL of an epoch after it
-(CleanRL checks only its last minibatch). There is no hidden factor on ``max_kl``.
+Early stop is data (an ``EarlyStop`` record whose ``describe()`` is the one reason text),
+never a silent ``break``. ``minibatch`` scope checks each minibatch's KL before its
+optimizer step and does not apply that step (SB3); ``epoch`` scope checks the mean KL of an
+epoch after it (CleanRL checks only its last minibatch). There is no hidden factor on
+``max_kl``, and a non-finite KL always stops.
 """
 
 from __future__ import annotations
@@ -60,18 +61,6 @@ class _Progress:
     epochs_started: int = 0
     skipped: list[SkippedStep] = field(default_factory=list)
     stop: EarlyStop | None = None
-
-
-def early_stop_reason(stop: EarlyStop) -> str:
-    """Deterministic text: ``approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (...)``."""
-    if stop.scope == "minibatch":
-        tail = "minibatch applied" if stop.applied else "minibatch not applied"
-    else:
-        tail = "epoch mean, minibatch applied"
-    return (
-        f"approx_kl {stop.kl:.4f} > max_kl {stop.threshold:.4f} "
-        f"at epoch {stop.epoch} minibatch {stop.minibatch} ({tail})"
-    )
 
 
 def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.Adam:
@@ -270,7 +259,7 @@ class PPOAgent:
             minibatches_completed=len(progress.applied_rows),
             minibatches_planned=cfg.update_epochs * cfg.num_minibatches,
             early_stopped=stop is not None,
-            early_stop_reason=None if stop is None else early_stop_reason(stop),
+            early_stop_reason=None if stop is None else stop.describe(),
             early_stop=stop,
             skipped_steps=len(progress.skipped),
             **reduced,

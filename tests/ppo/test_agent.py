@@ -8,7 +8,8 @@ import math
 import pytest
 import torch
 
-from ppo.agent import PPOAgent, early_stop_reason
+from ppo import losses
+from ppo.agent import PPOAgent, exceeds
 from ppo.config import KL_COEF_MAX, KL_COEF_MIN
 from telemetry.events import EarlyStop
 
@@ -84,12 +85,49 @@ def test_c03_no_threshold_runs_every_planned_minibatch() -> None:
     assert p.minibatches_completed == p.minibatches_planned == 16 and p.epochs_completed == 4
 
 
-def test_nan_kl_counts_as_exceeding() -> None:
-    stop = EarlyStop(
-        epoch=1, minibatch=2, kl=math.nan, threshold=0.03, scope="minibatch", applied=False
+@pytest.mark.parametrize(
+    ("kl", "max_kl", "expected"),
+    [(math.nan, 0.03, True), (math.inf, 0.03, True), (0.031, 0.03, True), (0.03, 0.03, False),
+     (0.01, 0.03, False), (math.nan, None, False)],
+)  # fmt: skip
+def test_exceeds(kl: float, max_kl: float | None, expected: bool) -> None:
+    assert exceeds(kl, max_kl) is expected
+
+
+def nan_kl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every KL estimate NaN (the log-ratio guard keeps real data from producing one)."""
+    monkeypatch.setattr(
+        losses, "estimate_from_log_ratio", lambda x, _: torch.full_like(x, math.nan)
     )
-    assert early_stop_reason(stop) == (
-        "approx_kl nan > max_kl 0.0300 at epoch 1 minibatch 2 (minibatch not applied)"
+
+
+def test_nan_kl_stops_a_minibatch_scope_update_before_its_first_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nan_kl(monkeypatch)
+    policy = small_policy()
+    before = params_of(policy)
+    agent = PPOAgent(policy, config(max_kl=0.03, early_stop_scope="minibatch", kl_final=False))
+    p = agent.update(batch_for(policy)).payload
+    assert same_params(before, params_of(policy)) and p.minibatches_completed == 0
+    stop = p.early_stop
+    assert stop is not None and (stop.epoch, stop.minibatch, stop.applied) == (0, 0, False)
+    assert math.isnan(stop.kl) and math.isnan(p.approx_kl)
+    assert p.early_stop_reason == (
+        "approx_kl nan > max_kl 0.0300 at epoch 0 minibatch 0 (minibatch not applied)"
+    )
+
+
+def test_nan_kl_stops_an_epoch_scope_update_after_its_first_epoch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nan_kl(monkeypatch)
+    policy = small_policy()
+    agent = PPOAgent(policy, config(max_kl=0.03, early_stop_scope="epoch", kl_final=False))
+    p = agent.update(batch_for(policy)).payload
+    assert p.early_stopped and p.epochs_completed == 1 and p.minibatches_completed == 4
+    assert p.early_stop_reason == (
+        "approx_kl nan > max_kl 0.0300 at epoch 0 minibatch 3 (epoch mean, minibatch applied)"
     )
 
 
@@ -184,9 +222,11 @@ def test_payload_definitions() -> None:
     assert p.grad_norm <= p.grad_norm_max
     assert p.kl_final is not None and p.kl_final > 0
     assert p.update_seconds is not None and p.update_seconds >= 0
+    # every minibatch applied, so loss means and entropy mean cover the same minibatches
+    assert p.minibatches_completed == 16
     assert p.total_loss == pytest.approx(
-        p.policy_loss + 0.5 * p.value_loss - 0.01 * p.entropy + p.kl_penalty,
-        abs=0.02,  # type: ignore[operator]
+        p.policy_loss + 0.5 * p.value_loss - 0.01 * p.entropy + p.kl_penalty,  # type: ignore[operator]
+        rel=1e-5,
     )
 
 
