@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections import deque
 from types import MappingProxyType
 
+from sanctum.formatting import format_anomaly
 from sanctum.health import HealthReport, Level, evaluate
 from sanctum.metrics import PPO_METRICS
-from sanctum.report import fmt
 from sanctum.state import (
     EVENT_LOG_LEN,
     HISTORY_LEN,
@@ -171,13 +171,9 @@ class SanctumAggregator:
             self.run.anomalies_warning += 1
         if p.global_step is not None:
             self.run.global_step = p.global_step
-        value = "" if p.value is None else f" = {fmt(p.value)}"
         level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
-        self.log.append(
-            LogEntry(
-                "anomaly", level, f"{p.metric}{value}: {p.message}", event.ts, event.seq, p.update
-            )
-        )
+        text = format_anomaly(p.metric, p.value, p.message)
+        self.log.append(LogEntry("anomaly", level, text, event.ts, event.seq, p.update))
 
     def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
         if self.run.run_id is not None and self.run.run_id != event.run_id:

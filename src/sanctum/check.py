@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sanctum.formatting import format_anomaly, format_value, plural, to_json
 from sanctum.health import Level
-from sanctum.report import fmt, plural, to_json
 from sanctum.scan import LogScan, RuleTally, scan_log
 from sanctum.thresholds import Thresholds
 
@@ -114,11 +114,11 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         first = _first_reaching(t, fail_on)
         message = (
             f"{rule.label} reached {fail_on.value} in {plural(failing, 'update')}, "
-            f"first at update {first}; worst {fmt(t.worst, rule.decimals)} "
+            f"first at update {first}; worst {format_value(t.worst, rule.decimals)} "
             f"at update {t.worst_update}"
         )
     else:
-        message = f"worst {fmt(t.worst, rule.decimals)} over {plural(t.judged, 'update')}"
+        message = f"worst {format_value(t.worst, rule.decimals)} over {plural(t.judged, 'update')}"
     return CheckRow(
         name=rule.metric,
         label=rule.label,
@@ -170,8 +170,8 @@ def _anomaly_row(scan: LogScan, fail_on: Level) -> CheckRow:
         summary
         if first is None
         else (
-            f"{summary}; first: {first.metric} = {fmt(first.value)} at update {first.update}: "
-            f"{first.message}"
+            f"{summary}; first at update {first.update}: "
+            f"{format_anomaly(first.metric, first.value, first.message)}"
         )
     )
     return CheckRow(
@@ -208,13 +208,15 @@ def format_text(result: CheckResult) -> str:
         f"failing on {result.fail_on.value}"
         + (", unfinished allowed" if result.allow_unfinished else ""),
         "",
+        "per rule: worst judged value; updates measured, at warning, at critical (- = none)",
         f"{'check':<20} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}  result",
     ]
     for row in result.rows:
         if row.rule is not None:
             first = "-" if row.first_critical is None else str(row.first_critical)
+            worst = format_value(row.worst, row.decimals, "-")
             lines.append(
-                f"{row.label + ' ' + row.name:<20} {fmt(row.worst, row.decimals):>10} "
+                f"{row.label + ' ' + row.name:<20} {worst:>10} "
                 f"{row.updates_measured:>5} {row.updates_warning:>5} "
                 f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
             )

@@ -193,8 +193,8 @@ def _emit(text: str) -> None:
 
 def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.check import format_text, run_check, to_dict, write_junit
+    from sanctum.formatting import dumps
     from sanctum.health import Level
-    from sanctum.report import dumps
 
     result = run_check(
         resolve_run(args.run), thresholds, Level(args.fail_on), args.allow_unfinished
@@ -206,7 +206,7 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
 
 def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    from sanctum.report import dumps
+    from sanctum.formatting import dumps
     from sanctum.summary import build_summary, format_text
 
     doc = build_summary(resolve_run(args.run), thresholds)

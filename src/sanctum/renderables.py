@@ -1,11 +1,13 @@
-"""Pure drawing for the Sanctum dashboard: number formats, sparklines, trend arrows, a chart.
+"""Pure drawing for the Sanctum dashboard: sparklines, trend arrows, a progress bar, a chart.
 
 Drawing lives apart from the widgets (STYLE 17) so every picture is tested to an exact
 string without an app. Nothing here decides health: callers pass thresholds and a colouring
 function built from the one rule table. A sparkline auto-scales and so cannot show a
 threshold; :class:`ThresholdChart` draws on a *fixed* scale with the warning and critical
 lines, which is why both exist. Non-finite values are always drawn, never dropped: ``NaN``
-and ``±Inf`` are spelled out, and a chart marks them in the critical style.
+and ``±Inf`` are spelled out, and a chart marks them in the critical style. Numbers are
+spelled by :mod:`sanctum.formatting`, the same module the text reports use (its
+formatters are re-exported here for the widgets).
 """
 
 from __future__ import annotations
@@ -20,10 +22,9 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
+from sanctum.formatting import NOT_MEASURED, format_count, format_duration, format_value
 from sanctum.state import least_squares_slope
 
-NOT_MEASURED: Final = "not measured"
-"""Shown for a field the trainer did not report; never a zero."""
 BARS: Final = "▁▂▃▄▅▆▇█"
 """Eighth blocks, lowest first."""
 _PARTIAL: Final = " ▏▎▍▌▋▊▉"
@@ -39,50 +40,6 @@ CLIPPED_MARK: Final = "▲"
 """A chart value above the fixed scale (or +Inf)."""
 BELOW_MARK: Final = "▼"
 """A chart value below zero (possible with the k1 estimator)."""
-
-
-def format_value(value: float | None, decimals: int | None = None) -> str:
-    """``value`` for a human: fixed ``decimals`` when given, else 4 significant digits.
-
-    ``None`` (not measured) is :data:`NOT_MEASURED`; non-finite values read ``NaN``,
-    ``+Inf``, ``-Inf``.
-    """
-    if value is None:
-        return NOT_MEASURED
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if decimals is not None:
-        return f"{value:.{decimals}f}"
-    return _significant(value, digits=4)
-
-
-def _significant(value: float, digits: int) -> str:
-    magnitude = abs(value)
-    if magnitude == 0:
-        return "0"
-    if 1e-3 <= magnitude < 1e6:
-        exponent = math.floor(math.log10(magnitude))
-        return f"{value:.{max(0, digits - 1 - exponent)}f}"
-    return f"{value:.{digits - 2}e}"
-
-
-def format_count(count: int | None) -> str:
-    """An integer with thousands separators; ``None`` is ``—``."""
-    return "—" if count is None else f"{count:,}"
-
-
-def format_duration(seconds: float | None) -> str:
-    """``m:ss`` below an hour, ``h:mm:ss`` above; ``None`` or non-finite is ``--:--``."""
-    if seconds is None or not math.isfinite(seconds):
-        return "--:--"
-    total = max(0, int(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}:{minutes:02d}:{secs:02d}"
-    return f"{minutes}:{secs:02d}"
 
 
 def trend_arrow(values: Sequence[float], spread_share: float = 0.5) -> str:
@@ -284,3 +241,25 @@ class ThresholdChart:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         width = self.width or options.max_width
         return Measurement(width, width)
+
+
+__all__ = [  # the formatters are re-exported for the widgets, which import them from here
+    "BARS",
+    "BELOW_MARK",
+    "CLIPPED_MARK",
+    "NONFINITE_MARK",
+    "NOT_MEASURED",
+    "TREND_DOWN",
+    "TREND_FLAT",
+    "TREND_UNKNOWN",
+    "TREND_UP",
+    "ChartStyles",
+    "Sparkline",
+    "ThresholdChart",
+    "format_count",
+    "format_duration",
+    "format_value",
+    "progress_bar",
+    "sparkline",
+    "trend_arrow",
+]

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import cast
 
 from sanctum.aggregator import SanctumAggregator
+from sanctum.formatting import plural
 from sanctum.health import Level, level_of
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
-from sanctum.report import plural
 from sanctum.state import early_stop_text, metric_columns
 from sanctum.thresholds import Rule, Thresholds
 from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine

@@ -12,8 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural
 from sanctum.health import Level, level_of
-from sanctum.report import fmt, plural
 from sanctum.scan import LogScan, RuleTally, scan_log
 from sanctum.thresholds import Thresholds
 
@@ -117,7 +117,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         if v is not None
     )
     started = (
-        "-"
+        "unknown"
         if r["started_ts"] is None
         else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r["started_ts"]))
     )
@@ -126,45 +126,56 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         status = "no run_finished (still running, or cut off)"
     if r["reason"]:
         status += f": {r['reason']}"
-    steps = fmt(r["global_step"])
+    steps = format_value(r["global_step"])
     if r["total_steps"]:
         steps += f" / {r['total_steps']} ({100 * r['global_step'] / r['total_steps']:.0f}%)"
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
         f"file      {doc['path']}",
-        f"started   {started}; duration {fmt(r['duration_seconds'], 1)} s",
+        f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
         f"progress  {plural(r['updates'], 'update')}, {steps} steps, "
         f"{plural(r['events'], 'event')}",
-        f"speed     {fmt(r['steps_per_second'], 0)} steps/s (last rollout)",
+        f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
         f"returns   {plural(r['episodes'], 'episode')}; last mean "
-        f"{fmt(r['episode_return_final'], 2)}, best mean {fmt(r['episode_return_best'], 2)}",
+        f"{format_value(r['episode_return_final'], 2, 'none')}, "
+        f"best mean {format_value(r['episode_return_best'], 2, 'none')}",
         f"health    final verdict {doc['verdict']}; {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
 
 
+def _unit(value: float | None, decimals: int, unit: str) -> str:
+    return NOT_MEASURED if value is None else f"{format_value(value, decimals)} {unit}"
+
+
 def _rules(doc: dict[str, Any]) -> list[str]:
-    lines = [f"{'rule':<52} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit"]
+    lines = [
+        "rules (final: ! past warning; worst: of the judged values; - = none)",
+        f"{'rule':<52} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit",
+    ]
     for row in doc["rules"]:
         first = "-" if row["first_critical"] is None else str(row["first_critical"])
-        final = fmt(row["final"]) + (
+        final = format_value(row["final"], absent="-") + (
             "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
         )
         lines.append(
             f"{row['label'] + '  ' + row['rule']:<52} {final:>9} "
-            f"{fmt(row['worst']):>9} {row['updates_warning']:>5} "
+            f"{format_value(row['worst'], absent='-'):>9} {row['updates_warning']:>5} "
             f"{row['updates_critical']:>5}  {first}"
         )
     return lines
 
 
 def _metrics(doc: dict[str, Any]) -> list[str]:
-    lines = [f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite"]
+    lines = [
+        "metrics (final: last measured; min and max: of the finite values; - = none)",
+        f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite",
+    ]
     for metric, s in doc["metrics"].items():
         if not s["measured"]:
-            lines.append(f"{metric:<22} {'not measured':>10}")
+            lines.append(f"{metric:<22} {NOT_MEASURED:>10}")
             continue
         bad = (
             "-"
@@ -172,8 +183,9 @@ def _metrics(doc: dict[str, Any]) -> list[str]:
             else (f"{s['nonfinite']}, first at update {s['first_nonfinite']}")
         )
         lines.append(
-            f"{metric:<22} {fmt(s['final']):>10} {fmt(s['minimum']):>10} "
-            f"{fmt(s['maximum']):>10} {s['measured']:>8}  {bad}"
+            f"{metric:<22} {format_value(s['final']):>10} "
+            f"{format_value(s['minimum'], absent='-'):>10} "
+            f"{format_value(s['maximum'], absent='-'):>10} {s['measured']:>8}  {bad}"
         )
     return lines
 
@@ -190,8 +202,8 @@ def _lists(doc: dict[str, Any]) -> list[str]:
             f"anomalies ({a['critical'] + a['warning']})",
             a["critical"] + a["warning"],
             [
-                f"update {x['update']} {x['severity']} {x['metric']} = {fmt(x['value'])}: "
-                f"{x['message']}"
+                f"update {x['update']} {x['severity']} "
+                f"{format_anomaly(x['metric'], x['value'], x['message'])}"
                 for x in a["listed"]
             ],
         ),

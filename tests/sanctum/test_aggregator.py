@@ -124,7 +124,8 @@ def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
         ("anomaly", Level.WARNING),
         ("finish", Level.CRITICAL),
     ]
-    assert snap.log[2].text == "grad_norm = Inf: optimizer step skipped: non-finite gradient"
+    # spelled as the metric rows spell it (sanctum.formatting): +Inf, not Inf
+    assert snap.log[2].text == "grad_norm = +Inf: optimizer step skipped: non-finite gradient"
     assert snap.log[1].update == 1
     assert snap.log[-1].text == "run failed: RuntimeError: boom"
     assert snap.connection is Connection.FAILED

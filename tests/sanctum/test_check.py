@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sanctum.check import CheckResult, format_text, run_check, to_dict, write_junit
+from sanctum.formatting import dumps
 from sanctum.health import Level
-from sanctum.report import dumps
 from sanctum.scan import NoRunStarted
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogNotFound, SchemaVersionError
@@ -149,7 +149,7 @@ def test_anomalies(tmp_path: Path) -> None:
     result = check(path)
     assert result.exit_code == 1
     assert rows(result)["anomalies"]["message"] == (
-        "1 critical, 1 warning; first: grad_norm = Inf at update 0: "
+        "1 critical, 1 warning; first at update 0: grad_norm = +Inf: "
         "optimizer step skipped: non-finite gradient"
     )
 

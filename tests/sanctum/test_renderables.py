@@ -10,13 +10,9 @@ from rich.style import Style
 
 from sanctum.health import level_of
 from sanctum.renderables import (
-    NOT_MEASURED,
     ChartStyles,
     Sparkline,
     ThresholdChart,
-    format_count,
-    format_duration,
-    format_value,
     progress_bar,
     sparkline,
     trend_arrow,
@@ -31,41 +27,6 @@ def render(renderable: object, width: int) -> str:
     console = Console(width=width, color_system=None, legacy_windows=False, record=True)
     console.print(renderable)
     return console.export_text()
-
-
-@pytest.mark.parametrize(
-    ("value", "decimals", "text"),
-    [
-        (None, 4, NOT_MEASURED),
-        (None, None, "not measured"),
-        (0.0, 4, "0.0000"),
-        (0.04123, 4, "0.0412"),
-        (0.04123, 3, "0.041"),
-        (-1.5, 2, "-1.50"),
-        (NAN, 4, "NaN"),
-        (INF, 3, "+Inf"),
-        (-INF, None, "-Inf"),
-        (0.0, None, "0"),
-        (3e-4, None, "3.00e-04"),
-        (0.0123456, None, "0.01235"),
-        (1.0, None, "1.000"),
-        (123.456, None, "123.5"),
-        (-98765.4, None, "-98765"),
-        (2.5e7, None, "2.50e+07"),
-    ],
-)
-def test_format_value(value: float | None, decimals: int | None, text: str) -> None:
-    assert format_value(value, decimals) == text
-
-
-def test_format_count_and_duration() -> None:
-    assert format_count(1234567) == "1,234,567"
-    assert format_count(None) == "—"
-    assert format_duration(None) == "--:--"
-    assert format_duration(NAN) == "--:--"
-    assert format_duration(0.4) == "0:00"
-    assert format_duration(75.9) == "1:15"
-    assert format_duration(3 * 3600 + 4 * 60 + 5) == "3:04:05"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sanctum.report import dumps
+from sanctum.formatting import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.logs import RunLog, early_stop_update, write_run

@@ -1,0 +1,104 @@
+"""How Sanctum spells numbers: one module for the dashboard and the text reports alike.
+
+The dashboard's renderables, the event log panel, ``sanctum check`` and ``sanctum summary``
+all format through :func:`format_value`, so one value reads the same everywhere: 4
+significant digits (or a rule's fixed decimals), integers exactly, ``NaN``, ``+Inf`` and
+``-Inf`` spelled out, and ``None`` as :data:`NOT_MEASURED`, never as zero. A text table
+short of room may pass ``absent="-"`` and must say in its header what ``-`` means.
+JSON output writes non-finite floats as the event log does ("NaN", "Infinity",
+"-Infinity") and ``None`` as ``null``. Nothing here imports Rich or Textual.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import msgspec
+
+NOT_MEASURED: Final = "not measured"
+"""Shown for a field the trainer did not report; never a zero."""
+
+_JSON_NONFINITE: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def format_value(
+    value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED
+) -> str:
+    """``value`` for a human: fixed ``decimals`` when given, else 4 significant digits.
+
+    ``None`` is ``absent`` (:data:`NOT_MEASURED` unless a table says otherwise); an integer
+    (a step or update count) is exact; non-finite values read ``NaN``, ``+Inf``, ``-Inf``.
+    """
+    if value is None:
+        return absent
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if decimals is not None:
+        return f"{value:.{decimals}f}"
+    return _significant(value, digits=4)
+
+
+def _significant(value: float, digits: int) -> str:
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if 1e-3 <= magnitude < 1e6:
+        exponent = math.floor(math.log10(magnitude))
+        return f"{value:.{max(0, digits - 1 - exponent)}f}"
+    return f"{value:.{digits - 2}e}"
+
+
+def format_count(count: int | None) -> str:
+    """An integer with thousands separators; ``None`` is ``—``."""
+    return "—" if count is None else f"{count:,}"
+
+
+def format_duration(seconds: float | None) -> str:
+    """``m:ss`` below an hour, ``h:mm:ss`` above; ``None`` or non-finite is ``--:--``."""
+    if seconds is None or not math.isfinite(seconds):
+        return "--:--"
+    total = max(0, int(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}:{minutes:02d}:{secs:02d}"
+    return f"{minutes}:{secs:02d}"
+
+
+def format_anomaly(metric: str, value: float | None, message: str) -> str:
+    """``grad_norm = +Inf: optimizer step skipped``; an anomaly without a value omits it."""
+    shown = "" if value is None else f" = {format_value(value)}"
+    return f"{metric}{shown}: {message}"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 update``, ``3 updates``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def to_json(value: float | None) -> float | str | None:
+    """A number as JSON allows it: non-finite floats become the event log's strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _JSON_NONFINITE[value]
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every non-finite float inside dicts, lists and tuples spelled out."""
+    if isinstance(value, float):
+        return to_json(value)
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Strict JSON text of ``document``: NaN/Inf never silently become ``null``."""
+    return msgspec.json.format(msgspec.json.encode(jsonable(document)), indent=2).decode()
