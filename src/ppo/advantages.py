@@ -75,11 +75,3 @@ def normalize(advantages: Tensor, std_min: float) -> Tensor:
     if advantages.numel() < 2:
         return centred
     return centred / advantages.std().clamp(min=std_min)
-
-
-def explained_variance(values: FloatArray, returns: FloatArray) -> float | None:
-    """1 - Var(R - V) / Var(R); None when Var(R) = 0 (undefined, not "perfect")."""
-    var_returns = float(np.var(returns, dtype=np.float64))
-    if var_returns == 0.0:
-        return None
-    return 1.0 - float(np.var(returns - values, dtype=np.float64)) / var_returns

@@ -89,7 +89,7 @@ class BatchStats:
                     returns.var(correction=0),
                     (returns - values).var(correction=0),
                 ]
-            ).float()
+            )  # kept in float64 to the payload: explained variance is a ratio of variances
         )
 
 
@@ -108,8 +108,8 @@ def reduce_update(
 ) -> dict[str, Any]:
     """Payload fields from the evaluated rows, in one host read."""
     n_rows, n_cols = rows.shape
-    extra = [before.values] + ([kl_final.reshape(1).float()] if kl_final is not None else [])
-    flat = torch.cat([rows.reshape(-1), *extra]).tolist()
+    extra = [before.values] + ([kl_final.reshape(1).double()] if kl_final is not None else [])
+    flat = torch.cat([rows.reshape(-1).double(), *extra]).tolist()  # float32 -> 64 is exact
     table = [flat[i * n_cols : (i + 1) * n_cols] for i in range(n_rows)]
     tail = flat[n_rows * n_cols :]
 

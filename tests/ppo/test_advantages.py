@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.advantages import episodic, explained_variance, gae, normalize
+from ppo.advantages import episodic, gae, normalize
 
 
 def column(*xs: float) -> np.ndarray:
@@ -115,10 +115,3 @@ def test_normalize_with_std_clamp() -> None:
     tiny = normalize(torch.tensor([0.0, 1e-12]), 1e-3)
     assert bool(torch.isfinite(tiny).all()) and float(tiny.abs().max()) < 1e-8
     assert normalize(torch.tensor([5.0]), 1e-8).tolist() == [0.0]
-
-
-def test_explained_variance() -> None:
-    returns = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
-    assert explained_variance(returns, returns) == 1.0
-    assert explained_variance(np.full(4, 2.5, dtype=np.float32), returns) == 0.0
-    assert explained_variance(returns, np.full(4, 7.0, dtype=np.float32)) is None

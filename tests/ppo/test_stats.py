@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
 import torch
 
 from ppo.buffer import Batch
@@ -49,3 +51,45 @@ def test_opposite_infinities_average_to_nan_instead_of_raising() -> None:
     table = rows(policy_loss=[math.inf, -math.inf], ratio_mean=[math.inf, 1.0])
     out = reduce_update(table, [0, 1], BatchStats.of(flat_batch()), None)
     assert math.isnan(out["policy_loss"]) and out["ratio_mean"] == math.inf
+
+
+def rollout_batch(returns: np.ndarray, values: np.ndarray, advantages: np.ndarray) -> Batch:
+    t = {k: torch.from_numpy(v) for k, v in (("r", returns), ("v", values), ("a", advantages))}
+    n = len(returns)
+    return Batch(
+        obs=torch.zeros(n, 1),
+        actions=torch.zeros(n),
+        logp=torch.zeros(n),
+        values=t["v"],
+        returns=t["r"],
+        advantages=t["a"],
+    )
+
+
+def before_stats(batch: Batch) -> dict[str, object]:
+    return reduce_update(rows(grad_norm=[1.0]), [0], BatchStats.of(batch), None)
+
+
+def test_rollout_statistics_match_numpy_by_hand() -> None:
+    rng = np.random.default_rng(7)
+    returns, values, adv = (rng.normal(size=50).astype(np.float32) for _ in range(3))
+    out = before_stats(rollout_batch(returns, values, adv))
+    r, v, a = (x.astype(np.float64) for x in (returns, values, adv))
+    # 1 - Var(R - V) / Var(R), population variances (DESIGN.md section 4)
+    expected_ev = 1.0 - np.mean((r - v - np.mean(r - v)) ** 2) / np.mean((r - np.mean(r)) ** 2)
+    assert out["explained_variance"] == pytest.approx(expected_ev, rel=1e-12, abs=0)
+    assert out["advantage_mean"] == pytest.approx(np.mean(a), rel=1e-12, abs=0)
+    assert out["advantage_std"] == pytest.approx(np.std(a, ddof=1), rel=1e-12, abs=0)
+    assert out["return_mean"] == pytest.approx(np.mean(r), rel=1e-12, abs=0)
+    assert out["value_mean"] == pytest.approx(np.mean(v), rel=1e-12, abs=0)
+
+
+def test_explained_variance_exact_cases_and_undefined_when_returns_are_flat() -> None:
+    returns = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
+    zeros = np.zeros(4, dtype=np.float32)
+    perfect = before_stats(rollout_batch(returns, returns.copy(), zeros))
+    assert perfect["explained_variance"] == 1.0
+    constant = before_stats(rollout_batch(returns, np.full(4, 2.5, dtype=np.float32), zeros))
+    assert constant["explained_variance"] == 0.0
+    flat = before_stats(rollout_batch(np.full(4, 7.0, dtype=np.float32), returns, zeros))
+    assert flat["explained_variance"] is None  # undefined, not "perfect" and not 0
