@@ -126,16 +126,13 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         status = "no run_finished (still running, or cut off)"
     if r["reason"]:
         status += f": {r['reason']}"
-    steps = format_value(r["global_step"])
-    if r["total_steps"]:
-        steps += f" / {r['total_steps']} ({100 * r['global_step'] / r['total_steps']:.0f}%)"
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
         f"file      {doc['path']}",
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
-        f"progress  {plural(r['updates'], 'update')}, {steps} steps, "
+        f"progress  {plural(r['updates'], 'update')}, {_steps(r['global_step'], r['total_steps'])}, "
         f"{plural(r['events'], 'event')}",
         f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
         f"returns   {plural(r['episodes'], 'episode')}; last mean "
@@ -144,6 +141,15 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"health    final verdict {doc['verdict']}; {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
+
+
+def _steps(global_step: int | None, total_steps: int | None) -> str:
+    """``6144 / 10240 steps (60%)``; a log with no step yet says so (never 0 %, never a crash)."""
+    if global_step is None:
+        return "no step yet" + ("" if total_steps is None else f" of {total_steps} planned")
+    if total_steps is None:
+        return plural(global_step, "step")
+    return f"{global_step} / {total_steps} steps ({100 * global_step / total_steps:.0f}%)"
 
 
 def _unit(value: float | None, decimals: int, unit: str) -> str:

@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sanctum.check import run_check
+from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
 from sanctum.thresholds import DEFAULT_THRESHOLDS
@@ -129,3 +131,20 @@ def test_anomalies_listed(tmp_path: Path) -> None:
     assert doc["anomalies"]["listed"][0]["value"] == "NaN"
     text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     assert "update 0 critical grad_norm = NaN: optimizer step skipped" in text
+
+
+def test_a_log_with_only_run_started_summarises_and_checks(tmp_path: Path) -> None:
+    """total_steps declared, no step yet: no arithmetic on a missing global_step."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()  # CONFIG declares total_steps
+    log.close()
+    doc = summary(path)
+    assert (doc["run"]["global_step"], doc["run"]["total_steps"]) == (None, 10240)
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "progress  0 updates, no step yet of 10240 planned, 1 event" in text
+    result = run_check(path, DEFAULT_THRESHOLDS, allow_unfinished=True)
+    assert result.exit_code == 0
+    assert {r.name: r.message for r in result.rows}["approx_kl"] == "not measured in this run"
+    assert run_check(path, DEFAULT_THRESHOLDS).exit_code == 1  # unfinished, not an error
+    assert main(["summary", str(path)]) == 0
