@@ -71,7 +71,8 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     (
         "connection",
         "LIVE, STALE (no event for longer than the stale limit), FINISHED, "
-        "FAILED, INTERRUPTED, WAITING (no event yet).",
+        "FAILED, INTERRUPTED, WAITING (no event yet); under ppo train also TRAINER "
+        "DOWN (the trainer process died: its exit code, and its stderr in Events).",
     ),
     (
         "last 10",
@@ -86,7 +87,11 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     ),
     ("not measured", "The trainer did not report this field. It is never read as zero."),
 )
-KEYS: Final = (("?", "this help"), ("p", "pause / resume the display"), ("q", "quit"))
+KEYS: Final = (
+    ("?", "this help"),
+    ("p", "pause / resume the display"),
+    ("q", "quit (under ppo train, while training: stop it, detach, or cancel)"),
+)
 
 
 def _two_columns(rows: tuple[tuple[str, str], ...], title: str) -> Table:
