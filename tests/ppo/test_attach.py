@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -102,3 +104,10 @@ def test_an_existing_event_log_is_not_appended_to(
     err = capsys.readouterr().err
     assert f"{tmp_path / 'taken'} already has an event log; pick another --run-id" in err
     assert sorted(p.name for p in (tmp_path / "taken").iterdir()) == ["events.jsonl"]
+
+
+def test_the_cli_loads_neither_sanctum_nor_textual_until_the_dashboard_starts() -> None:
+    code = "import json, sys, ppo.cli; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    roots = {name.split(".")[0] for name in json.loads(out.stdout)}
+    assert {"sanctum", "textual"}.isdisjoint(roots)
