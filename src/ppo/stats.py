@@ -12,7 +12,7 @@ rather than being hidden.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,48 +22,77 @@ from torch import Tensor
 from ppo.buffer import Batch
 from ppo.losses import LossBreakdown
 
-COLUMNS: Final = (
-    "approx_kl",
-    "clip_fraction",
-    "clip_fraction_lower",
-    "ratio_mean",
-    "ratio_min",
-    "ratio_max",
-    "entropy",
-    "policy_loss",
-    "value_loss",
-    "kl_penalty",
-    "total_loss",
-    "grad_norm",
-    "nonfinite_ratios",
-)
-"""Columns of the per-minibatch statistics tensor."""
+Reducer = Callable[[Sequence[float]], float]
 
-_COL = {name: i for i, name in enumerate(COLUMNS)}
+
+def _mean(xs: Sequence[float]) -> float:
+    if all(math.isfinite(x) for x in xs):
+        return math.fsum(xs) / len(xs)
+    return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
+
+
+def _max(xs: Sequence[float]) -> float:
+    return math.nan if any(math.isnan(x) for x in xs) else max(xs)
+
+
+def _min(xs: Sequence[float]) -> float:
+    return math.nan if any(math.isnan(x) for x in xs) else min(xs)
+
+
+def _count(xs: Sequence[float]) -> int:
+    return int(math.fsum(xs))  # per-minibatch counts, carried as floats in the row
+
+
+@dataclass(frozen=True)
+class Column:
+    """How one per-minibatch column becomes the payload field of the same name."""
+
+    reduce: Reducer = _mean
+    with_max: bool = False
+    """Also ``<name>_max``: the largest minibatch value."""
+    applied_only: bool = False
+    """Over the applied minibatches only (None when none was); else over every evaluated."""
+
+
+COLUMNS: Final[dict[str, Column]] = {
+    "approx_kl": Column(with_max=True),
+    "clip_fraction": Column(),
+    "clip_fraction_lower": Column(),
+    "ratio_mean": Column(),
+    "ratio_min": Column(reduce=_min),
+    "ratio_max": Column(reduce=_max),
+    "entropy": Column(),
+    "policy_loss": Column(applied_only=True),
+    "value_loss": Column(applied_only=True),
+    "kl_penalty": Column(applied_only=True),
+    "total_loss": Column(applied_only=True),
+    "grad_norm": Column(with_max=True),
+    "nonfinite_ratios": Column(reduce=_count),
+}
+"""Columns of the per-minibatch statistics tensor, in order, with their reduction."""
+
 _NAN = torch.tensor(math.nan)
 
 
 def row_of(breakdown: LossBreakdown, grad_norm: Tensor) -> Tensor:
     """One statistics row (on the loss's device), in :data:`COLUMNS` order."""
     s = breakdown.surrogate
-    lower = _NAN if s.clip_fraction_lower is None else s.clip_fraction_lower
-    return torch.stack(
-        [
-            breakdown.approx_kl,
-            s.clip_fraction,
-            lower,
-            s.ratio_mean,
-            s.ratio_min,
-            s.ratio_max,
-            breakdown.entropy,
-            breakdown.policy_loss,
-            breakdown.value_loss,
-            breakdown.kl_penalty,
-            breakdown.total_loss,
-            grad_norm,
-            breakdown.nonfinite_ratios.to(grad_norm.dtype),
-        ]
-    )
+    values = {
+        "approx_kl": breakdown.approx_kl,
+        "clip_fraction": s.clip_fraction,
+        "clip_fraction_lower": _NAN if s.clip_fraction_lower is None else s.clip_fraction_lower,
+        "ratio_mean": s.ratio_mean,
+        "ratio_min": s.ratio_min,
+        "ratio_max": s.ratio_max,
+        "entropy": breakdown.entropy,
+        "policy_loss": breakdown.policy_loss,
+        "value_loss": breakdown.value_loss,
+        "kl_penalty": breakdown.kl_penalty,
+        "total_loss": breakdown.total_loss,
+        "grad_norm": grad_norm,
+        "nonfinite_ratios": breakdown.nonfinite_ratios.to(grad_norm.dtype),
+    }
+    return torch.stack([values[name] for name in COLUMNS])
 
 
 @dataclass(frozen=True)
@@ -93,16 +122,6 @@ class BatchStats:
         )
 
 
-def _mean(xs: Sequence[float]) -> float:
-    if all(math.isfinite(x) for x in xs):
-        return math.fsum(xs) / len(xs)
-    return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
-
-
-def _extreme(xs: Sequence[float], pick: Any) -> float:
-    return math.nan if any(math.isnan(x) for x in xs) else float(pick(xs))
-
-
 def reduce_update(
     rows: Tensor, applied: Sequence[int], before: BatchStats, kl_final: Tensor | None
 ) -> dict[str, Any]:
@@ -113,25 +132,13 @@ def reduce_update(
     table = [flat[i * n_cols : (i + 1) * n_cols] for i in range(n_rows)]
     tail = flat[n_rows * n_cols :]
 
-    def col(name: str, which: Sequence[int] | None = None) -> list[float]:
-        picked = table if which is None else [table[i] for i in which]
-        return [r[_COL[name]] for r in picked]
-
-    out: dict[str, Any] = {
-        "approx_kl": _mean(col("approx_kl")),
-        "approx_kl_max": _extreme(col("approx_kl"), max),
-        "clip_fraction": _mean(col("clip_fraction")),
-        "clip_fraction_lower": _mean(col("clip_fraction_lower")),
-        "ratio_mean": _mean(col("ratio_mean")),
-        "ratio_min": _extreme(col("ratio_min"), min),
-        "ratio_max": _extreme(col("ratio_max"), max),
-        "entropy": _mean(col("entropy")),
-        "nonfinite_ratios": int(sum(col("nonfinite_ratios"))),
-    }
-    for name in ("policy_loss", "value_loss", "kl_penalty", "total_loss"):
-        out[name] = _mean(col(name, applied)) if applied else None
-    out["grad_norm"] = _mean(col("grad_norm"))
-    out["grad_norm_max"] = _extreme(col("grad_norm"), max)
+    out: dict[str, Any] = {}
+    for i, (name, column) in enumerate(COLUMNS.items()):
+        picked = [table[r] for r in applied] if column.applied_only else table
+        values = [row[i] for row in picked]
+        out[name] = column.reduce(values) if values else None
+        if column.with_max:
+            out[f"{name}_max"] = _max(values) if values else None
     adv_mean, adv_std, ret_mean, val_mean, var_r, var_resid = tail[:6]
     out.update(
         advantage_mean=adv_mean,

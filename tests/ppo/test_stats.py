@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from ppo.buffer import Batch
-from ppo.stats import COLUMNS, BatchStats, reduce_update
+from ppo.losses import LossBreakdown, SurrogateStats
+from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
 
 FLAT = torch.zeros(4)
 
@@ -23,7 +24,7 @@ def rows(**columns: list[float]) -> torch.Tensor:
     n = len(next(iter(columns.values())))
     out = torch.ones(n, len(COLUMNS))
     for name, values in columns.items():
-        out[:, COLUMNS.index(name)] = torch.tensor(values)
+        out[:, list(COLUMNS).index(name)] = torch.tensor(values)
     return out
 
 
@@ -93,3 +94,19 @@ def test_explained_variance_exact_cases_and_undefined_when_returns_are_flat() ->
     assert constant["explained_variance"] == 0.0
     flat = before_stats(rollout_batch(np.full(4, 7.0, dtype=np.float32), returns, zeros))
     assert flat["explained_variance"] is None  # undefined, not "perfect" and not 0
+
+
+SURROGATE = ("clip_fraction", "clip_fraction_lower", "ratio_mean", "ratio_min", "ratio_max")
+BREAKDOWN = ("policy_loss", "value_loss", "entropy", "approx_kl", "kl_penalty", "total_loss")
+
+
+def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
+    value = {name: float(i + 1) for i, name in enumerate(COLUMNS)}  # all distinct
+    t = {name: torch.tensor(v) for name, v in value.items()}
+    breakdown = LossBreakdown(
+        **{f: t[f] for f in BREAKDOWN},
+        nonfinite_ratios=t["nonfinite_ratios"],
+        entropy_penalty=torch.tensor(-1.0),  # not a column
+        surrogate=SurrogateStats(**{f: t[f] for f in SURROGATE}),
+    )
+    assert row_of(breakdown, t["grad_norm"]).tolist() == list(value.values())
