@@ -126,14 +126,14 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         status = "no run_finished (still running, or cut off)"
     if r["reason"]:
         status += f": {r['reason']}"
+    steps = _steps(r["global_step"], r["total_steps"])
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
         f"file      {doc['path']}",
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
-        f"progress  {plural(r['updates'], 'update')}, {_steps(r['global_step'], r['total_steps'])}, "
-        f"{plural(r['events'], 'event')}",
+        f"progress  {plural(r['updates'], 'update')}, {steps}, {plural(r['events'], 'event')}",
         f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
         f"returns   {plural(r['episodes'], 'episode')}; last mean "
         f"{format_value(r['episode_return_final'], 2, 'none')}, "
