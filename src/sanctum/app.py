@@ -221,6 +221,9 @@ class SanctumApp(App[None]):
         if ended is None:
             return
         self.trainer_exit = ended
+        if isinstance(self.screen, QuitDialog):  # nothing left to stop or detach from
+            self.screen.dismiss("cancel")
+            self.notify("The trainer has exited: q quits.")
         if ended.down:
             self.query_one(StatusBanner).trainer_down = ended
             if self._snapshot is not None:

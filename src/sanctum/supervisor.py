@@ -126,9 +126,11 @@ class TrainerProcess:
         return self._exit(code)
 
     def interrupt(self) -> None:
-        """Ask the child to stop as Ctrl-C would (SIGINT); returns at once."""
-        self._requested = True
+        """Ask the child to stop as Ctrl-C would (SIGINT); returns at once.
+
+        A child that has already ended is left alone: its exit stays its own."""
         if self.process.poll() is None:
+            self._requested = True
             self.process.send_signal(signal.SIGINT)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> TrainerExit:

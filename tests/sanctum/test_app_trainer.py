@@ -115,3 +115,22 @@ async def test_a_finished_run_quits_without_asking(tmp_path: Path) -> None:
     assert app.choice is None
     trainer.process.wait(WAIT_LIMIT)
     assert trainer.poll() is not None and not trainer.poll().down  # type: ignore[union-attr]
+
+
+async def test_the_quit_dialog_closes_itself_when_training_ends_meanwhile(tmp_path: Path) -> None:
+    trainer = start_trainer(tmp_path, "finish", updates=15)
+    app = SanctumApp(tmp_path / "events.jsonl", DEFAULT_THRESHOLDS, trainer=trainer)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
+        await pilot.press("q")
+        assert isinstance(app.screen, QuitDialog)
+        trainer.process.wait(WAIT_LIMIT)
+        waited = 0.0
+        while isinstance(app.screen, QuitDialog):
+            assert waited < WAIT_LIMIT, "the dialog stayed open after the trainer exited"
+            await pilot.pause(0.05)
+            waited += 0.05
+        assert app.return_code is None  # still showing the final state
+        await pilot.press("q")
+        await wait_for_exit(pilot)
+    assert app.choice is None and app.trainer_exit is not None and app.trainer_exit.code == 0

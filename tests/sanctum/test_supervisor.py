@@ -124,3 +124,10 @@ def test_wait_returns_none_while_running_and_the_exit_after(tmp_path: Path) -> N
     trainer.interrupt()
     ended = trainer.wait(WAIT_LIMIT)
     assert ended is not None and ended.code == 130 and ended.requested
+
+
+def test_stopping_a_child_that_already_ended_keeps_its_own_exit(tmp_path: Path) -> None:
+    trainer = start(tmp_path, "import sys; sys.exit(0)")
+    wait_for_exit(trainer)
+    ended = trainer.stop(timeout=WAIT_LIMIT)
+    assert ended.code == 0 and not ended.requested and not trainer.stop_requested
