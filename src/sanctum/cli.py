@@ -2,8 +2,10 @@
 
 ``sanctum [RUN]`` and ``sanctum replay`` open the Textual dashboard, imported only then so
 ``check``, ``summary`` and ``--help`` start fast and work without a terminal. Exit codes:
-0 healthy / done, 1 a check failed, 2 unusable input (missing or unreadable log, no
-``run_started``, newer major schema, bad thresholds file, bad arguments).
+0 healthy / done, 1 a health check failed (nothing else), 2 the run could not be judged
+(missing or unreadable log, no ``run_started``, more than one run in the log, newer major
+schema, bad thresholds file, bad arguments, an unwritable ``--junit`` file, an internal
+error).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import math
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="PPO training health from a run's event log: a live dashboard, a replay, "
         "a CI check and a summary. RUN is a run folder or its events.jsonl; without RUN, "
         "the newest run under ./runs.",
-        epilog="exit codes: 0 ok, 1 a health check failed, 2 unusable input",
+        epilog="exit codes: 0 ok, 1 a health check failed (only that), 2 the run could not be "
+        "judged (unusable input or options, an unwritable --junit file, an internal error)",
         parents=[common],
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
@@ -161,7 +165,12 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sanctum`` console script; returns the exit code."""
+    """Entry point of the ``sanctum`` console script; returns the exit code.
+
+    Exit 1 means only "a health rule failed". Unusable input, an unwritable ``--junit``
+    file and, for ``check`` and ``summary``, any unexpected error exit 2: an uncaught
+    exception would exit 1, which a CI job would read as an unhealthy run.
+    """
     args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
     from sanctum.thresholds import ThresholdsError, load_thresholds
     from telemetry.eventlog import EventLogError
@@ -174,13 +183,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _summary(args, thresholds)
         return _interactive(args, thresholds)
     except (UsageError, ThresholdsError, EventLogError) as exc:
-        print(f"sanctum: error: {exc}", file=sys.stderr)
-        if args.command == "check" and args.junit is not None:
-            from sanctum.check import write_junit_error
-            from sanctum.health import Level
+        return _unusable(args, str(exc))
+    except Exception as exc:
+        if args.command not in ("check", "summary"):
+            raise  # the dashboard's own traceback; no CI reads its exit code
+        traceback.print_exc()
+        return _unusable(
+            args, f"internal error ({type(exc).__name__}: {exc}); this is a bug in sanctum"
+        )
 
-            write_junit_error(str(exc), Path(args.run), Level(args.fail_on), args.junit)
-        return EXIT_UNUSABLE
+
+def _unusable(args: argparse.Namespace, message: str) -> int:
+    """Say why, write the JUnit error case when asked for one, and exit 2."""
+    print(f"sanctum: error: {message}", file=sys.stderr)
+    if args.command == "check" and args.junit is not None:
+        from sanctum.check import write_junit_error
+        from sanctum.health import Level
+
+        try:
+            write_junit_error(message, Path(args.run), Level(args.fail_on), args.junit)
+        except OSError as exc:
+            print(f"sanctum: error: {_junit_unwritable(args.junit, exc)}", file=sys.stderr)
+    return EXIT_UNUSABLE
+
+
+def _junit_unwritable(path: Path, exc: OSError) -> str:
+    return f"cannot write JUnit file {path}: {exc.strerror or exc}"
 
 
 def _emit(text: str) -> None:
@@ -201,7 +229,11 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     )
     _emit(dumps(to_dict(result)) if args.json else format_text(result))
     if args.junit is not None:
-        write_junit(result, args.junit)
+        try:
+            write_junit(result, args.junit)
+        except OSError as exc:  # the verdict is printed, but CI would miss its report
+            print(f"sanctum: error: {_junit_unwritable(args.junit, exc)}", file=sys.stderr)
+            return EXIT_UNUSABLE
     return result.exit_code
 
 

@@ -136,6 +136,61 @@ def test_unusable_input_still_writes_junit(
     assert "schema 2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("log", ["healthy_log", "critical_kl_log"])
+def test_an_unwritable_junit_file_is_exit_2_not_a_verdict(
+    log: str, request: pytest.FixtureRequest, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("", encoding="utf-8")
+    junit = blocker / "junit.xml"  # its parent is a file: no JUnit can be written there
+    run = request.getfixturevalue(log)
+    assert main(["check", str(run), "--junit", str(junit)]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1] in ("PASS", "FAIL: KL")  # the verdict is still printed
+    assert err.startswith(f"sanctum: error: cannot write JUnit file {junit}: ")
+
+
+def test_unusable_input_and_an_unwritable_junit_file_say_both(
+    newer_schema_log: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("", encoding="utf-8")
+    junit = blocker / "junit.xml"
+    assert main(["check", str(newer_schema_log), "--junit", str(junit)]) == 2
+    first, second = capsys.readouterr().err.strip().splitlines()
+    assert "schema 2 is newer" in first
+    assert second.startswith(f"sanctum: error: cannot write JUnit file {junit}: ")
+
+
+@pytest.mark.parametrize(
+    ("command", "target"),
+    [("check", "sanctum.check.scan_log"), ("summary", "sanctum.summary.scan_log")],
+)
+def test_an_internal_error_exits_2_with_its_traceback_never_1(
+    command: str,
+    target: str,
+    healthy_log: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken(*args: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(target, broken)
+    extra = ["--junit", str(tmp_path / "junit.xml")] if command == "check" else []
+    assert main([command, str(healthy_log), *extra]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.strip().splitlines()[-1] == (
+        "sanctum: error: internal error (ZeroDivisionError: float division by zero); "
+        "this is a bug in sanctum"
+    )
+    if command == "check":
+        error = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/error")
+        assert error is not None and "ZeroDivisionError" in (error.get("message") or "")
+
+
 def test_check_flags(
     warning_kl_log: Path, unfinished_log: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
