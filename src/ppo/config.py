@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 from ppo import rules
 
@@ -57,93 +57,105 @@ class ConfigError(ValueError):
         super().__init__(head + ":\n" + "\n".join(f"  {e}" for e in self.errors))
 
 
+_T = TypeVar("_T")
+
+
+def setting(default: _T, rule: rules.Rule) -> _T:
+    """A config field's default and its validation rule, declared together on the field."""
+    return dataclasses.field(default=default, metadata={"rule": rule})
+
+
 @dataclass(frozen=True)
 class PPOConfig:
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
+    # Each field is declared once: type, default and rule (``setting``), then its docstring.
+    # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
+    # Literal aliases, hence its noqa on those fields.
+
     # --- run ---
-    env_id: str = "CartPole-v1"
+    env_id: str = setting("CartPole-v1", rules.text)
     """Gymnasium id of the environment."""
-    seed: int = 1
+    seed: int = setting(1, rules.integer(0))
     """Seed for environments, network initialisation, sampling and minibatch order."""
-    total_steps: int = 500_000
+    total_steps: int = setting(500_000, rules.integer(1))
     """Environment steps to train for, all environments together (rounded up to a batch)."""
-    torch_threads: int = 1
+    torch_threads: int = setting(1, rules.integer(1))
     """PyTorch intra-op threads; 1 is fastest for small MLPs on a few cores."""
-    checkpoint_every: int = 50
+    checkpoint_every: int = setting(50, rules.integer(0))
     """Save a checkpoint every this many updates (0: only at the end)."""
-    heartbeat_seconds: float = 5.0
+    heartbeat_seconds: float = setting(5.0, rules.number(0, 5, strict_low=True))
     """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
 
     # --- rollout ---
-    num_envs: int = 4
+    num_envs: int = setting(4, rules.integer(1))
     """Parallel environments in the vector env."""
-    num_steps: int = 128
+    num_steps: int = setting(128, rules.integer(1))
     """Steps per environment per rollout."""
-    gamma: float = 0.99
+    gamma: float = setting(0.99, rules.number(0, 1))
     """Discount factor."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = setting(0.95, rules.number(0, 1))
     """GAE lambda (bias-variance trade-off of the advantage)."""
-    advantage_mode: AdvantageMode = "gae"
+    advantage_mode: AdvantageMode = setting("gae", rules.choice(AdvantageMode))  # noqa: RUF009
     """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
 
     # --- optimisation ---
-    learning_rate: float = 2.5e-4
+    learning_rate: float = setting(2.5e-4, rules.number(0, strict_low=True))
     """Adam learning rate at the start of training."""
-    anneal_lr: bool = True
+    anneal_lr: bool = setting(True, rules.boolean)
     """Decay the learning rate linearly to 0 over the run."""
-    adam_eps: float = 1e-5
+    adam_eps: float = setting(1e-5, rules.number(0, strict_low=True))
     """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
-    update_epochs: int = 4
+    update_epochs: int = setting(4, rules.integer(1))
     """PPO epochs per update."""
-    num_minibatches: int = 4
+    num_minibatches: int = setting(4, rules.integer(1))
     """Minibatches per epoch."""
-    max_grad_norm: float | None = 0.5
+    max_grad_norm: float | None = setting(0.5, rules.number(0, strict_low=True, optional=True))
     """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
-    norm_adv: bool = True
+    norm_adv: bool = setting(True, rules.boolean)
     """Normalise advantages per minibatch."""
-    adv_std_min: float = 1e-8
+    adv_std_min: float = setting(1e-8, rules.number(0, strict_low=True))
     """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
 
     # --- policy ---
-    hidden_sizes: tuple[int, ...] = (64, 64)
+    hidden_sizes: tuple[int, ...] = setting((64, 64), rules.sizes)
     """Hidden layer widths of the actor and of the critic MLP."""
-    activation: Activation = "tanh"
+    activation: Activation = setting("tanh", rules.choice(Activation))  # noqa: RUF009
     """Hidden activation."""
 
     # --- loss ---
-    clip_range: float = 0.2
+    clip_range: float = setting(0.2, rules.number(0, strict_low=True))
     """PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range)."""
-    clip_ratio_c: float | None = None
+    clip_ratio_c: float | None = setting(None, rules.number(1, strict_low=True, optional=True))
     """Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off."""
-    clip_range_vf: float | None = 0.2
+    clip_range_vf: float | None = setting(0.2, rules.number(0, strict_low=True, optional=True))
     """Clip value predictions to old value +- this (CleanRL clip_vloss); none: off."""
-    vf_coef: float = 0.5
+    vf_coef: float = setting(0.5, rules.number(0))
     """Weight of the value loss."""
-    ent_coef: float = 0.01
+    ent_coef: float = setting(0.01, rules.number(0))
     """Entropy bonus coefficient at the start of training."""
-    ent_coef_final: float | None = None
+    ent_coef_final: float | None = setting(None, rules.number(0, optional=True))
     """If set, the entropy coefficient moves linearly to this value over the run."""
-    min_entropy: float | None = None
+    min_entropy: float | None = setting(None, rules.number(optional=True))
     """If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H)."""
-    min_entropy_coef: float = 1.0
+    min_entropy_coef: float = setting(1.0, rules.number(0))
     """Weight of the min-entropy penalty."""
 
     # --- KL controls ---
-    kl_estimator: KLEstimator = "k3"
+    kl_estimator: KLEstimator = setting("k3", rules.choice(KLEstimator))  # noqa: RUF009
     """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
-    kl_penalty_coefficient: float = 0.0
+    kl_penalty_coefficient: float = setting(0.0, rules.number(0))
     """Total loss += coefficient * approx_kl (0: no penalty)."""
-    kl_target: float | None = None
+    kl_target: float | None = setting(None, rules.number(0, strict_low=True, optional=True))
     """If set, adapt the penalty coefficient toward this KL (x2 / /2 rule of the PPO paper),
     within [KL_COEF_MIN, KL_COEF_MAX]."""
-    max_kl: float | None = None
+    max_kl: float | None = setting(None, rules.number(0, strict_low=True, optional=True))
     """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
-    early_stop_scope: EarlyStopScope = "minibatch"
+    early_stop_scope: EarlyStopScope = setting("minibatch", rules.choice(EarlyStopScope))  # noqa: RUF009
     """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
-    log_ratio_clamp: float = 20.0
+    log_ratio_clamp: float = setting(20.0, rules.number(0, strict_low=True))
     """Clamp log(pi_new / pi_old) to +- this before exp()."""
-    kl_final: bool = True
+    kl_final: bool = setting(True, rules.boolean)
     """Also measure the estimator on the whole batch after the last step (one forward)."""
 
     def __post_init__(self) -> None:
@@ -286,45 +298,6 @@ def _unknown_key(key: str, names: list[str]) -> str:
 
 # -------------------------------------------------------------------------- validation
 
-_RULES: dict[str, rules.Rule] = {
-    "env_id": rules.text,
-    "seed": rules.integer(0),
-    "total_steps": rules.integer(1),
-    "torch_threads": rules.integer(1),
-    "checkpoint_every": rules.integer(0),
-    "heartbeat_seconds": rules.number(0, 5, strict_low=True),
-    "num_envs": rules.integer(1),
-    "num_steps": rules.integer(1),
-    "gamma": rules.number(0, 1),
-    "gae_lambda": rules.number(0, 1),
-    "advantage_mode": rules.choice(AdvantageMode),
-    "learning_rate": rules.number(0, strict_low=True),
-    "anneal_lr": rules.boolean,
-    "adam_eps": rules.number(0, strict_low=True),
-    "update_epochs": rules.integer(1),
-    "num_minibatches": rules.integer(1),
-    "max_grad_norm": rules.number(0, strict_low=True, optional=True),
-    "norm_adv": rules.boolean,
-    "adv_std_min": rules.number(0, strict_low=True),
-    "hidden_sizes": rules.sizes,
-    "activation": rules.choice(Activation),
-    "clip_range": rules.number(0, strict_low=True),
-    "clip_ratio_c": rules.number(1, strict_low=True, optional=True),
-    "clip_range_vf": rules.number(0, strict_low=True, optional=True),
-    "vf_coef": rules.number(0),
-    "ent_coef": rules.number(0),
-    "ent_coef_final": rules.number(0, optional=True),
-    "min_entropy": rules.number(optional=True),
-    "min_entropy_coef": rules.number(0),
-    "kl_estimator": rules.choice(KLEstimator),
-    "kl_penalty_coefficient": rules.number(0),
-    "kl_target": rules.number(0, strict_low=True, optional=True),
-    "max_kl": rules.number(0, strict_low=True, optional=True),
-    "early_stop_scope": rules.choice(EarlyStopScope),
-    "log_ratio_clamp": rules.number(0, strict_low=True),
-    "kl_final": rules.boolean,
-}
-
 
 def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
     """Rules that involve two fields; each is reported at the first field's position."""
@@ -352,12 +325,13 @@ def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
 
 def validate(config: PPOConfig) -> list[str]:
     """Every problem with ``config``, in field order (empty when valid)."""
-    order = {f.name: i for i, f in enumerate(dataclasses.fields(config))}
-    found: list[tuple[int, str]] = []
-    for name, rule in _RULES.items():
-        message = rule(getattr(config, name))
+    fields = dataclasses.fields(config)
+    found: list[str] = []
+    for f in fields:
+        message = f.metadata["rule"](getattr(config, f.name))
         if message is not None:
-            found.append((order[name], f"{name} {message}"))
-    if not found:  # cross-field rules assume each field is well-typed
-        found = [(order[name], message) for name, message in _cross_field(config)]
-    return [message for _, message in sorted(found, key=lambda item: item[0])]
+            found.append(f"{f.name} {message}")
+    if found:  # cross-field rules assume each field is well-typed
+        return found
+    order = {f.name: i for i, f in enumerate(fields)}
+    return [message for name, message in sorted(_cross_field(config), key=lambda p: order[p[0]])]
