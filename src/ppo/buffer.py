@@ -99,11 +99,8 @@ class RolloutBuffer:
         policy: ActorCritic,
         last_obs: np.ndarray,
         config: PPOConfig,
-    ) -> tuple[Batch, np.ndarray, np.ndarray]:
-        """Values, old log-probs and advantages for the stored rollout.
-
-        Returns the batch and the (steps, envs) values and returns (for telemetry).
-        """
+    ) -> Batch:
+        """Values, old log-probs and advantages for the stored rollout, as one flat batch."""
         flat = self.rewards.size
         obs = torch.from_numpy(self.obs.reshape(flat, -1).copy())
         actions = torch.from_numpy(self.actions.reshape(flat, *self.actions.shape[2:]).copy())
@@ -114,7 +111,7 @@ class RolloutBuffer:
             logp = policy.distribution(obs, masks).log_prob(actions)
         values, next_values = self._values(policy, obs, last_obs)
         advantages, returns = self._advantages(values, next_values, config)
-        batch = Batch(
+        return Batch(
             obs=obs,
             actions=actions,
             logp=logp,
@@ -123,7 +120,6 @@ class RolloutBuffer:
             advantages=torch.from_numpy(advantages.reshape(flat)),
             masks=masks,
         )
-        return batch, values, returns
 
     def _values(
         self, policy: ActorCritic, obs: torch.Tensor, last_obs: np.ndarray

@@ -223,7 +223,7 @@ class Trainer:
         self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
         self._emit(rec, _rollout_payload(update, global_step, rollout, sps))
-        batch, _, _ = collector.buffer.to_batch(collector.policy, collector.obs, cfg)
+        batch = collector.buffer.to_batch(collector.policy, collector.obs, cfg)
         agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
         self._latest = Counters(update=update + 1, global_step=global_step)

@@ -55,17 +55,18 @@ def test_batch_bootstraps_truncation_from_final_observation_value() -> None:
     c = collector_for("ToyCounterTrunc-v0", num_envs=1, num_steps=4)
     c.collect()
     config = PPOConfig(num_envs=1, num_steps=4, gamma=0.9, gae_lambda=1.0)
-    batch, values, returns = c.buffer.to_batch(c.policy, c.obs, config)
+    batch = c.buffer.to_batch(c.policy, c.obs, config)
+    values, returns = batch.values, batch.returns  # steps x 1 env, flattened
 
     def v(x: float) -> float:
         with torch.no_grad():
             return float(c.policy.value(torch.tensor([[x]], dtype=torch.float32))[0])
 
     # steps: obs 0,1,2 (truncated at 2, final obs 3), then obs 0; next obs after rollout: 1
-    assert values[:, 0].tolist() == pytest.approx([v(0), v(1), v(2), v(0)])
+    assert values.tolist() == pytest.approx([v(0), v(1), v(2), v(0)])
     expected = [1 + 0.9 * (1 + 0.9 * (1 + 0.9 * v(3))), 1 + 0.9 * (1 + 0.9 * v(3)), 1 + 0.9 * v(3)]
     expected.append(1 + 0.9 * v(1))
-    assert returns[:, 0].tolist() == pytest.approx(expected, rel=1e-5)
+    assert returns.tolist() == pytest.approx(expected, rel=1e-5)
     assert batch.size == 4 and batch.masks is None
     c.envs.close()
 
@@ -78,7 +79,7 @@ def test_masked_actions_never_reach_the_environment() -> None:
     taken = np.take_along_axis(buf.masks, buf.actions[..., None], axis=-1)
     assert taken.all()
     config = PPOConfig(num_envs=3, num_steps=200)
-    batch, _, _ = buf.to_batch(c.policy, c.obs, config)
+    batch = buf.to_batch(c.policy, c.obs, config)
     assert batch.masks is not None and bool(torch.isfinite(batch.logp).all())
     c.envs.close()
 
