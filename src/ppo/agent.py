@@ -53,9 +53,18 @@ class SkippedStep:
 
 
 @dataclass
-class _Progress:
-    """Host-side bookkeeping of one update (decisions only; statistics stay on device)."""
+class _Update:
+    """One update in progress: what is in force, the statistics tensor, and the decisions.
 
+    ``stats`` stays on the device; everything else is host-side bookkeeping.
+    """
+
+    update: int
+    global_step: int
+    learning_rate: float
+    ent_coef: float
+    kl_coef: float
+    stats: Tensor
     evaluated: int = 0
     applied_rows: list[int] = field(default_factory=list)
     epochs_started: int = 0
@@ -101,92 +110,90 @@ class PPOAgent:
         """Run one PPO update on ``batch`` and summarise it."""
         started = time.perf_counter()
         cfg = self.config
-        lr = cfg.learning_rate_at(update)
+        state = _Update(
+            update=update,
+            global_step=global_step,
+            learning_rate=cfg.learning_rate_at(update),
+            ent_coef=cfg.ent_coef_at(update),
+            kl_coef=self.kl_coef,
+            stats=torch.full((cfg.update_epochs * cfg.num_minibatches, len(COLUMNS)), math.nan),
+        )
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        ent_coef, kl_coef = cfg.ent_coef_at(update), self.kl_coef
-        planned = cfg.update_epochs * cfg.num_minibatches
-        stats = torch.full((planned, len(COLUMNS)), math.nan)
+            group["lr"] = state.learning_rate
         before = BatchStats.of(batch)
-        progress = _Progress()
         for epoch in range(cfg.update_epochs):
-            progress.epochs_started += 1
+            state.epochs_started += 1
             order = torch.randperm(batch.size, generator=self.generator)
             shuffled = batch.select(order)  # one gather per epoch; minibatches are slices
-            kls = self._epoch(shuffled, epoch, stats, progress, ent_coef, kl_coef)
-            if progress.stop is not None:
-                break
-            self._check_epoch(kls, epoch, progress)
-            if progress.stop is not None:
+            kls = self._epoch(shuffled, epoch, state)
+            if state.stop is None:
+                self._check_epoch(kls, epoch, state)
+            if state.stop is not None:
                 break
         kl_final = self.measure_kl(batch) if cfg.kl_final else None
-        rows = stats[: progress.evaluated]
-        reduced = reduce_update(rows, progress.applied_rows, before, kl_final)
+        rows = state.stats[: state.evaluated]
+        reduced = reduce_update(rows, state.applied_rows, before, kl_final)
         final = reduced.get("kl_final")
         self._adapt_kl_coef(reduced["approx_kl"] if final is None else final)
-        payload = self._payload(reduced, progress, update, global_step, lr, ent_coef, kl_coef)
-        payload = _with_seconds(payload, time.perf_counter() - started)
-        return UpdateSummary(payload, self._anomalies(payload, progress, update, global_step))
+        payload = _with_seconds(self._payload(reduced, state), time.perf_counter() - started)
+        return UpdateSummary(payload, self._anomalies(payload, state))
 
-    def _epoch(
-        self,
-        batch: Batch,
-        epoch: int,
-        stats: Tensor,
-        progress: _Progress,
-        ent_coef: float,
-        kl_coef: float,
-    ) -> list[float]:
-        """One pass over the minibatches; returns the KL measured on each."""
-        cfg = self.config
+    def _epoch(self, batch: Batch, epoch: int, state: _Update) -> list[float]:
+        """One pass over the minibatches until a stop; returns the KL measured on each."""
         kls: list[float] = []
-        for minibatch, mb in enumerate(batch.split(cfg.num_minibatches)):
-            row = epoch * cfg.num_minibatches + minibatch
-            if self.on_minibatch is not None:
-                self.on_minibatch()
-            breakdown, grad_norm = self._forward_backward(mb, ent_coef, kl_coef)
-            stats[row] = row_of(breakdown, grad_norm)
-            progress.evaluated = row + 1
-            # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the
-            # finite flags) across ranks here, so every rank takes the same decision below.
-            decide = torch.stack([breakdown.approx_kl, breakdown.total_loss, grad_norm])
-            kl, loss, norm = decide.tolist()
-            kls.append(kl)
-            if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
-                assert cfg.max_kl is not None
-                progress.stop = EarlyStop(
-                    epoch=epoch,
-                    minibatch=minibatch,
-                    kl=kl,
-                    threshold=cfg.max_kl,
-                    scope="minibatch",
-                    applied=False,
-                )
-                return kls
-            if not (math.isfinite(loss) and math.isfinite(norm)):
-                bad = ("total_loss", loss) if not math.isfinite(loss) else ("grad_norm", norm)
-                progress.skipped.append(SkippedStep(epoch, minibatch, *bad))
-                continue
-            self.optimizer.step()
-            progress.applied_rows.append(row)
+        for minibatch, mb in enumerate(batch.split(self.config.num_minibatches)):
+            kls.append(self._minibatch(mb, epoch, minibatch, state))
+            if state.stop is not None:
+                break
         return kls
 
-    def _check_epoch(self, kls: list[float], epoch: int, progress: _Progress) -> None:
+    def _minibatch(self, mb: Batch, epoch: int, minibatch: int, state: _Update) -> float:
+        """Evaluate one minibatch, then stop before it, skip it or step; returns its KL."""
+        cfg = self.config
+        row = epoch * cfg.num_minibatches + minibatch
+        if self.on_minibatch is not None:
+            self.on_minibatch()
+        breakdown, grad_norm = self._forward_backward(mb, state.ent_coef, state.kl_coef)
+        state.stats[row] = row_of(breakdown, grad_norm)
+        state.evaluated = row + 1
+        # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the
+        # finite flags) across ranks here, so every rank takes the same decision below.
+        decide: list[float] = torch.stack(
+            [breakdown.approx_kl, breakdown.total_loss, grad_norm]
+        ).tolist()
+        kl, loss, norm = decide
+        if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
+            state.stop = self._early_stop(epoch, minibatch, kl)
+        elif not (math.isfinite(loss) and math.isfinite(norm)):
+            bad = ("total_loss", loss) if not math.isfinite(loss) else ("grad_norm", norm)
+            state.skipped.append(SkippedStep(epoch, minibatch, *bad))
+        else:
+            self.optimizer.step()
+            state.applied_rows.append(row)
+        return kl
+
+    def _check_epoch(self, kls: list[float], epoch: int, state: _Update) -> None:
         """Epoch scope: stop when the epoch's mean KL broke the threshold (steps applied)."""
         cfg = self.config
         if cfg.early_stop_scope != "epoch" or epoch == cfg.update_epochs - 1:
             return  # after the last epoch there is nothing left to stop
         mean_kl = sum(kls) / len(kls)
         if exceeds(mean_kl, cfg.max_kl):
-            assert cfg.max_kl is not None
-            progress.stop = EarlyStop(
-                epoch=epoch,
-                minibatch=len(kls) - 1,
-                kl=mean_kl,
-                threshold=cfg.max_kl,
-                scope="epoch",
-                applied=True,
-            )
+            state.stop = self._early_stop(epoch, len(kls) - 1, mean_kl)
+
+    def _early_stop(self, epoch: int, minibatch: int, kl: float) -> EarlyStop:
+        """The stop record; minibatch scope stops before its step, epoch scope after them."""
+        cfg = self.config
+        assert cfg.max_kl is not None  # exceeds() is never true without a threshold
+        scope = cfg.early_stop_scope
+        return EarlyStop(
+            epoch=epoch,
+            minibatch=minibatch,
+            kl=kl,
+            threshold=cfg.max_kl,
+            scope=scope,
+            applied=scope == "epoch",
+        )
 
     def _forward_backward(
         self, mb: Batch, ent_coef: float, kl_coef: float
@@ -235,54 +242,43 @@ class PPOAgent:
             self.kl_coef = max(self.kl_coef / 2.0, KL_COEF_MIN)
 
     # --------------------------------------------------------------- reporting
-    def _payload(
-        self,
-        reduced: dict[str, Any],
-        progress: _Progress,
-        update: int,
-        global_step: int,
-        lr: float,
-        ent_coef: float,
-        kl_coef: float,
-    ) -> PPOUpdatePayload:
+    def _payload(self, reduced: dict[str, Any], state: _Update) -> PPOUpdatePayload:
         cfg = self.config
-        stop = progress.stop
+        stop = state.stop
         if cfg.clip_ratio_c is None:
             reduced.pop("clip_fraction_lower", None)
         return PPOUpdatePayload(
-            update=update,
-            global_step=global_step,
-            entropy_coef=ent_coef,
-            kl_coef=kl_coef,
-            learning_rate=lr,
-            epochs_completed=progress.epochs_started,
-            minibatches_completed=len(progress.applied_rows),
+            update=state.update,
+            global_step=state.global_step,
+            entropy_coef=state.ent_coef,
+            kl_coef=state.kl_coef,
+            learning_rate=state.learning_rate,
+            epochs_completed=state.epochs_started,
+            minibatches_completed=len(state.applied_rows),
             minibatches_planned=cfg.update_epochs * cfg.num_minibatches,
             early_stopped=stop is not None,
             early_stop_reason=None if stop is None else stop.describe(),
             early_stop=stop,
-            skipped_steps=len(progress.skipped),
+            skipped_steps=len(state.skipped),
             **reduced,
         )
 
-    def _anomalies(
-        self, payload: PPOUpdatePayload, progress: _Progress, update: int, global_step: int
-    ) -> tuple[AnomalyPayload, ...]:
+    def _anomalies(self, payload: PPOUpdatePayload, state: _Update) -> tuple[AnomalyPayload, ...]:
         found: list[AnomalyPayload] = []
-        if progress.skipped:
-            first = progress.skipped[0]
+        if state.skipped:
+            first = state.skipped[0]
             found.append(
                 AnomalyPayload(
                     severity="critical",
                     metric=first.metric,
                     value=first.value,
                     message=(
-                        f"{len(progress.skipped)} optimizer step(s) skipped: non-finite "
+                        f"{len(state.skipped)} optimizer step(s) skipped: non-finite "
                         f"{first.metric} {first.value} first at epoch {first.epoch} "
                         f"minibatch {first.minibatch}"
                     ),
-                    update=update,
-                    global_step=global_step,
+                    update=state.update,
+                    global_step=state.global_step,
                 )
             )
         if payload.nonfinite_ratios:
@@ -295,8 +291,8 @@ class PPOAgent:
                         f"{payload.nonfinite_ratios} non-finite probability ratio(s) replaced by "
                         "the guard (log-ratio NaN -> 0, +-inf -> clamp)"
                     ),
-                    update=update,
-                    global_step=global_step,
+                    update=state.update,
+                    global_step=state.global_step,
                 )
             )
         return tuple(found)
