@@ -54,6 +54,11 @@ SKIPPED_KEPT = 50
 _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
 
 
+def new_run_reason(run_id: str) -> str:
+    """Why the state started over at a ``run_started`` of another run in the same log."""
+    return f"a new run {run_id} started in the same log"
+
+
 class SanctumAggregator:
     """The one place events become state. Not thread-safe: one reader thread owns it."""
 
@@ -177,7 +182,7 @@ class SanctumAggregator:
 
     def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
         if self.run.run_id is not None and self.run.run_id != event.run_id:
-            self.reset(f"a new run {event.run_id} started in the same log")
+            self.reset(new_run_reason(event.run_id))
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
         run = self.run
         run.run_id = event.run_id

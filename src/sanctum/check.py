@@ -6,6 +6,13 @@ run did not end with ``run_finished`` status ``completed``. ``allow_unfinished``
 log without ``run_finished`` (still running, or cut off) and an ``interrupted`` run; a
 ``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
 as EventLogError / ThresholdsError) is for input that cannot be judged at all.
+
+A check judges one run. A file that holds several (a ``run_started`` of another run id
+after the first run: two trainers, or two jobs, writing one path) is refused with exit 2
+naming the line where the second run starts, rather than judged by its last run: a CI
+gate must neither pass over a failed run in the file nor fail on a run its header does not
+name. A file truncated or replaced while it was read is judged on what it holds now, with
+a note: it holds one run again.
 """
 
 from __future__ import annotations
@@ -17,8 +24,9 @@ from typing import Any
 
 from sanctum.formatting import format_anomaly, format_value, plural, to_json
 from sanctum.health import Level
-from sanctum.scan import LogScan, RuleTally, scan_log
+from sanctum.scan import LogScan, RuleTally, run_starts, scan_log
 from sanctum.thresholds import Thresholds
+from telemetry.eventlog import EventLogError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -60,6 +68,8 @@ class CheckResult:
     status: str | None
     rows: tuple[CheckRow, ...]
     skipped_lines: int
+    notes: tuple[str, ...] = ()
+    """What the reader had to do that the verdict depends on (the file started over)."""
 
     @property
     def passed(self) -> bool:
@@ -76,8 +86,35 @@ def run_check(
     fail_on: Level = Level.CRITICAL,
     allow_unfinished: bool = False,
 ) -> CheckResult:
-    """Scan the log at ``path`` and judge it. Raises EventLogError for unusable input."""
-    return judge(scan_log(path, thresholds), fail_on, allow_unfinished)
+    """Scan the log at ``path`` and judge it. Raises EventLogError for unusable input,
+    :class:`SeveralRuns` for a log that holds more than one run."""
+    scan = scan_log(path, thresholds)
+    refuse_several_runs(scan)
+    return judge(scan, fail_on, allow_unfinished)
+
+
+class SeveralRuns(EventLogError):
+    """The log holds more than one run; ``check`` judges exactly one (exit 2)."""
+
+
+def refuse_several_runs(scan: LogScan) -> None:
+    """Raise :class:`SeveralRuns` when the file, as it is now, holds more than one run."""
+    since_reset = scan.earlier_runs
+    for i, earlier in enumerate(scan.earlier_runs):
+        if not earlier.new_run:  # the file was replaced: runs before that are not in it
+            since_reset = scan.earlier_runs[i + 1 :]
+    if not any(r.new_run for r in since_reset):
+        return
+    starts = run_starts(scan.path)
+    where, first, second = str(scan.path), since_reset[0].run_id, scan.run_id
+    if len(starts) > 1:  # else the file changed again since the scan: name no line
+        where, first, second = f"{scan.path}:{starts[1][0]}", starts[0][1], starts[1][1]
+    ids = ", ".join(run_id for _, run_id in starts)
+    raise SeveralRuns(
+        f"{where}: a second run, {second}, starts here after run {first} "
+        f"(the log holds {plural(len(starts), 'run')}: {ids}); sanctum check judges one run: "
+        "give it that run's own events file (sanctum summary describes the last run)"
+    )
 
 
 def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
@@ -100,6 +137,9 @@ def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
         status=run.status,
         rows=tuple(rows),
         skipped_lines=scan.aggregator.malformed + scan.aggregator.unknown_kind,
+        notes=tuple(
+            f"{r.why}; judged what the file holds now" for r in scan.earlier_runs if not r.new_run
+        ),
     )
 
 
@@ -223,6 +263,7 @@ def format_text(result: CheckResult) -> str:
     lines.append("")
     for row in result.rows:
         lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
+    lines += [f"note  {note}" for note in result.notes]
     if result.skipped_lines:
         lines.append(
             f"note  {plural(result.skipped_lines, 'line')} skipped "
@@ -246,6 +287,7 @@ def to_dict(result: CheckResult) -> dict[str, Any]:
         "updates": result.updates,
         "status": result.status,
         "skipped_lines": result.skipped_lines,
+        "notes": list(result.notes),
         "rows": [
             {
                 "name": r.name,

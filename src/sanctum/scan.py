@@ -5,6 +5,11 @@ each reader batch to the same :class:`SanctumAggregator` the dashboard uses (run
 event log) and additionally tallies, per rule, how many updates reached each level with
 the same pure ``level_of``, plus per-metric final/min/max and non-finite counts. Work is
 done per batch and per column, so memory stays flat however long the log is.
+
+A scan describes one run: the last in the file. When the aggregator starts over (a
+``run_started`` of another run id, or the file truncated or replaced while it was read),
+the scan forgets its tallies too and records what it dropped in ``earlier_runs``; ``check``
+refuses a file that holds several runs, ``summary`` says which runs it left out.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from sanctum.aggregator import SanctumAggregator
+import msgspec
+
+from sanctum.aggregator import SanctumAggregator, new_run_reason
 from sanctum.formatting import plural
 from sanctum.health import Level, level_of
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from sanctum.state import early_stop_text, metric_columns
 from sanctum.thresholds import Rule, Thresholds
 from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
-from telemetry.events import Anomaly, PPOUpdate, PPOUpdatePayload, Rollout, RunStarted
+from telemetry.events import Anomaly, Event, PPOUpdate, PPOUpdatePayload, Rollout, RunStarted
 
 KEPT = 1000
 """Early stops, anomalies and skipped lines listed individually (all are counted)."""
@@ -191,6 +198,19 @@ class AnomalyRecord:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class EarlierRun:
+    """A run the scan dropped because the log started over after it."""
+
+    run_id: str | None
+    updates: int
+    why: str
+    """The aggregator's reset reason: a new run started, or the file was truncated/replaced."""
+    new_run: bool
+    """True when a ``run_started`` of another run followed it in the same file (the file
+    holds both); False when the file itself was truncated or replaced (it is gone)."""
+
+
 @dataclass
 class LogScan:
     """Everything ``check`` and ``summary`` report, folded from a whole log."""
@@ -200,23 +220,44 @@ class LogScan:
     aggregator: SanctumAggregator = field(init=False)
     tallies: dict[str, RuleTally] = field(init=False)
     stats: dict[str, MetricStats] = field(init=False)
-    nonfinite_updates: int = 0
-    first_nonfinite_update: int | None = None
-    early_stops: list[tuple[int, str]] = field(default_factory=list)
-    anomalies: list[AnomalyRecord] = field(default_factory=list)
+    nonfinite_updates: int = field(init=False)
+    first_nonfinite_update: int | None = field(init=False)
+    early_stops: list[tuple[int, str]] = field(init=False)
+    anomalies: list[AnomalyRecord] = field(init=False)
     skipped: list[SkippedLine] = field(default_factory=list)
     run_started: bool = False
-    best_return: float | None = None
+    best_return: float | None = field(init=False)
+    run_id: str | None = None
+    """The run being scanned (None before its ``run_started``)."""
+    updates_seen: int = field(init=False)
+    """``ppo_update`` events of this run."""
+    earlier_runs: list[EarlierRun] = field(default_factory=list)
+    """Runs dropped because the log started over after them, oldest first."""
 
     def __post_init__(self) -> None:
         self.aggregator = SanctumAggregator(self.thresholds)
+        self._forget_run()
+
+    def _forget_run(self) -> None:
+        """Start the per-run tallies afresh (skipped lines are facts of the file: kept)."""
+        self.updates_seen = 0
         self.tallies = {r.metric: RuleTally(r) for r in self.thresholds.rules}
         self.stats = {m: MetricStats() for m in PPO_METRICS}
+        self.nonfinite_updates, self.first_nonfinite_update = 0, None
+        self.early_stops, self.anomalies = [], []
+        self.best_return = None
+
+    def _start_over(self, why: str, new_run: bool, updates: int) -> None:
+        self.earlier_runs.append(EarlierRun(self.run_id, updates, why, new_run))
+        self._forget_run()
 
     def feed(self, batch: ReadBatch) -> None:
-        """Fold one reader batch."""
+        """Fold one reader batch (the aggregator folds it first: it resets where we do)."""
         self.aggregator.handle_batch(batch)
         self.skipped.extend(batch.skipped[: max(0, KEPT - len(self.skipped))])
+        if batch.reset is not None:  # the file is new: what was read of it is gone
+            self._start_over(batch.reset, new_run=False, updates=self.updates_seen)
+            self.run_id, self.run_started = None, False
         updates: list[PPOUpdatePayload] = []
         returns: list[float] = []
         for event in batch.events:
@@ -229,7 +270,13 @@ class LogScan:
             elif type(event) is Anomaly:
                 self._anomaly(event)
             elif type(event) is RunStarted:
-                self.run_started = True
+                if self.run_id is not None and event.run_id != self.run_id:  # as the aggregator
+                    why = new_run_reason(event.run_id)
+                    self._start_over(why, new_run=True, updates=self.updates_seen + len(updates))
+                    updates.clear()  # this batch's updates and returns so far were that run's
+                    returns.clear()
+                self.run_id, self.run_started = event.run_id, True
+        self.updates_seen += len(updates)
         if updates:
             self._updates(updates)
         if returns:
@@ -269,6 +316,28 @@ class LogScan:
     @property
     def early_stop_count(self) -> int:
         return self.aggregator.tamiyo.early_stops
+
+
+def run_starts(path: Path) -> list[tuple[int, str]]:
+    """(line number, run id) of each ``run_started`` that begins a new run in the file at
+    ``path`` (a run id other than the one before it), decoded as the reader decodes.
+
+    Events carry no line numbers, so this second pass runs only when a scan found more
+    than one run, to name the lines; it decodes only lines that mention run_started.
+    """
+    decoder = msgspec.json.Decoder(Event, strict=False)
+    starts: list[tuple[int, str]] = []
+    with open(path, "rb") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if b"run_started" not in line:
+                continue
+            try:
+                event = decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                continue  # the reader skipped it too
+            if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
+                starts.append((line_no, event.run_id))
+    return starts
 
 
 def scan_log(path: Path, thresholds: Thresholds) -> LogScan:

@@ -77,6 +77,7 @@ def summarize(scan: LogScan) -> dict[str, Any]:
                 {"line": s.line_no, "kind": s.kind, "detail": s.detail} for s in scan.skipped
             ],
         },
+        "earlier_runs": [asdict(r) for r in scan.earlier_runs],
         "resets": agg.resets,
         "seq_gaps": agg.run.seq_gaps,
     }
@@ -131,6 +132,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
     return [
         f"run       {r['run_id']} ({ident})",
         f"file      {doc['path']}",
+        *_earlier(doc),
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
         f"progress  {plural(r['updates'], 'update')}, {steps}, {plural(r['events'], 'event')}",
@@ -141,6 +143,15 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"health    final verdict {doc['verdict']}; {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
+
+
+def _earlier(doc: dict[str, Any]) -> list[str]:
+    """The runs before this one in the same file, which the summary leaves out."""
+    earlier = [x for x in doc["earlier_runs"] if x["new_run"]]
+    if not earlier:
+        return []
+    runs = ", ".join(f"{x['run_id']} ({plural(x['updates'], 'update')})" for x in earlier)
+    return [f"earlier   {plural(len(earlier), 'earlier run')} in this file not summarised: {runs}"]
 
 
 def _steps(global_step: int | None, total_steps: int | None) -> str:

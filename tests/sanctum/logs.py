@@ -190,3 +190,28 @@ def write_run(
 def kl_spike(at: int, value: float) -> Callable[[int], Mapping[str, Any]]:
     """Overrides that set approx_kl to ``value`` at update ``at`` only."""
     return lambda u: {"approx_kl": value} if u == at else {}
+
+
+def write_two_runs(path: Path) -> int:
+    """Run ``run-a`` (6 updates: KL 0.5 at update 2, an early stop at 3, value_loss NaN at 4,
+    a critical anomaly; completed), then run ``run-b`` appended to the same file (4 healthy
+    updates, KL 0.001; completed). Returns the line number of run-b's ``run_started``."""
+
+    def unhealthy(u: int) -> Mapping[str, Any]:
+        return {2: {"approx_kl": 0.5}, 4: {"value_loss": float("nan")}}.get(u, {})
+
+    first = RunLog(path, run_id="run-a")
+    first.start()
+    for u in range(6):
+        first.update(early_stop_update(u) if u == 3 else ppo_update(u, **unhealthy(u)))
+    first.anomaly("critical", update=5)
+    first.finish()
+    first.close()
+    line = len(path.read_bytes().splitlines()) + 1
+    second = RunLog(path, run_id="run-b", t0=T0 + 1000)
+    second.start()
+    for u in range(4):
+        second.update(u, approx_kl=0.001)
+    second.finish()
+    second.close()
+    return line

@@ -9,13 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.check import CheckResult, format_text, run_check, to_dict, write_junit
+from sanctum.check import (
+    CheckResult,
+    SeveralRuns,
+    format_text,
+    judge,
+    refuse_several_runs,
+    run_check,
+    to_dict,
+    write_junit,
+)
+from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health import Level
-from sanctum.scan import NoRunStarted
+from sanctum.scan import LogScan, NoRunStarted
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from telemetry.eventlog import EventLogNotFound, SchemaVersionError
-from tests.sanctum.logs import RunLog, write_run
+from telemetry.eventlog import EventLogNotFound, ReadBatch, SchemaVersionError, read_events
+from tests.sanctum.logs import RunLog, write_run, write_two_runs
 
 
 def check(path: Path, **kwargs: object) -> CheckResult:
@@ -189,3 +199,47 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     assert failure is not None
     assert "first at update 7" in (failure.get("message") or "")
     assert cases["clip_fraction"].find("failure") is None
+
+
+def test_a_log_holding_two_runs_is_refused_at_the_second_run_started(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "both.jsonl"
+    line = write_two_runs(path)
+    with pytest.raises(SeveralRuns) as refused:
+        check(path)
+    assert str(refused.value) == (
+        f"{path}:{line}: a second run, run-b, starts here after run run-a (the log holds "
+        "2 runs: run-a, run-b); sanctum check judges one run: give it that run's own events "
+        "file (sanctum summary describes the last run)"
+    )
+    assert main(["check", str(path)]) == 2  # unusable input, never 1 for run-a's KL
+    assert capsys.readouterr().err.startswith(f"sanctum: error: {path}:{line}: a second run")
+
+
+def test_a_run_restarted_with_its_own_id_is_one_run(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    write_run(path, updates=3, finish=None)
+    log = RunLog(path)  # the same run id: the same run going on, not a second run
+    log.start()
+    log.update(3)
+    log.finish()
+    log.close()
+    result = check(path)
+    assert (result.passed, result.updates, result.notes) == (True, 4, ())
+
+
+def test_a_log_that_started_over_while_read_is_judged_on_what_it_holds_now(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "both.jsonl"
+    write_two_runs(path)
+    events = read_events(path).events
+    scan = LogScan(path, DEFAULT_THRESHOLDS)
+    scan.feed(ReadBatch(events[:-10]))  # run-a: KL 0.5, NaN, a critical anomaly
+    scan.feed(ReadBatch(events[-10:], reset=f"{path} was replaced by a new file"))
+    refuse_several_runs(scan)  # the old content is gone from the file: one run, not two
+    result = judge(scan, Level.CRITICAL, allow_unfinished=False)
+    assert (result.run_id, result.updates, result.passed) == ("run-b", 4, True)
+    assert result.notes == (f"{path} was replaced by a new file; judged what the file holds now",)
+    assert f"note  {path} was replaced by a new file; judged what" in format_text(result)

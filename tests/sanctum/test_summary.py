@@ -12,7 +12,7 @@ from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import RunLog, early_stop_update, write_run
+from tests.sanctum.logs import RunLog, early_stop_update, write_run, write_two_runs
 
 
 def summary(path: Path) -> dict[str, Any]:
@@ -148,3 +148,26 @@ def test_a_log_with_only_run_started_summarises_and_checks(tmp_path: Path) -> No
     assert {r.name: r.message for r in result.rows}["approx_kl"] == "not measured in this run"
     assert run_check(path, DEFAULT_THRESHOLDS).exit_code == 1  # unfinished, not an error
     assert main(["summary", str(path)]) == 0
+
+
+def test_a_log_holding_two_runs_summarises_the_last_and_names_the_earlier(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "both.jsonl"
+    write_two_runs(path)
+    doc = summary(path)
+    assert (doc["run"]["run_id"], doc["run"]["updates"]) == ("run-b", 4)
+    kl = doc["rules"][0]
+    assert (kl["worst"], kl["updates_critical"]) == (0.001, 0)  # run-a's KL 0.5 is not here
+    assert doc["metrics"]["value_loss"]["nonfinite"] == 0
+    assert (doc["early_stops"]["count"], doc["anomalies"]["critical"]) == (0, 0)
+    assert doc["earlier_runs"] == [
+        {
+            "run_id": "run-a",
+            "updates": 6,
+            "why": "a new run run-b started in the same log",
+            "new_run": True,
+        }
+    ]
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "earlier   1 earlier run in this file not summarised: run-a (6 updates)" in text
