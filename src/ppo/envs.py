@@ -39,10 +39,16 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[SyncVectorEnv, EnvSpec]
         gym.spec(env_id)
     except gym.error.Error as exc:
         raise EnvError(f"unknown environment id {env_id!r}: {exc}") from None
-    envs = SyncVectorEnv(
-        [lambda: gym.make(env_id) for _ in range(num_envs)],
-        autoreset_mode=AutoresetMode.SAME_STEP,
-    )
+    try:
+        envs = SyncVectorEnv(
+            [lambda: gym.make(env_id) for _ in range(num_envs)],
+            autoreset_mode=AutoresetMode.SAME_STEP,
+        )
+    except Exception as exc:  # a registered id whose code fails: a missing dependency (box2d,
+        # mujoco), an entry point that does not import, a constructor that raises
+        raise EnvError(
+            f"cannot create environment {env_id!r}: {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         return envs, _spec_of(env_id, envs)
     except EnvError:
@@ -80,4 +86,7 @@ def action_mask(infos: dict[str, object], num_envs: int, n: int) -> np.ndarray |
     array = np.asarray(mask, dtype=np.bool_)
     if array.shape != (num_envs, n):
         raise EnvError(f"info['action_mask'] has shape {array.shape}, expected {(num_envs, n)}")
+    stuck = np.flatnonzero(~array.any(axis=1))
+    if stuck.size:  # nothing to sample: every probability would be NaN
+        raise EnvError(f"info['action_mask'] allows no action in env(s) {stuck.tolist()}")
     return array

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 from ppo.buffer import RolloutBuffer
 from ppo.config import PPOConfig
-from ppo.envs import EnvError, make_vector_env
+from ppo.envs import EnvError, action_mask, make_vector_env
 from ppo.policy import ActorCritic
 from ppo.rollout import Collector
 
@@ -95,3 +96,32 @@ def test_box_actions_are_clipped_for_the_env_but_stored_raw() -> None:
 def test_unknown_env_id_is_named() -> None:
     with pytest.raises(EnvError, match="unknown environment id 'NoSuchEnv-v0'"):
         make_vector_env("NoSuchEnv-v0", 1)
+
+
+class NeedsBox2D(toy_envs.Counter):
+    def __init__(self) -> None:
+        raise gym.error.DependencyNotInstalled('Box2D is not installed, run `pip install "box2d"`')
+
+
+@pytest.mark.parametrize(
+    ("entry_point", "cause"),
+    [
+        (NeedsBox2D, "DependencyNotInstalled: Box2D is not installed"),
+        ("no_such_package.envs:Env", "ModuleNotFoundError: No module named 'no_such_package'"),
+    ],
+)
+def test_env_that_cannot_be_created_is_named_with_its_cause(
+    monkeypatch: pytest.MonkeyPatch, entry_point: object, cause: str
+) -> None:
+    spec = gym.envs.registration.EnvSpec("Broken-v0", entry_point=entry_point)  # type: ignore[arg-type]
+    monkeypatch.setitem(gym.registry, "Broken-v0", spec)
+    with pytest.raises(EnvError) as info:
+        make_vector_env("Broken-v0", 2)
+    assert str(info.value).startswith(f"cannot create environment 'Broken-v0': {cause}")
+
+
+def test_a_mask_that_allows_no_action_is_an_env_error() -> None:
+    mask = np.array([[True, False], [False, False], [False, False]])
+    with pytest.raises(EnvError, match=r"allows no action in env\(s\) \[1, 2\]"):
+        action_mask({"action_mask": mask}, 3, 2)
+    assert action_mask({"action_mask": mask[:1]}, 1, 2) is not None
