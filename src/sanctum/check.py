@@ -32,6 +32,13 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_UNUSABLE = 2
 
+FAILING_ON = {
+    Level.CRITICAL: "critical (a rule at critical, a critical anomaly)",
+    Level.WARNING: "warning (a rule at warning or critical, any anomaly, warning ones too)",
+}
+"""What ``--fail-on`` fails on, as the check output states it. Non-finite values and an
+unfinished or failed run fail at either level."""
+
 
 @dataclass(frozen=True, slots=True)
 class CheckRow:
@@ -206,6 +213,8 @@ def _anomaly_row(scan: LogScan, fail_on: Level) -> CheckRow:
         (a for a in scan.anomalies if a.severity == "critical" or fail_on is Level.WARNING), None
     )
     summary = f"{run.anomalies_critical} critical, {run.anomalies_warning} warning"
+    if run.anomalies_warning and fail_on is Level.WARNING:
+        summary += " (warning anomalies fail the check under --fail-on warning)"
     message = (
         summary
         if first is None
@@ -245,7 +254,7 @@ def format_text(result: CheckResult) -> str:
     lines = [
         f"sanctum check {result.path}",
         f"run {result.run_id}, {plural(result.updates, 'update')}, "
-        f"failing on {result.fail_on.value}"
+        f"failing on {FAILING_ON[result.fail_on]}"
         + (", unfinished allowed" if result.allow_unfinished else ""),
         "",
         "per rule: worst judged value; updates measured, at warning, at critical (- = none)",

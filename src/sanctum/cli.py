@@ -127,8 +127,9 @@ def _add_check(check: argparse.ArgumentParser) -> None:
         "--fail-on",
         choices=("warning", "critical"),
         default="critical",
-        help="the level that fails the check (default: critical); with "
-        "warning, warning anomalies fail it too",
+        help="fail when an update reaches this level under a rule (default: critical); a "
+        "critical anomaly always fails, and with warning so does an anomaly the trainer "
+        "reported as a warning",
     )
     check.add_argument(
         "--allow-unfinished",

@@ -152,7 +152,17 @@ def test_anomalies(tmp_path: Path) -> None:
     log.finish()
     log.close()
     assert check(path).exit_code == 0
-    assert check(path, fail_on=Level.WARNING).exit_code == 1
+    strict = check(path, fail_on=Level.WARNING)
+    assert strict.exit_code == 1
+    text = format_text(strict)  # the output says why a warning anomaly failed the check
+    assert "failing on warning (a rule at warning or critical, any anomaly, warning" in text
+    assert (
+        "FAIL  anomalies: 0 critical, 1 warning (warning anomalies fail the check under "
+        "--fail-on warning); first at update 0: ratio_max = 40.00: optimizer step skipped"
+    ) in text
+    assert "failing on critical (a rule at critical, a critical anomaly)" in format_text(
+        check(path)
+    )
     log = RunLog(path)
     log.anomaly("critical", "grad_norm", math.inf, update=0)
     log.close()

@@ -199,6 +199,10 @@ def test_check_flags(
     assert main(["check", str(unfinished_log)]) == 1
     assert main(["check", str(unfinished_log), "--allow-unfinished"]) == 0
     capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "with warning so does an anomaly the trainer reported as a warning" in usage
 
 
 def test_summary_text_and_json(corrupt_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
