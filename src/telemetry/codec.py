@@ -34,11 +34,23 @@ def _spell_nonfinite(value: Any) -> Any:
     return value
 
 
+def _scalar_to_builtin(obj: Any) -> Any:
+    """numpy and torch scalars (``np.float32``, a 0-d tensor) as plain numbers.
+
+    Trainers hand over such values all the time (SB3's logger holds numpy floats); telemetry
+    must not import numpy or torch to accept them, so any object with ``.item()`` will do.
+    """
+    item = getattr(obj, "item", None)
+    if callable(item):
+        return item()
+    raise TypeError(f"cannot encode a {type(obj).__name__} in an event")
+
+
 class LineEncoder:
     """Encodes events into one reused buffer as a JSON line (not thread-safe: one per writer)."""
 
     def __init__(self) -> None:
-        self._encoder = msgspec.json.Encoder()
+        self._encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
         self._buffer = bytearray(1024)
 
     def encode(self, event: Event) -> bytearray:
@@ -46,7 +58,8 @@ class LineEncoder:
         buf = self._buffer
         self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
-            self._encoder.encode_into(_spell_nonfinite(msgspec.to_builtins(event)), buf)
+            builtins = msgspec.to_builtins(event, enc_hook=_scalar_to_builtin)
+            self._encoder.encode_into(_spell_nonfinite(builtins), buf)
         buf.extend(b"\n")
         return buf
 

@@ -124,3 +124,35 @@ def test_payload_fields_each_have_a_docstring() -> None:
 def test_early_stop_reason_text_is_deterministic(scope: str, applied: bool, tail: str) -> None:
     stop = EarlyStop(epoch=2, minibatch=3, kl=0.04123, threshold=0.03, scope=scope, applied=applied)  # type: ignore[arg-type]
     assert stop.describe() == f"approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 {tail}"
+
+
+def test_numpy_scalars_from_other_trainers_are_recorded_as_numbers(tmp_path: Path) -> None:
+    import numpy as np
+
+    payload = PPOUpdatePayload(
+        update=np.int64(2),
+        global_step=np.int64(512),
+        approx_kl=np.float32(0.5),
+        clip_fraction=np.float64(np.nan),
+        early_stopped=np.bool_(True),
+    )
+    with EventLogWriter(tmp_path / "e.jsonl") as writer:
+        writer(PPOUpdate(run_id="r", seq=1, ts=1.0, payload=payload))
+    (back,) = read_events(tmp_path / "e.jsonl").events
+    assert isinstance(back, PPOUpdate)
+    assert (back.payload.update, back.payload.global_step) == (2, 512)
+    assert back.payload.approx_kl == 0.5
+    assert math.isnan(back.payload.clip_fraction)
+    assert back.payload.early_stopped is True
+
+
+def test_an_object_that_cannot_be_a_number_is_refused_by_name() -> None:
+    payload = PPOUpdatePayload(
+        update=0,
+        global_step=1,
+        approx_kl=object(),
+        clip_fraction=0.1,
+        early_stopped=False,  # type: ignore[arg-type]
+    )
+    with pytest.raises(TypeError, match="cannot encode a object in an event"):
+        encode_line(PPOUpdate(run_id="r", seq=1, ts=1.0, payload=payload))
