@@ -65,6 +65,18 @@ def find(run: Path) -> Path:
     raise CheckpointError(f"no checkpoint in {run} (looked for {candidate})")
 
 
+def entry(state: dict[str, Any], dotted: str, path: Path) -> Any:
+    """``state["a"]["b"]`` for ``"a.b"``; a missing entry names itself and the file."""
+    value: Any = state
+    parts = dotted.split(".")
+    for depth, key in enumerate(parts):
+        if not isinstance(value, dict) or key not in value:
+            missing = ".".join(parts[: depth + 1])
+            raise CheckpointError(f"{path}: checkpoint has no {missing!r} entry")
+        value = value[key]
+    return value
+
+
 def load(path: Path) -> dict[str, Any]:
     """Read a checkpoint safely (``weights_only=True``) and check its layout version."""
     try:

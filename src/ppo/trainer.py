@@ -40,6 +40,16 @@ from telemetry.bus import Sink
 from telemetry.events import Payload
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
+_RESUME_ENTRIES = (
+    "model",
+    "agent.optimizer",
+    "agent.kl_coef",
+    "agent.generator",
+    "rng.sampling",
+    "counters.update",
+    "counters.global_step",
+)
+"""Checkpoint entries a resume reads (as :meth:`Trainer._save` writes them)."""
 RECENT_EPISODES = 20
 """Episodes in the rolling mean reported to progress callbacks and results."""
 
@@ -79,8 +89,8 @@ class TrainResult:
 
 def config_from_checkpoint(run: Path) -> PPOConfig:
     """The config a run was trained with, read from its latest checkpoint."""
-    state = checkpoint.load(checkpoint.find(run))
-    return PPOConfig.from_mapping(state["config"], source=str(run))
+    path = checkpoint.find(run)
+    return PPOConfig.from_mapping(checkpoint.entry(checkpoint.load(path), "config", path), str(run))
 
 
 class Trainer:
@@ -143,17 +153,20 @@ class Trainer:
     def _restore(
         self, policy: ActorCritic, agent: PPOAgent, sampling: np.random.Generator
     ) -> Counters:
-        assert self.resume_path is not None
-        state = checkpoint.load(self.resume_path)
+        path = self.resume_path
+        assert path is not None
+        state = checkpoint.load(path)
+        for name in _RESUME_ENTRIES:  # a missing entry is named, not a bare KeyError
+            checkpoint.entry(state, name, path)
         try:
             policy.load_state_dict(state["model"])
             agent.load_state_dict(state["agent"])
             sampling.bit_generator.state = state["rng"]["sampling"]
-        except (KeyError, RuntimeError, ValueError) as exc:
-            raise checkpoint.CheckpointError(
-                f"{self.resume_path} does not fit this config: {exc}"
-            ) from None
-        return Counters(**state["counters"])
+        except (KeyError, RuntimeError, ValueError) as exc:  # KeyError: inside torch's state
+            what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise checkpoint.CheckpointError(f"{path} does not fit this config: {what}") from None
+        counters = state["counters"]
+        return Counters(update=counters["update"], global_step=counters["global_step"])
 
     # ------------------------------------------------------------------- run
     def run(self) -> TrainResult:

@@ -135,6 +135,41 @@ def test_resume_errors_name_the_run(tmp_path: Path) -> None:
         Trainer(wider, run_dir=tmp_path / "x", resume=run).run()
 
 
+@pytest.mark.parametrize(
+    ("remove", "named"),
+    [
+        (("agent",), "agent"),
+        (("agent", "kl_coef"), "agent.kl_coef"),
+        (("rng", "sampling"), "rng.sampling"),
+    ],
+)
+def test_resume_from_a_checkpoint_missing_an_entry_names_the_entry_and_the_file(
+    tmp_path: Path, remove: tuple[str, ...], named: str
+) -> None:
+    run = Trainer(small(), run_dir=tmp_path / "r").run().events_path.parent
+    state = torch.load(run / "checkpoints" / "latest.pt", weights_only=True)
+    *parents, key = remove
+    holder = state
+    for name in parents:
+        holder = holder[name]
+    del holder[key]
+    broken = tmp_path / "broken.pt"
+    torch.save(state, broken)
+    with pytest.raises(checkpoint.CheckpointError) as info:
+        Trainer(small(), run_dir=tmp_path / "x", resume=broken).run()
+    assert str(info.value) == f"{broken}: checkpoint has no {named!r} entry"
+
+
+def test_config_from_a_checkpoint_without_config_names_the_entry(tmp_path: Path) -> None:
+    run = Trainer(small(), run_dir=tmp_path).run().events_path.parent
+    latest = run / "checkpoints" / "latest.pt"
+    state = torch.load(latest, weights_only=True)
+    del state["config"]
+    torch.save(state, latest)
+    with pytest.raises(checkpoint.CheckpointError, match="checkpoint has no 'config' entry"):
+        config_from_checkpoint(run)
+
+
 def test_ctrl_c_saves_a_checkpoint_and_records_interrupted(tmp_path: Path) -> None:
     def interrupt(progress: Progress) -> None:
         if progress.updates_done == 2:
