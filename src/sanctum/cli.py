@@ -94,6 +94,23 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
+    _add_watch_and_replay(sub, common)
+    _add_check(
+        sub.add_parser(
+            "check", prog="sanctum check", parents=[common], help="judge a run; exit 0, 1 or 2"
+        )
+    )
+    summary = sub.add_parser(
+        "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
+    )
+    summary.add_argument("run", metavar="RUN")
+    summary.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _add_watch_and_replay(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
     watch = sub.add_parser(
         "watch", prog="sanctum watch", parents=[common], help="follow a run live (the default)"
     )
@@ -108,17 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="playback speed: 1 = as recorded, 10 = ten times faster",
     )
-    _add_check(
-        sub.add_parser(
-            "check", prog="sanctum check", parents=[common], help="judge a run; exit 0, 1 or 2"
-        )
-    )
-    summary = sub.add_parser(
-        "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
-    )
-    summary.add_argument("run", metavar="RUN")
-    summary.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser
 
 
 def _add_check(check: argparse.ArgumentParser) -> None:

@@ -81,7 +81,14 @@ class RuleTally:
             if not rule.is_worse(worst, rule.warning):  # the healthy case: nothing fired
                 self._offer(worst, updates[numbers.index(worst)])
                 return
-        column = cast("Sequence[float]", values)  # positions in ``judged`` hold numbers
+        self._judge_flagged(updates, cast("Sequence[float]", values), judged)
+
+    def _judge_flagged(
+        self, updates: Sequence[int], column: Sequence[float], judged: Sequence[int]
+    ) -> None:
+        """Count, through ``level_of``, the judged values past warning or non-finite (the
+        positions in ``judged`` hold numbers); then offer the column's worst."""
+        rule = self.rule
         past_warning, isfinite = rule.worse_than(rule.warning), math.isfinite
         flagged = [i for i in judged if past_warning(column[i]) or not isfinite(column[i])]
         for i in flagged:
