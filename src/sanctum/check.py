@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import format_anomaly, format_value, plural, to_json
+from sanctum.formatting import format_anomaly, format_value, plural
 from sanctum.health import Level
 from sanctum.scan import LogScan, RuleTally, run_starts, scan_log
 from sanctum.thresholds import Thresholds
+from telemetry.codec import spell_nonfinite
 from telemetry.eventlog import EventLogError
 
 EXIT_OK = 0
@@ -304,7 +305,7 @@ def to_dict(result: CheckResult) -> dict[str, Any]:
                 "passed": r.passed,
                 "message": r.message,
                 "rule": r.rule,
-                "worst": to_json(r.worst),
+                "worst": spell_nonfinite(r.worst),
                 "worst_update": r.worst_update,
                 "updates_measured": r.updates_measured,
                 "updates_warning": r.updates_warning,

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 import msgspec
 
+from telemetry.codec import spell_nonfinite
+
 NOT_MEASURED: Final = "not measured"
 """Shown for a field the trainer did not report; never a zero."""
-
-_JSON_NONFINITE: Final = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
 def format_value(
@@ -81,24 +81,6 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-def to_json(value: float | None) -> float | str | None:
-    """A number as JSON allows it: non-finite floats become the event log's strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else _JSON_NONFINITE[value]
-    return value
-
-
-def jsonable(value: Any) -> Any:
-    """``value`` with every non-finite float inside dicts, lists and tuples spelled out."""
-    if isinstance(value, float):
-        return to_json(value)
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    return value
-
-
 def dumps(document: dict[str, Any]) -> str:
     """Strict JSON text of ``document``: NaN/Inf never silently become ``null``."""
-    return msgspec.json.format(msgspec.json.encode(jsonable(document)), indent=2).decode()
+    return msgspec.json.format(msgspec.json.encode(spell_nonfinite(document)), indent=2).decode()

@@ -21,16 +21,17 @@ from telemetry.events import Event
 _NONFINITE_NAMES = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
-def _spell_nonfinite(value: Any) -> Any:
-    """Replace non-finite floats anywhere inside builtins by their contract strings."""
+def spell_nonfinite(value: Any) -> Any:
+    """``value`` with every non-finite float, alone or inside dicts, lists and tuples, as
+    the contract's strings ("NaN", "Infinity", "-Infinity"); anything else unchanged."""
     if isinstance(value, float):
         if math.isfinite(value):
             return value
         return "NaN" if math.isnan(value) else _NONFINITE_NAMES[value]
     if isinstance(value, dict):
-        return {k: _spell_nonfinite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_spell_nonfinite(v) for v in value]
+        return {k: spell_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [spell_nonfinite(v) for v in value]
     return value
 
 
@@ -59,7 +60,7 @@ class LineEncoder:
         self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
             builtins = msgspec.to_builtins(event, enc_hook=_scalar_to_builtin)
-            self._encoder.encode_into(_spell_nonfinite(builtins), buf)
+            self._encoder.encode_into(spell_nonfinite(builtins), buf)
         buf.extend(b"\n")
         return buf
 
