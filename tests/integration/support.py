@@ -25,12 +25,21 @@ def run(args: Sequence[str], cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 async def wait_for(pilot: Pilot[None], ready: Callable[[SanctumApp], bool], what: str) -> None:
-    """Let the app run until ``ready(app)``, then let it repaint."""
+    """Let the app run until ``ready(app)`` and the screen shows its newest snapshot."""
     app = pilot.app
     assert isinstance(app, SanctumApp)
     waited = 0.0
-    while not ready(app):
+    while not ready(app) or app.display_pending:
         assert waited < WAIT_LIMIT, f"the app never showed {what}"
         await pilot.pause(0.05)
         waited += 0.05
     await pilot.pause()
+
+
+async def wait_closed(pilot: Pilot[None]) -> None:
+    """Let the app run until it has exited."""
+    waited = 0.0
+    while pilot.app.return_code is None:
+        assert waited < WAIT_LIMIT, "the app never closed"
+        await pilot.pause(0.05)
+        waited += 0.05

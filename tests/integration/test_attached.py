@@ -28,7 +28,7 @@ from sanctum.widgets import StatusBanner
 from sanctum.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import EventLogReader, read_events
 from telemetry.events import RunFinished
-from tests.integration.support import WAIT_LIMIT, wait_for
+from tests.integration.support import WAIT_LIMIT, wait_closed, wait_for
 
 SIZE = (120, 36)
 LONG = "10000000"
@@ -65,10 +65,6 @@ def updated(app: SanctumApp) -> bool:
     return app.snapshot is not None and app.snapshot.update is not None
 
 
-def closed(app: SanctumApp) -> bool:
-    return app.return_code is not None
-
-
 def finish_status(run: AttachedRun) -> str:
     last = read_events(run.run_path / "events.jsonl").events[-1]
     assert isinstance(last, RunFinished)
@@ -97,7 +93,7 @@ async def test_tui_run_shows_progress_and_reaches_finished(start: Start) -> None
         assert banner(run.app, "steps").startswith("40,448/40,000 steps")
         assert any(0 < p < 1 for p in seen), seen  # progress was shown on the way
         await pilot.press("q")  # finished: quits without asking
-        await wait_for(pilot, closed, "the app closing")
+        await wait_closed(pilot)
     assert run.app.choice is None
     run.trainer.process.wait(WAIT_LIMIT)
     code, said = reported(run)
@@ -142,7 +138,7 @@ async def test_quit_dialog_stop_saves_a_checkpoint_and_records_interrupted(start
         await pilot.press("q")
         assert isinstance(run.app.screen, QuitDialog)
         await pilot.press("s")
-        await wait_for(pilot, closed, "the app closing")
+        await wait_closed(pilot)
     assert run.app.choice == "stop"
     assert finish_status(run) == "interrupted"
     assert (run.run_path / "checkpoints" / "latest.pt").is_file()
@@ -153,18 +149,20 @@ async def test_quit_dialog_stop_saves_a_checkpoint_and_records_interrupted(start
 
 
 @pytest.mark.slow
-async def test_detach_leaves_training_running_to_its_end(start: Start) -> None:
-    run = start("--total-steps", "60000")
+async def test_detach_leaves_training_running_and_the_printed_stop_works(start: Start) -> None:
+    run = start("--total-steps", LONG)
     async with run.app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, updated, "an update")
         await pilot.press("q", "d")
-        await wait_for(pilot, closed, "the app closing")
+        await wait_closed(pilot)
     assert run.app.choice == "detach"
     assert run.trainer.poll() is None  # the dashboard is gone, training is not
     code, said = reported(run)
     assert code == 0 and f"re-attach:  sanctum {run.run_path}" in said
-    assert run.trainer.process.wait(WAIT_LIMIT) == 0
-    assert finish_status(run) == "completed"
+    assert f"kill -INT {run.trainer.pid}" in said
+    os.kill(run.trainer.pid, signal.SIGINT)  # what the report tells the user to do
+    assert run.trainer.process.wait(WAIT_LIMIT) == 130
+    assert finish_status(run) == "interrupted"
 
 
 @pytest.mark.slow
@@ -176,7 +174,7 @@ async def test_bad_env_id_shows_trainer_down_with_exit_code_and_stderr(start: St
             "exit code 2: ppo train: unknown environment id 'NoSuchEnv-v0'"
         )
         await pilot.press("q")
-        await wait_for(pilot, closed, "the app closing")
+        await wait_closed(pilot)
     code, said = reported(run)
     assert code == 2
     assert "the trainer process died (exit code 2)" in said and "NoSuchEnv-v0" in said
@@ -192,6 +190,6 @@ async def test_a_trainer_killed_with_sigkill_is_down(start: Start) -> None:
         assert banner(run.app, "run") == "killed by SIGKILL: nothing on stderr"
         assert run.app.snapshot is not None and run.app.snapshot.run.status == "running"
         await pilot.press("q")  # nothing to stop any more: no dialog
-        await wait_for(pilot, closed, "the app closing")
+        await wait_closed(pilot)
     assert run.app.choice is None
     assert reported(run)[0] == 1
