@@ -3,6 +3,7 @@
 ``python standin_trainer.py EVENTS MODE [UPDATES]`` records a run through the real
 ``telemetry.Recorder``: ``forever`` emits an update every 100 ms until Ctrl-C (recorded as
 ``interrupted``, exit 130, as ``ppo train`` does); ``finish`` emits UPDATES updates and
+completes; ``until`` goes on until a file ``EVENTS`` with suffix ``.done`` exists, then
 completes; ``crash`` emits UPDATES updates, writes a traceback-like tail to stderr and
 exits 3 without recording an end, as a trainer that dies does.
 """
@@ -42,7 +43,8 @@ def main(path: Path, mode: str, updates: int) -> int:
     try:
         with rec:
             update = 0
-            while mode == "forever" or update < updates:
+            done = path.with_suffix(".done")
+            while mode == "forever" or (mode == "until" and not done.exists()) or update < updates:
                 record_update(rec, update)
                 update += 1
                 time.sleep(0.1)

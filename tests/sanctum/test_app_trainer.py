@@ -118,12 +118,13 @@ async def test_a_finished_run_quits_without_asking(tmp_path: Path) -> None:
 
 
 async def test_the_quit_dialog_closes_itself_when_training_ends_meanwhile(tmp_path: Path) -> None:
-    trainer = start_trainer(tmp_path, "finish", updates=15)
+    trainer = start_trainer(tmp_path, "until")
     app = SanctumApp(tmp_path / "events.jsonl", DEFAULT_THRESHOLDS, trainer=trainer)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
         await pilot.press("q")
         assert isinstance(app.screen, QuitDialog)
+        (tmp_path / "events.done").touch()  # the run ends on its own, dialog still open
         trainer.process.wait(WAIT_LIMIT)
         waited = 0.0
         while isinstance(app.screen, QuitDialog):
