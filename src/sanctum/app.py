@@ -162,7 +162,7 @@ class SanctumApp(App[None]):
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         self._snapshot = message.snapshot
         self.feed.taken()
-        if self.paused or self._redraw is not None:
+        if self.paused or self._redraw is not None or not self.is_running:
             return
         wait = self._shown_at + self.refresh_seconds - time.monotonic()
         if wait <= 0:
@@ -172,7 +172,7 @@ class SanctumApp(App[None]):
 
     def _redraw_now(self) -> None:
         self._redraw = None
-        if not self.paused and self._snapshot is not None:
+        if not self.paused and self._snapshot is not None and self.is_running:
             self._show(self._snapshot)
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
@@ -184,7 +184,7 @@ class SanctumApp(App[None]):
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time."""
         snapshot = self._snapshot
-        if snapshot is None:
+        if snapshot is None or not self.is_running:  # timers may fire while closing
             return
         now = self.feed.now()
         stale_seconds = snapshot.thresholds.stale_seconds
@@ -215,7 +215,7 @@ class SanctumApp(App[None]):
     # ------------------------------------------------------ own trainer process
     def _watch_trainer(self) -> None:
         """Notice the trainer's exit; a death it was not asked for is TRAINER DOWN."""
-        if self.trainer is None or self.trainer_exit is not None:
+        if self.trainer is None or self.trainer_exit is not None or not self.is_running:
             return
         ended = self.trainer.poll()
         if ended is None:
