@@ -17,3 +17,4 @@ bench:
 	python bench/telemetry_bench.py
 	python bench/ppo_bench.py
 	python bench/sanctum_bench.py
+	python bench/attached_bench.py
