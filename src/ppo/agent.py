@@ -28,6 +28,8 @@ from ppo import kl as kl_estimators
 from ppo.advantages import normalize
 from ppo.buffer import Batch
 from ppo.config import KL_COEF_MAX, KL_COEF_MIN, PPOConfig
+from ppo.distributions import uniform_entropy
+from ppo.gradients import GradNorms, clip_grad_norm
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
 from ppo.policy import ActorCritic
 from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
@@ -101,7 +103,10 @@ class PPOAgent:
         self.optimizer = make_adam(list(policy.parameters()), config.learning_rate, config.adam_eps)
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
-        self._params = [p for p in policy.parameters() if p.requires_grad]
+        self._groups = {
+            name: [p for p in params if p.requires_grad]
+            for name, params in policy.parameter_groups().items()
+        }
         self.on_minibatch: Callable[[], None] | None = None
         """Called before each minibatch (the trainer sends heartbeats from it)."""
 
@@ -132,7 +137,9 @@ class PPOAgent:
                 break
         kl_final = self.measure_kl(batch) if cfg.kl_final else None
         rows = state.stats[: state.evaluated]
-        reduced = reduce_update(rows, state.applied_rows, before, kl_final)
+        last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
+        reduced = reduce_update(rows, state.applied_rows, last_epoch, before, kl_final)
+        reduced["entropy_normalized"] = self._normalized_entropy(reduced["entropy"], batch)
         final = reduced.get("kl_final")
         self._adapt_kl_coef(reduced["approx_kl"] if final is None else final)
         payload = _with_seconds(self._payload(reduced, state), time.perf_counter() - started)
@@ -153,13 +160,13 @@ class PPOAgent:
         row = epoch * cfg.num_minibatches + minibatch
         if self.on_minibatch is not None:
             self.on_minibatch()
-        breakdown, grad_norm = self._forward_backward(mb, state.ent_coef, state.kl_coef)
-        state.stats[row] = row_of(breakdown, grad_norm)
+        breakdown, norms = self._forward_backward(mb, state.ent_coef, state.kl_coef)
+        state.stats[row] = row_of(breakdown, norms)
         state.evaluated = row + 1
         # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the
         # finite flags) across ranks here, so every rank takes the same decision below.
         decide: list[float] = torch.stack(
-            [breakdown.approx_kl, breakdown.total_loss, grad_norm]
+            [breakdown.approx_kl, breakdown.total_loss, norms.total]
         ).tolist()
         kl, loss, norm = decide
         if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
@@ -197,8 +204,8 @@ class PPOAgent:
 
     def _forward_backward(
         self, mb: Batch, ent_coef: float, kl_coef: float
-    ) -> tuple[LossBreakdown, Tensor]:
-        """Loss, gradients and the pre-clip global gradient norm of one minibatch."""
+    ) -> tuple[LossBreakdown, GradNorms]:
+        """Loss, gradients (clipped) and the pre-clip gradient norms of one minibatch."""
         cfg = self.config
         logp, entropy, values = self.policy.evaluate(mb.obs, mb.actions, mb.masks)
         advantages = normalize(mb.advantages, cfg.adv_std_min) if cfg.norm_adv else mb.advantages
@@ -214,11 +221,15 @@ class PPOAgent:
         loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef)
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
-        # clip_grad_norm_ returns the pre-clip total norm on every torch version we support;
-        # with no clipping configured, max_norm = inf scales the gradients by exactly 1.
-        max_norm = math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm
-        grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
-        return breakdown, grad_norm.detach()
+        return breakdown, clip_grad_norm(self._groups, cfg.max_grad_norm)
+
+    def _normalized_entropy(self, entropy: float | None, batch: Batch) -> float | None:
+        """Mean entropy over that of the uniform policy (categorical policies only)."""
+        action = self.policy.action
+        if entropy is None or not action.discrete:
+            return None
+        uniform = uniform_entropy(action.n, batch.masks)
+        return entropy / uniform if uniform > 0 else None
 
     def measure_kl(self, batch: Batch) -> Tensor:
         """The configured estimator over the whole batch with the current policy (0-d)."""
@@ -247,6 +258,11 @@ class PPOAgent:
         stop = state.stop
         if cfg.clip_ratio_c is None:
             reduced.pop("clip_fraction_lower", None)
+        if cfg.max_grad_norm is None:
+            reduced.pop("grad_clip_scale", None)
+        for group in ("actor", "critic"):
+            if group not in self._groups:
+                reduced.pop(f"grad_norm_{group}", None)
         return PPOUpdatePayload(
             update=state.update,
             global_step=state.global_step,

@@ -84,6 +84,18 @@ class DiagGaussian:
         return (self.log_std + 0.5 * _LOG_2PI_E).sum(dim=-1)
 
 
+def uniform_entropy(n_actions: int, masks: Tensor | None = None) -> float:
+    """Entropy of the uniform policy over the allowed actions, log(allowed), in nats: the
+    mean over rows of ``masks`` (True = allowed), or log(``n_actions``) without masks.
+
+    Dividing a categorical policy's mean entropy by it gives a scale-free number, 1 for a
+    uniform policy and 0 for a deterministic one, comparable across action spaces.
+    """
+    if masks is None:
+        return math.log(n_actions)
+    return float(masks.sum(dim=-1).double().log().mean())
+
+
 def categorical_kl(p_logits: Tensor, q_logits: Tensor) -> Tensor:
     """Exact KL(p || q) between categoricals given by logits (per row, nats).
 

@@ -87,6 +87,14 @@ class ActorCritic(nn.Module):
             return MaskedCategorical(out, mask)
         return DiagGaussian(out, self.log_std)
 
+    def parameter_groups(self) -> dict[str, list[nn.Parameter]]:
+        """The actor's and the critic's parameters: disjoint, so each has its own gradient
+        norm (the Gaussian log-std belongs to the actor)."""
+        actor = list(self.actor.parameters())
+        if self.log_std is not None:
+            actor.append(self.log_std)
+        return {"actor": actor, "critic": list(self.critic.parameters())}
+
     def value(self, obs: Tensor) -> Tensor:
         """State values, shape (batch,)."""
         out: Tensor = self.critic(obs)

@@ -15,8 +15,12 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 0
-"""Minor version: additive changes only, always readable by a reader of the same major."""
+SCHEMA_MINOR: Final = 1
+"""Minor version: additive changes only, always readable by a reader of the same major.
+
+1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
+``grad_norm_actor``, ``grad_norm_critic``, ``grad_clip_scale``, ``return_std`` and
+``entropy_normalized`` appended to ``ppo_update``."""
 
 
 class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -116,7 +120,8 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     global_step: int
     """Environment steps so far."""
     approx_kl: float
-    """Mean over evaluated minibatches of the configured estimator, before each step (nats)."""
+    """Mean over the last epoch's evaluated minibatches of the configured estimator, each
+    measured before its minibatch's step (nats); Stable-Baselines3's definition."""
     approx_kl_max: float | None = None
     """Largest minibatch approx_kl."""
     kl_final: float | None = None
@@ -179,6 +184,16 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     """Ratios replaced by the NaN guard."""
     update_seconds: float | None = None
     """Wall time of the update."""
+    grad_norm_actor: float | None = None
+    """Mean pre-clip gradient norm of the actor's parameters (separate actor and critic)."""
+    grad_norm_critic: float | None = None
+    """Mean pre-clip gradient norm of the critic's parameters (separate actor and critic)."""
+    grad_clip_scale: float | None = None
+    """Mean factor the clip multiplied gradients by, min(1, max_grad_norm / grad_norm)."""
+    return_std: float | None = None
+    """Standard deviation of the return targets (explained variance needs them to vary)."""
+    entropy_normalized: float | None = None
+    """Mean entropy over log(allowed actions): 1 uniform, 0 deterministic (categorical)."""
 
 
 class AnomalyPayload(Payload, frozen=True, kw_only=True):

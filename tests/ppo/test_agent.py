@@ -10,7 +10,9 @@ import torch
 
 from ppo import losses
 from ppo.agent import PPOAgent, exceeds
+from ppo.buffer import Batch
 from ppo.config import KL_COEF_MAX, KL_COEF_MIN
+from ppo.policy import ActionSpec, ActorCritic
 from telemetry.events import EarlyStop
 
 from .helpers import batch_for, config, params_of, same_params, small_policy
@@ -291,3 +293,53 @@ def test_checkpoint_from_another_torch_keeps_this_torchs_fused_setting() -> None
     agent.load_state_dict(state)
     assert agent.optimizer.param_groups[0].get("fused") == mine
     assert agent.update(batch_for(policy), update=1).payload.skipped_steps == 0
+
+
+def test_approx_kl_is_the_last_epochs_mean_as_sb3_logs_it() -> None:
+    """Per-minibatch KLs recorded from the loss: the payload's approx_kl is the mean of
+    the last epoch's, approx_kl_max the largest of all (epoch 0 starts near 0)."""
+    policy = small_policy()
+    batch = batch_for(policy)
+    agent = PPOAgent(policy, config(learning_rate=3e-3))
+    seen: list[float] = []
+    original = losses.ppo_loss
+
+    def spy(*args: object, **kwargs: object) -> object:
+        loss, breakdown = original(*args, **kwargs)  # type: ignore[arg-type]
+        seen.append(float(breakdown.approx_kl))
+        return loss, breakdown
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("ppo.agent.ppo_loss", spy)
+        p = agent.update(batch).payload
+    assert len(seen) == 16  # 4 epochs x 4 minibatches
+    assert p.approx_kl == pytest.approx(sum(seen[-4:]) / 4, rel=1e-6)
+    assert p.approx_kl_max == pytest.approx(max(seen), rel=1e-6)
+    assert p.approx_kl > sum(seen) / 16  # the all-epoch mean would read lower
+
+
+def test_group_norms_clip_scale_and_normalised_entropy_are_reported() -> None:
+    policy = small_policy()
+    batch = batch_for(policy)
+    p = PPOAgent(policy, config(max_grad_norm=0.01)).update(batch).payload
+    assert p.grad_norm_actor is not None and p.grad_norm_critic is not None
+    assert p.grad_norm is not None and p.grad_norm_actor < p.grad_norm  # each a part of it
+    assert p.grad_clip_scale is not None and 0 < p.grad_clip_scale < 1  # 0.01 clips hard
+    assert p.entropy is not None and p.entropy_normalized is not None
+    assert p.entropy_normalized == pytest.approx(p.entropy / math.log(3), rel=1e-9)
+    assert p.return_std == pytest.approx(float(batch.returns.double().std(correction=0)))
+    unclipped = PPOAgent(small_policy(), config(max_grad_norm=None))
+    assert unclipped.update(batch_for(small_policy())).payload.grad_clip_scale is None
+
+
+def test_a_continuous_policy_reports_no_normalised_entropy() -> None:
+    torch.manual_seed(0)
+    policy = ActorCritic(4, ActionSpec(discrete=False, n=2), hidden=(16,))
+    obs = torch.randn(64, 4)
+    with torch.no_grad():
+        actions = policy.act(obs)
+        logp, _, values = policy.evaluate(obs, actions)
+    batch = Batch(obs, actions, logp, values, values + 1.0, torch.randn(64))
+    p = PPOAgent(policy, config()).update(batch).payload
+    assert p.entropy is not None and p.entropy_normalized is None
+    assert p.grad_norm_actor is not None  # the log-std is an actor parameter
