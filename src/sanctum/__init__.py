@@ -6,7 +6,7 @@ loads lazily, so ``sanctum check`` and ``import sanctum`` stay light and never t
 """
 
 from sanctum.aggregator import SanctumAggregator
-from sanctum.health import HealthReport, Level, evaluate, level_of
+from sanctum.health import HealthReport, Level, health_report, level_of
 from sanctum.state import Connection, MetricSnapshot, SanctumSnapshot
 from sanctum.thresholds import (
     DEFAULT_THRESHOLDS,
@@ -27,7 +27,7 @@ __all__ = [
     "SanctumSnapshot",
     "Thresholds",
     "ThresholdsError",
-    "evaluate",
+    "health_report",
     "level_of",
     "load_thresholds",
 ]

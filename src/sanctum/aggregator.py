@@ -1,8 +1,10 @@
 """Folds events into run state and hands out frozen snapshots.
 
 ``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
-writes and two deque appends); everything per-metric happens in ``snapshot``, which the
-dashboard calls once per batch of events, and is cached until the next update arrives.
+writes and three appends). Updates are judged in batches: they wait in a list until the
+end of the reader's batch, or until a snapshot or the health report is asked for, and
+then go through the :class:`~sanctum.judge.HealthJudge` column by column. Everything
+per-metric for the screen happens in ``snapshot``, cached until the next update arrives.
 No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
 """
 
@@ -11,9 +13,11 @@ from __future__ import annotations
 from collections import deque
 from types import MappingProxyType
 
-from sanctum.formatting import format_anomaly
-from sanctum.health import HealthReport, Level, evaluate
+from sanctum.formatting import format_anomaly, format_duration
+from sanctum.health import HealthReport, Level, health_report
+from sanctum.judge import HealthJudge
 from sanctum.metrics import PPO_METRICS
+from sanctum.records import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.state import (
     EVENT_LOG_LEN,
     HISTORY_LEN,
@@ -26,12 +30,12 @@ from sanctum.state import (
     TamiyoState,
     connection_of,
     early_stop_text,
-    least_squares_slope,
     max_kl_of,
     metric_columns,
     total_steps_of,
 )
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.trend import least_squares_slope, trend_of
 from telemetry.eventlog import ReadBatch
 from telemetry.events import (
     Anomaly,
@@ -50,6 +54,8 @@ from telemetry.events import (
 
 SKIPPED_KEPT = 50
 """Skipped lines remembered individually (all are counted)."""
+BUG_LABEL, STALL_LABEL = "Bug", "Stall"
+"""Verdict labels of the run-wide checks: a value out of its possible range, a stall."""
 
 _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
 
@@ -78,24 +84,26 @@ class SanctumAggregator:
         self.resets = 0
         self.last_reset: str | None = None
         self.recent_skipped: deque[tuple[int, str, str]] = deque(maxlen=SKIPPED_KEPT)
+        self.earlier_runs: list[EarlierRun] = []
+        """Runs forgotten because the log started over after them, oldest first."""
         self._clear()
 
     def _clear(self) -> None:
         self.tamiyo = TamiyoState(self._history_len, self._series_len)
         self.run = RunState()
+        self.judge = HealthJudge(self.thresholds)
+        self.records = RunRecords()
+        self._unjudged: list[PPOUpdatePayload] = []
         self._cache_key: tuple[int, int] | None = None
         self._cached: (
-            tuple[
-                HealthReport,
-                MappingProxyType[str, MetricSnapshot],
-                tuple[int, ...],
-                tuple[int, ...],
-            ]
-            | None
+            tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]] | None
         ) = None
 
-    def reset(self, reason: str) -> None:
-        """Forget the run (the log restarted); keep the event log and skip counts."""
+    def reset(self, reason: str, new_run: bool = False) -> None:
+        """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
+        the event log and skip counts, and remember the run in ``earlier_runs``."""
+        self.judge_pending()
+        self.earlier_runs.append(EarlierRun(self.run.run_id, self.run.updates, reason, new_run))
         self._clear()
         self.resets += 1
         self.last_reset = reason
@@ -120,11 +128,33 @@ class SanctumAggregator:
             lines = f"{n} line{'s' if n > 1 else ''}"
             text = f"{lines} skipped from line {first.line_no}: {first.detail}"
             self.log.append(LogEntry("skipped", Level.WARNING, text))
+        self.judge_pending()
+
+    def judge_pending(self) -> None:
+        """Judge the updates folded since the last call, in one batch."""
+        if not self._unjudged:
+            return
+        updates, columns = metric_columns(self._unjudged)
+        self._unjudged = []
+        violations = self.judge.fold(updates, columns)
+        for v in violations[:3]:
+            self.log.append(
+                LogEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
+            )
+        if len(violations) > 3:
+            more = len(violations) - 3
+            self.log.append(
+                LogEntry("bug", Level.CRITICAL, f"logging bug: {more} more value(s) out of range")
+            )
 
     def handle(self, event: Event) -> None:
         """Fold one event of any kind."""
         run = self.run
         run.events += 1
+        last = run.last_event_ts
+        silent = 0.0 if last is None else event.ts - last
+        if silent > self.thresholds.stall_seconds and run.status == "running":
+            self._stall(silent, event)
         run.last_event_ts = event.ts
         if run.last_seq is not None and event.seq > run.last_seq + 1:
             self._gap(run.last_seq, event)
@@ -147,10 +177,12 @@ class SanctumAggregator:
 
     def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
         self.tamiyo.record(p)
+        self._unjudged.append(p)
         self.run.updates += 1
         self.run.global_step = p.global_step
         if p.early_stopped:
             text = early_stop_text(p)
+            self.records.early_stop(p.update, text)
             self.log.append(
                 LogEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
             )
@@ -162,6 +194,7 @@ class SanctumAggregator:
             run.steps_per_second = p.steps_per_second
         run.episodes += p.episodes
         if p.episode_return_mean is not None:  # a rollout without a finished episode says nothing
+            self.records.episode_return(p.episode_return_mean)
             run.episode_return = p.episode_return_mean
             run.episode_return_min = p.episode_return_min
             run.episode_return_max = p.episode_return_max
@@ -176,13 +209,14 @@ class SanctumAggregator:
             self.run.anomalies_warning += 1
         if p.global_step is not None:
             self.run.global_step = p.global_step
+        self.records.anomaly(AnomalyRecord(p.update, p.severity, p.metric, p.value, p.message))
         level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
         text = format_anomaly(p.metric, p.value, p.message)
         self.log.append(LogEntry("anomaly", level, text, event.ts, event.seq, p.update))
 
     def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
         if self.run.run_id is not None and self.run.run_id != event.run_id:
-            self.reset(new_run_reason(event.run_id))
+            self.reset(new_run_reason(event.run_id), new_run=True)
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
         run = self.run
         run.run_id = event.run_id
@@ -194,6 +228,7 @@ class SanctumAggregator:
         run.started_ts = event.ts
         run.total_steps = total_steps_of(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
+        self.judge.configure(p.config)
         details = ", ".join(
             f"{k} {v}"
             for k, v in (("env", p.env_id), ("seed", p.seed), ("trainer", run.trainer))
@@ -220,6 +255,17 @@ class SanctumAggregator:
         text = f"run {p.status}" + (f": {p.reason}" if p.reason else "")
         self.log.append(LogEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq))
 
+    def _stall(self, seconds: float, event: Event) -> None:
+        run = self.run
+        run.stalls += 1
+        run.longest_stall = max(seconds, run.longest_stall or 0.0)
+        latest = self.tamiyo.latest
+        update = 0 if latest is None else latest.update + 1
+        if run.first_stall_update is None:
+            run.first_stall_update = update
+        text = f"stall: no event for {format_duration(seconds)} during update {update}"
+        self.log.append(LogEntry("stall", Level.CRITICAL, text, event.ts, event.seq, update))
+
     def _gap(self, last_seq: int, event: Event) -> None:
         self.run.seq_gaps += 1
         missing = event.seq - last_seq - 1
@@ -235,13 +281,27 @@ class SanctumAggregator:
 
     # -- snapshot --------------------------------------------------------------------------
 
-    def health(self) -> HealthReport:
-        """The health report of the latest update (PENDING before the first)."""
-        return self._metrics()[0]
+    def health(self, now: float | None = None) -> HealthReport:
+        """The health report at the latest update (PENDING before the first); with ``now``,
+        an unfinished run silent for longer than the stall limit has stalled."""
+        self.judge_pending()
+        checks: dict[str, tuple[str, Level]] = {}
+        if self.judge.latest_violations:
+            checks["bug"] = (BUG_LABEL, Level.CRITICAL)
+        run = self.run
+        silent = None if now is None or run.last_event_ts is None else now - run.last_event_ts
+        if (
+            run.status == "running"
+            and silent is not None
+            and silent > self.thresholds.stall_seconds
+        ):
+            checks["stall"] = (STALL_LABEL, Level.CRITICAL)
+        return health_report(self.judge.levels(self.tamiyo.values()), self.thresholds, checks)
 
     def snapshot(self, now: float) -> SanctumSnapshot:
         """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
-        health, metrics, history_updates, series_updates = self._metrics()
+        health = self.health(now)
+        metrics, history_updates, series_updates = self._metrics(health)
         tamiyo = self.tamiyo
         run = self.run.snapshot()
         return SanctumSnapshot(
@@ -253,6 +313,7 @@ class SanctumAggregator:
             history_updates=history_updates,
             series_updates=series_updates,
             health=health,
+            return_direction=trend_of(run.episode_returns),
             early_stops=tamiyo.early_stops,
             last_early_stop_reason=tamiyo.last_early_stop_reason,
             policy_drift_rate=tamiyo.policy_drift_rate,
@@ -270,34 +331,30 @@ class SanctumAggregator:
         )
 
     def _metrics(
-        self,
-    ) -> tuple[
-        HealthReport, MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]
-    ]:
-        """Health and per-metric columns, recomputed only when an update arrived."""
+        self, health: HealthReport
+    ) -> tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]]:
+        """Per-metric columns and judgements, recomputed only when an update arrived."""
         tamiyo = self.tamiyo
         key = (id(tamiyo), tamiyo.updates_seen)
         if self._cached is not None and key == self._cache_key:
             return self._cached
-        latest = tamiyo.latest
-        health = evaluate(
-            tamiyo.values(), self.thresholds, None if latest is None else latest.update
-        )
         history_updates, history = metric_columns(tamiyo.history)
         series_updates, series = metric_columns(tamiyo.series)
-        metrics = MappingProxyType(
-            {
-                m: MetricSnapshot(
-                    name=m,
-                    value=history[m][-1] if history[m] else None,
-                    history=history[m],
-                    series=series[m],
-                    level=health.level(m),
-                    trend=least_squares_slope(history_updates, history[m]),
-                )
-                for m in PPO_METRICS
-            }
-        )
+        judges = self.judge.rules
+        metrics = {}
+        for m in PPO_METRICS:
+            judged = judges[m].latest if m in judges else None
+            metrics[m] = MetricSnapshot(
+                name=m,
+                value=history[m][-1] if history[m] else None,
+                history=history[m],
+                series=series[m],
+                level=health.level(m),
+                trend=least_squares_slope(history_updates, history[m]),
+                direction=trend_of(history[m]),
+                statistic=None if judged is None else judged.statistic,
+                note=None if judged is None else judged.note,
+            )
         self._cache_key = key
-        self._cached = (health, metrics, history_updates, series_updates)
+        self._cached = (MappingProxyType(metrics), history_updates, series_updates)
         return self._cached

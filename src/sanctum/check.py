@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import format_anomaly, format_value, plural
+from sanctum.formatting import format_anomaly, format_duration, plural
 from sanctum.health import Level
-from sanctum.scan import LogScan, RuleTally, run_starts, scan_log
+from sanctum.judge import RuleTally
+from sanctum.scan import LogScan, run_starts, scan_log
 from sanctum.thresholds import Thresholds
 from telemetry.codec import spell_nonfinite
 from telemetry.eventlog import EventLogError
@@ -46,7 +47,8 @@ class CheckRow:
     """One line of the verdict: a rule, non-finite values, anomalies or the finish."""
 
     name: str
-    """``approx_kl`` ... for rules, then ``nonfinite``, ``anomalies``, ``run_finished``."""
+    """``approx_kl`` ... for rules, then ``nonfinite``, ``bug``, ``stall``, ``anomalies``,
+    ``run_finished``."""
     label: str
     passed: bool
     message: str
@@ -60,8 +62,8 @@ class CheckRow:
     updates_critical: int = 0
     first_warning: int | None = None
     first_critical: int | None = None
-    decimals: int | None = None
-    """Decimals the rule shows its metric with."""
+    worst_text: str | None = None
+    """``worst`` as the rule spells its statistic (``0.0412``, ``x12.3``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,8 @@ def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
     rows = [_rule_row(t, fail_on) for t in scan.tallies.values()]
     rows += [
         _nonfinite_row(scan),
+        _bug_row(scan),
+        _stall_row(scan),
         _anomaly_row(scan, fail_on),
         _finish_row(run.status, run.reason, allow_unfinished),
     ]
@@ -162,11 +166,10 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         first = _first_reaching(t, fail_on)
         message = (
             f"{rule.label} reached {fail_on.value} in {plural(failing, 'update')}, "
-            f"first at update {first}; worst {format_value(t.worst, rule.decimals)} "
-            f"at update {t.worst_update}"
+            f"first at update {first}; worst {rule.format(t.worst)} at update {t.worst_update}"
         )
     else:
-        message = f"worst {format_value(t.worst, rule.decimals)} over {plural(t.judged, 'update')}"
+        message = f"worst {rule.format(t.worst)} over {plural(t.judged, 'update')}"
     return CheckRow(
         name=rule.metric,
         label=rule.label,
@@ -180,7 +183,7 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         updates_critical=t.at_critical,
         first_warning=t.first_warning,
         first_critical=t.first_critical,
-        decimals=rule.decimals,
+        worst_text=rule.format(t.worst, "-"),
     )
 
 
@@ -204,6 +207,37 @@ def _nonfinite_row(scan: LogScan) -> CheckRow:
         f"NaN or Inf in {plural(scan.nonfinite_updates, 'update')}: {metrics}",
         updates_critical=scan.nonfinite_updates,
         first_critical=scan.first_nonfinite_update,
+    )
+
+
+def _bug_row(scan: LogScan) -> CheckRow:
+    judge = scan.aggregator.judge
+    first = judge.first_violation
+    if first is None:
+        return CheckRow("bug", "bug", True, "every value within its possible range")
+    return CheckRow(
+        "bug",
+        "bug",
+        False,
+        f"{plural(judge.violations, 'impossible value')} (a logging bug, not data); "
+        f"first at update {first.update}: {first.message}",
+        updates_critical=judge.violations,
+        first_critical=first.update,
+    )
+
+
+def _stall_row(scan: LogScan) -> CheckRow:
+    run, limit = scan.aggregator.run, scan.thresholds.stall_seconds
+    if not run.stalls:
+        return CheckRow("stall", "stall", True, f"no silence longer than {limit:g} s")
+    return CheckRow(
+        "stall",
+        "stall",
+        False,
+        f"{plural(run.stalls, 'silence')} longer than {limit:g} s while running; longest "
+        f"{format_duration(run.longest_stall)}, first during update {run.first_stall_update}",
+        updates_critical=run.stalls,
+        first_critical=run.first_stall_update,
     )
 
 
@@ -259,17 +293,21 @@ def format_text(result: CheckResult) -> str:
         + (", unfinished allowed" if result.allow_unfinished else ""),
         "",
         "per rule: worst judged value; updates measured, at warning, at critical (- = none)",
-        f"{'check':<20} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}  result",
     ]
-    for row in result.rows:
-        if row.rule is not None:
-            first = "-" if row.first_critical is None else str(row.first_critical)
-            worst = format_value(row.worst, row.decimals, "-")
-            lines.append(
-                f"{row.label + ' ' + row.name:<20} {worst:>10} "
-                f"{row.updates_measured:>5} {row.updates_warning:>5} "
-                f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
-            )
+    ruled = [row for row in result.rows if row.rule is not None]
+    width = max([20, *(len(f"{row.label} {row.name}") for row in ruled)])
+    lines.append(
+        f"{'check':<{width}} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}"
+        "  result"
+    )
+    for row in ruled:
+        first = "-" if row.first_critical is None else str(row.first_critical)
+        worst = row.worst_text or "-"
+        lines.append(
+            f"{row.label + ' ' + row.name:<{width}} {worst:>10} "
+            f"{row.updates_measured:>5} {row.updates_warning:>5} "
+            f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
+        )
     lines.append("")
     for row in result.rows:
         lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")

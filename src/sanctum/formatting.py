@@ -25,7 +25,8 @@ NOT_MEASURED: Final = "not measured"
 def format_value(
     value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED
 ) -> str:
-    """``value`` for a human: fixed ``decimals`` when given, else 4 significant digits.
+    """``value`` for a human: fixed ``decimals`` when given (3 significant digits for a
+    value they would round to zero), else 4 significant digits.
 
     ``None`` is ``absent`` (:data:`NOT_MEASURED` unless a table says otherwise); an integer
     (a step or update count) is exact; non-finite values read ``NaN``, ``+Inf``, ``-Inf``.
@@ -39,7 +40,10 @@ def format_value(
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     if decimals is not None:
-        return f"{value:.{decimals}f}"
+        fixed = f"{value:.{decimals}f}"
+        if value != 0 and float(fixed) == 0:  # never a zero for a value that is not:
+            return _significant(value, digits=3)  # a healthy KL of 1.4e-05 stays readable
+        return fixed
     return _significant(value, digits=4)
 
 

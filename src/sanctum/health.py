@@ -1,10 +1,11 @@
-"""Pure health evaluation: metric values + the rule table -> levels and one verdict.
+"""Pure health levels: a value against a rule's lines, and the verdict from levels.
 
-No state and no I/O, so the dashboard, ``sanctum check`` and ``sanctum summary`` judge a
-value identically. Levels are ordered PENDING < HEALTHY < WARNING < CRITICAL. PENDING means
-"not judged": the metric was not measured (None, never read as zero) or its rule is still in
-warm-up. A non-finite value is CRITICAL for every metric, ruled or not, even in warm-up,
-because NaN or Inf in training statistics is never a transient to wait out.
+No state and no I/O. Levels are ordered PENDING < HEALTHY < WARNING < CRITICAL. PENDING
+means "not judged": the metric was not measured (None, never read as zero) or its rule is
+still in warm-up. A non-finite value is CRITICAL for every metric, ruled or not, even in
+warm-up, because NaN or Inf in training statistics is never a transient to wait out.
+What needs memory (rolling statistics, persistence, tallies) is :mod:`sanctum.judge`,
+which calls :func:`level_of` for each statistic it judges.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ _RANK = {Level.PENDING: 0, Level.HEALTHY: 1, Level.WARNING: 2, Level.CRITICAL: 3
 
 
 def level_of(rule: Rule, value: float | None, update_index: int | None) -> Level:
-    """The level of one value under ``rule`` at 0-based update ``update_index``.
+    """The band of one value (or statistic) under ``rule`` at 0-based update ``update_index``.
 
     None -> PENDING (not measured); non-finite -> CRITICAL (always); inside the rule's
     warm-up (``update_index < warmup_updates``, or no update index) -> PENDING; otherwise
@@ -82,60 +83,64 @@ def unruled_level(value: float | None) -> Level:
 
 @dataclass(frozen=True, slots=True)
 class HealthReport:
-    """Levels of one update's metrics and the verdict for the banner."""
+    """Levels at the latest update and the verdict for the banner."""
 
     levels: Mapping[str, Level]
-    """Every evaluated metric -> its level (read-only mapping)."""
+    """Every judged item -> its level (read-only): each PPO metric, then the run-wide
+    checks that fired (``bug``: a value out of its possible range; ``stall``)."""
     fired: tuple[str, ...]
-    """Metrics at WARNING or worse: ruled ones in rule order, then others in contract order."""
+    """Items at WARNING or worse: ruled metrics in rule order, then checks, then others."""
     verdict: str
     """``PENDING`` (nothing judged yet), ``OK``, ``WARN: KL (+1)`` or ``FAIL: KL (+2)``."""
     worst: Level
-    """The worst level among the ruled metrics and any non-finite metric."""
+    """The worst level among the ruled metrics and whatever else fired."""
 
-    def level(self, metric: str) -> Level:
-        """The level of ``metric``; PENDING when it was not evaluated."""
-        return self.levels.get(metric, Level.PENDING)
+    def level(self, item: str) -> Level:
+        """The level of ``item``; PENDING when it was not evaluated."""
+        return self.levels.get(item, Level.PENDING)
 
 
-def evaluate(
-    values: Mapping[str, float | None], thresholds: Thresholds, update_index: int | None
+def health_report(
+    levels: Mapping[str, Level],
+    thresholds: Thresholds,
+    checks: Mapping[str, tuple[str, Level]] | None = None,
 ) -> HealthReport:
-    """Judge one update: each ruled metric by its rule, every other value for finiteness.
+    """The report from each metric's level (ruled ones as their rule judged them) and the
+    run-wide ``checks`` (item -> label and level, e.g. ``{"stall": ("Stall", CRITICAL)}``).
 
-    Metrics with a rule are evaluated even when absent from ``values`` (PENDING), so the
-    report always covers the whole table.
+    Only ruled metrics count while healthy or pending; anything else counts once it fired,
+    so a report with no rule judged yet is PENDING, never a premature OK.
     """
-    levels: dict[str, Level] = {}
-    for rule in thresholds.rules:
-        levels[rule.metric] = level_of(rule, values.get(rule.metric), update_index)
-    for metric, value in values.items():
-        if metric not in levels:
-            levels[metric] = unruled_level(value)
-    fired = tuple(m for m, lvl in levels.items() if lvl >= Level.WARNING)
+    ruled = [r.metric for r in thresholds.rules]
+    labels = {r.metric: r.label for r in thresholds.rules}
+    ordered: dict[str, Level] = {m: levels.get(m, Level.PENDING) for m in ruled}
+    for item, (label, level) in (checks or {}).items():
+        ordered[item] = level
+        labels[item] = label
+    for metric, level in levels.items():
+        ordered.setdefault(metric, level)
+    fired = tuple(m for m, lvl in ordered.items() if lvl >= Level.WARNING)
     worst = max(
-        (lvl for m, lvl in levels.items() if m in fired or thresholds.rule(m)),
-        default=Level.PENDING,
+        (lvl for m, lvl in ordered.items() if m in fired or m in ruled), default=Level.PENDING
     )
     return HealthReport(
-        levels=MappingProxyType(levels),
+        levels=MappingProxyType(ordered),
         fired=fired,
-        verdict=verdict_of(levels, fired, worst, thresholds),
+        verdict=verdict_of(ordered, fired, worst, labels),
         worst=worst,
     )
 
 
 def verdict_of(
-    levels: Mapping[str, Level], fired: tuple[str, ...], worst: Level, thresholds: Thresholds
+    levels: Mapping[str, Level], fired: tuple[str, ...], worst: Level, labels: Mapping[str, str]
 ) -> str:
-    """``FAIL: KL (+2)``: the first metric at the worst level, and how many others fired."""
+    """``FAIL: KL (+2)``: the first item at the worst level, and how many others fired."""
     if worst is Level.PENDING:
         return "PENDING"
     if worst is Level.HEALTHY:
         return "OK"
     first = next(m for m in fired if levels[m] is worst)
-    rule = thresholds.rule(first)
-    label = rule.label if rule is not None else first
     prefix = "FAIL" if worst is Level.CRITICAL else "WARN"
     others = len(fired) - 1
+    label = labels.get(first, first)
     return f"{prefix}: {label} (+{others})" if others else f"{prefix}: {label}"

@@ -23,7 +23,7 @@ from rich.style import Style
 from rich.text import Text
 
 from sanctum.formatting import NOT_MEASURED, format_count, format_duration, format_value
-from sanctum.state import least_squares_slope
+from sanctum.trend import Trend
 
 BARS: Final = "▁▂▃▄▅▆▇█"
 """Eighth blocks, lowest first."""
@@ -42,24 +42,13 @@ BELOW_MARK: Final = "▼"
 """A chart value below zero (possible with the k1 estimator)."""
 
 
-def trend_arrow(values: Sequence[float], spread_share: float = 0.5) -> str:
-    """Direction of the least-squares line through the finite values (oldest first).
-
-    The line's rise over the window must cover at least ``spread_share`` of the values'
-    range, so a noisy series reads flat while a steady climb reads up however slowly it
-    climbs; a rise below 1e-9 of the values' magnitude is float jitter and reads flat.
-    Non-finite values are skipped: their level, not their direction, is what matters.
-    """
-    finite = [v for v in values if math.isfinite(v)]
-    slope = least_squares_slope(range(len(finite)), finite)
-    if slope is None:
-        return TREND_UNKNOWN
-    rise = slope * (len(finite) - 1)
-    spread = max(finite) - min(finite)
-    magnitude = max(abs(v) for v in finite)
-    if spread == 0 or abs(rise) < spread_share * spread or abs(rise) <= 1e-9 * magnitude:
-        return TREND_FLAT
-    return TREND_UP if rise > 0 else TREND_DOWN
+ARROWS: Final[dict[Trend, str]] = {
+    "up": TREND_UP,
+    "down": TREND_DOWN,
+    "flat": TREND_FLAT,
+    "unknown": TREND_UNKNOWN,
+}
+"""The arrow for each direction the core computed (:func:`sanctum.trend.trend_of`)."""
 
 
 def sparkline(values: Sequence[float], width: int) -> str:
@@ -118,17 +107,32 @@ class ChartStyles:
     axis: Style | str = "dim"
 
 
+LOG_FLOOR: Final = 1e-10
+"""The lowest a log-scale chart reaches; smaller values sit on its bottom row."""
+
+
+def _decade(value: float) -> str:
+    """``1``, ``0.01`` or ``1e-08``: a power of ten, short."""
+    exponent = round(math.log10(value))
+    return f"{value:g}" if -2 <= exponent <= 3 else f"1e{exponent:+03d}"
+
+
 @dataclass(frozen=True)
 class ThresholdChart:
-    """One column per value (newest at the right) on a fixed scale from 0 to ``top``.
+    """One column per value (newest at the right) on a fixed scale, up to ``top``.
 
     The warning and critical thresholds are drawn as horizontal lines (``┄`` and ``━``)
-    behind the bars and labelled on the axis. ``top`` defaults to 1.5 times the highest
-    threshold, so the critical line sits at two thirds of the height. Values above ``top``
-    (and +Inf) end in :data:`CLIPPED_MARK`, NaN is :data:`NONFINITE_MARK` on the bottom
-    row, negative values are :data:`BELOW_MARK`. ``level_of`` (keyword, required) names the
-    level of a value to colour its bar. A short history is
-    drawn with bars up to :attr:`MAX_BAR_WIDTH` cells wide so it does not hide in a corner.
+    behind the bars and labelled on the axis. On the linear scale (from 0) ``top`` defaults
+    to 1.5 times the highest threshold, so the critical line sits at two thirds of the
+    height. On the ``log`` scale, for a metric that spans decades such as KL (a healthy
+    1e-5 and a dangerous 0.1 both readable), the axis runs from the decade below the
+    smallest value (at least two decades under the lowest threshold, at most down to
+    :data:`LOG_FLOOR`) to the decade above three times the highest threshold, labelled at
+    both ends. Values above ``top`` (and +Inf) end in :data:`CLIPPED_MARK`, NaN is
+    :data:`NONFINITE_MARK` on the bottom row, negative values are :data:`BELOW_MARK`.
+    ``level_of`` (keyword, required) names the level of a value to colour its bar. A short
+    history is drawn with bars up to :attr:`MAX_BAR_WIDTH` cells wide so it does not hide
+    in a corner.
     """
 
     MAX_BAR_WIDTH: ClassVar[int] = 3
@@ -144,14 +148,41 @@ class ThresholdChart:
     """The level of a value (``healthy``, ``warning`` or ``critical``) from the rule table;
     required, because only the rule knows which way is worse."""
     styles: ChartStyles = field(default_factory=ChartStyles)
+    log: bool = False
+    """A logarithmic scale (positive values only; others sit below it)."""
+
+    @property
+    def _thresholds(self) -> list[float]:
+        return [t for t in (self.warning, self.critical) if t is not None and t > 0]
 
     @property
     def scale_top(self) -> float:
         """Value at the top edge of the plot."""
         if self.top is not None:
             return self.top
-        thresholds = [t for t in (self.warning, self.critical) if t is not None and t > 0]
+        thresholds = self._thresholds
+        if self.log:
+            highest = 3 * max(thresholds, default=0.1)
+            return float(10 ** math.ceil(math.log10(highest)))
         return 1.5 * max(thresholds) if thresholds else 1.0
+
+    @property
+    def scale_bottom(self) -> float:
+        """Value at the bottom edge of a log-scale plot."""
+        lowest_line = min(self._thresholds, default=self.scale_top)
+        ceiling = 10 ** (math.floor(math.log10(lowest_line)) - 2)
+        positive = [v for v in self.values if math.isfinite(v) and v > 0]
+        smallest = min(positive, default=ceiling)
+        return float(max(LOG_FLOOR, min(ceiling, 10 ** math.floor(math.log10(smallest)))))
+
+    def _fraction(self, value: float, top: float) -> float:
+        """Where ``value`` sits between the bottom (0) and the top (1) of the plot."""
+        if not self.log:
+            return value / top
+        if value <= 0:
+            return 0.0
+        low = math.log10(self.scale_bottom)
+        return (math.log10(value) - low) / (math.log10(top) - low)
 
     def lines(self, width: int) -> list[Text]:
         """The chart as ``height`` lines of exactly ``width`` cells."""
@@ -183,9 +214,12 @@ class ThresholdChart:
         return lines
 
     def _labels(self, top: float) -> dict[int, str]:
-        """Axis label per row from the top: zero, the top, then thresholds (which win)."""
-        labels = {self.height - 1: format_value(0.0, self.decimals)}
-        labels[0] = format_value(top, self.decimals)
+        """Axis label per row from the top: the bottom, the top, then thresholds (which win)."""
+        if self.log:
+            labels = {self.height - 1: _decade(self.scale_bottom), 0: _decade(top)}
+        else:
+            labels = {self.height - 1: format_value(0.0, self.decimals)}
+            labels[0] = format_value(top, self.decimals)
         for threshold in (self.warning, self.critical):
             row = self._row_of(threshold, top)
             if row is not None:
@@ -196,7 +230,9 @@ class ThresholdChart:
         """Row, counted from the bottom, whose band holds ``value``; None when off the plot."""
         if value is None or not 0 <= value <= top or self.height <= 0:
             return None
-        return min(self.height - 1, math.floor(value / top * self.height))
+        if self.log and value < self.scale_bottom:
+            return None
+        return min(self.height - 1, math.floor(self._fraction(value, top) * self.height))
 
     def _rule_rows(self, top: float) -> dict[int, tuple[str, Style | str]]:
         rows: dict[int, tuple[str, Style | str]] = {}
@@ -226,7 +262,10 @@ class ThresholdChart:
             cells[0] = (BELOW_MARK, style)
             return cells
         total = self.height * 8
-        eighths = total if value >= top else max(1 if value > 0 else 0, round(value / top * total))
+        if value >= top:
+            eighths = total
+        else:
+            eighths = max(1 if value > 0 else 0, round(self._fraction(value, top) * total))
         for from_bottom in range(self.height):
             filled = min(8, eighths - from_bottom * 8)
             if filled > 0:
@@ -244,6 +283,7 @@ class ThresholdChart:
 
 
 __all__ = [  # the formatters are re-exported for the widgets, which import them from here
+    "ARROWS",
     "BARS",
     "BELOW_MARK",
     "CLIPPED_MARK",
@@ -261,5 +301,4 @@ __all__ = [  # the formatters are re-exported for the widgets, which import them
     "format_value",
     "progress_bar",
     "sparkline",
-    "trend_arrow",
 ]

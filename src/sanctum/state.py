@@ -28,6 +28,7 @@ import msgspec
 from sanctum.health import HealthReport, Level
 from sanctum.metrics import PPO_METRIC_POSITIONS, PPO_METRICS
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.trend import Trend, least_squares_slope
 from telemetry.events import PPOUpdatePayload
 
 HISTORY_LEN: Final = 10
@@ -59,19 +60,6 @@ class Connection(str, Enum):
     """``run_finished`` with status interrupted (Ctrl-C or a stop request)."""
 
 
-def least_squares_slope(xs: Sequence[float], ys: Sequence[float | None]) -> float | None:
-    """Slope of the least-squares line through the finite (x, y) pairs; None if < 2 points."""
-    points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None and math.isfinite(y)]
-    if len(points) < 2:
-        return None
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    spread = sum((x - mean_x) ** 2 for x, _ in points)
-    if spread == 0:
-        return None
-    return sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
-
-
 @dataclass(frozen=True, slots=True)
 class MetricSnapshot:
     """One PPO metric: latest value, recent history, longer series and its level."""
@@ -87,13 +75,32 @@ class MetricSnapshot:
     """From the health report of the latest update."""
     trend: float | None
     """Least-squares slope of ``history`` per update; None with fewer than 2 finite points."""
+    direction: Trend = "unknown"
+    """Which way ``history`` is going, for the arrow (:func:`sanctum.trend.trend_of`)."""
+    statistic: float | None = None
+    """What the metric's rule judged at the latest update (its value, rolling median or
+    jump); None without a rule or while the rule does not judge."""
+    note: str | None = None
+    """Why the rule does not judge yet (``warm-up``, ``not judged: returns nearly
+    constant``), or a band not yet persisted (``crit 1/2``)."""
 
 
 @dataclass(frozen=True, slots=True)
 class LogEntry:
     """A notable event for the event-log panel."""
 
-    kind: Literal["start", "early_stop", "anomaly", "finish", "reset", "skipped", "gap", "trainer"]
+    kind: Literal[
+        "start",
+        "early_stop",
+        "anomaly",
+        "finish",
+        "reset",
+        "skipped",
+        "gap",
+        "trainer",
+        "bug",
+        "stall",
+    ]
     level: Level
     """HEALTHY for start/completed; WARNING or CRITICAL for trouble."""
     text: str
@@ -252,6 +259,12 @@ class RunFacts(Generic[Returns]):
     last_seq: int | None = None
     seq_gaps: int = 0
     """Times ``seq`` jumped forward: events the log lost (should stay 0)."""
+    stalls: int = 0
+    """Silences longer than the stall limit between two events of the unfinished run."""
+    longest_stall: float | None = None
+    """The longest such silence, in seconds."""
+    first_stall_update: int | None = None
+    """The update in progress during the first stall (the one after the last recorded)."""
 
     @property
     def progress(self) -> float | None:
@@ -348,6 +361,8 @@ class SanctumSnapshot:
     """Update indices of the metric series."""
     health: HealthReport
     """Levels and verdict of the latest update."""
+    return_direction: Trend
+    """Which way the recent mean episode returns are going."""
     early_stops: int
     last_early_stop_reason: str | None
     policy_drift_rate: float | None
@@ -391,7 +406,6 @@ __all__ = [
     "TamiyoState",
     "connection_of",
     "early_stop_text",
-    "least_squares_slope",
     "max_kl_of",
     "metric_columns",
     "total_steps_of",

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural
-from sanctum.health import Level, level_of
-from sanctum.scan import LogScan, RuleTally, scan_log
+from sanctum.health import Level
+from sanctum.judge import RuleTally
+from sanctum.scan import LogScan, scan_log
 from sanctum.thresholds import Thresholds
 
 TEXT_LIST_LIMIT = 20
@@ -85,14 +86,17 @@ def summarize(scan: LogScan) -> dict[str, Any]:
 
 def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
     rule, final = tally.rule, scan.stats[tally.rule.metric]
+    latest = scan.aggregator.judge.rules[rule.metric].latest
     return {
         "metric": rule.metric,
         "label": rule.label,
         "rule": rule.describe(),
         "final": final.final,
+        "final_text": format_value(final.final, rule.decimals, "-"),
         "final_update": final.final_update,
-        "final_level": level_of(rule, final.final, final.final_update).value,
+        "final_level": (Level.PENDING if latest is None else latest.level).value,
         "worst": tally.worst,
+        "worst_text": rule.format(tally.worst, "-"),
         "worst_update": tally.worst_update,
         "updates_warning": tally.at_warning,
         "updates_critical": tally.at_critical,
@@ -174,12 +178,12 @@ def _rules(doc: dict[str, Any]) -> list[str]:
     ]
     for row in doc["rules"]:
         first = "-" if row["first_critical"] is None else str(row["first_critical"])
-        final = format_value(row["final"], absent="-") + (
+        final = row["final_text"] + (
             "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
         )
         lines.append(
             f"{row['label'] + '  ' + row['rule']:<52} {final:>9} "
-            f"{format_value(row['worst'], absent='-'):>9} {row['updates_warning']:>5} "
+            f"{row['worst_text']:>9} {row['updates_warning']:>5} "
             f"{row['updates_critical']:>5}  {first}"
         )
     return lines

@@ -15,6 +15,12 @@ A TOML file overrides defaults per metric and may add a rule for any other PPO m
     warning = 0.1
     critical = 0.01
 
+A rule judges a *statistic* of its metric: the value itself, the rolling median of the
+last ``window`` judged values (for noisy metrics such as explained variance), or the jump
+of the value over the median of the ``window`` values before it (for metrics whose scale
+is the run's own, such as the pre-clip gradient norm). A level fires only once it held for
+``persist`` consecutive judged updates, except past ``far``, where critical fires at once.
+
 A bad file is refused with a :class:`ThresholdsError` naming the file, the table and the key.
 Non-finite values are critical for every metric regardless of the table (see ``health``).
 """
@@ -24,10 +30,11 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from sanctum.formatting import NOT_MEASURED, format_value
 from sanctum.metrics import PPO_METRICS
 
 if sys.version_info >= (3, 11):
@@ -36,6 +43,10 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib
 
 Direction = Literal["above", "below"]
+Statistic = Literal["value", "median", "jump"]
+STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump")
+_TOP_KEYS: Final = ("stale_seconds", "stall_seconds")
+"""Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
 
 class ThresholdsError(ValueError):
@@ -66,6 +77,18 @@ class Rule:
     """Updates with a 0-based index below this are not judged (pending)."""
     decimals: int = 3
     """Decimals to show values of this metric with."""
+    statistic: Statistic = "value"
+    """What is judged: the ``value``; the ``median`` of the last ``window`` judged values;
+    or the ``jump``, the value over the median of the ``window`` measured values before it."""
+    window: int = 1
+    """Updates in the rolling statistic (``median`` and ``jump``)."""
+    persist: int = 1
+    """Consecutive judged updates a level must hold before it fires."""
+    far: float | None = None
+    """Past this, the rule fires critical at once, whatever ``persist`` says."""
+    min_return_spread: float | None = None
+    """Judge only updates whose ``return_std`` is at least this share of ``|return_mean|``
+    (when the update reports both): explained variance is noise when returns barely vary."""
 
     def __post_init__(self) -> None:
         problem = _rule_problem(self)
@@ -88,12 +111,34 @@ class Rule:
         """The worst of finite ``values`` (the largest for ``above``, smallest for ``below``)."""
         return max(values) if self.direction == "above" else min(values)
 
+    def format(self, value: float | None, absent: str = NOT_MEASURED) -> str:
+        """A judged statistic as text: ``x12.3`` for a jump, else the value at ``decimals``
+        (``NaN``/``+Inf`` spelled out; None is ``absent``)."""
+        if self.statistic == "jump" and value is not None and math.isfinite(value):
+            return f"x{format_value(value, 1)}"
+        return format_value(value, self.decimals, absent)
+
     def describe(self) -> str:
-        """``approx_kl > 0.015 / > 0.03`` — the thresholds in words, for tables and help."""
+        """The rule in words, for tables and help, e.g. ``approx_kl > 0.02 / > 0.05, 2
+        updates in a row (at once past 0.15)``."""
         sign = ">" if self.direction == "above" else "<"
-        text = f"{self.metric} {sign} {self.warning:g} / {sign} {self.critical:g}"
+        if self.statistic == "jump":
+            subject = f"{self.metric} / median of previous {self.window}"
+            bands = f"{sign} {self.warning:g}x / {sign} {self.critical:g}x"
+        else:
+            subject = self.metric
+            if self.statistic == "median":
+                subject = f"median of {self.window} {self.metric}"
+            bands = f"{sign} {self.warning:g} / {sign} {self.critical:g}"
+        text = f"{subject} {bands}"
+        if self.persist > 1:
+            text += f", {self.persist} updates in a row"
+        if self.far is not None:
+            text += f" (at once {'past' if self.direction == 'above' else 'below'} {self.far:g})"
         if self.warmup_updates:
-            text += f" after {self.warmup_updates} updates"
+            text += f", after {self.warmup_updates} updates"
+        if self.min_return_spread is not None:
+            text += ", when returns vary"
         return text
 
 
@@ -117,6 +162,31 @@ def _rule_problem(rule: Rule) -> tuple[str, str] | None:
         return "warmup_updates", f"must be an integer >= 0, got {rule.warmup_updates!r}"
     if not _is_int(rule.decimals) or not 0 <= rule.decimals <= 12:
         return "decimals", f"must be an integer from 0 to 12, got {rule.decimals!r}"
+    return _statistic_problem(rule)
+
+
+def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
+    """The first problem with the statistic, persistence and gate keys, or None."""
+    if rule.statistic not in STATISTICS:
+        return "statistic", f"must be one of {', '.join(STATISTICS)}, got {rule.statistic!r}"
+    for key in ("window", "persist"):
+        value = getattr(rule, key)
+        if not _is_int(value) or value < 1:
+            return key, f"must be an integer >= 1, got {value!r}"
+    if rule.statistic != "value" and rule.window < 2:
+        return "window", f"a {rule.statistic} needs a window of at least 2, got {rule.window!r}"
+    if rule.far is not None and (
+        not _is_number(rule.far)
+        or not math.isfinite(rule.far)
+        or rule.is_worse(rule.critical, rule.far)
+    ):
+        return (
+            "far",
+            f"must be a finite number at or past critical {rule.critical:g}, got {rule.far!r}",
+        )
+    spread = rule.min_return_spread
+    if spread is not None and (not _is_number(spread) or not 0 <= spread < math.inf):
+        return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
     if not isinstance(rule.label, str) or not rule.label:
         return "label", f"must be a non-empty string, got {rule.label!r}"
     return None
@@ -138,6 +208,8 @@ class Thresholds:
     """Rules, in the order verdicts name them."""
     stale_seconds: float = 10.0
     """A running log with no event for longer than this is STALE (banner only)."""
+    stall_seconds: float = 60.0
+    """No event for longer than this while the run is unfinished is a stall: critical."""
     _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -146,10 +218,10 @@ class Thresholds:
             if r.metric in by_metric:
                 raise ThresholdsError(f"rules: more than one rule for the metric {r.metric}")
             by_metric[r.metric] = r
-        if not _is_number(self.stale_seconds) or not self.stale_seconds > 0:
-            raise ThresholdsError(
-                f"stale_seconds: must be a number > 0, got {self.stale_seconds!r}"
-            )
+        for key in _TOP_KEYS:
+            value = getattr(self, key)
+            if not _is_number(value) or not 0 < value < math.inf:
+                raise ThresholdsError(f"{key}: must be a finite number > 0, got {value!r}")
         object.__setattr__(self, "_by_metric", by_metric)
 
     def rule(self, metric: str) -> Rule | None:
@@ -164,17 +236,36 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS: Final = Thresholds(
     rules=(
-        Rule("approx_kl", "KL", "above", 0.015, 0.03, decimals=4),
-        Rule("clip_fraction", "Clip", "above", 0.25, 0.30, decimals=3),
-        Rule("grad_norm", "Grad", "above", 5.0, 10.0, decimals=2),
-        Rule("explained_variance", "EV", "below", 0.3, 0.0, warmup_updates=10, decimals=3),
+        Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5),
+        Rule("clip_fraction", "Clip", "above", 0.4, 0.6, decimals=3, persist=2),
+        Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2),
+        Rule(
+            "explained_variance",
+            "EV",
+            "below",
+            -0.1,
+            -0.5,
+            warmup_updates=10,
+            decimals=3,
+            statistic="median",
+            window=10,
+            persist=3,
+            min_return_spread=0.05,
+        ),
+        Rule("entropy_normalized", "Entropy", "below", 0.02, 0.005, decimals=3, persist=3),
     ),
     stale_seconds=10.0,
+    stall_seconds=60.0,
 )
-"""DESIGN.md section 6."""
+"""The rules as calibrated on real healthy and broken runs (``bench/health_calibration.py``;
+the README's health section has its figures). Healthy runs of the default config and of
+tuned ones set the lines: KL up to 0.034 sustained with one 0.29 spike (RL Zoo's Pendulum),
+clip fraction up to 0.36, pre-clip gradient norms jumping up to 63x their recent median
+(CartPole's failed episodes after it is nearly solved), normalised entropy down to 0.058
+(Acrobot), explained variance near 0 for the first hundred updates of the default config
+(the clipped value loss learns slowly) and noise once returns are constant."""
 
-_RULE_KEYS: Final = ("label", "direction", "warning", "critical", "warmup_updates", "decimals")
-_TOP_KEYS: Final = ("stale_seconds",)
+_RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
 
 
 def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) -> Thresholds:
@@ -197,10 +288,10 @@ def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) ->
 def thresholds_from_mapping(document: Mapping[str, Any], base: Thresholds) -> Thresholds:
     """Apply a parsed TOML document to ``base``; errors name the table and the key."""
     rules = list(base.rules)
-    stale = base.stale_seconds
+    top = {key: getattr(base, key) for key in _TOP_KEYS}
     for key, value in document.items():
         if key in _TOP_KEYS:
-            stale = value
+            top[key] = value
         elif isinstance(value, dict):
             rules = _apply_table(rules, key, value)
         elif key in PPO_METRICS:
@@ -209,7 +300,7 @@ def thresholds_from_mapping(document: Mapping[str, Any], base: Thresholds) -> Th
             raise ThresholdsError(
                 f"{key}: unknown key; expected {', '.join(_TOP_KEYS)} or a [metric] table"
             )
-    return Thresholds(rules=tuple(rules), stale_seconds=stale)
+    return Thresholds(rules=tuple(rules), **top)
 
 
 def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> list[Rule]:

@@ -28,6 +28,7 @@ def lively(update: int, kl: float, **fields: Any) -> PPOUpdatePayload:
         "approx_kl_max": round(kl * 1.6, 6),
         "clip_fraction": 0.06 + 0.01 * update,
         "entropy": 0.69 - 0.015 * update,
+        "entropy_normalized": round((0.69 - 0.015 * update) / 0.6931, 6),
         "policy_loss": -0.012 + 0.002 * (update % 3),
         "value_loss": 40.0 - 2.5 * update,
         "explained_variance": 0.2 + 0.05 * update,

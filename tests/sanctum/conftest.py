@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sanctum.logs import RunLog, kl_spike, write_run
+from tests.sanctum.logs import KL_FAR, KL_WARNING, RunLog, kl_spike, write_run
 
 
 @pytest.fixture
@@ -18,14 +18,14 @@ def healthy_log(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def critical_kl_log(tmp_path: Path) -> Path:
-    """approx_kl 0.05 (past critical 0.03) at update 7 only."""
-    return write_run(tmp_path / "kl.jsonl", updates=12, overrides=kl_spike(7, 0.05))
+    """approx_kl 0.6 (past the far line 0.5: critical at once) at update 7 only."""
+    return write_run(tmp_path / "kl.jsonl", updates=12, overrides=kl_spike(7, KL_FAR))
 
 
 @pytest.fixture
 def warning_kl_log(tmp_path: Path) -> Path:
-    """approx_kl 0.02 (past warning 0.015, below critical) at update 3 only."""
-    return write_run(tmp_path / "warn.jsonl", updates=12, overrides=kl_spike(3, 0.02))
+    """approx_kl 0.06 (past warning 0.04, below critical) at updates 3 and 4: it persisted."""
+    return write_run(tmp_path / "warn.jsonl", updates=12, overrides=kl_spike(3, KL_WARNING, 2))
 
 
 @pytest.fixture

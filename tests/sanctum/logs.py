@@ -187,9 +187,15 @@ def write_run(
     return path
 
 
-def kl_spike(at: int, value: float) -> Callable[[int], Mapping[str, Any]]:
-    """Overrides that set approx_kl to ``value`` at update ``at`` only."""
-    return lambda u: {"approx_kl": value} if u == at else {}
+KL_FAR = 0.6
+"""Past the KL rule's far line (0.5): critical at once, in a single update."""
+KL_WARNING = 0.06
+"""Past the KL warning line (0.04), under critical (0.1): a warning once it persists."""
+
+
+def kl_spike(at: int, value: float, updates: int = 1) -> Callable[[int], Mapping[str, Any]]:
+    """Overrides that set approx_kl to ``value`` at ``updates`` updates from ``at``."""
+    return lambda u: {"approx_kl": value} if at <= u < at + updates else {}
 
 
 def write_two_runs(path: Path) -> int:

@@ -13,8 +13,16 @@ from sanctum.health import Level
 from sanctum.state import HISTORY_LEN, Connection, SanctumSnapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogReader
-from telemetry.events import RolloutPayload
-from tests.sanctum.logs import T0, RunLog, early_stop_update, kl_spike, ppo_update, write_run
+from telemetry.events import PPOUpdate, RolloutPayload
+from tests.sanctum.logs import (
+    KL_FAR,
+    T0,
+    RunLog,
+    early_stop_update,
+    kl_spike,
+    ppo_update,
+    write_run,
+)
 
 
 def fold(path: Path, agg: SanctumAggregator | None = None) -> SanctumSnapshot:
@@ -85,7 +93,7 @@ def test_critical_kl_and_nan(tmp_path: Path) -> None:
         write_run(
             tmp_path / "e.jsonl",
             updates=5,
-            overrides=lambda u: {"approx_kl": 0.05, "value_loss": math.nan} if u == 4 else {},
+            overrides=lambda u: {"approx_kl": KL_FAR, "value_loss": math.nan} if u == 4 else {},
         )
     )
     assert snap.verdict == "FAIL: KL (+1)"
@@ -96,9 +104,9 @@ def test_critical_kl_and_nan(tmp_path: Path) -> None:
 
 
 def test_health_is_of_the_latest_update(tmp_path: Path) -> None:
-    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(2, 0.05)))
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(2, KL_FAR)))
     assert snap.verdict == "OK"  # the dashboard shows now; check judges the whole run
-    assert max(snap.metric("approx_kl").history) == 0.05  # type: ignore[type-var]
+    assert max(snap.metric("approx_kl").history) == KL_FAR  # type: ignore[type-var]
 
 
 def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
@@ -206,7 +214,7 @@ def test_seq_gap_is_reported(tmp_path: Path) -> None:
 
 
 def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(4, 0.05))
+    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(4, KL_FAR))
     agg = SanctumAggregator()
     reader = EventLogReader(path)
     for batch in reader.batches():
@@ -224,7 +232,7 @@ def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
 
 
 def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, 0.05), finish=None)
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, KL_FAR), finish=None)
     log = RunLog(path, run_id="run-two")
     log.start()
     log.update(0)
@@ -248,13 +256,13 @@ def test_stale_when_silent_while_running(tmp_path: Path) -> None:
 
 def test_snapshot_does_not_change_after_more_events(tmp_path: Path) -> None:
     agg = SanctumAggregator()
-    agg.tamiyo.record(ppo_update(0, approx_kl=0.001))
+    agg.handle(PPOUpdate(run_id="r", seq=1, ts=0.0, payload=ppo_update(0, approx_kl=0.001)))
     before = agg.snapshot(0.0)
-    agg.tamiyo.record(ppo_update(1, approx_kl=0.05))
+    agg.handle(PPOUpdate(run_id="r", seq=2, ts=1.0, payload=ppo_update(1, approx_kl=KL_FAR)))
     after = agg.snapshot(0.0)
     assert before.metric("approx_kl").history == (0.001,)
     assert before.verdict == "OK"
-    assert after.metric("approx_kl").history == (0.001, 0.05)
+    assert after.metric("approx_kl").history == (0.001, KL_FAR)
     assert after.verdict == "FAIL: KL"
 
 
@@ -267,3 +275,55 @@ def test_events_before_run_started_show_as_running(tmp_path: Path) -> None:
     assert snap.connection is Connection.LIVE
     assert snap.run.run_id is None
     assert snap.update == 0
+
+
+def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=2, finish=None)
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    assert last is not None
+    limit = DEFAULT_THRESHOLDS.stall_seconds
+    assert agg.snapshot(last + limit).verdict == "OK"
+    assert agg.snapshot(last + limit + 1).verdict == "FAIL: Stall"
+    log = RunLog(path, run_id="run-test", t0=last + 100.0)  # the trainer comes back
+    log.emitter._seq = iter(range(agg.run.events + 1, 100))  # type: ignore[assignment]
+    log.update(2)
+    log.close()
+    fold(path, agg)
+    snap = agg.snapshot(log.now)
+    assert snap.verdict == "OK"  # not stalled now; the stall stays on record
+    assert (snap.run.stalls, snap.run.first_stall_update) == (1, 2)
+    assert snap.run.longest_stall == pytest.approx(101.0)
+    stall = [e for e in snap.log if e.kind == "stall"]
+    assert stall and stall[0].level is Level.CRITICAL
+    assert stall[0].text == "stall: no event for 1:41 during update 2"
+
+
+def test_a_finished_run_never_stalls(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    fold(write_run(tmp_path / "e.jsonl", updates=2), agg)
+    assert agg.snapshot(T0 + 10_000).verdict == "OK"
+
+
+def test_an_impossible_value_is_a_bug_in_the_verdict_and_the_event_log(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, -0.5))
+    snap = fold(path)
+    assert snap.verdict == "FAIL: Bug"
+    bug = [e for e in snap.log if e.kind == "bug"]
+    assert [e.text for e in bug] == [
+        "logging bug: approx_kl -0.5 outside >= 0 (the KL estimator is never negative)"
+    ]
+    assert bug[0].update == 2 and bug[0].level is Level.CRITICAL
+
+
+def test_updates_going_backwards_are_a_bug(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(ppo_update(5))
+    log.update(ppo_update(3))
+    log.close()
+    snap = fold(path)
+    assert snap.verdict == "FAIL: Bug"
+    assert any("update index 3 after 5" in e.text for e in snap.log)

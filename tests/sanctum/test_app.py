@@ -14,7 +14,7 @@ from sanctum.state import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
 from tests.sanctum.app_support import lively, wait_until
-from tests.sanctum.logs import T0, RunLog
+from tests.sanctum.logs import KL_FAR, T0, RunLog
 
 SIZE = (120, 36)
 
@@ -46,13 +46,13 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         assert banner_text(app, "connection") == "● LIVE"
         assert kl_row_level(app) is Level.HEALTHY
 
-        log.update(lively(3, kl=0.0412, early_stopped=True))  # written while the app follows
+        log.update(lively(3, kl=KL_FAR, early_stopped=True))  # written while the app follows
         await wait_until(pilot, lambda s: s.update == 3, "update 3")
         assert banner_text(app, "verdict").strip().startswith("FAIL: KL")
-        assert banner_text(app, "kl") == "KL 0.041↑!"
+        assert banner_text(app, "kl") == "KL 0.600↑!"
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
-        assert str(row.query_one(".value", Label).content) == "0.0412"
+        assert str(row.query_one(".value", Label).content) == "0.6000"
         facts = str(app.query_one("#health-facts", Static).content)
         assert "early stops   1, last at update 3" in facts
     log.close()
@@ -117,7 +117,7 @@ async def test_pause_freezes_the_display_while_reading_goes_on(tmp_path: Path) -
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         await pilot.press("p")
         assert app.query_one("#paused", Label).display
-        log.update(lively(1, kl=0.05))
+        log.update(lively(1, kl=KL_FAR))
         await wait_until(pilot, lambda s: s.update == 1, "update 1 read while paused")
         assert banner_text(app, "clock").startswith("update 0"), "the display stays frozen"
         assert kl_row_level(app) is Level.HEALTHY
@@ -152,7 +152,7 @@ async def test_help_screen_explains_the_metrics_and_closes(tmp_path: Path) -> No
         assert isinstance(app.screen, HelpScreen)
         text = drawn(app.screen.query_one("#help-text"))
         assert "k3 = (r-1) - log r" in text
-        assert "approx_kl > 0.015 / > 0.03" in text
+        assert "approx_kl > 0.04 / > 0.1" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -167,7 +167,7 @@ async def test_q_quits(tmp_path: Path) -> None:
 
 async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Path) -> None:
     toml = tmp_path / "strict.toml"
-    toml.write_text("[approx_kl]\nwarning = 0.002\ncritical = 0.004\n")
+    toml.write_text("[approx_kl]\nwarning = 0.002\ncritical = 0.004\npersist = 1\n")
     strict = load_thresholds(toml)
     path = tmp_path / "events.jsonl"
     log = RunLog(path)
@@ -185,8 +185,8 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
             assert banner_text(app, "kl") == ("KL 0.003!" if level is Level.WARNING else "KL 0.003")
             assert kl_row_level(app) is level
             chart = drawn(app.query_one(KLChart))
-            top_label = f"{1.5 * thresholds.rule('approx_kl').critical:.3f}"  # type: ignore[union-attr]
-            assert top_label in chart
+            critical = thresholds.rule("approx_kl").critical  # type: ignore[union-attr]
+            assert f"{critical:.4f}┤" in chart  # the line the chart draws is the table's
             await pilot.press("question_mark")
             rules = drawn(app.screen.query_one("#help-text"))
             assert thresholds.rule("approx_kl").describe() in rules  # type: ignore[union-attr]

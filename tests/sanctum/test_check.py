@@ -25,7 +25,7 @@ from sanctum.health import Level
 from sanctum.scan import LogScan, NoRunStarted
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogNotFound, ReadBatch, SchemaVersionError, read_events
-from tests.sanctum.logs import RunLog, write_run, write_two_runs
+from tests.sanctum.logs import KL_FAR, RunLog, write_run, write_two_runs
 
 
 def check(path: Path, **kwargs: object) -> CheckResult:
@@ -44,7 +44,10 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "clip_fraction",
         "grad_norm",
         "explained_variance",
+        "entropy_normalized",
         "nonfinite",
+        "bug",
+        "stall",
         "anomalies",
         "run_finished",
     ]
@@ -59,7 +62,7 @@ def test_critical_kl_fails_with_its_update(critical_kl_log: Path) -> None:
     assert result.exit_code == 1
     kl = rows(result)["approx_kl"]
     assert kl["passed"] is False
-    assert (kl["worst"], kl["worst_update"]) == (0.05, 7)
+    assert (kl["worst"], kl["worst_update"]) == (KL_FAR, 7)
     assert (kl["updates_warning"], kl["updates_critical"], kl["first_critical"]) == (0, 1, 7)
     assert [r.name for r in result.rows if not r.passed] == ["approx_kl"]
     assert format_text(result).endswith("\nFAIL: KL")
@@ -70,8 +73,9 @@ def test_warning_fails_only_with_fail_on_warning(warning_kl_log: Path) -> None:
     strict = check(warning_kl_log, fail_on=Level.WARNING)
     assert strict.exit_code == 1
     kl = rows(strict)["approx_kl"]
-    assert (kl["updates_warning"], kl["first_warning"], kl["first_critical"]) == (1, 3, None)
-    assert "reached warning in 1 update, first at update 3" in str(kl["message"])
+    # 0.06 at updates 3 and 4: a warning once it held two updates in a row
+    assert (kl["updates_warning"], kl["first_warning"], kl["first_critical"]) == (1, 4, None)
+    assert "reached warning in 1 update, first at update 4" in str(kl["message"])
 
 
 def test_nan_metric_fails_and_json_spells_it(nan_log: Path) -> None:
@@ -183,9 +187,10 @@ def test_explained_variance_warm_up(tmp_path: Path) -> None:
     ev = rows(result)["explained_variance"]
     assert ev["message"] == "not judged: all 10 updates within the warm-up"
     late = write_run(
-        tmp_path / "late.jsonl", updates=11, overrides=lambda u: {"explained_variance": -1.0}
+        tmp_path / "late.jsonl", updates=20, overrides=lambda u: {"explained_variance": -1.0}
     )
-    assert rows(check(late))["explained_variance"]["first_critical"] == 10
+    # judged from update 10, on the median of at least 5 values, 3 updates in a row
+    assert rows(check(late))["explained_variance"]["first_critical"] == 16
 
 
 def test_a_metric_never_measured_is_said_so(tmp_path: Path) -> None:
@@ -202,7 +207,7 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     write_junit(result, out)
     suite = ET.parse(out).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures")) == ("7", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("10", "1")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == [r.name for r in result.rows]
     failure = cases["approx_kl"].find("failure")
@@ -253,3 +258,35 @@ def test_a_log_that_started_over_while_read_is_judged_on_what_it_holds_now(
     assert (result.run_id, result.updates, result.passed) == ("run-b", 4, True)
     assert result.notes == (f"{path} was replaced by a new file; judged what the file holds now",)
     assert f"note  {path} was replaced by a new file; judged what" in format_text(result)
+
+
+def test_a_recorded_stall_fails_with_its_update(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.now += 90.0  # no event, not even a heartbeat, for 91 s
+    log.update(1)
+    log.finish()
+    log.close()
+    result = check(path)
+    assert result.exit_code == 1
+    stall = rows(result)["stall"]
+    assert stall["passed"] is False and stall["first_critical"] == 1
+    assert stall["message"] == (
+        "1 silence longer than 60 s while running; longest 1:31, first during update 1"
+    )
+    assert format_text(result).endswith("\nFAIL: stall")
+
+
+def test_an_impossible_value_fails_as_a_logging_bug(tmp_path: Path) -> None:
+    path = write_run(
+        tmp_path / "e.jsonl",
+        updates=4,
+        overrides=lambda u: {"clip_fraction": 1.5} if u == 2 else {},
+    )
+    result = check(path)
+    bug = rows(result)["bug"]
+    assert result.exit_code == 1 and bug["passed"] is False
+    assert bug["first_critical"] == 2
+    assert "clip_fraction 1.5 outside [0, 1] (a fraction)" in str(bug["message"])

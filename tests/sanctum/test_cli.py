@@ -85,8 +85,8 @@ def test_one_thresholds_file_moves_check_summary_and_health(
     kl = json.loads(strict.stdout)["rows"][0]
     assert (kl["name"], kl["updates_critical"], kl["rule"]) == (
         "approx_kl",
-        20,
-        "approx_kl > 0.002 / > 0.004",
+        19,  # every update past critical, from the second on: 2 in a row
+        "approx_kl > 0.002 / > 0.004, 2 updates in a row (at once past 0.5)",
     )
     summary = run_sanctum("summary", healthy_log, "--json", "--thresholds", toml)
     assert summary.returncode == 0

@@ -30,6 +30,7 @@ INF = math.inf
         (0.0, 4, "0.0000"),
         (0.04123, 4, "0.0412"),
         (0.04123, 3, "0.041"),
+        (1.4e-05, 4, "1.4e-05"),  # a value fixed decimals would show as zero
         (-1.5, 2, "-1.50"),
         (NAN, 4, "NaN"),
         (INF, 3, "+Inf"),

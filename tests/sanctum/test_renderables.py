@@ -10,14 +10,15 @@ from rich.style import Style
 
 from sanctum.health import level_of
 from sanctum.renderables import (
+    ARROWS,
     ChartStyles,
     Sparkline,
     ThresholdChart,
     progress_bar,
     sparkline,
-    trend_arrow,
 )
 from sanctum.thresholds import Rule
+from sanctum.trend import trend_of
 
 NAN = math.nan
 INF = math.inf
@@ -47,7 +48,7 @@ def render(renderable: object, width: int) -> str:
     ],
 )
 def test_trend_arrow(values: list[float], arrow: str) -> None:
-    assert trend_arrow(values) == arrow
+    assert ARROWS[trend_of(values)] == arrow
 
 
 def test_sparkline_scales_pads_and_marks_nonfinite() -> None:

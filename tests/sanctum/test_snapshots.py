@@ -27,7 +27,8 @@ SMALL = (80, 24)
 LARGE = (120, 36)
 LOG = Path("runs") / "ppo-demo" / "events.jsonl"
 
-HEALTHY_KL = (0.0041, 0.0052, 0.0047, 0.0063, 0.0058, 0.0071, 0.0066, 0.0079, 0.0074, 0.0082)
+HEALTHY_KL = (4.1e-4, 2.2e-4, 9.7e-5, 6.3e-5, 3.8e-5, 2.1e-5, 1.6e-5, 1.9e-5, 1.2e-5, 1.4e-5)
+"""What a healthy default run's KL looks like: 1e-4 falling to 1e-5 (the log chart shows it)."""
 
 
 @pytest.fixture(autouse=True)
@@ -88,13 +89,14 @@ def test_healthy(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
 
 
 def test_warning_kl(snap_compare: SnapCompare) -> None:
-    log = write((*HEALTHY_KL, 0.0121, 0.0188))
+    log = write((*HEALTHY_KL, 0.052, 0.061))  # past warning 0.04, two updates in a row
     assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(25))
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_critical_kl_and_nan(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
-    log = write((*HEALTHY_KL, 0.0243, 0.0412), grad_norm=math.nan, clip_fraction=0.31)
+    # KL past critical twice (fires), clip fraction past critical once (not yet), a NaN
+    log = write((*HEALTHY_KL, 0.13, 0.21), grad_norm=math.nan, clip_fraction=0.65)
     assert snap_compare(app_for(log), terminal_size=size, run_before=settled(25))
 
 

@@ -20,11 +20,11 @@ from sanctum.state import (
     connection_of,
     early_stop_text,
     empty_snapshot,
-    least_squares_slope,
     max_kl_of,
     metric_columns,
     total_steps_of,
 )
+from sanctum.trend import least_squares_slope
 from telemetry.events import EarlyStop, PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
 

@@ -44,7 +44,7 @@ def test_run_facts(healthy_log: Path) -> None:
 
 
 def test_final_and_worst_values(tmp_path: Path) -> None:
-    kls = [0.004, 0.05, 0.01, 0.02]
+    kls = [0.004, 0.6, 0.05, 0.06]  # far past critical once, then past warning twice
     path = write_run(
         tmp_path / "e.jsonl",
         updates=4,
@@ -61,8 +61,8 @@ def test_final_and_worst_values(tmp_path: Path) -> None:
         kl_rule["final_level"],
         kl_rule["worst"],
         kl_rule["worst_update"],
-    ) == (0.02, "warning", 0.05, 1)
-    assert (kl_rule["updates_warning"], kl_rule["updates_critical"]) == (1, 1)
+    ) == (0.06, "warning", 0.6, 1)
+    assert (kl_rule["updates_warning"], kl_rule["updates_critical"]) == (2, 1)
     entropy = doc["metrics"]["entropy"]
     assert (entropy["final"], entropy["final_update"], entropy["measured"]) == (0.3, 2, 3)
     assert (entropy["minimum"], entropy["maximum"]) == (0.3, 0.5)

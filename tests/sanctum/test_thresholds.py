@@ -22,18 +22,31 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_defaults_are_design_section_6() -> None:
+def test_defaults_are_the_calibrated_table() -> None:
+    """The table bench/health_calibration.py measured (README, health section)."""
     table = {
         r.metric: (r.label, r.direction, r.warning, r.critical, r.warmup_updates)
         for r in DEFAULT_THRESHOLDS.rules
     }
     assert table == {
-        "approx_kl": ("KL", "above", 0.015, 0.03, 0),
-        "clip_fraction": ("Clip", "above", 0.25, 0.30, 0),
-        "grad_norm": ("Grad", "above", 5.0, 10.0, 0),
-        "explained_variance": ("EV", "below", 0.3, 0.0, 10),
+        "approx_kl": ("KL", "above", 0.04, 0.1, 0),
+        "clip_fraction": ("Clip", "above", 0.4, 0.6, 0),
+        "grad_norm": ("Grad", "above", 100.0, 1000.0, 0),
+        "explained_variance": ("EV", "below", -0.1, -0.5, 10),
+        "entropy_normalized": ("Entropy", "below", 0.02, 0.005, 0),
     }
-    assert DEFAULT_THRESHOLDS.stale_seconds == 10.0
+    how = {
+        r.metric: (r.statistic, r.window, r.persist, r.far, r.min_return_spread)
+        for r in DEFAULT_THRESHOLDS.rules
+    }
+    assert how == {
+        "approx_kl": ("value", 1, 2, 0.5, None),
+        "clip_fraction": ("value", 1, 2, None, None),
+        "grad_norm": ("jump", 20, 2, None, None),
+        "explained_variance": ("median", 10, 3, None, 0.05),
+        "entropy_normalized": ("value", 1, 3, None, None),
+    }
+    assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 60.0)
     assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
     assert DEFAULT_THRESHOLDS.rule("entropy") is None
     assert DEFAULT_THRESHOLDS.metrics == (
@@ -41,6 +54,7 @@ def test_defaults_are_design_section_6() -> None:
         "clip_fraction",
         "grad_norm",
         "explained_variance",
+        "entropy_normalized",
     )
 
 
@@ -81,7 +95,7 @@ def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
         ('[approx_kl]\nwarning = "high"\n', ["[approx_kl] warning", "finite number", "'high'"]),
         ("[approx_kl]\nwarning = true\n", ["[approx_kl] warning", "finite number", "True"]),
         ("[approx_kl]\ncritical = nan\n", ["[approx_kl] critical", "finite number", "nan"]),
-        ("[approx_kl]\nwarning = 0.05\n", ["[approx_kl] warning", "0.05", "above critical 0.03"]),
+        ("[approx_kl]\nwarning = 0.2\n", ["[approx_kl] warning", "0.2", "above critical 0.1"]),
         ("[explained_variance]\ncritical = 0.5\n", ["[explained_variance] warning", "below"]),
         ("[explained_variance]\nwarmup_updates = -1\n", ["[explained_variance] warmup_updates"]),
         ("[approx_kl]\ndecimals = 1.5\n", ["[approx_kl] decimals"]),
@@ -90,6 +104,12 @@ def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
         ("approx_kl = 0.01\n", ["approx_kl", "must be a table"]),
         ("colour = 1\n", ["colour", "unknown key"]),
         ("stale_seconds = 0\n", ["stale_seconds", "> 0"]),
+        ("stall_seconds = -5\n", ["stall_seconds", "> 0"]),
+        ('[approx_kl]\nstatistic = "mean"\n', ["[approx_kl] statistic", "value, median, jump"]),
+        ("[grad_norm]\nwindow = 1\n", ["[grad_norm] window", "at least 2"]),
+        ("[approx_kl]\npersist = 0\n", ["[approx_kl] persist", ">= 1"]),
+        ("[approx_kl]\nfar = 0.05\n", ["[approx_kl] far", "past critical 0.1"]),
+        ("[explained_variance]\nmin_return_spread = -1\n", ["min_return_spread", ">= 0"]),
         ("[approx_kl\nwarning = 1\n", ["not valid TOML"]),
     ],
 )
@@ -131,7 +151,29 @@ def test_rule_validation_applies_to_code_too() -> None:
 def test_describe_states_the_thresholds() -> None:
     ev = DEFAULT_THRESHOLDS.rule("explained_variance")
     assert ev is not None
-    assert ev.describe() == "explained_variance < 0.3 / < 0 after 10 updates"
+    assert ev.describe() == (
+        "median of 10 explained_variance < -0.1 / < -0.5, 3 updates in a row, "
+        "after 10 updates, when returns vary"
+    )
+    assert DEFAULT_THRESHOLDS.rule("approx_kl").describe() == (  # type: ignore[union-attr]
+        "approx_kl > 0.04 / > 0.1, 2 updates in a row (at once past 0.5)"
+    )
+    assert DEFAULT_THRESHOLDS.rule("grad_norm").describe() == (  # type: ignore[union-attr]
+        "grad_norm / median of previous 20 > 100x / > 1000x, 2 updates in a row"
+    )
+    assert Rule("approx_kl", "KL", "above", 0.01, 0.02).describe() == "approx_kl > 0.01 / > 0.02"
+
+
+def test_a_rule_spells_its_statistic() -> None:
+    grad = DEFAULT_THRESHOLDS.rule("grad_norm")
+    kl = DEFAULT_THRESHOLDS.rule("approx_kl")
+    assert grad is not None and kl is not None
+    assert (grad.format(12.34), grad.format(math.nan), grad.format(None, "-")) == (
+        "x12.3",
+        "NaN",
+        "-",
+    )
+    assert kl.format(0.04123) == "0.0412"
 
 
 def test_worse_than_reads_the_direction_for_integer_thresholds_and_nan() -> None:

@@ -23,11 +23,11 @@ from textual.widgets import Label, Static
 
 from sanctum.health import Level
 from sanctum.renderables import (
+    ARROWS,
     format_count,
     format_duration,
     format_value,
     progress_bar,
-    trend_arrow,
 )
 from sanctum.state import Connection, SanctumSnapshot
 from sanctum.supervisor import TrainerExit
@@ -91,9 +91,8 @@ def kl_text(snapshot: SanctumSnapshot) -> str:
     metric = snapshot.metric(KL_METRIC)
     if metric.value is None:
         return "KL —"
-    finite = [v for v in metric.history if v is not None]
     alarm = "!" if metric.level >= Level.WARNING else ""
-    arrow = trend_arrow(finite).strip()
+    arrow = ARROWS[metric.direction].strip()
     return f"KL {format_value(metric.value, BANNER_KL_DECIMALS)}{arrow}{alarm}"
 
 

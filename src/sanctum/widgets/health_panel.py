@@ -15,7 +15,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label, Static
 
 from sanctum.health import Level
-from sanctum.renderables import format_value, sparkline, trend_arrow
+from sanctum.renderables import ARROWS, format_value, sparkline
 from sanctum.state import MetricSnapshot, SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from sanctum.widgets.base import SnapshotView
@@ -42,11 +42,18 @@ def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
 
 
 def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
-    """The value at the rule's decimals; ``pending`` before any update, ``not measured``."""
+    """What the rule judges: the value at the rule's decimals, ``x1.3`` for a jump over the
+    recent median, ``med 0.930`` for a rolling median (the raw values are the sparkline);
+    ``pending`` before any update, ``not measured``."""
     if snapshot.update is None:
         return "pending"
     rule = snapshot.thresholds.rule(metric.name)
-    return format_value(metric.value, rule.decimals if rule is not None else None)
+    if rule is None:
+        return format_value(metric.value)
+    if rule.statistic != "value" and metric.statistic is not None:
+        text = rule.format(metric.statistic)
+        return text if rule.statistic == "jump" else f"med {text}"
+    return format_value(metric.value, rule.decimals)
 
 
 def history_values(metric: MetricSnapshot) -> list[float]:
@@ -54,24 +61,27 @@ def history_values(metric: MetricSnapshot) -> list[float]:
     return [v for v in metric.history if v is not None]
 
 
-def note_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
-    """``warm-up`` while the rule does not judge the value yet, else the sparkline."""
-    rule = snapshot.thresholds.rule(metric.name)
-    update = snapshot.update
-    if (
-        rule is not None
-        and update is not None
-        and update < rule.warmup_updates
-        and metric.level is Level.PENDING
-        and metric.value is not None
-    ):
-        return "warm-up"
+def note_text(metric: MetricSnapshot) -> str:
+    """The rule's note when it has one (``warm-up``, ``not judged``, ``crit 1/2``: a band
+    not yet persisted), else the sparkline of the raw values."""
+    if metric.note is not None:
+        return metric.note.split(":")[0]  # the reason, in full, is a fact line below
     return sparkline(history_values(metric), SPARK_WIDTH)
 
 
+def rule_notes(snapshot: SanctumSnapshot) -> list[str]:
+    """Full sentences for notes too long for a row: ``EV not judged: returns nearly ...``."""
+    return [
+        f"{rule.label} {note}"
+        for rule in snapshot.thresholds.rules
+        if (note := snapshot.metric(rule.metric).note) is not None and ":" in note
+    ]
+
+
 def facts_lines(snapshot: SanctumSnapshot) -> list[str]:
-    """The policy's health beyond single metrics: drift, trust region, stops, anomalies."""
-    lines = []
+    """The policy's health beyond single metrics: why a rule does not judge, drift, trust
+    region, stops, anomalies."""
+    lines = rule_notes(snapshot)
     drift = snapshot.policy_drift_rate
     if drift is not None:
         sign = "+" if drift >= 0 else ""
@@ -119,8 +129,10 @@ class MetricRow(Horizontal):
     def show(self, snapshot: SanctumSnapshot) -> None:
         metric = snapshot.metric(self.metric)
         self.query_one(".value", Label).update(value_text(snapshot, metric))
-        self.query_one(".spark", Label).update(note_text(snapshot, metric))
-        self.query_one(".arrow", Label).update(trend_arrow(history_values(metric)))
+        self.query_one(".spark", Label).update(note_text(metric))
+        ruled = snapshot.thresholds.rule(self.metric) is not None
+        self.display = ruled or metric.value is not None or snapshot.update is None
+        self.query_one(".arrow", Label).update(ARROWS[metric.direction])
         self.remove_class(*(c for c in LEVEL_CLASSES if c != f"level-{metric.level.value}"))
         self.add_class(f"level-{metric.level.value}")
 

@@ -23,11 +23,12 @@ from sanctum.thresholds import Thresholds
 GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
     (
         "approx_kl",
-        "Mean over the minibatches evaluated in this update of the configured KL "
-        "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old), computed before each "
-        "minibatch's optimizer step; nats, KL(pi_old || pi_new).",
+        "Mean over the minibatches of the update's last epoch of the configured KL "
+        "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old), each measured before "
+        "its minibatch's optimizer step; nats, KL(pi_old || pi_new). The number "
+        "Stable-Baselines3 logs (CleanRL logs the last minibatch's).",
     ),
-    ("approx_kl_max", "The largest minibatch approx_kl of the update."),
+    ("approx_kl_max", "The largest minibatch approx_kl of the update, any epoch."),
     (
         "kl_final",
         "The same estimator over the whole batch after the last step: how far the "
@@ -38,13 +39,36 @@ GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
         "Fraction of samples with |r - 1| > clip_range, mean over minibatches "
         "(the SB3/CleanRL definition).",
     ),
-    ("grad_norm", "Global gradient norm before clipping, mean over optimizer steps."),
+    (
+        "grad_norm",
+        "Global gradient norm before clipping, mean over the minibatches. Its scale is "
+        "the run's own (10-50 is normal with unnormalised returns: the critic dominates), "
+        "so the rule judges its jump over the median of the previous updates (x12.3).",
+    ),
+    (
+        "grad_norm_actor",
+        "The same norm over the actor's parameters only (separate actor and critic).",
+    ),
+    ("grad_norm_critic", "The same norm over the critic's parameters only."),
+    (
+        "grad_clip_scale",
+        "The factor clipping multiplied the gradients by, min(1, max_grad_norm / "
+        "grad_norm), mean over the minibatches: 0.01 means steps were cut 100-fold.",
+    ),
     (
         "explained_variance",
         "1 - Var(R - V) / Var(R) on the rollout: 1 is a perfect critic, "
-        "0 or less is useless. Not measured when Var(R) = 0.",
+        "0 or less is useless. Not measured when Var(R) = 0. Judged on the median of "
+        "recent updates (med 0.93), and not judged while returns are nearly constant "
+        "(return_std small against return_mean): then it is noise.",
     ),
+    ("return_std", "Standard deviation of the return targets of the rollout."),
     ("entropy", "Mean policy entropy, nats. A collapse means the policy stopped exploring."),
+    (
+        "entropy_normalized",
+        "Entropy over log(number of allowed actions): 1 for a uniform policy, 0 for a "
+        "deterministic one (categorical policies only). Near 0 is a collapse.",
+    ),
     ("policy_loss", "Clipped-surrogate loss, mean over applied minibatches."),
     ("value_loss", "Value-function loss, mean over applied minibatches."),
     ("learning_rate", "Learning rate in force for this update."),
@@ -61,7 +85,17 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     (
         "levels",
         "pending (no data or warm-up; never shown as healthy), healthy, warning, "
-        "critical. NaN or Inf in any metric is critical.",
+        "critical. A level fires once it held for the rule's number of updates in a row "
+        "(crit 1/2: one of two so far); NaN or Inf in any metric is critical at once.",
+    ),
+    (
+        "Bug",
+        "A value that cannot happen (clip fraction outside [0, 1], a negative k3 KL or "
+        "variance, an update index going backwards): a logging bug, critical at once.",
+    ),
+    (
+        "Stall",
+        "No event for longer than the stall limit while the run is unfinished: critical.",
     ),
     (
         "verdict",
@@ -82,8 +116,9 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     ),
     (
         "KL chart",
-        "approx_kl per update on a fixed scale; ┄ is the warning line, ━ the "
-        "critical line, ▲ a value above the scale, × NaN.",
+        "approx_kl per update on a log scale (a healthy 1e-5 and a dangerous 0.1 both "
+        "show); ┄ is the warning line, ━ the critical line, ▲ a value above the scale, "
+        "× NaN, ▼ a negative value.",
     ),
     ("not measured", "The trainer did not report this field. It is never read as zero."),
 )
@@ -109,7 +144,10 @@ def _two_columns(rows: tuple[tuple[str, str], ...], title: str) -> Table:
 def help_renderable(thresholds: Thresholds) -> Group:
     """Keys, the rule table in force, and the glossary, as one Rich group."""
     rules = tuple((r.metric, f"{r.label}: {r.describe()}") for r in thresholds.rules)
-    rules += (("stale", f"no event for more than {thresholds.stale_seconds:g} s"),)
+    rules += (
+        ("stale", f"no event for more than {thresholds.stale_seconds:g} s (banner only)"),
+        ("stall", f"no event for more than {thresholds.stall_seconds:g} s: critical"),
+    )
     return Group(
         _two_columns(KEYS, "Keys"),
         Text(""),

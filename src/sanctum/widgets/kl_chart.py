@@ -1,9 +1,12 @@
-"""KLChart: the longer KL history on a fixed scale, with the warning and critical lines.
+"""KLChart: the longer KL history on a log scale, with the warning and critical lines.
 
 A sparkline rescales to its data, so a KL that doubles looks the same at 0.002 and at
-0.2; this chart keeps the scale fixed by the rule table (1.5 times the critical
-threshold) so the distance to the lines is what the eye reads. Bars are coloured by
-the same rule that colours the panel.
+0.2. KL also spans decades: a healthy run sits near 1e-5 and a broken one past 0.1, and a
+linear scale sized for the thresholds draws the healthy run as a flat line on the floor.
+So the chart is logarithmic, topped a decade above the critical line and reaching two
+decades below the warning line (further down when the values are smaller), with both
+lines always drawn and labelled. Bars are coloured by the same rule that colours the
+panel.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from sanctum.state import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
 
 KL_METRIC = "approx_kl"
-CHART_DECIMALS = 3
 
 
 class KLChart(SnapshotView):
@@ -40,7 +42,7 @@ class KLChart(SnapshotView):
         rule = snapshot.thresholds.rule(KL_METRIC)
         series = snapshot.metric(KL_METRIC).series
         if rule is not None:
-            self.border_subtitle = "┄ warning  ━ critical"
+            self.border_subtitle = "log · ┄ warning ━ critical"
         if series:
             self.border_title = f"KL · {len(series)} updates"
         self.refresh()
@@ -63,7 +65,8 @@ class KLChart(SnapshotView):
             critical=None if rule is None else rule.critical,
             height=max(1, self.content_size.height),
             width=max(1, self.content_size.width),
-            decimals=CHART_DECIMALS,
+            decimals=4 if rule is None else rule.decimals,
+            log=True,
             level_of=level,
             styles=ChartStyles(
                 healthy=self.get_component_rich_style("klchart--healthy"),

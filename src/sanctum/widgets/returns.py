@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from sanctum.renderables import format_count, format_value, sparkline, trend_arrow
+from sanctum.renderables import ARROWS, format_count, format_value, sparkline
 from sanctum.state import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
 
@@ -22,7 +22,7 @@ def returns_lines(snapshot: SanctumSnapshot, width: int) -> list[str]:
     low, high = format_value(run.episode_return_min), format_value(run.episode_return_max)
     best = max(run.episode_return_series, default=run.episode_return)
     return [
-        f"mean {format_value(run.episode_return)} {trend_arrow(run.episode_returns)}"
+        f"mean {format_value(run.episode_return)} {ARROWS[snapshot.return_direction]}"
         f"  ({low}…{high})",
         sparkline(run.episode_return_series, width),
         f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}"

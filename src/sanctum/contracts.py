@@ -1,0 +1,141 @@
+"""Range contracts: values a correct trainer cannot log, flagged as a logging bug.
+
+A clip fraction is a fraction, a variance is not negative, the k3 KL estimator is never
+below zero, an entropy of a categorical policy is not negative, and an update index only
+moves forward. A value outside its possible range is not data about the policy: it says
+the numbers themselves are wrong (a sign error, a wrong reduction, a stale counter), so
+it is critical at once and shown as what it is, never plotted as if it were a reading.
+Non-finite values are not range violations: the health rules flag them on their own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+TOLERANCE: Final = 1e-6
+"""Float32 rounding allowed past a bound (a k3 mean of 1e-12 may round to -1e-13)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """``metric`` must lie in [``low``, ``high``] (None: unbounded on that side)."""
+
+    metric: str
+    low: float | None
+    high: float | None
+    what: str
+    """What the bound means, for the message: ``a fraction``, ``a norm``..."""
+
+    def violated_by(self, value: float) -> bool:
+        """Whether a finite ``value`` is out of range (by more than the tolerance)."""
+        return (self.low is not None and value < self.low - TOLERANCE) or (
+            self.high is not None and value > self.high + TOLERANCE
+        )
+
+    def bounds(self) -> str:
+        """``[0, 1]``, ``>= 0`` or ``<= 1``."""
+        if self.low is not None and self.high is not None:
+            return f"[{self.low:g}, {self.high:g}]"
+        return f">= {self.low:g}" if self.low is not None else f"<= {self.high:g}"
+
+
+def _contracts() -> tuple[Contract, ...]:
+    fractions = ("clip_fraction", "clip_fraction_lower", "grad_clip_scale", "entropy_normalized")
+    non_negative = (
+        "ratio_min",
+        "ratio_max",
+        "ratio_mean",
+        "value_loss",
+        "grad_norm",
+        "grad_norm_max",
+        "grad_norm_actor",
+        "grad_norm_critic",
+        "advantage_std",
+        "return_std",
+        "learning_rate",
+        "entropy_coef",
+        "kl_coef",
+        "epochs_completed",
+        "minibatches_completed",
+        "minibatches_planned",
+        "skipped_steps",
+        "nonfinite_ratios",
+        "update_seconds",
+    )
+    return (
+        *(Contract(m, 0.0, 1.0, "a fraction") for m in fractions),
+        *(Contract(m, 0.0, None, "never negative") for m in non_negative),
+        Contract("explained_variance", None, 1.0, "1 - Var(R - V)/Var(R)"),
+    )
+
+
+CONTRACTS: Final = _contracts()
+"""Bounds that hold for every trainer, whatever its settings."""
+
+KL_FIELDS: Final = ("approx_kl", "approx_kl_max", "kl_final")
+"""Never negative unless the log declares the k1 estimator (``kl_estimator = "k1"``)."""
+SIGNED_KL_ESTIMATORS: Final = frozenset({"k1"})
+
+
+def kl_contracts(config: Mapping[str, object]) -> tuple[Contract, ...]:
+    """The KL bounds for a run's ``run_started.config`` (k3 when it names no estimator,
+    which is what Stable-Baselines3 and CleanRL log as approx_kl)."""
+    if config.get("kl_estimator") in SIGNED_KL_ESTIMATORS:
+        return ()
+    return tuple(Contract(m, 0.0, None, "the KL estimator is never negative") for m in KL_FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One impossible value: where and why."""
+
+    update: int
+    message: str
+
+
+def check_column(
+    contract: Contract, updates: Sequence[int], values: Sequence[float | None]
+) -> list[Violation]:
+    """The violations of ``contract`` in one column (a C-speed min/max when there are none)."""
+    numbers = [v for v in values if v is not None and math.isfinite(v)]
+    if not numbers:
+        return []
+    low_ok = contract.low is None or min(numbers) >= contract.low - TOLERANCE
+    high_ok = contract.high is None or max(numbers) <= contract.high + TOLERANCE
+    if low_ok and high_ok:
+        return []
+    return [
+        Violation(u, f"{contract.metric} {v:.6g} outside {contract.bounds()} ({contract.what})")
+        for u, v in zip(updates, values, strict=True)
+        if v is not None and math.isfinite(v) and contract.violated_by(v)
+    ]
+
+
+def check_entropy(
+    updates: Sequence[int],
+    entropy: Sequence[float | None],
+    normalized: Sequence[float | None],
+) -> list[Violation]:
+    """A categorical policy (one that reports ``entropy_normalized``) has entropy >= 0."""
+    return [
+        Violation(u, f"entropy {h:.6g} < 0 for a categorical policy (never negative)")
+        for u, h, n in zip(updates, entropy, normalized, strict=True)
+        if h is not None and n is not None and math.isfinite(h) and h < -TOLERANCE
+    ]
+
+
+def check_order(previous: int | None, updates: Sequence[int]) -> list[Violation]:
+    """Update indices must be >= 0 and increase; ``previous`` is the last one seen."""
+    found = []
+    for update in updates:
+        if update < 0:
+            found.append(Violation(update, f"update index {update} is negative"))
+        elif previous is not None and update <= previous:
+            found.append(
+                Violation(update, f"update index {update} after {previous}: not increasing")
+            )
+        previous = update if previous is None else max(previous, update)
+    return found

@@ -1,0 +1,309 @@
+"""The judge: statistics, persistence, warm-up, not-judged updates and range contracts, each
+at its edges; and its fast column path against an obvious per-value loop."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+
+import pytest
+
+from sanctum.health import Level, level_of
+from sanctum.judge import HealthJudge, MetricStats, RuleJudge, measured
+from sanctum.metrics import PPO_METRICS
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
+
+KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)
+GRAD = Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2)
+EV = Rule(
+    "explained_variance",
+    "EV",
+    "below",
+    -0.1,
+    -0.5,
+    warmup_updates=10,
+    statistic="median",
+    window=10,
+    persist=3,
+    min_return_spread=0.05,
+)
+
+
+def levels(rule: Rule, values: Sequence[float | None], start: int = 0) -> list[Level]:
+    """The level of each update when folded one batch per value."""
+    judge = RuleJudge(rule)
+    out = []
+    for i, value in enumerate(values):
+        judge.fold([start + i], [value])
+        assert judge.latest is not None
+        out.append(judge.latest.level)
+    return out
+
+
+H, W, C, P = Level.HEALTHY, Level.WARNING, Level.CRITICAL, Level.PENDING
+
+
+def test_a_level_fires_only_after_it_persisted() -> None:
+    assert levels(KL, [0.01, 0.05, 0.01, 0.05, 0.05]) == [H, H, H, H, W]
+    assert levels(KL, [0.05, 0.2, 0.2, 0.05]) == [H, W, C, W]
+    assert levels(KL, [0.2, 0.01, 0.2]) == [H, H, H]  # isolated spikes never fire
+
+
+def test_exactly_at_a_line_does_not_count_just_past_does() -> None:
+    assert levels(KL, [0.1, 0.1]) == [H, W]  # at critical: past warning only
+    past = math.nextafter(0.1, 1.0)
+    assert levels(KL, [past, past]) == [H, C]
+
+
+def test_far_past_critical_fires_at_once_and_non_finite_always() -> None:
+    assert levels(KL, [0.01, 0.5]) == [H, H]  # at far: not past it
+    assert levels(KL, [0.01, 0.51]) == [H, C]
+    assert levels(KL, [0.01, math.nan, 0.01]) == [H, C, H]
+    assert levels(EV, [math.inf]) == [C]  # even inside the warm-up
+
+
+def test_a_band_not_yet_persisted_says_so() -> None:
+    judge = RuleJudge(KL)
+    judge.fold([0, 1], [0.01, 0.2])
+    assert judge.latest is not None
+    assert (judge.latest.band, judge.latest.level, judge.latest.note) == (C, H, "crit 1/2")
+
+
+def test_not_measured_is_pending_and_not_counted() -> None:
+    judge = RuleJudge(KL)
+    judge.fold([0, 1, 2], [0.2, None, 0.2])
+    assert judge.latest is not None and judge.latest.level is C  # a gap does not break it
+    assert (judge.measured, judge.judged) == (2, 2)
+
+
+def test_warm_up_and_flat_returns_are_pending_with_a_reason() -> None:
+    judge = RuleJudge(EV)
+    judge.fold(list(range(10)), [-5.0] * 10)
+    assert judge.latest is not None
+    assert (judge.latest.level, judge.latest.note, judge.judged) == (P, "warm-up", 0)
+    judge.fold([10, 11, 12], [-5.0] * 3, [False] * 3)
+    assert judge.latest is not None
+    assert judge.latest.level is P
+    assert judge.latest.note == "not judged: returns nearly constant"
+    assert judge.at_critical == 0
+
+
+def test_median_statistic_smooths_single_updates() -> None:
+    ev = [0.8] * 10 + [0.9] * 4 + [-3.0, 0.9, -3.0, 0.9, -3.0] + [-3.0] * 6
+    got = levels(EV, ev)
+    assert got[:14] == [P] * 14  # warm-up, then the median needs 5 of its 10 values
+    assert got[14:19] == [H] * 5  # the median of 0.9s and a few -3s stays 0.9
+    assert got[-1] is C  # once most of the window is -3
+    judge = RuleJudge(EV)
+    judge.fold([10, 11], [0.5, 0.5])
+    assert judge.latest is not None and judge.latest.note == "median 2/5"
+    judge = RuleJudge(EV)
+    judge.fold(list(range(15)), [0.5] * 10 + [0.1, 0.2, 0.3, 0.4, 0.6])
+    assert judge.latest is not None
+    assert judge.latest.statistic == pytest.approx(0.3)
+
+
+def test_jump_statistic_against_the_previous_median() -> None:
+    judge = RuleJudge(GRAD)
+    judge.fold([0, 1], [30.0, 40.0])
+    assert judge.latest is not None and judge.latest.note == "baseline 2/3"
+    judge.fold([2, 3], [20.0, 60.0])
+    assert judge.latest is not None
+    assert judge.latest.statistic == pytest.approx(60.0 / 30.0)  # median of 30, 40, 20
+    judge.fold([4, 5], [40_000.0, 50_000.0])  # 1000x-plus, twice: critical
+    assert judge.latest is not None
+    assert judge.latest.level is C and judge.first_critical == 5
+    judge.fold([6], [45_000.0])  # critical values never became the baseline
+    assert judge.latest is not None and judge.latest.level is C
+
+
+def test_a_steady_norm_of_any_size_is_healthy() -> None:
+    assert levels(GRAD, [30.0] * 30)[-1] is H
+    assert levels(GRAD, [30.0] * 10 + [1000.0] * 5)[-1] is H  # 33x: a jump, not a fault
+
+
+def test_tallies_count_fired_levels_and_keep_the_worst_statistic() -> None:
+    judge = RuleJudge(KL)
+    judge.fold(list(range(6)), [0.01, 0.05, 0.05, 0.2, 0.3, 0.02])
+    tally = judge.tally
+    assert (tally.measured, tally.judged, tally.at_warning, tally.at_critical) == (6, 6, 2, 1)
+    assert (tally.first_warning, tally.first_critical) == (2, 4)
+    assert (tally.worst, tally.worst_update) == (0.3, 4)
+    assert tally.reached(Level.WARNING) == 3
+
+
+# ------------------------------------------------------- the fast path against a loop
+
+
+def reference(rule: Rule, values: Sequence[float | None]) -> tuple[list[Level], int, int]:
+    """The obvious loop, written apart from the judge: levels, judged count, critical count."""
+    window: list[float] = []
+    streak_w = streak_c = 0
+    out, judged, critical = [], 0, 0
+    for update, value in enumerate(values):
+        if value is None:
+            out.append(P)
+            continue
+        if not math.isfinite(value):
+            streak_w, streak_c = streak_w + 1, streak_c + 1
+            out.append(C)
+            judged, critical = judged + 1, critical + 1
+            continue
+        if update < rule.warmup_updates:
+            out.append(P)
+            continue
+        if rule.statistic == "median":
+            window = [*window, value][-rule.window :]
+            need = (rule.window + 1) // 2
+            stat: float | None = statistics.median(window) if len(window) >= need else None
+        elif rule.statistic == "jump":
+            stat = value / statistics.median(window) if len(window) >= 3 else None
+            band_now = None if stat is None else level_of(rule, stat, update)
+            if band_now is not C:
+                window = [*window, value][-rule.window :]
+        else:
+            stat = value
+        if stat is None:
+            out.append(P)
+            continue
+        band = level_of(rule, stat, update)
+        streak_w = streak_w + 1 if band >= W else 0
+        streak_c = streak_c + 1 if band >= C else 0
+        far = rule.far is not None and band is C and rule.is_worse(stat, rule.far)
+        level = C if far or streak_c >= rule.persist else W if streak_w >= rule.persist else H
+        out.append(level)
+        judged += 1
+        critical += level is C
+    return out, judged, critical
+
+
+def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
+    base = {"approx_kl": (0.0, 0.3), "grad_norm": (5.0, 50.0), "explained_variance": (-1, 1)}
+    low, high = base[rule.metric]
+    out: list[float | None] = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.04:
+            out.append(rng.choice([None, math.nan, math.inf]))
+        elif r < 0.08 and rule.statistic == "jump":
+            out.append(rng.uniform(5e3, 1e5))
+        elif r < 0.12:
+            out.append(rng.choice([rule.warning, rule.critical]))
+        else:
+            out.append(rng.uniform(low, high))
+    return out
+
+
+@pytest.mark.parametrize("rule", [KL, GRAD, EV], ids=lambda r: r.metric)
+def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
+    rng = random.Random(rule.metric)
+    for trial in range(40):
+        values = random_column(rng, rule, rng.randint(1, 120))
+        expected, judged, critical = reference(rule, values)
+        judge, start = RuleJudge(rule), 0
+        while start < len(values):  # random batch sizes: the fast path and the loop mix
+            end = min(len(values), start + rng.randint(1, 30))
+            judge.fold(list(range(start, end)), values[start:end])
+            start = end
+        assert (judge.judged, judge.at_critical) == (judged, critical), trial
+        assert levels(rule, values) == expected, trial  # value by value, too
+
+
+def test_a_healthy_column_takes_the_fast_path_and_keeps_the_worst() -> None:
+    judge = RuleJudge(KL)
+    judge.fold([0, 1, 2, 3], [0.001, 0.004, 0.002, 0.004])
+    assert judge.tally.worst == 0.004 and judge.tally.worst_update == 1
+    assert judge.latest is not None and judge.latest.level is H
+
+
+# ---------------------------------------------------------------- stats and measured
+
+
+def test_metric_stats_match_a_plain_loop() -> None:
+    rng = random.Random(7)
+    stats = MetricStats()
+    seen: list[tuple[int, float]] = []
+    start = 0
+    for _ in range(20):
+        n = rng.randint(0, 30)
+        specials = [None, math.nan, math.inf, -math.inf]
+        values = [
+            rng.choice(specials) if rng.random() < 0.1 else rng.uniform(-5, 5) for _ in range(n)
+        ]
+        updates = list(range(start, start + n))
+        start += n
+        stats.fold(updates, values, floats=True)
+        seen += [(u, v) for u, v in zip(updates, values, strict=True) if v is not None]
+    finite = [v for _, v in seen if math.isfinite(v)]
+    bad = [u for u, v in seen if not math.isfinite(v)]
+    assert stats.measured == len(seen)
+    assert stats.final_update == seen[-1][0]
+    assert (stats.minimum, stats.maximum) == (min(finite), max(finite))
+    assert (stats.nonfinite, stats.first_nonfinite) == (len(bad), bad[0])
+
+
+def test_measured_spots_missing_values() -> None:
+    complete: list[float | None] = [1.0, 2.0]
+    numbers, total = measured(complete)
+    assert numbers is complete and total == 3.0
+    assert measured([1.0, None, 2.5]) == ([1.0, 2.5], 3.5)
+
+
+# ------------------------------------------------------------------- range contracts
+
+
+def fold_one(judge: HealthJudge, update: int, **values: float | None) -> list[str]:
+    columns = {m: (values.get(m),) for m in PPO_METRICS}
+    return [v.message for v in judge.fold((update,), columns)]
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ({"clip_fraction": 1.2}, "clip_fraction 1.2 outside [0, 1]"),
+        ({"clip_fraction": -0.01}, "clip_fraction -0.01 outside [0, 1]"),
+        ({"approx_kl": -0.002}, "approx_kl -0.002 outside >= 0"),
+        ({"kl_final": -1.0}, "kl_final -1 outside >= 0"),
+        ({"value_loss": -3.0}, "value_loss -3 outside >= 0"),
+        ({"explained_variance": 1.5}, "explained_variance 1.5 outside <= 1"),
+        ({"entropy_normalized": 1.3}, "entropy_normalized 1.3 outside [0, 1]"),
+        ({"entropy": -0.2, "entropy_normalized": 0.5}, "entropy -0.2 < 0 for a categorical"),
+        ({"skipped_steps": -1}, "skipped_steps -1 outside >= 0"),
+    ],
+)
+def test_impossible_values_are_a_logging_bug(values: dict[str, float], expected: str) -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    messages = fold_one(judge, 0, **values)
+    assert len(messages) == 1 and messages[0].startswith(expected)
+    assert judge.latest_violations and judge.first_violation is not None
+
+
+def test_possible_values_at_their_bounds_are_not_bugs() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    edges = dict(clip_fraction=1.0, approx_kl=0.0, explained_variance=1.0, entropy=-0.5)
+    assert fold_one(judge, 0, **edges) == []  # a Gaussian's entropy may be negative
+    assert fold_one(judge, 1, clip_fraction=math.nan) == []  # non-finite: its own rule
+
+
+def test_a_k1_run_may_log_a_negative_kl() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    judge.configure({"kl_estimator": "k1"})
+    assert fold_one(judge, 0, approx_kl=-0.01) == []
+
+
+def test_update_indices_must_increase() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    assert fold_one(judge, 5) == []
+    assert fold_one(judge, 3) == ["update index 3 after 5: not increasing"]
+    assert fold_one(judge, -1)[0] == "update index -1 is negative"
+    assert judge.violations == 2
+
+
+def test_a_violation_is_critical_only_while_it_is_the_latest() -> None:
+    judge = HealthJudge(Thresholds(()))
+    fold_one(judge, 0, clip_fraction=2.0)
+    assert judge.latest_violations
+    fold_one(judge, 1, clip_fraction=0.1)
+    assert not judge.latest_violations and judge.violations == 1
