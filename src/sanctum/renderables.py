@@ -220,11 +220,27 @@ class ThresholdChart:
         else:
             labels = {self.height - 1: format_value(0.0, self.decimals)}
             labels[0] = format_value(top, self.decimals)
-        for threshold in (self.warning, self.critical):
-            row = self._row_of(threshold, top)
-            if row is not None:
-                labels[self.height - 1 - row] = format_value(threshold, self.decimals)
+        for threshold, row in self._threshold_rows(top):
+            labels[self.height - 1 - row] = format_value(threshold, self.decimals)
         return labels
+
+    def _threshold_rows(self, top: float) -> list[tuple[float, int]]:
+        """(threshold, row from the bottom) of the lines on the plot, warning first. Two
+        lines that fall in one row are drawn a row apart, the lower value below, so both
+        stay visible and labelled on a short chart."""
+        placed = [
+            (t, row)
+            for t in (self.warning, self.critical)
+            if t is not None and (row := self._row_of(t, top)) is not None
+        ]
+        if len(placed) == 2 and placed[0][1] == placed[1][1]:
+            (low, row), (high, _) = sorted(placed)
+            if row > 0:
+                placed = [(low, row - 1), (high, row)]
+            elif row < self.height - 1:
+                placed = [(low, row), (high, row + 1)]
+            placed.sort(key=lambda p: p[0] != self.warning)
+        return placed
 
     def _row_of(self, value: float | None, top: float) -> int | None:
         """Row, counted from the bottom, whose band holds ``value``; None when off the plot."""
@@ -236,12 +252,9 @@ class ThresholdChart:
 
     def _rule_rows(self, top: float) -> dict[int, tuple[str, Style | str]]:
         rows: dict[int, tuple[str, Style | str]] = {}
-        warning_row = self._row_of(self.warning, top)
-        if warning_row is not None:
-            rows[warning_row] = ("┄", self.styles.warning)
-        critical_row = self._row_of(self.critical, top)
-        if critical_row is not None:
-            rows[critical_row] = ("━", self.styles.critical)
+        for threshold, row in self._threshold_rows(top):
+            is_warning = threshold == self.warning and threshold != self.critical
+            rows[row] = ("┄", self.styles.warning) if is_warning else ("━", self.styles.critical)
         return rows
 
     def _style_for(self, value: float) -> Style | str:

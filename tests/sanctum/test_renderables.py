@@ -169,3 +169,33 @@ def test_threshold_chart_uses_a_given_level_function() -> None:
     )
     last = chart.lines(7)[0].spans[-1]
     assert last.style == Style(color="red")
+
+
+def test_log_scale_chart_shows_a_healthy_1e5_and_a_critical_value_with_both_lines() -> None:
+    values = [1e-5, 2e-5, 0.2, 0.05, 0.0, NAN, -0.01]
+    chart = ThresholdChart(
+        values, warning=0.04, critical=0.1, height=7, decimals=4, level_of=kl_level, log=True
+    )
+    assert chart.scale_top == 1.0 and chart.scale_bottom == 1e-5
+    assert render(chart, 20).splitlines() == [
+        "     1┤             ",
+        "0.1000┤━━━━━━━━█▁━━━",  # the lines share a row at this height: drawn a row apart
+        "0.0400┤┄┄┄┄┄┄┄┄██┄┄┄",
+        "      │        ██   ",
+        "      │        ██   ",
+        "      │        ██   ",
+        " 1e-05┤      ▁▃██ ×▼",  # 1e-5 and 2e-5 readable; 0 is below any log scale
+    ]
+
+
+def test_log_scale_reaches_down_to_the_smallest_value_but_not_forever() -> None:
+    deep = ThresholdChart([3e-9], warning=0.04, critical=0.1, height=4, level_of=kl_level, log=True)
+    assert deep.scale_bottom == 1e-9
+    floor = ThresholdChart(
+        [1e-30], warning=0.04, critical=0.1, height=4, level_of=kl_level, log=True
+    )
+    assert floor.scale_bottom == 1e-10
+    shallow = ThresholdChart(
+        [0.02], warning=0.04, critical=0.1, height=4, level_of=kl_level, log=True
+    )
+    assert shallow.scale_bottom == 1e-4  # at least two decades under the warning line
