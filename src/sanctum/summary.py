@@ -173,8 +173,9 @@ def _unit(value: float | None, decimals: int, unit: str) -> str:
 
 def _rules(doc: dict[str, Any]) -> list[str]:
     lines = [
-        "rules (final: ! past warning; worst: of the judged values; - = none)",
-        f"{'rule':<52} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit",
+        "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
+        "judged)",
+        f"{'rule':<28} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit",
     ]
     for row in doc["rules"]:
         first = "-" if row["first_critical"] is None else str(row["first_critical"])
@@ -182,7 +183,7 @@ def _rules(doc: dict[str, Any]) -> list[str]:
             "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
         )
         lines.append(
-            f"{row['label'] + '  ' + row['rule']:<52} {final:>9} "
+            f"{row['label'] + ' ' + row['metric']:<28} {final:>9} "
             f"{row['worst_text']:>9} {row['updates_warning']:>5} "
             f"{row['updates_critical']:>5}  {first}"
         )
