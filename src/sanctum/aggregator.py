@@ -135,8 +135,9 @@ class SanctumAggregator:
         if not self._unjudged:
             return
         updates, columns = metric_columns(self._unjudged)
+        steps = [p.global_step for p in self._unjudged]
         self._unjudged = []
-        violations = self.judge.fold(updates, columns)
+        violations = self.judge.fold(updates, columns, steps)
         for v in violations[:3]:
             self.log.append(
                 LogEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
@@ -148,14 +149,23 @@ class SanctumAggregator:
             )
 
     def handle(self, event: Event) -> None:
-        """Fold one event of any kind."""
+        """Fold one event of any kind.
+
+        An event of another run (other than the ``run_started`` that begins a new run) is
+        not this run's and is left out; time and steps never move backwards in the state
+        (a value that does is a logging bug, which the judge reports).
+        """
         run = self.run
+        if event.run_id != run.run_id and run.run_id is not None and type(event) is not RunStarted:
+            self._foreign(event)
+            return
         run.events += 1
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
         if silent > self.thresholds.stall_seconds and run.status == "running":
             self._stall(silent, event)
-        run.last_event_ts = event.ts
+        if last is None or event.ts > last:
+            run.last_event_ts = event.ts
         if run.last_seq is not None and event.seq > run.last_seq + 1:
             self._gap(run.last_seq, event)
         run.last_seq = event.seq
@@ -167,7 +177,7 @@ class SanctumAggregator:
             case Rollout(payload=p):
                 self._rollout(p)
             case Heartbeat(payload=p):
-                run.global_step = p.global_step
+                self._advance(p.global_step)
             case Anomaly(payload=p):
                 self._anomaly(p, event)
             case RunStarted(payload=p):
@@ -179,7 +189,7 @@ class SanctumAggregator:
         self.tamiyo.record(p)
         self._unjudged.append(p)
         self.run.updates += 1
-        self.run.global_step = p.global_step
+        self._advance(p.global_step)
         if p.early_stopped:
             text = early_stop_text(p)
             self.records.early_stop(p.update, text)
@@ -187,9 +197,25 @@ class SanctumAggregator:
                 LogEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
             )
 
+    def _advance(self, global_step: int | None) -> None:
+        """Progress moves forward only."""
+        run = self.run
+        if global_step is not None and (run.global_step is None or global_step > run.global_step):
+            run.global_step = global_step
+
+    def _foreign(self, event: Event) -> None:
+        run = self.run
+        run.foreign_events += 1
+        if run.foreign_events == 1:
+            text = (
+                f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
+                "events of other runs are left out"
+            )
+            self.log.append(LogEntry("skipped", Level.WARNING, text, event.ts, event.seq))
+
     def _rollout(self, p: RolloutPayload) -> None:
         run = self.run
-        run.global_step = p.global_step
+        self._advance(p.global_step)
         if p.steps_per_second is not None:
             run.steps_per_second = p.steps_per_second
         run.episodes += p.episodes
@@ -250,8 +276,7 @@ class SanctumAggregator:
         run.reason = p.reason
         run.finished_ts = event.ts
         run.duration_seconds = p.duration_seconds
-        if p.global_step is not None:
-            run.global_step = p.global_step
+        self._advance(p.global_step)
         text = f"run {p.status}" + (f": {p.reason}" if p.reason else "")
         self.log.append(LogEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq))
 

@@ -17,29 +17,19 @@ a note: it holds one run again.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sanctum.formatting import format_anomaly, format_duration, plural
 from sanctum.health import Level
 from sanctum.judge import RuleTally
 from sanctum.scan import LogScan, run_starts, scan_log
 from sanctum.thresholds import Thresholds
-from telemetry.codec import spell_nonfinite
-from telemetry.eventlog import EventLogError
+from telemetry.eventlog import EventLogError, SkippedLine
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_UNUSABLE = 2
-
-FAILING_ON = {
-    Level.CRITICAL: "critical (a rule at critical, a critical anomaly)",
-    Level.WARNING: "warning (a rule at warning or critical, any anomaly, warning ones too)",
-}
-"""What ``--fail-on`` fails on, as the check output states it. Non-finite values and an
-unfinished or failed run fail at either level."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +64,13 @@ class CheckResult:
     run_id: str | None
     fail_on: Level
     allow_unfinished: bool
+    allow_skipped: bool
     updates: int
     status: str | None
     rows: tuple[CheckRow, ...]
     skipped_lines: int
+    skipped: tuple[SkippedLine, ...] = ()
+    """The first skipped lines, with their reasons."""
     notes: tuple[str, ...] = ()
     """What the reader had to do that the verdict depends on (the file started over)."""
 
@@ -95,12 +88,13 @@ def run_check(
     thresholds: Thresholds,
     fail_on: Level = Level.CRITICAL,
     allow_unfinished: bool = False,
+    allow_skipped: bool = False,
 ) -> CheckResult:
     """Scan the log at ``path`` and judge it. Raises EventLogError for unusable input,
     :class:`SeveralRuns` for a log that holds more than one run."""
     scan = scan_log(path, thresholds)
     refuse_several_runs(scan)
-    return judge(scan, fail_on, allow_unfinished)
+    return judge(scan, fail_on, allow_unfinished, allow_skipped)
 
 
 class SeveralRuns(EventLogError):
@@ -127,7 +121,9 @@ def refuse_several_runs(scan: LogScan) -> None:
     )
 
 
-def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
+def judge(
+    scan: LogScan, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
+) -> CheckResult:
     """The verdict on a scanned log (pure)."""
     if fail_on not in (Level.WARNING, Level.CRITICAL):
         raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
@@ -138,20 +134,28 @@ def judge(scan: LogScan, fail_on: Level, allow_unfinished: bool) -> CheckResult:
         _bug_row(scan),
         _stall_row(scan),
         _anomaly_row(scan, fail_on),
+        _unreadable_row(scan, allow_skipped),
         _finish_row(run.status, run.reason, allow_unfinished),
     ]
+    notes = [f"{r.why}; judged what the file holds now" for r in scan.earlier_runs if not r.new_run]
+    if scan.torn_tail is not None:
+        line, size = scan.torn_tail
+        notes.append(
+            f"line {line} ({plural(size, 'byte')}) has no newline: torn by a crash, or still "
+            "being written; not judged"
+        )
     return CheckResult(
         path=scan.path,
         run_id=run.run_id,
         fail_on=fail_on,
         allow_unfinished=allow_unfinished,
+        allow_skipped=allow_skipped,
         updates=run.updates,
         status=run.status,
         rows=tuple(rows),
         skipped_lines=scan.aggregator.malformed + scan.aggregator.unknown_kind,
-        notes=tuple(
-            f"{r.why}; judged what the file holds now" for r in scan.earlier_runs if not r.new_run
-        ),
+        skipped=tuple(scan.skipped),
+        notes=tuple(notes),
     )
 
 
@@ -268,6 +272,26 @@ def _anomaly_row(scan: LogScan, fail_on: Level) -> CheckRow:
     )
 
 
+def _unreadable_row(scan: LogScan, allow_skipped: bool) -> CheckRow:
+    """A gate never passes what it could not read: an update line that did not decode."""
+    total = scan.unreadable_total
+    if not total:
+        return CheckRow("skipped", "unreadable", True, "every update line was read")
+    listed = scan.unreadable
+    numbers = ", ".join(str(s.line_no) for s in listed[:20]) + (", ..." if total > 20 else "")
+    where = f"line {numbers}" if total == 1 else f"lines {numbers}; the first"
+    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    return CheckRow(
+        "skipped",
+        "unreadable",
+        allow_skipped,
+        f"{plural(total, 'line')} that may be a ppo_update could not be read, so "
+        f"{'its update was' if total == 1 else 'their updates were'} not judged{allowed}: "
+        f"{where}: {listed[0].detail}",
+        updates_critical=total,
+    )
+
+
 def _finish_row(status: str | None, reason: str | None, allow_unfinished: bool) -> CheckRow:
     because = f": {reason}" if reason else ""
     if status == "completed":
@@ -282,129 +306,3 @@ def _finish_row(status: str | None, reason: str | None, allow_unfinished: bool) 
         allow_unfinished,
         "no run_finished: the run is still going or was cut off",
     )
-
-
-def format_text(result: CheckResult) -> str:
-    """The table for a terminal or a CI log."""
-    lines = [
-        f"sanctum check {result.path}",
-        f"run {result.run_id}, {plural(result.updates, 'update')}, "
-        f"failing on {FAILING_ON[result.fail_on]}"
-        + (", unfinished allowed" if result.allow_unfinished else ""),
-        "",
-        "per rule: worst judged value; updates measured, at warning, at critical (- = none)",
-    ]
-    ruled = [row for row in result.rows if row.rule is not None]
-    width = max([20, *(len(f"{row.label} {row.name}") for row in ruled)])
-    lines.append(
-        f"{'check':<{width}} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}"
-        "  result"
-    )
-    for row in ruled:
-        first = "-" if row.first_critical is None else str(row.first_critical)
-        worst = row.worst_text or "-"
-        lines.append(
-            f"{row.label + ' ' + row.name:<{width}} {worst:>10} "
-            f"{row.updates_measured:>5} {row.updates_warning:>5} "
-            f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
-        )
-    lines.append("")
-    for row in result.rows:
-        lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
-    lines += [f"note  {note}" for note in result.notes]
-    if result.skipped_lines:
-        lines.append(
-            f"note  {plural(result.skipped_lines, 'line')} skipped "
-            "(malformed or unknown kind); see sanctum summary"
-        )
-    failed = [r.label for r in result.rows if not r.passed]
-    lines.append("")
-    lines.append("PASS" if not failed else f"FAIL: {', '.join(failed)}")
-    return "\n".join(lines)
-
-
-def to_dict(result: CheckResult) -> dict[str, Any]:
-    """The result as one JSON-ready object (non-finite numbers spelled as strings)."""
-    return {
-        "path": str(result.path),
-        "run_id": result.run_id,
-        "passed": result.passed,
-        "exit_code": result.exit_code,
-        "fail_on": result.fail_on.value,
-        "allow_unfinished": result.allow_unfinished,
-        "updates": result.updates,
-        "status": result.status,
-        "skipped_lines": result.skipped_lines,
-        "notes": list(result.notes),
-        "rows": [
-            {
-                "name": r.name,
-                "label": r.label,
-                "passed": r.passed,
-                "message": r.message,
-                "rule": r.rule,
-                "worst": spell_nonfinite(r.worst),
-                "worst_update": r.worst_update,
-                "updates_measured": r.updates_measured,
-                "updates_warning": r.updates_warning,
-                "updates_critical": r.updates_critical,
-                "first_warning": r.first_warning,
-                "first_critical": r.first_critical,
-            }
-            for r in result.rows
-        ],
-    }
-
-
-def write_junit(result: CheckResult, path: Path) -> None:
-    """JUnit XML: one test case per row (each rule, non-finite, anomalies, finish)."""
-    failures = sum(not r.passed for r in result.rows)
-    suite = _suite(
-        len(result.rows), failures, 0, str(result.path), result.run_id, result.fail_on.value
-    )
-    classname = f"sanctum.check.{result.run_id or 'run'}"
-    for row in result.rows:
-        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": row.name})
-        if row.passed:
-            ET.SubElement(case, "system-out").text = row.message
-        else:
-            failure = ET.SubElement(case, "failure", {"message": row.message, "type": row.label})
-            failure.text = row.message if row.rule is None else f"{row.rule}\n{row.message}"
-    _write(suite, path)
-
-
-def write_junit_error(message: str, run: Path, fail_on: Level, path: Path) -> None:
-    """JUnit XML for input that could not be judged: one test case ``input`` in error, so a
-    CI report shows why instead of a missing file."""
-    suite = _suite(1, 0, 1, str(run), None, fail_on.value)
-    case = ET.SubElement(suite, "testcase", {"classname": "sanctum.check", "name": "input"})
-    ET.SubElement(case, "error", {"message": message, "type": "unusable input"}).text = message
-    _write(suite, path)
-
-
-def _suite(
-    tests: int, failures: int, errors: int, run: str, run_id: str | None, fail_on: str
-) -> ET.Element:
-    suite = ET.Element(
-        "testsuite",
-        {
-            "name": "sanctum check",
-            "tests": str(tests),
-            "failures": str(failures),
-            "errors": str(errors),
-            "skipped": "0",
-        },
-    )
-    props = ET.SubElement(suite, "properties")
-    for name, value in (("path", run), ("run_id", run_id or ""), ("fail_on", fail_on)):
-        ET.SubElement(props, "property", {"name": name, "value": value})
-    return suite
-
-
-def _write(suite: ET.Element, path: Path) -> None:
-    root = ET.Element("testsuites")
-    root.append(suite)
-    tree = ET.ElementTree(root)
-    ET.indent(tree)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tree.write(path, encoding="utf-8", xml_declaration=True)

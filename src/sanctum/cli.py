@@ -142,6 +142,12 @@ def _add_check(check: argparse.ArgumentParser) -> None:
         action="store_true",
         help="pass a run without run_finished or interrupted (a failed run still fails)",
     )
+    check.add_argument(
+        "--allow-skipped",
+        action="store_true",
+        help="pass a run although lines that may be updates could not be read (by default "
+        "an update the check could not read fails it: it was not judged)",
+    )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument(
         "--junit",
@@ -202,9 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _unusable(args: argparse.Namespace, message: str) -> int:
     """Say why, write the JUnit error case when asked for one, and exit 2."""
-    print(f"sanctum: error: {message}", file=sys.stderr)
+    from sanctum.formatting import visible
+
+    print(f"sanctum: error: {visible(message)}", file=sys.stderr)
     if args.command == "check" and args.junit is not None:
-        from sanctum.check import write_junit_error
+        from sanctum.check_report import write_junit_error
         from sanctum.health import Level
 
         try:
@@ -227,12 +235,17 @@ def _emit(text: str) -> None:
 
 
 def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    from sanctum.check import format_text, run_check, to_dict, write_junit
+    from sanctum.check import run_check
+    from sanctum.check_report import format_text, to_dict, write_junit
     from sanctum.formatting import dumps
     from sanctum.health import Level
 
     result = run_check(
-        resolve_run(args.run), thresholds, Level(args.fail_on), args.allow_unfinished
+        resolve_run(args.run),
+        thresholds,
+        Level(args.fail_on),
+        args.allow_unfinished,
+        args.allow_skipped,
     )
     _emit(dumps(to_dict(result)) if args.json else format_text(result))
     if args.junit is not None:
@@ -262,5 +275,13 @@ def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
         speed = args.speed
     from sanctum.app import SanctumApp  # Textual loads only for the dashboard
 
-    SanctumApp(path, thresholds, replay_speed=speed).run()
+    app = SanctumApp(path, thresholds, replay_speed=speed)
+    app.run()
+    if app.return_code:  # Textual has printed what went wrong; the exit code must say so
+        print(
+            "sanctum: error: the dashboard stopped on an internal error (above); "
+            "this is a bug in sanctum",
+            file=sys.stderr,
+        )
+        return EXIT_UNUSABLE
     return 0

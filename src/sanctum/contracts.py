@@ -127,6 +127,19 @@ def check_entropy(
     ]
 
 
+def check_steps(
+    previous: int | None, updates: Sequence[int], steps: Sequence[int]
+) -> list[Violation]:
+    """``global_step`` of successive updates never decreases; ``previous`` is the last."""
+    found = []
+    for update, step in zip(updates, steps, strict=True):
+        if step < 0 or (previous is not None and step < previous):
+            after = "" if previous is None or step < 0 else f" after {previous}"
+            found.append(Violation(update, f"global_step {step}{after}: went backwards"))
+        previous = step if previous is None else max(previous, step)
+    return found
+
+
 def check_order(previous: int | None, updates: Sequence[int]) -> list[Violation]:
     """Update indices must be >= 0 and increase; ``previous`` is the last one seen."""
     found = []

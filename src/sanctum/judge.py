@@ -331,16 +331,21 @@ class HealthJudge:
         self.latest_violations: tuple[contracts.Violation, ...] = ()
         """The range violations of the latest update (what the verdict shows now)."""
         self.last_update: int | None = None
+        self.last_step: int | None = None
 
     def configure(self, config: Mapping[str, object]) -> None:
         """Take the run's ``run_started.config`` into account (the KL estimator it names)."""
         self.contracts = contracts.CONTRACTS + contracts.kl_contracts(config)
 
     def fold(
-        self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
+        self,
+        updates: Sequence[int],
+        columns: Mapping[str, Sequence[float | None]],
+        steps: Sequence[int] = (),
     ) -> list[contracts.Violation]:
-        """Judge a batch of updates (indices and one column per metric, in update order);
-        returns the range violations found, for the event log."""
+        """Judge a batch of updates (indices, one column per metric, and their
+        ``global_step`` when known, in file order); returns the range violations found,
+        for the event log."""
         if not updates:
             return []
         for metric, judge in self.rules.items():
@@ -350,10 +355,12 @@ class HealthJudge:
                 gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
             judge.fold(updates, columns[metric], gate)
         self._stats(updates, columns)
-        found = self._violations(updates, columns)
+        found = self._violations(updates, columns, steps)
         self.last_update = (
             max(updates) if self.last_update is None else max(self.last_update, *updates)
         )
+        if steps:
+            self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
         return found
 
     def _stats(self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]) -> None:
@@ -366,9 +373,14 @@ class HealthJudge:
                 self.first_nonfinite_update = min(bad_updates)
 
     def _violations(
-        self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
+        self,
+        updates: Sequence[int],
+        columns: Mapping[str, Sequence[float | None]],
+        steps: Sequence[int],
     ) -> list[contracts.Violation]:
         found = contracts.check_order(self.last_update, updates)
+        if steps:
+            found += contracts.check_steps(self.last_step, updates, steps)
         for contract in self.contracts:
             found += contracts.check_column(contract, updates, columns[contract.metric])
         found += contracts.check_entropy(updates, columns["entropy"], columns["entropy_normalized"])

@@ -39,6 +39,13 @@ class LogScan:
     aggregator: SanctumAggregator = field(init=False)
     skipped: list[SkippedLine] = field(default_factory=list)
     """The first KEPT lines the reader skipped (all are counted by the aggregator)."""
+    unreadable: list[SkippedLine] = field(default_factory=list)
+    """The first KEPT skipped lines that may have been a ``ppo_update`` (one that says so,
+    or one that could not even say its type): updates that could not be judged."""
+    unreadable_total: int = 0
+    torn_tail: tuple[int, int] | None = None
+    """(line number, bytes) of a last line without its newline: torn by a crash, or still
+    being written."""
 
     def __post_init__(self) -> None:
         self.aggregator = SanctumAggregator(self.thresholds)
@@ -47,6 +54,9 @@ class LogScan:
         """Fold one reader batch."""
         self.aggregator.handle_batch(batch)
         self.skipped.extend(batch.skipped[: max(0, KEPT - len(self.skipped))])
+        unreadable = [line for line in batch.skipped if may_be_an_update(line)]
+        self.unreadable_total += len(unreadable)
+        self.unreadable.extend(unreadable[: max(0, KEPT - len(self.unreadable))])
 
     @property
     def run_started(self) -> bool:
@@ -101,6 +111,11 @@ class LogScan:
         return self.aggregator.earlier_runs
 
 
+def may_be_an_update(line: SkippedLine) -> bool:
+    """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
+    return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+
+
 def run_starts(path: Path) -> list[tuple[int, str]]:
     """(line number, run id) of each ``run_started`` that begins a new run in the file at
     ``path`` (a run id other than the one before it), decoded as the reader decodes.
@@ -130,6 +145,8 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     for batch in reader.batches():
         scan.feed(batch)
     scan.aggregator.judge_pending()
+    if reader.pending_bytes:
+        scan.torn_tail = (reader.line_no + 1, reader.pending_bytes)
     if not scan.run_started:
         agg = scan.aggregator
         raise NoRunStarted(

@@ -259,6 +259,8 @@ class RunFacts(Generic[Returns]):
     last_seq: int | None = None
     seq_gaps: int = 0
     """Times ``seq`` jumped forward: events the log lost (should stay 0)."""
+    foreign_events: int = 0
+    """Events of another run id in this run's log, left out."""
     stalls: int = 0
     """Silences longer than the stall limit between two events of the unfinished run."""
     longest_stall: float | None = None

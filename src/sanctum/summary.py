@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural
+from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural, visible_lines
 from sanctum.health import Level
 from sanctum.judge import RuleTally
 from sanctum.scan import LogScan, scan_log
@@ -106,7 +106,7 @@ def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
 
 def format_text(doc: dict[str, Any]) -> str:
     """The summary for a terminal (numbers to 4 significant digits, NaN/Inf as such)."""
-    return "\n".join([*_facts(doc), "", *_rules(doc), "", *_metrics(doc), *_lists(doc)])
+    return visible_lines([*_facts(doc), "", *_rules(doc), "", *_metrics(doc), *_lists(doc)])
 
 
 def _facts(doc: dict[str, Any]) -> list[str]:

@@ -12,6 +12,8 @@ long the log is.
 from __future__ import annotations
 
 import os
+import re
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +28,9 @@ from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """How much a single ``read_new`` call reads at most."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A line longer than this is skipped as malformed, and never held in memory whole: the
+reader's memory stays bounded whatever the file holds (an event line is about 1 KB)."""
 _FINGERPRINT_BYTES = 64
 MAX_SKIPPED_KEPT = 1000
 """Skipped lines a reader keeps for reports; past that they are only counted (flat memory)."""
@@ -58,6 +63,8 @@ class SkippedLine:
     line_no: int
     kind: Literal["malformed", "unknown_kind"]
     detail: str
+    event_type: str | None = None
+    """The line's ``type`` when it could be told (None: not even that could be read)."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +141,22 @@ class _Peek(msgspec.Struct):
     payload: dict[str, object] | None = None
 
 
+_DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+"""What decoding one line can raise: malformed JSON or a wrong field (``DecodeError`` and
+its ``ValidationError``), invalid UTF-8, and nesting deeper than Python's stack."""
+_TYPE_PREFIX = re.compile(rb'\s*\{\s*"type"\s*:\s*"([A-Za-z0-9_]{1,64})"')
+"""The ``type`` of a line that does not decode at all, when it leads the object (every
+writer of this contract puts it first)."""
+
+
 class EventLogReader:
-    """Reads events appended to ``path`` from byte ``offset`` on, one bounded batch at a time."""
+    """Reads events appended to ``path`` from byte ``offset`` on, one bounded batch at a time.
+
+    Never raises on the content of a line: every complete line becomes an event or a
+    :class:`SkippedLine` with its number. A line longer than :data:`MAX_LINE_BYTES` is
+    skipped without being held in memory. Only a regular file is read (a FIFO or a device
+    would block or never end).
+    """
 
     def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
         self.path = Path(path)
@@ -148,26 +169,37 @@ class EventLogReader:
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
         self._buffer = bytearray()
+        self._long_line: tuple[int, int] | None = None
+        """(line number, start offset) of a too-long line whose end is still being sought."""
+        self.size = 0
+        """Size of the file at the last read."""
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes after the last complete line at the last read: a line being written, or
+        one a crash left without its newline."""
+        return max(0, self.size - self.offset) if self._long_line is None else 0
 
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
-        Raises EventLogNotFound, EventLogError (unreadable) or SchemaVersionError; after an
-        error the offset has not moved, so nothing is consumed that was not delivered.
+        Raises EventLogNotFound, EventLogError (unreadable, not a regular file) or
+        SchemaVersionError; after an error the offset has not moved, so nothing is consumed
+        that was not delivered.
         """
-        try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except FileNotFoundError:
-            raise EventLogNotFound(f"{self.path}: no such event log") from None
-        except OSError as exc:
-            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
+        fd = self._open()
         try:
             reset = self._check_identity(fd)
+            if self._long_line is not None:
+                return ReadBatch(skipped=self._keep(self._skip_long_line(fd)), reset=reset)
             n = self._read_into_buffer(fd, self.offset, max_bytes)
             buf = self._buffer
-            if n == max_bytes and buf.find(b"\n", 0, n) < 0:  # one enormous line: read it whole
-                buf = bytearray(self._read_line_whole(fd, bytes(buf[:n])))
-                n = len(buf)
+            if n == max_bytes and buf.find(b"\n", 0, n) < 0:  # one enormous line
+                whole = self._read_line_whole(fd, bytes(buf[:n]))
+                if whole is None:  # past MAX_LINE_BYTES: skip it, never hold it
+                    self._long_line = (self._lines_before(fd, self.offset) + 1, self.offset)
+                    return ReadBatch(skipped=self._keep(self._skip_long_line(fd)), reset=reset)
+                buf, n = bytearray(whole), len(whole)
             end = buf.rfind(b"\n", 0, n)
             if end < 0:  # nothing, or a partial last line: not an event yet
                 return ReadBatch(reset=reset)
@@ -177,9 +209,30 @@ class EventLogReader:
         finally:
             os.close(fd)
         self.offset += end + 1
+        return ReadBatch(events, self._keep(skipped), reset)
+
+    def _open(self) -> int:
+        """Open the log for reading: a regular file only (O_NONBLOCK: a FIFO cannot hang us)."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError:
+            raise EventLogNotFound(f"{self.path}: no such event log") from None
+        except OSError as exc:
+            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise EventLogError(
+                f"{self.path}: cannot read event log: not a regular file (a pipe, a device "
+                "or a folder)"
+            )
+        self.size = st.st_size
+        return fd
+
+    def _keep(self, skipped: list[SkippedLine]) -> list[SkippedLine]:
         self.skipped_total += len(skipped)
         self.skipped.extend(skipped[: max(0, MAX_SKIPPED_KEPT - len(self.skipped))])
-        return ReadBatch(events, skipped, reset)
+        return skipped
 
     @property
     def line_no(self) -> int:
@@ -246,6 +299,7 @@ class EventLogReader:
             self.offset = 0
             self._counted = (0, 0)
             self._fingerprint = b""  # fingerprint the new content, not the old file's
+            self._long_line = None
         self._identity = identity
         if len(self._fingerprint) < _FINGERPRINT_BYTES:
             self._fingerprint = os.pread(fd, _FINGERPRINT_BYTES, 0)
@@ -263,20 +317,42 @@ class EventLogReader:
             f.seek(offset)
             return f.readinto(memoryview(self._buffer)[:size]) or 0
 
-    def _read_line_whole(self, fd: int, data: bytes) -> bytes:
-        chunks = [data]
-        while chunk := os.pread(fd, DEFAULT_MAX_BYTES, self.offset + sum(map(len, chunks))):
+    def _read_line_whole(self, fd: int, data: bytes) -> bytes | None:
+        """The line starting at the offset, read on until its newline (or the end of the
+        file); None when it is longer than MAX_LINE_BYTES."""
+        chunks, size = [data], len(data)
+        while chunk := os.pread(fd, DEFAULT_MAX_BYTES, self.offset + size):
             chunks.append(chunk)
-            if b"\n" in chunk:
+            size += len(chunk)
+            newline = chunk.find(b"\n")
+            length = size - len(chunk) + (newline if newline >= 0 else len(chunk))
+            if length > MAX_LINE_BYTES:
+                return None
+            if newline >= 0:
                 break
         return b"".join(chunks)
+
+    def _skip_long_line(self, fd: int) -> list[SkippedLine]:
+        """Move past the too-long line in chunks; once its newline is found, it is skipped."""
+        assert self._long_line is not None
+        line_no, start = self._long_line
+        while chunk := os.pread(fd, DEFAULT_MAX_BYTES, self.offset):
+            newline = chunk.find(b"\n")
+            if newline >= 0:
+                self.offset += newline + 1
+                self._long_line = None
+                length = self.offset - start
+                detail = f"line of {length} bytes is longer than the {MAX_LINE_BYTES} byte limit"
+                return [SkippedLine(line_no, "malformed", detail)]
+            self.offset += len(chunk)
+        return []  # its end is not written yet
 
     def _decode(
         self, fd: int, chunk: memoryview, start: int
     ) -> tuple[list[Event], list[SkippedLine]]:
         try:  # fast path: every line is good
             events: list[Event] = self._decoder.decode_lines(chunk)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except _DECODE_ERRORS:
             return self._decode_each(fd, chunk, start)
         if RunStarted in set(map(type, events)):
             for event in events:
@@ -296,7 +372,7 @@ class EventLogReader:
                 continue
             try:
                 event = self._decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            except _DECODE_ERRORS as exc:
                 skipped.append(self._why_skipped(line, line_no, exc))
                 continue
             if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
@@ -307,16 +383,30 @@ class EventLogReader:
     def _why_skipped(self, line: bytes, line_no: int, exc: Exception) -> SkippedLine:
         try:
             peek = msgspec.json.decode(line, type=_Peek)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return SkippedLine(line_no, "malformed", f"not a JSON event object: {exc}")
+        except _DECODE_ERRORS:
+            leading = _TYPE_PREFIX.match(line)
+            kind = leading.group(1).decode() if leading else None
+            what = f"invalid {kind} event" if kind in KINDS else "not a JSON event object"
+            return SkippedLine(line_no, "malformed", f"{what}: {_reason(exc)}", kind)
         if peek.type is None:
             return SkippedLine(line_no, "malformed", "no 'type' field: not an event")
         if peek.type not in KINDS:
-            return SkippedLine(line_no, "unknown_kind", f"unknown event kind {peek.type!r}")
+            detail = f"unknown event kind {peek.type!r}"
+            return SkippedLine(line_no, "unknown_kind", detail, peek.type)
         schema = (peek.payload or {}).get("schema")
         if peek.type == "run_started" and isinstance(schema, int) and schema > SCHEMA_MAJOR:
             raise SchemaVersionError(self.path, line_no, schema)
-        return SkippedLine(line_no, "malformed", f"invalid {peek.type} event: {exc}")
+        detail = f"invalid {peek.type} event: {_reason(exc)}"
+        return SkippedLine(line_no, "malformed", detail, peek.type)
+
+
+def _reason(exc: Exception) -> str:
+    """Why a line did not decode, in a few words."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)
 
 
 def read_events(path: str | os.PathLike[str]) -> ReadBatch:

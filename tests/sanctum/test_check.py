@@ -9,16 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.check import (
-    CheckResult,
-    SeveralRuns,
-    format_text,
-    judge,
-    refuse_several_runs,
-    run_check,
-    to_dict,
-    write_junit,
-)
+from sanctum.check import CheckResult, SeveralRuns, judge, refuse_several_runs, run_check
+from sanctum.check_report import format_text, to_dict, write_junit
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health import Level
@@ -49,6 +41,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "bug",
         "stall",
         "anomalies",
+        "skipped",
         "run_finished",
     ]
     kl = rows(result)["approx_kl"]
@@ -117,9 +110,17 @@ def test_a_failed_run_fails_even_when_unfinished_is_allowed(tmp_path: Path) -> N
 def test_corrupt_lines_and_unknown_kinds_are_counted_not_fatal(
     corrupt_log: Path, unknown_kind_log: Path
 ) -> None:
-    corrupt = check(corrupt_log)
+    corrupt = check(corrupt_log, allow_skipped=True)
     assert (corrupt.exit_code, corrupt.skipped_lines, corrupt.updates) == (0, 2, 3)
     assert "2 lines skipped" in format_text(corrupt)
+    # without --allow-skipped: neither line can be told not to be an update, so it fails
+    strict = check(corrupt_log)
+    assert strict.exit_code == 1
+    assert rows(strict)["skipped"]["message"] == (
+        "2 lines that may be a ppo_update could not be read, so their updates were not "
+        "judged: lines 4, 7; the first: not a JSON event object: JSON is malformed: invalid "
+        "character (byte 4)"
+    )
     unknown = check(unknown_kind_log)
     assert (unknown.exit_code, unknown.skipped_lines, unknown.updates) == (0, 2, 2)
 
@@ -207,7 +208,7 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     write_junit(result, out)
     suite = ET.parse(out).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures")) == ("10", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("11", "1")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == [r.name for r in result.rows]
     failure = cases["approx_kl"].find("failure")

@@ -256,6 +256,7 @@ class FakeApp:
     """Stands in for sanctum.app.SanctumApp to see what the CLI hands the dashboard."""
 
     calls: ClassVar[list[tuple[Path, Thresholds, float | None]]] = []
+    return_code = 0
 
     def __init__(
         self, path: Path, thresholds: Thresholds, replay_speed: float | None = None

@@ -31,7 +31,7 @@ from sanctum.renderables import (
 )
 from sanctum.state import Connection, SanctumSnapshot
 from sanctum.supervisor import TrainerExit
-from sanctum.widgets.base import SnapshotView
+from sanctum.widgets.base import SnapshotView, plain
 
 KL_METRIC = "approx_kl"
 BANNER_KL_DECIMALS = 3
@@ -176,7 +176,7 @@ class StatusBanner(SnapshotView):
         run = self.query_one("#run", Label)
         run.set_class(problem is not None, "problem")
         if problem is not None:
-            run.update(problem)
+            run.update(plain(problem))
 
     def show(self, snapshot: SanctumSnapshot) -> None:
         if self.trainer_down is None:
@@ -187,7 +187,7 @@ class StatusBanner(SnapshotView):
                 self._set_run(run_text(snapshot, self.path))
         self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
-        verdict.update(f" {snapshot.verdict} ")
+        verdict.update(plain(f" {snapshot.verdict} "))
         _set_class(verdict, LEVEL_CLASSES, f"level-{snapshot.health.worst.value}")
         kl = self.query_one("#kl", Label)
         kl.update(kl_text(snapshot))
@@ -197,12 +197,12 @@ class StatusBanner(SnapshotView):
 
     def _set_connection(self, text: str, css_class: str) -> None:
         connection = self.query_one("#connection", Label)
-        connection.update(text)
+        connection.update(plain(text))
         _set_class(connection, CONNECTION_CLASSES, css_class)
 
     def _set_run(self, text: str, *, problem: bool = False) -> None:
         run = self.query_one("#run", Label)
-        run.update(text)
+        run.update(plain(text))
         run.set_class(problem, "problem")
 
 

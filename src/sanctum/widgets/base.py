@@ -8,10 +8,19 @@ field would cost more than drawing them.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from sanctum.formatting import visible_lines
 from sanctum.state import SanctumSnapshot
+
+
+def plain(text: str) -> Text:
+    """``text`` to put in a widget as it is: never read as markup (a run id or a failure
+    reason such as ``KeyError: '[/]'`` must not style or break the screen), with control
+    characters shown as escapes (its line breaks kept)."""
+    return Text(visible_lines(text.split("\n")), end="")
 
 
 class SnapshotView(Widget):

@@ -13,6 +13,7 @@ from typing import ClassVar
 from rich.console import RenderableType
 from rich.text import Text
 
+from sanctum.formatting import visible
 from sanctum.health import Level
 from sanctum.renderables import format_duration
 from sanctum.state import LogEntry, SanctumSnapshot
@@ -27,6 +28,8 @@ KIND_LABEL = {
     "skipped": "skipped",
     "gap": "gap",
     "trainer": "trainer",
+    "bug": "bug",
+    "stall": "stall",
 }
 
 
@@ -42,7 +45,7 @@ def when_text(entry: LogEntry, started_ts: float | None) -> str:
 def entry_text(entry: LogEntry, started_ts: float | None) -> str:
     """One line: when, what kind, the text (early-stop reasons verbatim)."""
     kind = KIND_LABEL.get(entry.kind, entry.kind)
-    return f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}"
+    return visible(f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}")
 
 
 class EventLogPanel(SnapshotView):

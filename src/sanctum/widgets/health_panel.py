@@ -18,7 +18,7 @@ from sanctum.health import Level
 from sanctum.renderables import ARROWS, format_value, sparkline
 from sanctum.state import MetricSnapshot, SanctumSnapshot
 from sanctum.thresholds import Thresholds
-from sanctum.widgets.base import SnapshotView
+from sanctum.widgets.base import SnapshotView, plain
 
 EXTRA_METRICS = (
     "approx_kl_max",
@@ -172,7 +172,7 @@ class HealthStatusPanel(SnapshotView):
         for row in self.query(MetricRow):
             if row.is_mounted:
                 row.show(snapshot)
-        self.query_one("#health-facts", Static).update("\n".join(facts_lines(snapshot)))
+        self.query_one("#health-facts", Static).update(plain("\n".join(facts_lines(snapshot))))
 
     def row(self, metric: str) -> MetricRow:
         """The row of ``metric`` (for tests and key navigation)."""

@@ -16,6 +16,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from sanctum.formatting import visible
+
 QuitChoice = Literal["stop", "detach", "cancel"]
 
 
@@ -38,7 +40,7 @@ class QuitDialog(ModalScreen[QuitChoice]):
             yield Static(
                 "[b]Stop[/b]: the trainer saves a checkpoint and records 'interrupted'.\n"
                 "[b]Detach[/b]: training goes on in the background; "
-                f"re-attach with [b]sanctum {escape(self.run)}[/b]",
+                f"re-attach with [b]sanctum {escape(visible(self.run))}[/b]",
                 id="quit-text",
             )
             with Horizontal(id="quit-buttons"):
