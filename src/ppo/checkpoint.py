@@ -10,7 +10,9 @@ Environment state is not checkpointable in general; a resume starts fresh episod
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,16 +38,35 @@ class Counters:
 
 
 def save(path: Path, state: dict[str, Any]) -> Path:
-    """Write ``state`` atomically to ``path`` and point ``latest.pt`` next to it at it."""
+    """Write ``state`` atomically to ``path`` and point ``latest.pt`` next to it at it.
+
+    A save that fails (a full disk: torch reports it as a RuntimeError, the copy as an
+    OSError) leaves no temporary file behind and raises :class:`CheckpointError`; the
+    checkpoints already there are untouched."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"format": FORMAT, **state}, tmp)
-    os.replace(tmp, path)
+    _atomic(path, lambda tmp: torch.save({"format": FORMAT, **state}, tmp))
     if path.name != LATEST:
-        latest = path.parent / LATEST
-        shutil.copyfile(path, latest.with_suffix(".tmp"))
-        os.replace(latest.with_suffix(".tmp"), latest)
+        _atomic(path.parent / LATEST, lambda tmp: shutil.copyfile(path, tmp))
     return path
+
+
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a temporary file, then rename it to ``path``; clean up if it fails."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        tmp.unlink(missing_ok=True)
+        why = _why(exc) if isinstance(exc, OSError) else f"torch could not write it ({_why(exc)})"
+        full = " (is the disk full?)" if shutil.disk_usage(path.parent).free < 1 << 20 else ""
+        raise CheckpointError(f"cannot write checkpoint {path}: {why}{full}") from None
+
+
+def _why(exc: BaseException) -> str:
+    """The first line of an error, or its type when it says nothing."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def path_for(run_dir: Path, update: int) -> Path:
@@ -54,12 +75,17 @@ def path_for(run_dir: Path, update: int) -> Path:
 
 
 def find(run: Path) -> Path:
-    """The checkpoint to resume ``run`` from: a .pt file, or a run folder's latest one."""
+    """The checkpoint to resume ``run`` from: a .pt file, or a run folder's newest one:
+    ``latest.pt``, unless the checkpoint of the highest update is newer (a full disk
+    stopped the copy to ``latest.pt``, leaving it behind or missing)."""
     if run.is_file():
         return run
     candidate = run / CHECKPOINT_DIR / LATEST
+    saved = sorted((run / CHECKPOINT_DIR).glob("update_*.pt"))[-1:]  # zero-padded: by number
     if candidate.is_file():
-        return candidate
+        saved.append(candidate)  # the newest wins; latest.pt on a tie (it is a copy)
+    if saved:
+        return max(saved, key=lambda p: (p.stat().st_mtime_ns, p.name == LATEST))
     if not run.exists():
         raise CheckpointError(f"no run at {run}")
     raise CheckpointError(f"no checkpoint in {run} (looked for {candidate})")
@@ -77,12 +103,41 @@ def entry(state: dict[str, Any], dotted: str, path: Path) -> Any:
     return value
 
 
+def _check_container(path: Path) -> None:
+    """Refuse at once a file that is not the zip archive torch.save writes."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from None
+    if not head:
+        raise CheckpointError(f"{path}: the file is empty (cut off while it was written?)")
+    if head != b"PK\x03\x04":
+        raise CheckpointError(f"{path}: not a checkpoint (not a file torch.save wrote)")
+
+
 def load(path: Path) -> dict[str, Any]:
-    """Read a checkpoint safely (``weights_only=True``) and check its layout version."""
+    """Read a checkpoint safely (``weights_only=True``) and check its layout version.
+
+    Whatever the file holds, the outcome is a state or a :class:`CheckpointError` that
+    says what is wrong with the file in our words (torch's own advice for a refused file
+    is to load it unsafely, which we never do nor suggest)."""
+    _check_container(path)
     try:
         state: dict[str, Any] = torch.load(path, weights_only=True, map_location="cpu")
-    except (OSError, RuntimeError, EOFError) as exc:
-        raise CheckpointError(f"cannot read checkpoint {path}: {exc}") from None
+    except pickle.UnpicklingError as exc:
+        if "Unsupported global" in str(exc):
+            raise CheckpointError(
+                f"{path}: refused: it holds Python objects besides tensors and plain values, "
+                "and loading those could run code; only checkpoints ppo train wrote load"
+            ) from None
+        raise CheckpointError(f"{path}: not a checkpoint (its contents do not unpickle)") from None
+    except (OSError, RuntimeError, EOFError, ValueError, AttributeError, ImportError) as exc:
+        if "zip archive" in str(exc):
+            raise CheckpointError(
+                f"{path}: a damaged checkpoint (its zip archive is cut off)"
+            ) from None
+        raise CheckpointError(f"cannot read checkpoint {path}: {_why(exc)}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
         raise CheckpointError(f"{path}: unsupported checkpoint format {found!r}")

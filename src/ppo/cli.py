@@ -1,10 +1,12 @@
 """``ppo train``: parse, build the config, run the trainer, report progress; nothing more.
 
-Exit codes: 0 completed, 1 training stopped (the run could not be recorded), 2 unusable
-input (bad config, unknown environment, missing checkpoint), 130 interrupted by Ctrl-C
-(a checkpoint was saved). Headless progress is a Rich bar on a terminal and plain
-periodic lines otherwise, so CI logs stay readable. With the dashboard (a terminal, or
-``--tui``) the trainer runs in a child process under Sanctum: see :mod:`ppo.attach`.
+Exit codes: 0 completed, 1 training stopped (the run could not be recorded, or a
+checkpoint could not be written), 2 unusable input (bad config, unknown environment, a
+checkpoint that cannot be used, a run id that is taken or not a name), 130 interrupted by
+Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved). Headless progress is a
+Rich bar on a terminal and plain periodic lines otherwise, so CI logs stay readable. With
+the dashboard (a terminal, or ``--tui``) the trainer runs in a child process under
+Sanctum: see :mod:`ppo.attach`.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.envs import EnvError
 from ppo.progress import PlainReporter, Reporter, RichReporter
+from ppo.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
-from telemetry.recorder import EVENTS_FILE, new_run_id
+from telemetry.eventlog import LogInUse
+from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
 
-EXIT_OK, EXIT_STOPPED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 
 EPILOG = """\
 examples:
@@ -141,7 +145,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.resume = resolve_resume(args)
     try:
         config = resolve_config(args)
-        run_id = args.run_id or new_run_id(config.env_id)
+        run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
         reporter = _reporter(out)
         trainer = Trainer(
             config,
@@ -150,8 +154,12 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             resume=args.resume,
             on_progress=reporter.update,
         )
-    except (ConfigError, CheckpointError) as exc:
+    except (ConfigError, CheckpointError, ValueError) as exc:  # ValueError: the run id
         print(f"ppo train: {exc}", file=err)
+        return EXIT_USAGE
+    taken = args.run_dir / run_id / EVENTS_FILE
+    if taken.exists() and taken.stat().st_size > 0:  # checked again, locked, when it starts
+        print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
         return EXIT_USAGE
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
@@ -164,24 +172,30 @@ def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err:
     """Train under the reporter and map each way of ending to an exit code."""
     started = time.monotonic()
     try:
-        with reporter:
+        with stop_on_signals(), reporter:
             result = trainer.run()
-    except (EnvError, CheckpointError) as exc:
+    except (EnvError, CheckpointError, LogInUse) as exc:
         print(f"ppo train: {exc}", file=err)
         return EXIT_USAGE
     except TrainingStopped as exc:
         print(f"ppo train: {exc}", file=err)
         return EXIT_STOPPED
-    except KeyboardInterrupt:
-        saved = trainer.checkpoint_path
-        print(
-            f"\ninterrupted; checkpoint saved to {saved}; resume with: "
-            f"ppo train --resume {run_path}",
-            file=err,
-        )
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        print(_interrupted(exc, trainer, run_path), file=err)
+        return exit_code_of(exc)
     print(_summary(result, time.monotonic() - started), file=out)
     return EXIT_OK
+
+
+def _interrupted(exc: KeyboardInterrupt, trainer: Trainer, run_path: Path) -> str:
+    """What an interrupted run left: where its checkpoint is and how to go on."""
+    why = f"stopped by {exc}" if isinstance(exc, Stopped) else "interrupted"
+    if trainer.checkpoint_error is not None:
+        return f"\nppo train: {why}; the checkpoint could not be saved: {trainer.checkpoint_error}"
+    return (
+        f"\n{why}; checkpoint saved to {trainer.checkpoint_path}; resume with: "
+        f"ppo train --resume {run_path}"
+    )
 
 
 def _summary(result: TrainResult, seconds: float) -> str:

@@ -209,6 +209,8 @@ class PPOConfig:
                 data = tomllib.load(fh)
         except FileNotFoundError:
             raise ConfigError([f"config file not found: {path}"], str(path)) from None
+        except UnicodeDecodeError:
+            raise ConfigError([f"cannot read {path}: not UTF-8 text"], str(path)) from None
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError([f"cannot read {path}: {exc}"], str(path)) from None
         return _build(cls(), data, str(path))

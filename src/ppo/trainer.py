@@ -113,6 +113,8 @@ class Trainer:
         self.on_progress = on_progress
         self.sinks = tuple(sinks)
         self.checkpoint_path: Path | None = None
+        self.checkpoint_error: str | None = None
+        """Why the checkpoint of an interrupted run could not be saved, if it could not."""
         self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._last_emit = time.monotonic()
         self._stop_reason: str | None = None
@@ -214,11 +216,16 @@ class Trainer:
                 if self.on_progress is not None:
                     self.on_progress(progress)
             self._save(rec, agent, self._latest)
-        except KeyboardInterrupt:
-            self._save(rec, agent, self._latest)  # the Recorder then records "interrupted"
+        except KeyboardInterrupt:  # Ctrl-C or a stop signal; the Recorder records "interrupted"
+            try:
+                self._save(rec, agent, self._latest)
+            except (checkpoint.CheckpointError, TrainingStopped) as exc:
+                self.checkpoint_error = str(exc)
             raise
         except SinkError as exc:
             raise self._stop_recording_failed(rec, agent, self._latest, exc) from exc
+        except checkpoint.CheckpointError as exc:  # a full disk: the run is recorded as failed
+            raise TrainingStopped(f"training stopped: {exc}", self.checkpoint_path) from None
         return self._latest
 
     def _iteration(
@@ -270,6 +277,12 @@ class Trainer:
 
     # ----------------------------------------------------------- checkpoints
     def _save(self, rec: Recorder, agent: PPOAgent, counters: Counters) -> Path:
+        if rec.log_moved():  # a checkpoint under the old name would split the run in two
+            raise TrainingStopped(
+                f"training stopped: {rec.path} was moved, renamed or removed while training "
+                "(its lines went with it); no checkpoint was written under the old name",
+                self.checkpoint_path,
+            )
         state = {
             "model": agent.policy.state_dict(),
             "agent": agent.state_dict(),
@@ -287,7 +300,7 @@ class Trainer:
     ) -> TrainingStopped:
         try:
             saved = f"checkpoint saved to {self._save(rec, agent, counters)}"
-        except OSError as save_exc:
+        except (checkpoint.CheckpointError, TrainingStopped) as save_exc:
             saved = f"the checkpoint could not be saved either: {save_exc}"
         with contextlib.suppress(SinkError):  # the same sink may fail again on run_finished
             rec.finish("failed", f"recording failed: {exc}")

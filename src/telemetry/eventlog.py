@@ -11,6 +11,7 @@ long the log is.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import stat
@@ -42,6 +43,10 @@ class EventLogError(Exception):
 
 class EventLogNotFound(EventLogError, FileNotFoundError):
     """There is no event log at the path."""
+
+
+class LogInUse(EventLogError, FileExistsError):
+    """Another writer holds the log, or it already holds a run that must not be mixed in."""
 
 
 class SchemaVersionError(EventLogError):
@@ -83,8 +88,12 @@ class ReadBatch:
 class EventLogWriter:
     """A bus sink that appends each event to ``path`` as one flushed JSON line.
 
-    ``fsync_every``: also ``fsync`` at most every that many seconds (None: never; the OS
-    still has every line the moment ``write`` returns, so only a machine crash can lose it).
+    The writer holds an exclusive lock on the file (``flock``) while it is open, so two
+    writers can never interleave two runs in one log: the second gets :class:`LogInUse`.
+    A write that fails part-way (a full disk) is taken back, so the log never ends in a
+    torn line. ``fsync_every``: also ``fsync`` at most every that many seconds (None:
+    never; the OS has every line the moment ``write`` returns, so only a machine crash
+    can lose it).
     """
 
     def __init__(self, path: str | os.PathLike[str], fsync_every: float | None = None) -> None:
@@ -92,6 +101,14 @@ class EventLogWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.name = f"eventlog:{self.path}"
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            raise LogInUse(
+                f"{self.path}: another process is writing this event log; pick another "
+                "run id (or wait for that run to end)"
+            ) from None
         self._encoder = LineEncoder()
         self._lock = threading.Lock()
         self._fsync_every = fsync_every
@@ -100,17 +117,40 @@ class EventLogWriter:
     def __call__(self, event: Event) -> None:
         self.write(event)
 
+    @property
+    def size(self) -> int:
+        """Bytes in the file now."""
+        assert self._fd is not None
+        return os.fstat(self._fd).st_size
+
+    def moved(self) -> bool:
+        """Whether ``path`` no longer names the file being written (renamed or removed:
+        the lines still go to the file, wherever it is now)."""
+        if self._fd is None:
+            return False
+        try:
+            here = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        open_file = os.fstat(self._fd)
+        return (here.st_dev, here.st_ino) != (open_file.st_dev, open_file.st_ino)
+
     def write(self, event: Event) -> None:
-        """Append ``event``; on return the whole line is in the file."""
+        """Append ``event``; on return the whole line is in the file. If the write fails
+        part-way, the part written is removed again and the error raised."""
         with self._lock:
             if self._fd is None:
                 raise EventLogError(f"{self.path}: event log writer is closed")
             line = self._encoder.encode(event)
-            written = os.write(self._fd, line)
-            if written < len(line):  # short write: finish the line before anything else
-                rest = bytes(line[written:])
-                while rest:
-                    rest = rest[os.write(self._fd, rest) :]
+            written = 0
+            try:
+                written = os.write(self._fd, line)
+                while written < len(line):  # a short write: finish the line first (a copy:
+                    written += os.write(self._fd, line[written:])  # no view outlives it)
+            except OSError:
+                if written:  # never leave a torn line: the log ends at its last whole event
+                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+                raise
             if self._fsync_every is not None:
                 now = time.monotonic()
                 if now - self._last_fsync >= self._fsync_every:
@@ -192,7 +232,10 @@ class EventLogReader:
             reset = self._check_identity(fd)
             if self._long_line is not None:
                 return ReadBatch(skipped=self._keep(self._skip_long_line(fd)), reset=reset)
-            n = self._read_into_buffer(fd, self.offset, max_bytes)
+            want = min(max_bytes, self.size - self.offset)  # never a buffer larger than the news
+            if want <= 0:
+                return ReadBatch(reset=reset)
+            n = self._read_into_buffer(fd, self.offset, want)
             buf = self._buffer
             if n == max_bytes and buf.find(b"\n", 0, n) < 0:  # one enormous line
                 whole = self._read_line_whole(fd, bytes(buf[:n]))
@@ -203,7 +246,8 @@ class EventLogReader:
             end = buf.rfind(b"\n", 0, n)
             if end < 0:  # nothing, or a partial last line: not an event yet
                 return ReadBatch(reset=reset)
-            events, skipped = self._decode(fd, memoryview(buf)[: end + 1], self.offset)
+            lines = buf.count(b"\n", 0, end + 1)
+            events, skipped = self._decode(fd, memoryview(buf)[: end + 1], self.offset, lines)
         except OSError as exc:
             raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
         finally:
@@ -348,11 +392,16 @@ class EventLogReader:
         return []  # its end is not written yet
 
     def _decode(
-        self, fd: int, chunk: memoryview, start: int
+        self, fd: int, chunk: memoryview, start: int, lines: int
     ) -> tuple[list[Event], list[SkippedLine]]:
+        """The events of ``chunk`` (``lines`` complete lines from byte ``start``)."""
         try:  # fast path: every line is good
             events: list[Event] = self._decoder.decode_lines(chunk)
         except _DECODE_ERRORS:
+            return self._decode_each(fd, chunk, start)
+        if len(events) != lines:
+            # decode_lines reads JSON values separated by any whitespace: one object spread
+            # over two lines, or two on one, must go line by line (and blank lines with them)
             return self._decode_each(fd, chunk, start)
         if RunStarted in set(map(type, events)):
             for event in events:

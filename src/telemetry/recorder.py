@@ -10,6 +10,7 @@ tracks the latest ``global_step`` and update count from what was emitted, so
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 import time
@@ -18,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from telemetry.bus import Emitter, EventBus
-from telemetry.eventlog import EventLogWriter
+from telemetry.eventlog import EventLogWriter, LogInUse
 from telemetry.events import (
     Event,
     Payload,
@@ -33,10 +34,25 @@ EVENTS_FILE = "events.jsonl"
 """Name of the event log inside a run folder."""
 
 
+RUN_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,199}")
+"""A run id is a folder name: letters, digits, ``.``, ``_`` and ``-``, not a path."""
+
+
+def check_run_id(run_id: str) -> str:
+    """``run_id`` if it is a name (see :data:`RUN_ID`); else ValueError saying why."""
+    if not RUN_ID.fullmatch(run_id):
+        raise ValueError(
+            f"run id {run_id!r} is not a name: use letters, digits, '.', '_' and '-' "
+            "(at most 200, not starting with '.' or '-'); a run id is a folder under the "
+            "run directory, never a path"
+        )
+    return run_id
+
+
 def new_run_id(label: str | None = None) -> str:
     """A sortable, unique run id such as ``CartPole-v1-20261121-153012-a3f9``."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    prefix = (label or "run").replace("/", "-").replace(" ", "-")
+    prefix = re.sub(r"[^A-Za-z0-9._-]+", "-", label or "run").strip(".-")[:150] or "run"
     return f"{prefix}-{stamp}-{secrets.token_hex(2)}"
 
 
@@ -61,7 +77,7 @@ class Recorder:
         fsync_every: float | None = None,
         append: bool = False,
     ) -> None:
-        self.run_id = run_id or new_run_id(env_id)
+        self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
         self.run_dir = self.path.parent
         self._started = RunStartedPayload(
@@ -94,8 +110,8 @@ class Recorder:
     ) -> None:
         if exc is None:
             self.finish("completed")
-        elif isinstance(exc, KeyboardInterrupt):
-            self.finish("interrupted", "KeyboardInterrupt")
+        elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal that says which
+            self.finish("interrupted", str(exc) or "KeyboardInterrupt")
         else:
             self.finish("failed", f"{type(exc).__name__}: {exc}")
 
@@ -105,15 +121,21 @@ class Recorder:
         A log that already holds events is refused unless ``append=True``: two runs in one
         file would be judged as one, and nothing already recorded may be overwritten.
         """
-        if not self._append and self.path.exists() and self.path.stat().st_size > 0:
-            raise FileExistsError(
-                f"{self.path}: an event log is already there; choose another run id or path, "
-                "or pass append=True to add a run to it"
+        writer = EventLogWriter(self.path, fsync_every=self._fsync_every)  # locked: ours alone
+        if not self._append and writer.size > 0:
+            writer.close()
+            raise LogInUse(
+                f"{self.path}: an event log is already there; choose another run id or path "
+                "(a Recorder adds a run to it only with append=True)"
             )
-        self._writer = EventLogWriter(self.path, fsync_every=self._fsync_every)
+        self._writer = writer
         self.bus.subscribe(self._writer, name=self._writer.name)
         self._t0 = time.monotonic()
         self.emitter.emit(self._started)
+
+    def log_moved(self) -> bool:
+        """Whether the log file was renamed or removed while the run records into it."""
+        return self._writer is not None and self._writer.moved()
 
     def emit(self, payload: Payload) -> Event:
         """Publish ``payload`` (to the log and every other subscriber of ``bus``)."""

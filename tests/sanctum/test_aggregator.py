@@ -327,3 +327,18 @@ def test_updates_going_backwards_are_a_bug(tmp_path: Path) -> None:
     snap = fold(path)
     assert snap.verdict == "FAIL: Bug"
     assert any("update index 3 after 5" in e.text for e in snap.log)
+
+
+def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, finish=None)
+    log = RunLog(path, run_id="someone-else", t0=0.0)  # ts 1.0: 54 years before the run
+    log.heartbeat(10**9)
+    log.close()
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    snap = agg.snapshot(last or 0.0)
+    assert snap.run.foreign_events == 1 and snap.run.global_step == 3 * 512
+    assert snap.connection is Connection.LIVE  # not "silent for 54 years"
+    assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.log)
+    assert snap.verdict == "OK"

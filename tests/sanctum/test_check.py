@@ -291,3 +291,13 @@ def test_an_impossible_value_fails_as_a_logging_bug(tmp_path: Path) -> None:
     assert result.exit_code == 1 and bug["passed"] is False
     assert bug["first_critical"] == 2
     assert "clip_fraction 1.5 outside [0, 1] (a fraction)" in str(bug["message"])
+
+
+def test_json_lists_every_skipped_line_with_its_reason(corrupt_log: Path) -> None:
+    doc = to_dict(check(corrupt_log))
+    assert doc["passed"] is False and doc["allow_skipped"] is False
+    assert [(s["line"], s["kind"], s["type"]) for s in doc["skipped"]] == [
+        (4, "malformed", None),
+        (7, "malformed", "ppo_update"),
+    ]
+    assert all(s["detail"] for s in doc["skipped"])

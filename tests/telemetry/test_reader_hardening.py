@@ -137,3 +137,16 @@ def test_pending_bytes_report_a_torn_last_line(log: LogBuilder) -> None:
     append(log.path, torn)
     list(reader.batches())
     assert reader.pending_bytes == len(torn)
+
+
+def test_an_object_spread_over_two_lines_is_two_bad_lines_not_one_event(log: LogBuilder) -> None:
+    """JSON allows a newline inside an object; the log allows one event per line. Found by
+    the fuzz test: the fast path once read both lines as one event."""
+    whole = read_events(log.path)
+    append(
+        log.path,
+        b'{\n"type":"heartbeat","run_id":"run-a","seq":2,"ts":1.0,"payload":{"global_step":1}}\n',
+    )
+    batch = read_events(log.path)
+    assert len(batch.events) == len(whole.events)
+    assert [s.line_no for s in batch.skipped] == [2, 3]

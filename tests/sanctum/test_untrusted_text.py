@@ -1,0 +1,79 @@
+"""Strings from a log are shown as text: terminal controls escaped, markup never parsed,
+XML and JSON valid, whatever the log holds."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from textual.widgets import Label
+
+from sanctum.app import SanctumApp
+from sanctum.check import run_check
+from sanctum.check_report import format_text, to_dict, write_junit
+from sanctum.formatting import dumps, visible
+from sanctum.summary import build_summary
+from sanctum.summary import format_text as summary_text
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.widgets import StatusBanner
+from tests.sanctum.app_support import lively, wait_until
+from tests.sanctum.logs import RunLog
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J[bold red]x[/] KeyError: '[/]' \u202eevil\x00\x85"
+
+
+def hostile_log(path: Path) -> Path:
+    log = RunLog(path, run_id="run-\x1b[31mred")
+    log.start(env_id=f"Env{HOSTILE}")
+    log.update(lively(0, kl=0.004, early_stopped=True, early_stop_reason=HOSTILE))
+    log.anomaly("warning", "grad_norm", 1.0, update=0)
+    log.finish("failed", HOSTILE)
+    log.close()
+    return path
+
+
+def test_visible_escapes_controls_and_direction_marks_only() -> None:
+    assert visible("ok é ✓ [b]x[/b]") == "ok é ✓ [b]x[/b]"
+    assert visible("\x1b[2J\x07\x00\x85\u202e\ud800") == r"\x1b[2J\x07\x00\x85\u202e\ud800"
+
+
+def test_reports_show_log_strings_as_text(tmp_path: Path) -> None:
+    path = hostile_log(tmp_path / "e.jsonl")
+    result = run_check(path, DEFAULT_THRESHOLDS)
+    for text in (format_text(result), summary_text(build_summary(path, DEFAULT_THRESHOLDS))):
+        assert "\x1b" not in text and "\u202e" not in text and "\x00" not in text
+        assert r"\x1b[2J" in text  # shown, not obeyed
+    doc = json.loads(dumps(to_dict(result)))  # valid JSON, and the same strings inside
+    assert doc["run_id"] == "run-\x1b[31mred"
+    junit = tmp_path / "junit.xml"
+    write_junit(result, junit)
+    suite = ET.parse(junit).getroot().find("testsuite")  # parses: no raw control characters
+    assert suite is not None
+    assert any(r"\x1b" in (p.get("value") or "") for p in suite.iter("property"))
+
+
+async def test_the_dashboard_shows_markup_and_controls_as_text(tmp_path: Path) -> None:
+    path = hostile_log(tmp_path / "e.jsonl")
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: 1_700_000_100.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda s: s.run.status == "failed", "the failed run")
+        run = app.query_one(StatusBanner).query_one("#run", Label)
+        shown = str(run.render())
+        assert "[bold red]x[/]" in shown and "KeyError: '[/]'" in shown  # as typed, unstyled
+        assert "\x1b" not in shown and r"\x1b" in shown
+        assert app.return_code is None  # it did not crash
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_check_refuses_a_file_that_is_not_a_regular_file(tmp_path: Path, target: str) -> None:
+    import os
+
+    path = Path(target)
+    if target == "fifo":
+        path = tmp_path / "events.jsonl"
+        os.mkfifo(path)
+    from sanctum.cli import main
+
+    assert main(["check", str(path)]) == 2
