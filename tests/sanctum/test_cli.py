@@ -316,3 +316,32 @@ def test_interactive_errors(
             main(["replay", str(tmp_path), "--speed", speed])
         assert info.value.code == 2
     assert fake_app == []
+
+
+def test_a_dashboard_that_crashed_does_not_exit_0(
+    fake_app: list[tuple[Path, Thresholds, float | None]],
+    healthy_log: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setattr(FakeApp, "return_code", 1)  # what Textual sets after an exception
+    assert main([str(healthy_log)]) == 2
+    assert "the dashboard stopped on an internal error" in capsys.readouterr().err
+
+
+async def test_a_real_crash_sets_the_return_code_the_cli_reads(
+    healthy_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sanctum.app import SanctumApp
+    from sanctum.thresholds import DEFAULT_THRESHOLDS
+    from sanctum.widgets import StatusBanner
+
+    def broken(self: StatusBanner, snapshot: object) -> None:
+        raise RuntimeError("a bug in a widget")
+
+    monkeypatch.setattr(StatusBanner, "show", broken)
+    app = SanctumApp(healthy_log / "events.jsonl", DEFAULT_THRESHOLDS)
+    with pytest.raises(RuntimeError, match="a bug in a widget"):  # run_test re-raises it
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(0.5)
+    assert app.return_code == 1
