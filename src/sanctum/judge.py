@@ -17,7 +17,7 @@ running streaks go through the per-update path.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,6 +106,17 @@ class RollingWindow:
         mid = n // 2
         return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
 
+    def push_median(self, value: float) -> float:
+        """:meth:`push`, then :meth:`median`, in one call (the hot path of a median rule)."""
+        order, ordered = self._order, self._sorted
+        if len(order) == self.size:
+            del ordered[bisect_left(ordered, order.popleft())]
+        order.append(value)
+        insort(ordered, value)
+        n = len(ordered)
+        mid = n // 2
+        return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
 
 def measured(values: Sequence[float | None]) -> tuple[Sequence[float], float]:
     """The measured values of a column and their sum: one C-speed pass when none is None.
@@ -125,6 +136,7 @@ class RuleJudge:
         self.rule = rule
         self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
         self._need = values_needed(rule)
+        self._past_critical = rule.worse_than(rule.critical)
         self.streak_warning = 0
         self.streak_critical = 0
         self.measured = 0
@@ -165,75 +177,111 @@ class RuleJudge:
         fails the rule's gate (returns nearly constant) and is not judged."""
         if not values:
             return
-        if judgeable is None and self._fold_healthy(updates, values):
-            return
+        numbers, _ = measured(values)
+        self.measured += len(numbers)
+        statistics, note = self._statistics(updates, values, judgeable)
+        judged: Sequence[int] = range(len(values))
+        if statistics is not values or len(numbers) != len(values):
+            judged = [i for i, s in enumerate(statistics) if s is not None]
+        self.judged += len(judged)
+        past_warning, isfinite = self.rule.worse_than(self.rule.warning), math.isfinite
+        flagged = [i for i in judged if not isfinite(s := statistics[i]) or past_warning(s)]  # type: ignore[arg-type]
+        latest = self._fire(updates, values, statistics, judged, flagged)
+        self._offer_worst(updates, statistics, judged, flagged)
+        last = len(values) - 1
+        if latest is None:
+            value, statistic = values[last], statistics[last]
+            if statistic is None:
+                latest = Judgement(updates[last], value, None, Level.PENDING, Level.PENDING, note)
+            else:
+                latest = Judgement(updates[last], value, statistic, Level.HEALTHY, Level.HEALTHY)
+        self.latest = latest
+
+    def _statistics(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        judgeable: Sequence[bool] | None,
+    ) -> tuple[Sequence[float | None], str | None]:
+        """What the rule judges at each update (None: pending), and why the last is pending.
+
+        A plain rule past its warm-up judges the values themselves (no copy). A non-finite
+        value is judged as it is, even in the warm-up: it is critical at once.
+        """
+        rule = self.rule
+        if self.window is None and judgeable is None and updates[0] >= rule.warmup_updates:
+            return values, None
+        out: list[float | None] = []
+        note: str | None = None
         for i, value in enumerate(values):
-            ok = True if judgeable is None else judgeable[i]
-            self.latest = self._judge(updates[i], value, ok)
-
-    def _fold_healthy(self, updates: Sequence[int], values: Sequence[float | None]) -> bool:
-        """The common case in a few C-speed passes: a plain rule, no streak running, every
-        value measured, finite, past the warm-up and inside the warning line."""
-        rule = self.rule
-        if self.window is not None or self.streak_warning or updates[0] < rule.warmup_updates:
-            return False
-        numbers, total = measured(values)
-        if len(numbers) != len(values) or not math.isfinite(total):
-            return False
-        worst = rule.worst_of(numbers)
-        if rule.is_worse(worst, rule.warning):
-            return False
-        self.measured += len(values)
-        self.judged += len(values)
-        self._offer(worst, updates[numbers.index(worst)])
-        last = values[-1]
-        self.latest = Judgement(updates[-1], last, last, Level.HEALTHY, Level.HEALTHY)
-        return True
-
-    def _judge(self, update: int, value: float | None, judgeable: bool) -> Judgement:
-        rule = self.rule
-        if value is None:
-            return Judgement(update, None, None, Level.PENDING, Level.PENDING)
-        self.measured += 1
-        if not math.isfinite(value):  # critical at once, even in the warm-up
-            self._streak(Level.CRITICAL)
-            self._count(Level.CRITICAL, update, value)
-            return Judgement(update, value, value, Level.CRITICAL, Level.CRITICAL)
-        if update < rule.warmup_updates:
-            return Judgement(update, value, None, Level.PENDING, Level.PENDING, WARMUP)
-        if not judgeable:
-            return Judgement(update, value, None, Level.PENDING, Level.PENDING, RETURNS_FLAT)
-        statistic = self._statistic(value)
-        if statistic is None:  # the window is still filling
-            need = f"{len(self.window or ())}/{self._need}"
-            what = "median" if rule.statistic == "median" else "baseline"
-            return Judgement(update, value, None, Level.PENDING, Level.PENDING, f"{what} {need}")
-        band = level_of(rule, statistic, update)
-        self._streak(band)
-        level = self._persisted(band, statistic)
-        self._count(level, update, statistic)
-        note = None
-        if level is not band:  # past a line, not for long enough yet: ``crit 1/2``
-            note = f"{band.value[:4]} {self._streak_of(band)}/{rule.persist}"
-        if self.window is not None and rule.statistic == "jump" and band is not Level.CRITICAL:
-            self.window.push(value)  # a jump is measured against the last sound baseline
-        return Judgement(update, value, statistic, band, level, note)
+            note = None
+            if value is None or not math.isfinite(value):
+                out.append(value)
+            elif updates[i] < rule.warmup_updates:
+                out.append(None)
+                note = WARMUP
+            elif judgeable is not None and not judgeable[i]:
+                out.append(None)
+                note = RETURNS_FLAT
+            else:
+                statistic = self._statistic(value)
+                if statistic is None:  # the window is still filling
+                    what = "median" if rule.statistic == "median" else "baseline"
+                    note = f"{what} {len(self.window or ())}/{self._need}"
+                out.append(statistic)
+        return out, note
 
     def _statistic(self, value: float) -> float | None:
-        """The value, the median including it, or its ratio to the median before it."""
+        """The value, the median including it, or its ratio to the median before it. A
+        jump joins its baseline unless it is past critical: a fault keeps firing."""
         window = self.window
         if window is None:
             return value
         if self.rule.statistic == "median":
-            window.push(value)
-            return window.median() if len(window) >= self._need else None
+            median = window.push_median(value)
+            return median if len(window) >= self._need else None
         if len(window) < self._need:
             window.push(value)
             return None
         baseline = window.median()
         if baseline <= 0:
             return None
-        return value / baseline
+        ratio = value / baseline
+        if not self._past_critical(ratio):
+            window.push(value)
+        return ratio
+
+    def _fire(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        statistics: Sequence[float | None],
+        judged: Sequence[int],
+        flagged: Sequence[int],
+    ) -> Judgement | None:
+        """Streaks and levels at the positions past the warning line (every other judged
+        position is healthy and breaks a streak); the last position's judgement if flagged."""
+        rule, last = self.rule, len(values) - 1
+        latest: Judgement | None = None
+        previous = -1
+        for i in flagged:
+            if _any_between(judged, previous, i):
+                self.streak_warning = self.streak_critical = 0
+            previous = i
+            statistic = statistics[i]
+            assert statistic is not None
+            band = level_of(rule, statistic, updates[i])
+            self._streak(band)
+            level = self._persisted(band, statistic)
+            self._count(level, updates[i])
+            if i == last:
+                note = None
+                if level is not band:  # past a line, not for long enough yet: ``crit 1/2``
+                    note = f"{band.value[:4]} {self._streak_of(band)}/{rule.persist}"
+                latest = Judgement(updates[i], values[i], statistic, band, level, note)
+        if _any_between(judged, previous, last + 1):
+            self.streak_warning = self.streak_critical = 0
+        return latest
 
     def _streak(self, band: Level) -> None:
         self.streak_warning = self.streak_warning + 1 if band >= Level.WARNING else 0
@@ -244,6 +292,8 @@ class RuleJudge:
 
     def _persisted(self, band: Level, statistic: float) -> Level:
         rule = self.rule
+        if not math.isfinite(statistic):
+            return Level.CRITICAL  # non-finite: at once
         if band is Level.CRITICAL and rule.far is not None and rule.is_worse(statistic, rule.far):
             return Level.CRITICAL  # past far: no waiting
         if self.streak_critical >= rule.persist:
@@ -252,8 +302,7 @@ class RuleJudge:
             return Level.WARNING
         return Level.HEALTHY
 
-    def _count(self, level: Level, update: int, statistic: float) -> None:
-        self.judged += 1
+    def _count(self, level: Level, update: int) -> None:
         if level is Level.CRITICAL:
             self.at_critical += 1
             if self.first_critical is None:
@@ -262,7 +311,25 @@ class RuleJudge:
             self.at_warning += 1
             if self.first_warning is None:
                 self.first_warning = update
-        self._offer(statistic, update)
+
+    def _offer_worst(
+        self,
+        updates: Sequence[int],
+        statistics: Sequence[float | None],
+        judged: Sequence[int],
+        flagged: Sequence[int],
+    ) -> None:
+        """Keep the worst judged statistic: the first non-finite one, else the first most
+        extreme (a C-speed max or min over the column)."""
+        nonfinite = [i for i in flagged if not math.isfinite(statistics[i])]  # type: ignore[arg-type]
+        if nonfinite:
+            self._offer(statistics[nonfinite[0]], updates[nonfinite[0]])  # type: ignore[arg-type]
+            return
+        if not judged:
+            return
+        column = statistics if isinstance(judged, range) else [statistics[i] for i in judged]
+        worst = self.rule.worst_of(column)  # type: ignore[arg-type]
+        self._offer(worst, updates[judged[column.index(worst)]])
 
     def _offer(self, value: float, update: int) -> None:
         worst = self.worst
@@ -270,6 +337,13 @@ class RuleJudge:
             math.isfinite(worst) and (not math.isfinite(value) or self.rule.is_worse(value, worst))
         ):
             self.worst, self.worst_update = value, update
+
+
+def _any_between(judged: Sequence[int], low: int, high: int) -> bool:
+    """Whether a judged position lies strictly between ``low`` and ``high``."""
+    if isinstance(judged, range):
+        return high - low > 1 and high > 0 and low < len(judged) - 1
+    return bisect_left(judged, high) - bisect_right(judged, low) > 0
 
 
 @dataclass
@@ -286,12 +360,13 @@ class MetricStats:
 
     def fold(
         self, updates: Sequence[int], values: Sequence[float | None], floats: bool
-    ) -> list[int]:
+    ) -> tuple[list[int], tuple[float, float] | None]:
         """Fold a column; ``floats``: the metric can be non-finite (integers cannot).
-        Returns the updates whose value was non-finite."""
+        Returns the updates whose value was non-finite, and the smallest and largest
+        finite value of the column (None: none), which the range contracts reuse."""
         numbers, total = measured(values)
         if not numbers:
-            return []
+            return [], None
         self.measured += len(numbers)
         last = len(values) - 1
         while values[last] is None:
@@ -308,11 +383,12 @@ class MetricStats:
             if bad and self.first_nonfinite is None:
                 self.first_nonfinite = bad[0]
             numbers = [v for v in numbers if math.isfinite(v)]
-        if numbers:
-            low, high = min(numbers), max(numbers)
-            self.minimum = low if self.minimum is None else min(self.minimum, low)
-            self.maximum = high if self.maximum is None else max(self.maximum, high)
-        return bad
+        if not numbers:
+            return bad, None
+        low, high = min(numbers), max(numbers)
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        self.maximum = high if self.maximum is None else max(self.maximum, high)
+        return bad, (low, high)
 
 
 class HealthJudge:
@@ -354,8 +430,8 @@ class HealthJudge:
             if spread is not None:
                 gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
             judge.fold(updates, columns[metric], gate)
-        self._stats(updates, columns)
-        found = self._violations(updates, columns, steps)
+        extremes = self._stats(updates, columns)
+        found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
             max(updates) if self.last_update is None else max(self.last_update, *updates)
         )
@@ -363,26 +439,35 @@ class HealthJudge:
             self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
         return found
 
-    def _stats(self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]) -> None:
+    def _stats(
+        self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
+    ) -> dict[str, tuple[float, float] | None]:
+        """Fold every column's statistics; return each column's finite extremes."""
         bad_updates: set[int] = set()
+        extremes: dict[str, tuple[float, float] | None] = {}
         for metric, stats in self.stats.items():
-            bad_updates.update(stats.fold(updates, columns[metric], metric in FLOAT_METRICS))
+            bad, extremes[metric] = stats.fold(updates, columns[metric], metric in FLOAT_METRICS)
+            bad_updates.update(bad)
         if bad_updates:
             self.nonfinite_updates += len(bad_updates)
             if self.first_nonfinite_update is None:
                 self.first_nonfinite_update = min(bad_updates)
+        return extremes
 
     def _violations(
         self,
         updates: Sequence[int],
         columns: Mapping[str, Sequence[float | None]],
         steps: Sequence[int],
+        extremes: Mapping[str, tuple[float, float] | None],
     ) -> list[contracts.Violation]:
         found = contracts.check_order(self.last_update, updates)
         if steps:
             found += contracts.check_steps(self.last_step, updates, steps)
         for contract in self.contracts:
-            found += contracts.check_column(contract, updates, columns[contract.metric])
+            extreme = extremes[contract.metric]
+            if extreme is not None and contract.breached_by(*extreme):
+                found += contracts.check_column(contract, updates, columns[contract.metric])
         found += contracts.check_entropy(updates, columns["entropy"], columns["entropy_normalized"])
         if found:
             found.sort(key=lambda v: v.update)
