@@ -52,7 +52,7 @@ def time_emit_record(n: int, path: Path) -> float:
     emitter = Emitter(bus, "bench")
     t0 = time.perf_counter()
     for payload in payloads:
-        emitter.emit_ppo_update(payload)
+        emitter.emit(payload)
     elapsed = time.perf_counter() - t0
     writer.close()
     return elapsed / n * 1e6

@@ -18,9 +18,8 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
-import msgspec
 import torch
 from torch import Tensor, nn
 
@@ -32,7 +31,7 @@ from ppo.distributions import uniform_entropy
 from ppo.gradients import GradNorms, clip_grad_norm
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
 from ppo.policy import ActorCritic
-from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
+from ppo.stats import WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
 from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
 
 
@@ -54,6 +53,24 @@ class SkippedStep:
     value: float
 
 
+class Decisions(TypedDict):
+    """What an update had in force and what it did: the payload's fields that are not
+    measurements."""
+
+    update: int
+    global_step: int
+    learning_rate: float
+    entropy_coef: float
+    kl_coef: float
+    epochs_completed: int
+    minibatches_completed: int
+    minibatches_planned: int
+    early_stopped: bool
+    early_stop_reason: str | None
+    early_stop: EarlyStop | None
+    skipped_steps: int
+
+
 @dataclass
 class _Update:
     """One update in progress: what is in force, the statistics tensor, and the decisions.
@@ -72,6 +89,25 @@ class _Update:
     epochs_started: int = 0
     skipped: list[SkippedStep] = field(default_factory=list)
     stop: EarlyStop | None = None
+    planned: int = 0
+
+    def decisions(self) -> Decisions:
+        """The payload's fields that record what this update had in force and did."""
+        stop = self.stop
+        return Decisions(
+            update=self.update,
+            global_step=self.global_step,
+            learning_rate=self.learning_rate,
+            entropy_coef=self.ent_coef,
+            kl_coef=self.kl_coef,
+            epochs_completed=self.epochs_started,
+            minibatches_completed=len(self.applied_rows),
+            minibatches_planned=self.planned,
+            early_stopped=stop is not None,
+            early_stop_reason=None if stop is None else stop.describe(),
+            early_stop=stop,
+            skipped_steps=len(self.skipped),
+        )
 
 
 def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.Adam:
@@ -121,11 +157,12 @@ class PPOAgent:
             learning_rate=cfg.learning_rate_at(update),
             ent_coef=cfg.ent_coef_at(update),
             kl_coef=self.kl_coef,
-            stats=torch.full((cfg.update_epochs * cfg.num_minibatches, len(COLUMNS)), math.nan),
+            stats=torch.full((cfg.update_epochs * cfg.num_minibatches, WIDTH), math.nan),
+            planned=cfg.update_epochs * cfg.num_minibatches,
         )
         for group in self.optimizer.param_groups:
             group["lr"] = state.learning_rate
-        before = BatchStats.of(batch)
+        rollout = RolloutStats.measure(batch)
         for epoch in range(cfg.update_epochs):
             state.epochs_started += 1
             order = torch.randperm(batch.size, generator=self.generator)
@@ -138,11 +175,9 @@ class PPOAgent:
         kl_final = self.measure_kl(batch) if cfg.kl_final else None
         rows = state.stats[: state.evaluated]
         last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
-        reduced = reduce_update(rows, state.applied_rows, last_epoch, before, kl_final)
-        reduced["entropy_normalized"] = self._normalized_entropy(reduced["entropy"], batch)
-        final = reduced.get("kl_final")
-        self._adapt_kl_coef(reduced["approx_kl"] if final is None else final)
-        payload = _with_seconds(self._payload(reduced, state), time.perf_counter() - started)
+        stats = reduce_update(rows, state.applied_rows, last_epoch, rollout, kl_final)
+        self._adapt_kl_coef(stats.approx_kl if stats.kl_final is None else stats.kl_final)
+        payload = self._payload(stats, state, batch, time.perf_counter() - started)
         return UpdateSummary(payload, self._anomalies(payload, state))
 
     def _epoch(self, batch: Batch, epoch: int, state: _Update) -> list[float]:
@@ -161,9 +196,9 @@ class PPOAgent:
         if self.on_minibatch is not None:
             self.on_minibatch()
         breakdown, norms = self._forward_backward(mb, state.ent_coef, state.kl_coef)
-        state.stats[row] = row_of(breakdown, norms)
+        state.stats[row] = MinibatchStats.measure(breakdown, norms).row()
         state.evaluated = row + 1
-        # Distributed training (DESIGN.md section 8): all-reduce the minibatch KL (and the
+        # Distributed training (docs/design.md, section 8): all-reduce the minibatch KL (and the
         # finite flags) across ranks here, so every rank takes the same decision below.
         decide: list[float] = torch.stack(
             [breakdown.approx_kl, breakdown.total_loss, norms.total]
@@ -223,10 +258,10 @@ class PPOAgent:
         torch.autograd.backward(loss)
         return breakdown, clip_grad_norm(self._groups, cfg.max_grad_norm)
 
-    def _normalized_entropy(self, entropy: float | None, batch: Batch) -> float | None:
+    def _normalized_entropy(self, entropy: float, batch: Batch) -> float | None:
         """Mean entropy over that of the uniform policy (categorical policies only)."""
         action = self.policy.action
-        if entropy is None or not action.discrete:
+        if not action.discrete:
             return None
         uniform = uniform_entropy(action.n, batch.masks)
         return entropy / uniform if uniform > 0 else None
@@ -253,30 +288,41 @@ class PPOAgent:
             self.kl_coef = max(self.kl_coef / 2.0, KL_COEF_MIN)
 
     # --------------------------------------------------------------- reporting
-    def _payload(self, reduced: dict[str, Any], state: _Update) -> PPOUpdatePayload:
-        cfg = self.config
-        stop = state.stop
-        if cfg.clip_ratio_c is None:
-            reduced.pop("clip_fraction_lower", None)
-        if cfg.max_grad_norm is None:
-            reduced.pop("grad_clip_scale", None)
-        for group in ("actor", "critic"):
-            if group not in self._groups:
-                reduced.pop(f"grad_norm_{group}", None)
+    def _payload(
+        self, stats: UpdateStats, state: _Update, batch: Batch, seconds: float
+    ) -> PPOUpdatePayload:
+        """The update's one payload: what it measured, then what it decided."""
+        cfg, r = self.config, stats.rollout
+        grouped = "actor" in self._groups  # separate actor and critic parameters
         return PPOUpdatePayload(
-            update=state.update,
-            global_step=state.global_step,
-            entropy_coef=state.ent_coef,
-            kl_coef=state.kl_coef,
-            learning_rate=state.learning_rate,
-            epochs_completed=state.epochs_started,
-            minibatches_completed=len(state.applied_rows),
-            minibatches_planned=cfg.update_epochs * cfg.num_minibatches,
-            early_stopped=stop is not None,
-            early_stop_reason=None if stop is None else stop.describe(),
-            early_stop=stop,
-            skipped_steps=len(state.skipped),
-            **reduced,
+            approx_kl=stats.approx_kl,
+            approx_kl_max=stats.approx_kl_max,
+            kl_final=stats.kl_final,
+            clip_fraction=stats.clip_fraction,
+            clip_fraction_lower=None if cfg.clip_ratio_c is None else stats.clip_fraction_lower,
+            ratio_mean=stats.ratio_mean,
+            ratio_min=stats.ratio_min,
+            ratio_max=stats.ratio_max,
+            entropy=stats.entropy,
+            entropy_normalized=self._normalized_entropy(stats.entropy, batch),
+            policy_loss=stats.policy_loss,
+            value_loss=stats.value_loss,
+            kl_penalty=stats.kl_penalty,
+            total_loss=stats.total_loss,
+            explained_variance=r.explained_variance,
+            grad_norm=stats.grad_norm,
+            grad_norm_max=stats.grad_norm_max,
+            grad_norm_actor=stats.grad_norm_actor if grouped else None,
+            grad_norm_critic=stats.grad_norm_critic if grouped else None,
+            grad_clip_scale=None if cfg.max_grad_norm is None else stats.grad_clip_scale,
+            advantage_mean=r.advantage_mean,
+            advantage_std=r.advantage_std,
+            return_mean=r.return_mean,
+            return_std=r.return_std,
+            value_mean=r.value_mean,
+            nonfinite_ratios=stats.nonfinite_ratios,
+            update_seconds=seconds,
+            **state.decisions(),
         )
 
     def _anomalies(self, payload: PPOUpdatePayload, state: _Update) -> tuple[AnomalyPayload, ...]:
@@ -332,7 +378,3 @@ class PPOAgent:
             group["fused"] = flag
         self.kl_coef = float(state["kl_coef"])
         self.generator.set_state(state["generator"])
-
-
-def _with_seconds(payload: PPOUpdatePayload, seconds: float) -> PPOUpdatePayload:
-    return msgspec.structs.replace(payload, update_seconds=seconds)

@@ -1,6 +1,6 @@
 """``ppo train`` with the dashboard: the trainer in a child process, Sanctum in this one.
 
-DESIGN.md section 2: training never shares the GIL with rendering, and a dashboard crash
+docs/design.md, section 2: training never shares the GIL with rendering, and a dashboard crash
 never kills training. So once ``ppo.cli`` has checked the settings and fixed the run id
 (the events path must be known before the child writes it), this process only starts
 ``python -m ppo train --headless`` with the same settings in a session of its own, and
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from telemetry.recorder import EVENTS_FILE
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ FORWARDED = {
 """Options the child gets as given: argument dest -> flag (``--set`` is repeated apart)."""
 NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id"})
 """Arguments this module sets itself (the mode, the run folder) or forwards apart."""
-EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 EXIT_GRACE = 30.0
 """Seconds to wait for a trainer that recorded the end of its run to exit."""
 
@@ -107,7 +107,7 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
             f"  its output: {path / STDOUT_FILE}, {path / STDERR_FILE}",
             file=out,
         )
-        return 0 if run.app.choice == "detach" else 1
+        return EXIT_OK if run.app.choice == "detach" else EXIT_STOPPED
     if ended.requested:  # the trainer's own last word says where its checkpoint went
         said = f"\n  {ended.stderr_tail[-1]}" if ended.stderr_tail else ""
         print(f"stopped the trainer ({ended.describe()}){said}", file=err)
@@ -119,7 +119,7 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
         f"  check it:  sanctum check {path}\n  replay it: sanctum replay {path}",
         file=out,
     )
-    return 0
+    return EXIT_OK
 
 
 def _report_down(ended: TrainerExit, path: Path, err: TextIO) -> int:
@@ -129,7 +129,7 @@ def _report_down(ended: TrainerExit, path: Path, err: TextIO) -> int:
         f"last lines of {path / STDERR_FILE}:{lines}",
         file=err,
     )
-    return ended.code if 0 < ended.code < 256 else 1
+    return ended.code if 0 < ended.code < 256 else EXIT_STOPPED
 
 
 def train_attached(args: argparse.Namespace, run_id: str, out: TextIO, err: TextIO) -> int:

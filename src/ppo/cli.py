@@ -22,13 +22,12 @@ from ppo.attach import train_attached, wants_dashboard
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.envs import EnvError
+from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.progress import PlainReporter, Reporter, RichReporter
 from ppo.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
 from telemetry.eventlog import LogInUse
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
-
-EXIT_OK, EXIT_STOPPED, EXIT_USAGE = 0, 1, 2
 
 EPILOG = """\
 examples:
@@ -60,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_train_arguments(train: argparse.ArgumentParser) -> None:
+    _add_config_arguments(train)
+    _add_run_arguments(train)
+
+
+def _add_config_arguments(train: argparse.ArgumentParser) -> None:
+    """What to train: the environment, the length, the seed, and the config."""
     defaults = PPOConfig()
     train.add_argument(
         "--env", metavar="ID", help=f"Gymnasium environment id (default: {defaults.env_id})"
@@ -82,6 +87,10 @@ def _add_train_arguments(train: argparse.ArgumentParser) -> None:
         dest="overrides",
         help="override one config field, e.g. --set max_kl=0.03 (repeatable)",
     )
+
+
+def _add_run_arguments(train: argparse.ArgumentParser) -> None:
+    """Where the run is recorded, where it resumes from, and whether a dashboard shows it."""
     train.add_argument(
         "--run-dir",
         type=Path,
@@ -144,16 +153,8 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``ppo train`` with parsed ``args``; returns the exit code."""
     args.resume = resolve_resume(args)
     try:
-        config = resolve_config(args)
+        config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
         run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
-        reporter = _reporter(out)
-        trainer = Trainer(
-            config,
-            run_dir=args.run_dir,
-            run_id=run_id,
-            resume=args.resume,
-            on_progress=reporter.update,
-        )
     except (ConfigError, CheckpointError, ValueError) as exc:  # ValueError: the run id
         print(f"ppo train: {exc}", file=err)
         return EXIT_USAGE
@@ -161,8 +162,12 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if taken.exists() and taken.stat().st_size > 0:  # checked again, locked, when it starts
         print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
         return EXIT_USAGE
-    if wants_dashboard(args, out):
+    if wants_dashboard(args, out):  # the trainer runs in a child process: see ppo.attach
         return train_attached(args, run_id, out, err)
+    reporter = _reporter(out)
+    trainer = Trainer(
+        config, run_dir=args.run_dir, run_id=run_id, resume=args.resume, on_progress=reporter.update
+    )
     run_path = args.run_dir / run_id
     print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
     return _run(trainer, reporter, run_path, out, err)

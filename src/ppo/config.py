@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
-from ppo import rules
+from ppo import validators as valid
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -35,7 +35,7 @@ Activation: TypeAlias = Literal["tanh", "relu"]
 
 KL_COEF_MIN: Final = 1e-6
 KL_COEF_MAX: Final = 1e6
-"""Range of the adaptive KL coefficient. The rule multiplies it by 2 or 1/2 every update,
+"""Range of the adaptive KL coefficient. The update multiplies it by 2 or 1/2 each time,
 so unbounded, a long run under target drives it to 0.0 (about 1075 halvings; 0 * 2 stays
 0, the penalty could never return) and one over target drives it to inf (an inf loss that
 skips every step). Both bounds are far outside any coefficient that is useful."""
@@ -60,102 +60,102 @@ class ConfigError(ValueError):
 _T = TypeVar("_T")
 
 
-def setting(default: _T, rule: rules.Rule) -> _T:
-    """A config field's default and its validation rule, declared together on the field."""
-    return dataclasses.field(default=default, metadata={"rule": rule})
+def setting(default: _T, validator: valid.Validator) -> _T:
+    """A config field's default and its validator, declared together on the field."""
+    return dataclasses.field(default=default, metadata={"validator": validator})
 
 
 @dataclass(frozen=True)
 class PPOConfig:
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
-    # Each field is declared once: type, default and rule (``setting``), then its docstring.
+    # Each field is declared once: type, default and validator (``setting``), then its docstring.
     # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
     # Literal aliases, hence its noqa on those fields.
 
     # --- run ---
-    env_id: str = setting("CartPole-v1", rules.text)
+    env_id: str = setting("CartPole-v1", valid.text)
     """Gymnasium id of the environment."""
-    seed: int = setting(1, rules.integer(0))
+    seed: int = setting(1, valid.integer(0))
     """Seed for environments, network initialisation, sampling and minibatch order."""
-    total_steps: int = setting(500_000, rules.integer(1))
+    total_steps: int = setting(500_000, valid.integer(1))
     """Environment steps to train for, all environments together (rounded up to a batch)."""
-    torch_threads: int = setting(1, rules.integer(1))
+    torch_threads: int = setting(1, valid.integer(1))
     """PyTorch intra-op threads; 1 is fastest for small MLPs on a few cores."""
-    checkpoint_every: int = setting(50, rules.integer(0))
+    checkpoint_every: int = setting(50, valid.integer(0))
     """Save a checkpoint every this many updates (0: only at the end)."""
-    heartbeat_seconds: float = setting(5.0, rules.number(0, 5, strict_low=True))
+    heartbeat_seconds: float = setting(5.0, valid.number(0, 5, strict_low=True))
     """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
 
     # --- rollout ---
-    num_envs: int = setting(4, rules.integer(1))
+    num_envs: int = setting(4, valid.integer(1))
     """Parallel environments in the vector env."""
-    num_steps: int = setting(128, rules.integer(1))
+    num_steps: int = setting(128, valid.integer(1))
     """Steps per environment per rollout."""
-    gamma: float = setting(0.99, rules.number(0, 1))
+    gamma: float = setting(0.99, valid.number(0, 1))
     """Discount factor."""
-    gae_lambda: float = setting(0.95, rules.number(0, 1))
+    gae_lambda: float = setting(0.95, valid.number(0, 1))
     """GAE lambda (bias-variance trade-off of the advantage)."""
-    advantage_mode: AdvantageMode = setting("gae", rules.choice(AdvantageMode))  # noqa: RUF009
+    advantage_mode: AdvantageMode = setting("gae", valid.choice(AdvantageMode))  # noqa: RUF009
     """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
 
     # --- optimisation ---
-    learning_rate: float = setting(2.5e-4, rules.number(0, strict_low=True))
+    learning_rate: float = setting(2.5e-4, valid.number(0, strict_low=True))
     """Adam learning rate at the start of training."""
-    anneal_lr: bool = setting(True, rules.boolean)
+    anneal_lr: bool = setting(True, valid.boolean)
     """Decay the learning rate linearly to 0 over the run."""
-    adam_eps: float = setting(1e-5, rules.number(0, strict_low=True))
+    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
     """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
-    update_epochs: int = setting(4, rules.integer(1))
+    update_epochs: int = setting(4, valid.integer(1))
     """PPO epochs per update."""
-    num_minibatches: int = setting(4, rules.integer(1))
+    num_minibatches: int = setting(4, valid.integer(1))
     """Minibatches per epoch."""
-    max_grad_norm: float | None = setting(0.5, rules.number(0, strict_low=True, optional=True))
+    max_grad_norm: float | None = setting(0.5, valid.number(0, strict_low=True, optional=True))
     """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
-    norm_adv: bool = setting(True, rules.boolean)
+    norm_adv: bool = setting(True, valid.boolean)
     """Normalise advantages per minibatch."""
-    adv_std_min: float = setting(1e-8, rules.number(0, strict_low=True))
+    adv_std_min: float = setting(1e-8, valid.number(0, strict_low=True))
     """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
 
     # --- policy ---
-    hidden_sizes: tuple[int, ...] = setting((64, 64), rules.sizes)
+    hidden_sizes: tuple[int, ...] = setting((64, 64), valid.sizes)
     """Hidden layer widths of the actor and of the critic MLP."""
-    activation: Activation = setting("tanh", rules.choice(Activation))  # noqa: RUF009
+    activation: Activation = setting("tanh", valid.choice(Activation))  # noqa: RUF009
     """Hidden activation."""
 
     # --- loss ---
-    clip_range: float = setting(0.2, rules.number(0, strict_low=True))
+    clip_range: float = setting(0.2, valid.number(0, strict_low=True))
     """PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range)."""
-    clip_ratio_c: float | None = setting(None, rules.number(1, strict_low=True, optional=True))
+    clip_ratio_c: float | None = setting(None, valid.number(1, strict_low=True, optional=True))
     """Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off."""
-    clip_range_vf: float | None = setting(0.2, rules.number(0, strict_low=True, optional=True))
+    clip_range_vf: float | None = setting(0.2, valid.number(0, strict_low=True, optional=True))
     """Clip value predictions to old value +- this (CleanRL clip_vloss); none: off."""
-    vf_coef: float = setting(0.5, rules.number(0))
+    vf_coef: float = setting(0.5, valid.number(0))
     """Weight of the value loss."""
-    ent_coef: float = setting(0.01, rules.number(0))
+    ent_coef: float = setting(0.01, valid.number(0))
     """Entropy bonus coefficient at the start of training."""
-    ent_coef_final: float | None = setting(None, rules.number(0, optional=True))
+    ent_coef_final: float | None = setting(None, valid.number(0, optional=True))
     """If set, the entropy coefficient moves linearly to this value over the run."""
-    min_entropy: float | None = setting(None, rules.number(optional=True))
+    min_entropy: float | None = setting(None, valid.number(optional=True))
     """If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H)."""
-    min_entropy_coef: float = setting(1.0, rules.number(0))
+    min_entropy_coef: float = setting(1.0, valid.number(0))
     """Weight of the min-entropy penalty."""
 
     # --- KL controls ---
-    kl_estimator: KLEstimator = setting("k3", rules.choice(KLEstimator))  # noqa: RUF009
+    kl_estimator: KLEstimator = setting("k3", valid.choice(KLEstimator))  # noqa: RUF009
     """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
-    kl_penalty_coefficient: float = setting(0.0, rules.number(0))
+    kl_penalty_coefficient: float = setting(0.0, valid.number(0))
     """Total loss += coefficient * approx_kl (0: no penalty)."""
-    kl_target: float | None = setting(None, rules.number(0, strict_low=True, optional=True))
-    """If set, adapt the penalty coefficient toward this KL (x2 / /2 rule of the PPO paper),
+    kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
+    """If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO paper),
     within [KL_COEF_MIN, KL_COEF_MAX]."""
-    max_kl: float | None = setting(None, rules.number(0, strict_low=True, optional=True))
+    max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
     """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
-    early_stop_scope: EarlyStopScope = setting("minibatch", rules.choice(EarlyStopScope))  # noqa: RUF009
+    early_stop_scope: EarlyStopScope = setting("minibatch", valid.choice(EarlyStopScope))  # noqa: RUF009
     """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
-    log_ratio_clamp: float = setting(20.0, rules.number(0, strict_low=True))
+    log_ratio_clamp: float = setting(20.0, valid.number(0, strict_low=True))
     """Clamp log(pi_new / pi_old) to +- this before exp()."""
-    kl_final: bool = setting(True, rules.boolean)
+    kl_final: bool = setting(True, valid.boolean)
     """Also measure the estimator on the whole batch after the last step (one forward)."""
 
     def __post_init__(self) -> None:
@@ -302,7 +302,7 @@ def _unknown_key(key: str, names: list[str]) -> str:
 
 
 def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
-    """Rules that involve two fields; each is reported at the first field's position."""
+    """Checks that involve two fields; each is reported at the first field's position."""
     problems: list[tuple[str, str]] = []
     batch = config.num_envs * config.num_steps
     if config.num_minibatches > batch:
@@ -330,10 +330,10 @@ def validate(config: PPOConfig) -> list[str]:
     fields = dataclasses.fields(config)
     found: list[str] = []
     for f in fields:
-        message = f.metadata["rule"](getattr(config, f.name))
+        message = f.metadata["validator"](getattr(config, f.name))
         if message is not None:
             found.append(f"{f.name} {message}")
-    if found:  # cross-field rules assume each field is well-typed
+    if found:  # cross-field checks assume each field is well-typed
         return found
     order = {f.name: i for i, f in enumerate(fields)}
     return [message for name, message in sorted(_cross_field(config), key=lambda p: order[p[0]])]

@@ -2,7 +2,7 @@
 
 No ``.item()`` and no Python branching on tensor values, so a caller can keep every
 statistic on the device and read them all at once per update. Definitions follow
-DESIGN.md section 4: clip fraction is the share of samples with |r - 1| > clip_range
+docs/design.md, section 4: clip fraction is the share of samples with |r - 1| > clip_range
 (SB3/CleanRL), the KL penalty is ``kl_coef * mean(estimator)`` with the configured
 estimator, and the dual clip is Ye et al. 2020 ("Mastering Complex Control in MOBA Games
 with Deep Reinforcement Learning") as implemented in verl's ``compute_policy_loss``.

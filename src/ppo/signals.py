@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Final
 
+from ppo.exits import EXIT_INTERRUPTED
+
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGHUP)
 """Handled like Ctrl-C while training."""
 
@@ -36,7 +38,7 @@ class Stopped(KeyboardInterrupt):
 
 def exit_code_of(interrupt: KeyboardInterrupt) -> int:
     """The shell's exit code for an interrupt: 130 for Ctrl-C, 128 + N for signal N."""
-    return interrupt.exit_code if isinstance(interrupt, Stopped) else 128 + signal.SIGINT
+    return interrupt.exit_code if isinstance(interrupt, Stopped) else EXIT_INTERRUPTED
 
 
 def _raise_stopped(signum: int, frame: FrameType | None) -> None:

@@ -1,24 +1,28 @@
-"""Per-minibatch statistics rows and their once-per-update reduction into payload fields.
+"""An update's statistics, typed from the loss to the payload, read back once per update.
 
-Rows are written into a preallocated device tensor during the update; :func:`reduce_update`
-moves everything to the host with a single ``tolist()`` and applies each field's
-definition (docs/design.md, the event contract): ``approx_kl`` over the minibatches evaluated
-in the *last epoch* that ran (the number Stable-Baselines3 logs, and close to CleanRL's
-last-minibatch value: the mean over every epoch would include epoch 0, where the policy
-has barely moved, and read several times lower than the number those thresholds were set
-for); clip fraction, ratios, entropy and gradient norms over every minibatch *evaluated*;
-losses over the minibatches *applied*. Gradient norms include
-the steps the non-finite guard skipped on purpose: those are exactly the NaN/inf norms the
-health rules must see. A non-finite value propagates into the mean, min and max as NaN/inf
-rather than being hidden.
+:class:`MinibatchStats` is one minibatch's measurements: 0-d tensors while training, kept
+as a row of a preallocated device table, and floats once :func:`reduce_update` has read
+the whole table back with a single ``tolist()``. :class:`RolloutStats` is the same for the
+rollout before the update. :func:`reduce_update` applies each field's definition
+(docs/design.md, section 4) and returns :class:`UpdateStats`:
+
+- ``approx_kl`` over the minibatches evaluated in the *last epoch* that ran (the number
+  Stable-Baselines3 logs; the mean over every epoch would include epoch 0, where the
+  policy has barely moved, and read several times lower than the thresholds peers set);
+- clip fraction, ratios, entropy and gradient norms over every minibatch *evaluated*
+  (gradient norms include the steps the non-finite guard skipped on purpose: those are
+  exactly the NaN/inf norms the health rules must see);
+- losses over the minibatches *applied*.
+
+A non-finite value propagates into a mean, min or max as NaN/inf rather than being hidden.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Sequence
+from dataclasses import astuple, dataclass, fields
+from typing import Generic, TypeVar
 
 import torch
 from torch import Tensor
@@ -27,151 +31,189 @@ from ppo.buffer import Batch
 from ppo.gradients import GradNorms
 from ppo.losses import LossBreakdown
 
-Reducer = Callable[[Sequence[float]], float]
+T = TypeVar("T", Tensor, float)
+
+_NAN = torch.tensor(math.nan)
 
 
-def _mean(xs: Sequence[float]) -> float:
+@dataclass(frozen=True)
+class MinibatchStats(Generic[T]):
+    """One minibatch: tensors in a row of the device table, floats once read back.
+
+    The field order is the table's column order. A measurement that does not apply (no
+    dual clip, no separate actor and critic) is NaN in the table and dropped later."""
+
+    approx_kl: T
+    clip_fraction: T
+    clip_fraction_lower: T
+    ratio_mean: T
+    ratio_min: T
+    ratio_max: T
+    entropy: T
+    policy_loss: T
+    value_loss: T
+    kl_penalty: T
+    total_loss: T
+    grad_norm: T
+    grad_norm_actor: T
+    grad_norm_critic: T
+    grad_clip_scale: T
+    nonfinite_ratios: T
+
+    @classmethod
+    def measure(cls, loss: LossBreakdown, norms: GradNorms) -> MinibatchStats[Tensor]:
+        """The measurements of one minibatch's loss and gradients (still on the device)."""
+        s = loss.surrogate
+        return MinibatchStats(
+            approx_kl=loss.approx_kl,
+            clip_fraction=s.clip_fraction,
+            clip_fraction_lower=_NAN if s.clip_fraction_lower is None else s.clip_fraction_lower,
+            ratio_mean=s.ratio_mean,
+            ratio_min=s.ratio_min,
+            ratio_max=s.ratio_max,
+            entropy=loss.entropy,
+            policy_loss=loss.policy_loss,
+            value_loss=loss.value_loss,
+            kl_penalty=loss.kl_penalty,
+            total_loss=loss.total_loss,
+            grad_norm=norms.total,
+            grad_norm_actor=norms.groups.get("actor", _NAN),
+            grad_norm_critic=norms.groups.get("critic", _NAN),
+            grad_clip_scale=norms.scale,
+            nonfinite_ratios=loss.nonfinite_ratios.to(norms.total.dtype),
+        )
+
+    def row(self: MinibatchStats[Tensor]) -> Tensor:
+        """The table row of these measurements."""
+        return torch.stack([getattr(self, f.name) for f in fields(self)])
+
+
+WIDTH = len(fields(MinibatchStats))
+"""Columns of the device table: one per field of :class:`MinibatchStats`."""
+
+
+@dataclass(frozen=True)
+class RolloutStats(Generic[T]):
+    """The rollout before the update (advantages before normalisation), in float64: explained
+    variance is a ratio of variances."""
+
+    advantage_mean: T
+    advantage_std: T
+    return_mean: T
+    return_std: T
+    value_mean: T
+    return_var: T
+    residual_var: T
+    """Var(R - V)."""
+
+    @classmethod
+    def measure(cls, batch: Batch) -> RolloutStats[Tensor]:
+        """Measure ``batch`` without leaving the device."""
+        adv = batch.advantages.double()
+        returns, values = batch.returns.double(), batch.values.double()
+        std = adv.std() if adv.numel() > 1 else torch.zeros((), dtype=adv.dtype)
+        return RolloutStats(
+            advantage_mean=adv.mean(),
+            advantage_std=std,
+            return_mean=returns.mean(),
+            return_std=returns.std(correction=0),
+            value_mean=values.mean(),
+            return_var=returns.var(correction=0),
+            residual_var=(returns - values).var(correction=0),
+        )
+
+    @property
+    def explained_variance(self: RolloutStats[float]) -> float | None:
+        """1 - Var(R - V) / Var(R); None when Var(R) = 0 (undefined, not perfect, not 0)."""
+        return None if self.return_var == 0.0 else 1.0 - self.residual_var / self.return_var
+
+
+@dataclass(frozen=True)
+class UpdateStats:
+    """One update's statistics by their payload definitions (None: nothing to measure)."""
+
+    approx_kl: float
+    approx_kl_max: float
+    clip_fraction: float
+    clip_fraction_lower: float
+    ratio_mean: float
+    ratio_min: float
+    ratio_max: float
+    entropy: float
+    policy_loss: float | None
+    value_loss: float | None
+    kl_penalty: float | None
+    total_loss: float | None
+    grad_norm: float
+    grad_norm_max: float
+    grad_norm_actor: float
+    grad_norm_critic: float
+    grad_clip_scale: float
+    nonfinite_ratios: int
+    rollout: RolloutStats[float]
+    kl_final: float | None
+
+
+def mean(xs: Sequence[float]) -> float:
+    """The mean; exact (fsum) when every value is finite, else NaN or inf as it comes."""
     if all(math.isfinite(x) for x in xs):
         return math.fsum(xs) / len(xs)
     return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
 
 
-def _max(xs: Sequence[float]) -> float:
+def largest(xs: Sequence[float]) -> float:
     return math.nan if any(math.isnan(x) for x in xs) else max(xs)
 
 
-def _min(xs: Sequence[float]) -> float:
+def smallest(xs: Sequence[float]) -> float:
     return math.nan if any(math.isnan(x) for x in xs) else min(xs)
-
-
-def _count(xs: Sequence[float]) -> int:
-    return int(math.fsum(xs))  # per-minibatch counts, carried as floats in the row
-
-
-@dataclass(frozen=True)
-class Column:
-    """How one per-minibatch column becomes the payload field of the same name."""
-
-    reduce: Reducer = _mean
-    with_max: bool = False
-    """Also ``<name>_max``: the largest minibatch value."""
-    applied_only: bool = False
-    """Over the applied minibatches only (None when none was); else over every evaluated."""
-    last_epoch: bool = False
-    """The mean over the last epoch's evaluated minibatches (``_max`` still covers all)."""
-
-
-COLUMNS: Final[dict[str, Column]] = {
-    "approx_kl": Column(with_max=True, last_epoch=True),
-    "clip_fraction": Column(),
-    "clip_fraction_lower": Column(),
-    "ratio_mean": Column(),
-    "ratio_min": Column(reduce=_min),
-    "ratio_max": Column(reduce=_max),
-    "entropy": Column(),
-    "policy_loss": Column(applied_only=True),
-    "value_loss": Column(applied_only=True),
-    "kl_penalty": Column(applied_only=True),
-    "total_loss": Column(applied_only=True),
-    "grad_norm": Column(with_max=True),
-    "grad_norm_actor": Column(),
-    "grad_norm_critic": Column(),
-    "grad_clip_scale": Column(),
-    "nonfinite_ratios": Column(reduce=_count),
-}
-"""Columns of the per-minibatch statistics tensor, in order, with their reduction."""
-
-_NAN = torch.tensor(math.nan)
-
-
-def row_of(breakdown: LossBreakdown, norms: GradNorms) -> Tensor:
-    """One statistics row (on the loss's device), in :data:`COLUMNS` order; a group norm the
-    policy does not have (no separate actor and critic) is NaN here and dropped later."""
-    s = breakdown.surrogate
-    grad_norm = norms.total
-    values = {
-        "approx_kl": breakdown.approx_kl,
-        "clip_fraction": s.clip_fraction,
-        "clip_fraction_lower": _NAN if s.clip_fraction_lower is None else s.clip_fraction_lower,
-        "ratio_mean": s.ratio_mean,
-        "ratio_min": s.ratio_min,
-        "ratio_max": s.ratio_max,
-        "entropy": breakdown.entropy,
-        "policy_loss": breakdown.policy_loss,
-        "value_loss": breakdown.value_loss,
-        "kl_penalty": breakdown.kl_penalty,
-        "total_loss": breakdown.total_loss,
-        "grad_norm": grad_norm,
-        "grad_norm_actor": norms.groups.get("actor", _NAN),
-        "grad_norm_critic": norms.groups.get("critic", _NAN),
-        "grad_clip_scale": norms.scale,
-        "nonfinite_ratios": breakdown.nonfinite_ratios.to(grad_norm.dtype),
-    }
-    return torch.stack([values[name] for name in COLUMNS])
-
-
-@dataclass(frozen=True)
-class BatchStats:
-    """Rollout statistics taken before the update (before advantage normalisation)."""
-
-    values: Tensor
-    """advantage mean, advantage std, return mean, value mean, Var(R), Var(R - V), return std."""
-
-    @classmethod
-    def of(cls, batch: Batch) -> BatchStats:
-        """Measure ``batch`` without leaving the device."""
-        adv = batch.advantages.double()
-        returns, values = batch.returns.double(), batch.values.double()
-        std = adv.std() if adv.numel() > 1 else torch.zeros((), dtype=adv.dtype)
-        return cls(
-            torch.stack(
-                [
-                    adv.mean(),
-                    std,
-                    returns.mean(),
-                    values.mean(),
-                    returns.var(correction=0),
-                    (returns - values).var(correction=0),
-                    returns.std(correction=0),
-                ]
-            )  # kept in float64 to the payload: explained variance is a ratio of variances
-        )
 
 
 def reduce_update(
     rows: Tensor,
     applied: Sequence[int],
     last_epoch: Sequence[int],
-    before: BatchStats,
+    rollout: RolloutStats[Tensor],
     kl_final: Tensor | None,
-) -> dict[str, Any]:
-    """Payload fields from the evaluated rows, in one host read. ``applied`` and
-    ``last_epoch`` are row indices: the applied minibatches, the last epoch's evaluated ones."""
-    n_rows, n_cols = rows.shape
-    extra = [before.values] + ([kl_final.reshape(1).double()] if kl_final is not None else [])
-    flat = torch.cat([rows.reshape(-1).double(), *extra]).tolist()  # float32 -> 64 is exact
-    table = [flat[i * n_cols : (i + 1) * n_cols] for i in range(n_rows)]
-    tail = flat[n_rows * n_cols :]
-
-    out: dict[str, Any] = {}
-    for i, (name, column) in enumerate(COLUMNS.items()):
-        picked = [table[r] for r in applied] if column.applied_only else table
-        values = [row[i] for row in picked]
-        if column.last_epoch:
-            out[name] = column.reduce([table[r][i] for r in last_epoch]) if values else None
-        else:
-            out[name] = column.reduce(values) if values else None
-        if column.with_max:
-            out[f"{name}_max"] = _max(values) if values else None
-    adv_mean, adv_std, ret_mean, val_mean, var_r, var_resid, ret_std = tail[:7]
-    out.update(
-        advantage_mean=adv_mean,
-        advantage_std=adv_std,
-        return_mean=ret_mean,
-        return_std=ret_std,
-        value_mean=val_mean,
-        explained_variance=None if var_r == 0.0 else 1.0 - var_resid / var_r,
-    )
+) -> UpdateStats:
+    """The update's statistics from the evaluated rows, in one host read. ``applied`` and
+    ``last_epoch`` are row indices: the applied minibatches, the last epoch's evaluated ones.
+    ``rows`` holds at least one row (an update evaluates at least one minibatch)."""
+    n_rows = rows.shape[0]
+    tail = [torch.stack(list(astuple(rollout)))]
     if kl_final is not None:
-        out["kl_final"] = tail[7]
-    return out
+        tail.append(kl_final.reshape(1).double())
+    flat = torch.cat([rows.reshape(-1).double(), *tail]).tolist()  # float32 -> 64 is exact
+    every = [MinibatchStats[float](*flat[i * WIDTH : (i + 1) * WIDTH]) for i in range(n_rows)]
+    after = flat[n_rows * WIDTH :]
+    steps = [every[i] for i in applied]
+    last = [every[i] for i in last_epoch]
+
+    def over(rows: Sequence[MinibatchStats[float]], name: str) -> list[float]:
+        return [getattr(row, name) for row in rows]
+
+    def applied_mean(name: str) -> float | None:
+        return mean(over(steps, name)) if steps else None
+
+    return UpdateStats(
+        approx_kl=mean(over(last, "approx_kl")),
+        approx_kl_max=largest(over(every, "approx_kl")),
+        clip_fraction=mean(over(every, "clip_fraction")),
+        clip_fraction_lower=mean(over(every, "clip_fraction_lower")),
+        ratio_mean=mean(over(every, "ratio_mean")),
+        ratio_min=smallest(over(every, "ratio_min")),
+        ratio_max=largest(over(every, "ratio_max")),
+        entropy=mean(over(every, "entropy")),
+        policy_loss=applied_mean("policy_loss"),
+        value_loss=applied_mean("value_loss"),
+        kl_penalty=applied_mean("kl_penalty"),
+        total_loss=applied_mean("total_loss"),
+        grad_norm=mean(over(every, "grad_norm")),
+        grad_norm_max=largest(over(every, "grad_norm")),
+        grad_norm_actor=mean(over(every, "grad_norm_actor")),
+        grad_norm_critic=mean(over(every, "grad_norm_critic")),
+        grad_clip_scale=mean(over(every, "grad_clip_scale")),
+        nonfinite_ratios=int(math.fsum(over(every, "nonfinite_ratios"))),
+        rollout=RolloutStats[float](*after[: len(fields(RolloutStats))]),
+        kl_final=after[-1] if kl_final is not None else None,
+    )

@@ -7,7 +7,7 @@ loads lazily, so ``sanctum check`` and ``import sanctum`` stay light and never t
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.health import HealthReport, Level, health_report, level_of
-from sanctum.state import Connection, MetricSnapshot, SanctumSnapshot
+from sanctum.snapshot import Connection, MetricSnapshot, SanctumSnapshot
 from sanctum.thresholds import (
     DEFAULT_THRESHOLDS,
     Rule,

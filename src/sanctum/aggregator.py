@@ -13,22 +13,24 @@ from __future__ import annotations
 from collections import deque
 from types import MappingProxyType
 
-from sanctum.formatting import format_anomaly, format_duration
+from sanctum.formatting import format_anomaly, format_duration, plural
 from sanctum.health import HealthReport, Level, health_report
 from sanctum.judge import HealthJudge
 from sanctum.metrics import PPO_METRICS
 from sanctum.records import AnomalyRecord, EarlierRun, RunRecords
-from sanctum.state import (
-    EVENT_LOG_LEN,
-    HISTORY_LEN,
-    SERIES_LEN,
-    LogEntry,
+from sanctum.snapshot import (
     MetricSnapshot,
-    RunState,
     SanctumSnapshot,
     SkipCounts,
-    TamiyoState,
+    TimelineEntry,
     connection_of,
+)
+from sanctum.state import (
+    HISTORY_LEN,
+    SERIES_LEN,
+    TIMELINE_LEN,
+    RunState,
+    TamiyoState,
     early_stop_text,
     max_kl_of,
     metric_columns,
@@ -36,7 +38,7 @@ from sanctum.state import (
 )
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.trend import least_squares_slope, trend_of
-from telemetry.eventlog import ReadBatch
+from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkippedLine
 from telemetry.events import (
     Anomaly,
     AnomalyPayload,
@@ -52,8 +54,6 @@ from telemetry.events import (
     RunStartedPayload,
 )
 
-SKIPPED_KEPT = 50
-"""Skipped lines remembered individually (all are counted)."""
 BUG_LABEL, STALL_LABEL = "Bug", "Stall"
 """Verdict labels of the run-wide checks: a value out of its possible range, a stall."""
 
@@ -73,17 +73,18 @@ class SanctumAggregator:
         thresholds: Thresholds = DEFAULT_THRESHOLDS,
         history_len: int = HISTORY_LEN,
         series_len: int = SERIES_LEN,
-        log_len: int = EVENT_LOG_LEN,
+        timeline_len: int = TIMELINE_LEN,
     ) -> None:
         self.thresholds = thresholds
         self._history_len = history_len
         self._series_len = series_len
-        self.log: deque[LogEntry] = deque(maxlen=log_len)
+        self.timeline: deque[TimelineEntry] = deque(maxlen=timeline_len)
         self.malformed = 0
         self.unknown_kind = 0
         self.resets = 0
         self.last_reset: str | None = None
-        self.recent_skipped: deque[tuple[int, str, str]] = deque(maxlen=SKIPPED_KEPT)
+        self.skipped_lines: list[SkippedLine] = []
+        """The first SKIPPED_KEPT lines the reader skipped (all are counted)."""
         self.earlier_runs: list[EarlierRun] = []
         """Runs forgotten because the log started over after them, oldest first."""
         self._clear()
@@ -107,7 +108,7 @@ class SanctumAggregator:
         self._clear()
         self.resets += 1
         self.last_reset = reason
-        self.log.append(LogEntry("reset", Level.WARNING, reason))
+        self.timeline.append(TimelineEntry("reset", Level.WARNING, reason))
 
     # -- folding ---------------------------------------------------------------------------
 
@@ -122,12 +123,12 @@ class SanctumAggregator:
                 self.malformed += 1
             else:
                 self.unknown_kind += 1
-            self.recent_skipped.append((line.line_no, line.kind, line.detail))
+            if len(self.skipped_lines) < SKIPPED_KEPT:
+                self.skipped_lines.append(line)
         if batch.skipped:
             n, first = len(batch.skipped), batch.skipped[0]
-            lines = f"{n} line{'s' if n > 1 else ''}"
-            text = f"{lines} skipped from line {first.line_no}: {first.detail}"
-            self.log.append(LogEntry("skipped", Level.WARNING, text))
+            text = f"{plural(n, 'line')} skipped from line {first.line_no}: {first.detail}"
+            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
         self.judge_pending()
 
     def judge_pending(self) -> None:
@@ -139,13 +140,15 @@ class SanctumAggregator:
         self._unjudged = []
         violations = self.judge.fold(updates, columns, steps)
         for v in violations[:3]:
-            self.log.append(
-                LogEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
+            self.timeline.append(
+                TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
             )
         if len(violations) > 3:
             more = len(violations) - 3
-            self.log.append(
-                LogEntry("bug", Level.CRITICAL, f"logging bug: {more} more value(s) out of range")
+            self.timeline.append(
+                TimelineEntry(
+                    "bug", Level.CRITICAL, f"logging bug: {more} more value(s) out of range"
+                )
             )
 
     def handle(self, event: Event) -> None:
@@ -193,8 +196,8 @@ class SanctumAggregator:
         if p.early_stopped:
             text = early_stop_text(p)
             self.records.early_stop(p.update, text)
-            self.log.append(
-                LogEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
+            self.timeline.append(
+                TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
             )
 
     def _advance(self, global_step: int | None) -> None:
@@ -211,7 +214,7 @@ class SanctumAggregator:
                 f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
                 "events of other runs are left out"
             )
-            self.log.append(LogEntry("skipped", Level.WARNING, text, event.ts, event.seq))
+            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text, event.ts, event.seq))
 
     def _rollout(self, p: RolloutPayload) -> None:
         run = self.run
@@ -238,7 +241,7 @@ class SanctumAggregator:
         self.records.anomaly(AnomalyRecord(p.update, p.severity, p.metric, p.value, p.message))
         level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
         text = format_anomaly(p.metric, p.value, p.message)
-        self.log.append(LogEntry("anomaly", level, text, event.ts, event.seq, p.update))
+        self.timeline.append(TimelineEntry("anomaly", level, text, event.ts, event.seq, p.update))
 
     def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
         if self.run.run_id is not None and self.run.run_id != event.run_id:
@@ -260,8 +263,8 @@ class SanctumAggregator:
             for k, v in (("env", p.env_id), ("seed", p.seed), ("trainer", run.trainer))
             if v is not None
         )
-        self.log.append(
-            LogEntry(
+        self.timeline.append(
+            TimelineEntry(
                 "start",
                 Level.HEALTHY,
                 f"run {event.run_id} started ({details})",
@@ -278,7 +281,9 @@ class SanctumAggregator:
         run.duration_seconds = p.duration_seconds
         self._advance(p.global_step)
         text = f"run {p.status}" + (f": {p.reason}" if p.reason else "")
-        self.log.append(LogEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq))
+        self.timeline.append(
+            TimelineEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq)
+        )
 
     def _stall(self, seconds: float, event: Event) -> None:
         run = self.run
@@ -289,16 +294,18 @@ class SanctumAggregator:
         if run.first_stall_update is None:
             run.first_stall_update = update
         text = f"stall: no event for {format_duration(seconds)} during update {update}"
-        self.log.append(LogEntry("stall", Level.CRITICAL, text, event.ts, event.seq, update))
+        self.timeline.append(
+            TimelineEntry("stall", Level.CRITICAL, text, event.ts, event.seq, update)
+        )
 
     def _gap(self, last_seq: int, event: Event) -> None:
         self.run.seq_gaps += 1
         missing = event.seq - last_seq - 1
-        self.log.append(
-            LogEntry(
+        self.timeline.append(
+            TimelineEntry(
                 "gap",
                 Level.WARNING,
-                f"{missing} event{'s' if missing > 1 else ''} missing before seq {event.seq}",
+                f"{plural(missing, 'event')} missing before seq {event.seq}",
                 event.ts,
                 event.seq,
             )
@@ -344,13 +351,13 @@ class SanctumAggregator:
             policy_drift_rate=tamiyo.policy_drift_rate,
             trust_region_health=tamiyo.trust_region_health,
             max_kl=tamiyo.max_kl,
-            log=tuple(self.log),
+            timeline=tuple(self.timeline),
             skipped=SkipCounts(
                 self.malformed,
                 self.unknown_kind,
                 self.resets,
                 self.last_reset,
-                tuple(self.recent_skipped),
+                tuple(self.skipped_lines),
             ),
             thresholds=self.thresholds,
         )
@@ -383,3 +390,8 @@ class SanctumAggregator:
         self._cache_key = key
         self._cached = (MappingProxyType(metrics), history_updates, series_updates)
         return self._cached
+
+
+def empty_snapshot(now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> SanctumSnapshot:
+    """The snapshot before any event: WAITING, every metric pending."""
+    return SanctumAggregator(thresholds).snapshot(now)

@@ -36,17 +36,17 @@ from textual.worker import get_current_worker
 
 from sanctum.health import Level
 from sanctum.reader_worker import POLL_INTERVAL, FeedCallbacks, Severity, SnapshotFeed
-from sanctum.state import LogEntry, SanctumSnapshot, connection_of
+from sanctum.snapshot import SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.supervisor import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.thresholds import Thresholds
 from sanctum.widgets import (
     EpisodeReturnPanel,
-    EventLogPanel,
     HealthStatusPanel,
     HelpScreen,
     KLChart,
     SnapshotView,
     StatusBanner,
+    TimelinePanel,
 )
 from sanctum.widgets.quit_dialog import QuitChoice, QuitDialog
 
@@ -133,7 +133,7 @@ class SanctumApp(App[None]):
             with Vertical(id="side"):
                 yield KLChart(id="kl-chart")
                 yield EpisodeReturnPanel(id="returns")
-        yield EventLogPanel(id="events")
+        yield TimelinePanel(id="timeline")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -197,7 +197,9 @@ class SanctumApp(App[None]):
     def _show(self, snapshot: SanctumSnapshot) -> None:
         self._shown_at = time.monotonic()
         if self.trainer_exit is not None and self.trainer_exit.down:
-            snapshot = dataclasses.replace(snapshot, log=snapshot.log + self._down_entries())
+            snapshot = dataclasses.replace(
+                snapshot, timeline=snapshot.timeline + self._down_entries()
+            )
         for view in self.query(SnapshotView):
             view.snapshot = snapshot
 
@@ -229,7 +231,7 @@ class SanctumApp(App[None]):
             if self._snapshot is not None:
                 self._show(self._snapshot)
 
-    def _down_entries(self) -> tuple[LogEntry, ...]:
+    def _down_entries(self) -> tuple[TimelineEntry, ...]:
         """The dead trainer's exit code and stderr tail, as critical event-log lines."""
         assert self.trainer is not None and self.trainer_exit is not None
         ended = self.trainer_exit
@@ -237,7 +239,7 @@ class SanctumApp(App[None]):
             f"trainer process ended ({ended.describe()}); last lines of {self.trainer.stderr_path}:"
         )
         lines = ended.stderr_tail or ("(nothing on stderr)",)
-        return tuple(LogEntry("trainer", Level.CRITICAL, text) for text in (head, *lines))
+        return tuple(TimelineEntry("trainer", Level.CRITICAL, text) for text in (head, *lines))
 
     def _trainer_running(self) -> bool:
         """The child still trains and the log has not recorded the end of the run."""

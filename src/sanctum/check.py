@@ -1,4 +1,4 @@
-"""``sanctum check``: training health as a CI exit code (DESIGN.md section 6).
+"""``sanctum check``: training health as a CI exit code (docs/design.md, section 6).
 
 Exit 0 when healthy; 1 when any update reached ``fail_on`` under a rule, a metric went
 non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), or the
@@ -20,16 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sanctum.exits import EXIT_FAILED, EXIT_OK
 from sanctum.formatting import format_anomaly, format_duration, plural
 from sanctum.health import Level
 from sanctum.judge import RuleTally
 from sanctum.scan import LogScan, run_starts, scan_log
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import EventLogError, SkippedLine
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_UNUSABLE = 2
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The ``sanctum`` command: parse, resolve the run, hand over (STYLE 19: a thin CLI).
+"""The ``sanctum`` command: parse, resolve the run, hand over: a thin CLI.
 
 ``sanctum [RUN]`` and ``sanctum replay`` open the Textual dashboard, imported only then so
 ``check``, ``summary`` and ``--help`` start fast and work without a terminal. Exit codes:
@@ -19,48 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from telemetry.recorder import EVENTS_FILE
+from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
+from sanctum.runs import UsageError, resolve_run
 
 if TYPE_CHECKING:
     from sanctum.thresholds import Thresholds
 
-DEFAULT_RUNS_DIR = Path("runs")
 COMMANDS = ("watch", "replay", "check", "summary")
-EXIT_UNUSABLE = 2
-
-
-class UsageError(Exception):
-    """The arguments do not name something usable; exit 2 with this message."""
-
-
-def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
-    """The events file for RUN: a run folder, an events file, the newest run of a folder of
-    runs, or (no RUN) the newest run in ``runs_dir``.
-
-    A path that does not exist yet is kept (the dashboard waits for it): with a suffix it
-    is taken as the events file, without one as a run folder.
-    """
-    if run is None:
-        return newest_run(runs_dir)
-    path = Path(run)
-    if path.is_dir():
-        if not (path / EVENTS_FILE).exists() and any(path.glob(f"*/{EVENTS_FILE}")):
-            return newest_run(path)  # a folder of runs, such as ./runs itself
-        return path / EVENTS_FILE
-    if path.exists() or path.suffix:
-        return path
-    return path / EVENTS_FILE
-
-
-def newest_run(runs_dir: Path) -> Path:
-    """The most recently written ``<runs_dir>/<run>/events.jsonl``."""
-    candidates = sorted(runs_dir.glob(f"*/{EVENTS_FILE}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise UsageError(
-            f"no run under {runs_dir}/ (looked for {runs_dir}/*/{EVENTS_FILE}); "
-            "pass a run folder or an events file"
-        )
-    return candidates[-1]
 
 
 def _speed(text: str) -> float:
@@ -263,7 +228,7 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
     doc = build_summary(resolve_run(args.run), thresholds)
     _emit(dumps(doc) if args.json else format_text(doc))
-    return 0
+    return EXIT_OK
 
 
 def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -284,4 +249,4 @@ def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
             file=sys.stderr,
         )
         return EXIT_UNUSABLE
-    return 0
+    return EXIT_OK

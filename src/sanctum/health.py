@@ -27,11 +27,6 @@ class Level(str, Enum):
     WARNING = "warning"
     CRITICAL = "critical"
 
-    @property
-    def rank(self) -> int:
-        """0 for PENDING up to 3 for CRITICAL."""
-        return _RANK[self]
-
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Level):
             return NotImplemented

@@ -46,6 +46,3 @@ FLOAT_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, t in _NUMERIC 
 
 REQUIRED_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, _ in _NUMERIC if f.required)
 """Metrics every ``ppo_update`` carries; all others may be absent (not measured)."""
-
-UPDATE_POSITION: Final[int] = [f.name for f in _FIELDS].index("update")
-"""Position of ``update`` in ``msgspec.structs.astuple(payload)``."""

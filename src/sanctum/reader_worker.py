@@ -2,7 +2,7 @@
 
 It runs in a thread (the app starts it with ``@work(thread=True)``) and owns the
 aggregator outright, so aggregation never races the UI and never blocks it. The UI gets
-a :class:`~sanctum.state.SanctumSnapshot` through ``publish``; while the UI has not yet
+a :class:`~sanctum.snapshot.SanctumSnapshot` through ``publish``; while the UI has not yet
 taken the previous one, new batches are folded but not posted, so a fast log (or a slow
 terminal) coalesces into fewer, newer snapshots instead of a growing message queue
 (the habit of toolong's ``log_lines.py``). There is no Textual here: the loop is driven
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from sanctum.aggregator import SanctumAggregator
-from sanctum.state import SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
 from telemetry.events import Event

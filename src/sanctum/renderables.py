@@ -1,6 +1,6 @@
 """Pure drawing for the Sanctum dashboard: sparklines, trend arrows, a progress bar, a chart.
 
-Drawing lives apart from the widgets (STYLE 17) so every picture is tested to an exact
+Drawing lives apart from the widgets so every picture is tested to an exact
 string without an app. Nothing here decides health: callers pass thresholds and a colouring
 function built from the one rule table. A sparkline auto-scales and so cannot show a
 threshold; :class:`ThresholdChart` draws on a *fixed* scale with the warning and critical
@@ -83,21 +83,6 @@ def progress_bar(fraction: float | None, width: int) -> str:
 
 
 @dataclass(frozen=True)
-class Sparkline:
-    """Rich renderable of :func:`sparkline` in one style."""
-
-    values: Sequence[float]
-    width: int
-    style: Style | str = ""
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text(sparkline(self.values, self.width), style=self.style, end="")
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(self.width, self.width)
-
-
-@dataclass(frozen=True)
 class ChartStyles:
     """Styles of a :class:`ThresholdChart`; the widget fills them from its CSS."""
 
@@ -143,7 +128,8 @@ class ThresholdChart:
     height: int
     width: int | None = None
     top: float | None = None
-    decimals: int = 3
+    decimals: int | None = 3
+    """Decimals of the axis labels (None: 4 significant digits)."""
     level_of: Callable[[float], str] = field(kw_only=True)
     """The level of a value (``healthy``, ``warning`` or ``critical``) from the rule table;
     required, because only the rule knows which way is worse."""
@@ -307,7 +293,6 @@ __all__ = [  # the formatters are re-exported for the widgets, which import them
     "TREND_UNKNOWN",
     "TREND_UP",
     "ChartStyles",
-    "Sparkline",
     "ThresholdChart",
     "format_count",
     "format_duration",

@@ -20,9 +20,9 @@ import msgspec
 from sanctum.aggregator import SanctumAggregator
 from sanctum.formatting import plural
 from sanctum.judge import MetricStats, RuleTally
-from sanctum.records import KEPT, AnomalyRecord, EarlierRun
+from sanctum.records import AnomalyRecord, EarlierRun
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
+from telemetry.eventlog import SKIPPED_KEPT, EventLogError, EventLogReader, ReadBatch, SkippedLine
 from telemetry.events import Event, RunStarted
 
 
@@ -37,10 +37,8 @@ class LogScan:
     path: Path
     thresholds: Thresholds
     aggregator: SanctumAggregator = field(init=False)
-    skipped: list[SkippedLine] = field(default_factory=list)
-    """The first KEPT lines the reader skipped (all are counted by the aggregator)."""
     unreadable: list[SkippedLine] = field(default_factory=list)
-    """The first KEPT skipped lines that may have been a ``ppo_update`` (one that says so,
+    """The first SKIPPED_KEPT skipped lines that may have been a ``ppo_update`` (one that says so,
     or one that could not even say its type): updates that could not be judged."""
     unreadable_total: int = 0
     torn_tail: tuple[int, int] | None = None
@@ -53,10 +51,14 @@ class LogScan:
     def feed(self, batch: ReadBatch) -> None:
         """Fold one reader batch."""
         self.aggregator.handle_batch(batch)
-        self.skipped.extend(batch.skipped[: max(0, KEPT - len(self.skipped))])
         unreadable = [line for line in batch.skipped if may_be_an_update(line)]
         self.unreadable_total += len(unreadable)
-        self.unreadable.extend(unreadable[: max(0, KEPT - len(self.unreadable))])
+        self.unreadable.extend(unreadable[: max(0, SKIPPED_KEPT - len(self.unreadable))])
+
+    @property
+    def skipped(self) -> list[SkippedLine]:
+        """The first lines the reader skipped (all are counted by the aggregator)."""
+        return self.aggregator.skipped_lines
 
     @property
     def run_started(self) -> bool:

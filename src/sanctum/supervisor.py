@@ -1,6 +1,6 @@
 """A trainer running in a child process, as the dashboard attached to it sees it.
 
-The dashboard and the trainer share nothing but the event log (DESIGN.md section 2). The
+The dashboard and the trainer share nothing but the event log (docs/design.md, section 2). The
 child runs in a session of its own, so a Ctrl-C typed in the terminal reaches only the
 dashboard and the child outlives a dashboard that detaches or crashes; its stdout and
 stderr go to files in the run folder, never to a pipe that would fill up or break. This

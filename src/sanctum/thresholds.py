@@ -1,4 +1,4 @@
-"""The one table of health rules (DESIGN.md section 6), overridable from a TOML file.
+"""The one table of health rules (docs/design.md, section 6), overridable from a TOML file.
 
 Every consumer (the banner, each widget, ``sanctum check``, ``sanctum summary``) reads the
 same :class:`Thresholds`, so a threshold cannot disagree with itself across the product.

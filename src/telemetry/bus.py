@@ -12,30 +12,11 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
 
-from telemetry.events import (
-    EVENT_FOR_PAYLOAD,
-    Anomaly,
-    AnomalyPayload,
-    Event,
-    Heartbeat,
-    HeartbeatPayload,
-    Payload,
-    PPOUpdate,
-    PPOUpdatePayload,
-    Rollout,
-    RolloutPayload,
-    RunFinished,
-    RunFinishedPayload,
-    RunStarted,
-    RunStartedPayload,
-)
+from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 
 Sink = Callable[[Event], None]
 """Anything that takes an event; it may raise to signal that it could not keep it."""
-
-E = TypeVar("E", bound=Event)
 
 
 class SinkError(RuntimeError):
@@ -109,32 +90,3 @@ class Emitter:
             )
             self.bus.publish(event)
         return event
-
-    def _emit_typed(self, payload: Payload, kind: type[E]) -> E:
-        event = self.emit(payload)
-        assert isinstance(event, kind)
-        return event
-
-    def emit_run_started(self, payload: RunStartedPayload) -> RunStarted:
-        """Publish ``run_started``."""
-        return self._emit_typed(payload, RunStarted)
-
-    def emit_rollout(self, payload: RolloutPayload) -> Rollout:
-        """Publish ``rollout``."""
-        return self._emit_typed(payload, Rollout)
-
-    def emit_ppo_update(self, payload: PPOUpdatePayload) -> PPOUpdate:
-        """Publish ``ppo_update``."""
-        return self._emit_typed(payload, PPOUpdate)
-
-    def emit_anomaly(self, payload: AnomalyPayload) -> Anomaly:
-        """Publish ``anomaly``."""
-        return self._emit_typed(payload, Anomaly)
-
-    def emit_heartbeat(self, payload: HeartbeatPayload) -> Heartbeat:
-        """Publish ``heartbeat``."""
-        return self._emit_typed(payload, Heartbeat)
-
-    def emit_run_finished(self, payload: RunFinishedPayload) -> RunFinished:
-        """Publish ``run_finished``."""
-        return self._emit_typed(payload, RunFinished)

@@ -33,8 +33,9 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 """A line longer than this is skipped as malformed, and never held in memory whole: the
 reader's memory stays bounded whatever the file holds (an event line is about 1 KB)."""
 _FINGERPRINT_BYTES = 64
-MAX_SKIPPED_KEPT = 1000
-"""Skipped lines a reader keeps for reports; past that they are only counted (flat memory)."""
+SKIPPED_KEPT = 1000
+"""Skipped lines kept for reports (by a reader, and by sanctum's aggregator); past that
+they are only counted, so memory stays flat."""
 
 
 class EventLogError(Exception):
@@ -203,7 +204,7 @@ class EventLogReader:
         self.offset = offset
         self._counted = (0, 0)  # (byte offset, lines before it): counted lazily, off the fast path
         self.skipped: list[SkippedLine] = []
-        """The first MAX_SKIPPED_KEPT skipped lines; ``skipped_total`` counts them all."""
+        """The first SKIPPED_KEPT skipped lines; ``skipped_total`` counts them all."""
         self.skipped_total = 0
         self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
         self._identity: tuple[int, int] | None = None
@@ -275,7 +276,7 @@ class EventLogReader:
 
     def _keep(self, skipped: list[SkippedLine]) -> list[SkippedLine]:
         self.skipped_total += len(skipped)
-        self.skipped.extend(skipped[: max(0, MAX_SKIPPED_KEPT - len(self.skipped))])
+        self.skipped.extend(skipped[: max(0, SKIPPED_KEPT - len(self.skipped))])
         return skipped
 
     @property

@@ -1,4 +1,4 @@
-"""The event contract, schema 1 (DESIGN.md section 4).
+"""The event contract, schema 1 (docs/design.md, section 4).
 
 Every event is a frozen msgspec Struct in one tagged union (``type`` holds a snake-case tag)
 carrying the envelope ``run_id``/``seq``/``ts`` and a typed ``payload``. Producers build a
@@ -113,7 +113,7 @@ class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
 
 
 class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
-    """One PPO update; definitions in DESIGN.md section 4. Absent means not measured."""
+    """One PPO update; definitions in docs/design.md, section 4. Absent means not measured."""
 
     update: int
     """0-based update index."""

@@ -22,7 +22,7 @@ from ppo.attach import AttachedRun, launch, report
 from ppo.cli import build_parser
 from sanctum.aggregator import SanctumAggregator
 from sanctum.app import SanctumApp
-from sanctum.state import Connection
+from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from sanctum.widgets import StatusBanner
 from sanctum.widgets.quit_dialog import QuitDialog

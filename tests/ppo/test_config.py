@@ -107,9 +107,9 @@ def test_wrong_types_are_named() -> None:
     )
 
 
-def test_every_field_has_a_rule_and_a_docstring() -> None:
+def test_every_field_has_a_validator_and_a_docstring() -> None:
     names = [f.name for f in dataclasses.fields(PPOConfig)]
-    assert all(callable(f.metadata.get("rule")) for f in dataclasses.fields(PPOConfig))
+    assert all(callable(f.metadata.get("validator")) for f in dataclasses.fields(PPOConfig))
     body = ast.parse(inspect.getsource(PPOConfig)).body[0]
     assert isinstance(body, ast.ClassDef)
     documented = set()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -11,7 +12,9 @@ import torch
 from ppo.buffer import Batch
 from ppo.gradients import GradNorms
 from ppo.losses import LossBreakdown, SurrogateStats
-from ppo.stats import COLUMNS, BatchStats, reduce_update, row_of
+from ppo.stats import MinibatchStats, RolloutStats, UpdateStats, reduce_update
+
+COLUMNS = [f.name for f in fields(MinibatchStats)]
 
 FLAT = torch.zeros(4)
 
@@ -31,28 +34,28 @@ def rows(**columns: list[float]) -> torch.Tensor:
 
 def test_grad_norm_covers_skipped_steps_so_nan_reaches_the_payload() -> None:
     table = rows(grad_norm=[1.0, math.nan, 3.0], total_loss=[2.0, 5.0, 4.0])
-    out = reduce_update(table, [0, 2], range(3), BatchStats.of(flat_batch()), None)
-    assert math.isnan(out["grad_norm"]) and math.isnan(out["grad_norm_max"])
-    assert out["total_loss"] == 3.0  # losses: applied minibatches only
+    out = reduce_update(table, [0, 2], range(3), RolloutStats.measure(flat_batch()), None)
+    assert math.isnan(out.grad_norm) and math.isnan(out.grad_norm_max)
+    assert out.total_loss == 3.0  # losses: applied minibatches only
 
 
 def test_every_step_skipped_still_reports_the_nonfinite_grad_norm() -> None:
     table = rows(grad_norm=[math.inf, math.inf])
-    out = reduce_update(table, [], range(2), BatchStats.of(flat_batch()), None)
-    assert out["grad_norm"] == math.inf and out["grad_norm_max"] == math.inf
-    assert out["total_loss"] is None and out["policy_loss"] is None  # nothing applied
+    out = reduce_update(table, [], range(2), RolloutStats.measure(flat_batch()), None)
+    assert out.grad_norm == math.inf and out.grad_norm_max == math.inf
+    assert out.total_loss is None and out.policy_loss is None  # nothing applied
 
 
 def test_finite_grad_norms_mean_and_max_over_evaluated_minibatches() -> None:
     table = rows(grad_norm=[1.0, 2.0, 6.0])
-    out = reduce_update(table, [0, 1], range(len(table)), BatchStats.of(flat_batch()), None)
-    assert (out["grad_norm"], out["grad_norm_max"]) == (3.0, 6.0)
+    out = reduce_update(table, [0, 1], range(len(table)), RolloutStats.measure(flat_batch()), None)
+    assert (out.grad_norm, out.grad_norm_max) == (3.0, 6.0)
 
 
 def test_opposite_infinities_average_to_nan_instead_of_raising() -> None:
     table = rows(policy_loss=[math.inf, -math.inf], ratio_mean=[math.inf, 1.0])
-    out = reduce_update(table, [0, 1], range(len(table)), BatchStats.of(flat_batch()), None)
-    assert math.isnan(out["policy_loss"]) and out["ratio_mean"] == math.inf
+    out = reduce_update(table, [0, 1], range(len(table)), RolloutStats.measure(flat_batch()), None)
+    assert math.isnan(out.policy_loss) and out.ratio_mean == math.inf
 
 
 def rollout_batch(returns: np.ndarray, values: np.ndarray, advantages: np.ndarray) -> Batch:
@@ -68,8 +71,8 @@ def rollout_batch(returns: np.ndarray, values: np.ndarray, advantages: np.ndarra
     )
 
 
-def before_stats(batch: Batch) -> dict[str, object]:
-    return reduce_update(rows(grad_norm=[1.0]), [0], [0], BatchStats.of(batch), None)
+def before_stats(batch: Batch) -> UpdateStats:
+    return reduce_update(rows(grad_norm=[1.0]), [0], [0], RolloutStats.measure(batch), None)
 
 
 def test_rollout_statistics_match_numpy_by_hand() -> None:
@@ -79,23 +82,23 @@ def test_rollout_statistics_match_numpy_by_hand() -> None:
     r, v, a = (x.astype(np.float64) for x in (returns, values, adv))
     # 1 - Var(R - V) / Var(R), population variances (DESIGN.md section 4)
     expected_ev = 1.0 - np.mean((r - v - np.mean(r - v)) ** 2) / np.mean((r - np.mean(r)) ** 2)
-    assert out["explained_variance"] == pytest.approx(expected_ev, rel=1e-12, abs=0)
-    assert out["advantage_mean"] == pytest.approx(np.mean(a), rel=1e-12, abs=0)
-    assert out["advantage_std"] == pytest.approx(np.std(a, ddof=1), rel=1e-12, abs=0)
-    assert out["return_mean"] == pytest.approx(np.mean(r), rel=1e-12, abs=0)
-    assert out["value_mean"] == pytest.approx(np.mean(v), rel=1e-12, abs=0)
-    assert out["return_std"] == pytest.approx(np.std(r), rel=1e-12, abs=0)
+    assert out.rollout.explained_variance == pytest.approx(expected_ev, rel=1e-12, abs=0)
+    assert out.rollout.advantage_mean == pytest.approx(np.mean(a), rel=1e-12, abs=0)
+    assert out.rollout.advantage_std == pytest.approx(np.std(a, ddof=1), rel=1e-12, abs=0)
+    assert out.rollout.return_mean == pytest.approx(np.mean(r), rel=1e-12, abs=0)
+    assert out.rollout.value_mean == pytest.approx(np.mean(v), rel=1e-12, abs=0)
+    assert out.rollout.return_std == pytest.approx(np.std(r), rel=1e-12, abs=0)
 
 
 def test_explained_variance_exact_cases_and_undefined_when_returns_are_flat() -> None:
     returns = np.array([1.0, 2.0, 3.0, 4.0], dtype=np.float32)
     zeros = np.zeros(4, dtype=np.float32)
     perfect = before_stats(rollout_batch(returns, returns.copy(), zeros))
-    assert perfect["explained_variance"] == 1.0
+    assert perfect.rollout.explained_variance == 1.0
     constant = before_stats(rollout_batch(returns, np.full(4, 2.5, dtype=np.float32), zeros))
-    assert constant["explained_variance"] == 0.0
+    assert constant.rollout.explained_variance == 0.0
     flat = before_stats(rollout_batch(np.full(4, 7.0, dtype=np.float32), returns, zeros))
-    assert flat["explained_variance"] is None  # undefined, not "perfect" and not 0
+    assert flat.rollout.explained_variance is None  # undefined, not "perfect" and not 0
 
 
 SURROGATE = ("clip_fraction", "clip_fraction_lower", "ratio_mean", "ratio_min", "ratio_max")
@@ -116,14 +119,14 @@ def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
         groups={"actor": t["grad_norm_actor"], "critic": t["grad_norm_critic"]},
         scale=t["grad_clip_scale"],
     )
-    assert row_of(breakdown, norms).tolist() == list(value.values())
+    assert MinibatchStats.measure(breakdown, norms).row().tolist() == list(value.values())
 
 
 def test_approx_kl_is_the_last_epochs_mean_and_its_max_covers_every_minibatch() -> None:
     """SB3's definition: epoch 0's near-zero KLs must not dilute the number judged."""
     table = rows(approx_kl=[0.0, 0.01, 0.02, 0.04, 0.03])  # 2 epochs of 2, a 3rd started
-    out = reduce_update(table, [0, 1, 2, 3, 4], [4], BatchStats.of(flat_batch()), None)
-    assert out["approx_kl"] == pytest.approx(0.03)
-    assert out["approx_kl_max"] == pytest.approx(0.04)
-    out = reduce_update(table, [0, 1, 2, 3], [2, 3], BatchStats.of(flat_batch()), None)
-    assert out["approx_kl"] == pytest.approx(0.03)
+    out = reduce_update(table, [0, 1, 2, 3, 4], [4], RolloutStats.measure(flat_batch()), None)
+    assert out.approx_kl == pytest.approx(0.03)
+    assert out.approx_kl_max == pytest.approx(0.04)
+    out = reduce_update(table, [0, 1, 2, 3], [2, 3], RolloutStats.measure(flat_batch()), None)
+    assert out.approx_kl == pytest.approx(0.03)

@@ -13,7 +13,7 @@ from typing import Any
 from textual.pilot import Pilot
 
 from sanctum.app import SanctumApp
-from sanctum.state import SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot
 from telemetry.events import PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
 

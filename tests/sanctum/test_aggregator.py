@@ -10,7 +10,8 @@ import pytest
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.health import Level
-from sanctum.state import HISTORY_LEN, Connection, SanctumSnapshot
+from sanctum.snapshot import Connection, SanctumSnapshot
+from sanctum.state import HISTORY_LEN
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogReader
 from telemetry.events import PPOUpdate, RolloutPayload
@@ -52,8 +53,8 @@ def test_healthy_finished_run(tmp_path: Path) -> None:
     assert snap.max_kl == 0.03
     assert snap.trust_region_health == pytest.approx(0.005 / 0.03)
     assert snap.policy_drift_rate == pytest.approx(0.0)
-    assert [e.kind for e in snap.log] == ["start", "finish"]
-    assert snap.log[-1].level is Level.HEALTHY
+    assert [e.kind for e in snap.timeline] == ["start", "finish"]
+    assert snap.timeline[-1].level is Level.HEALTHY
 
 
 def test_history_is_bounded_and_aligned(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
     assert snap.last_early_stop_reason is not None
     assert snap.last_early_stop_reason.startswith("approx_kl 0.0412 > max_kl 0.0300 at epoch 2")
     assert (snap.run.anomalies_critical, snap.run.anomalies_warning) == (1, 1)
-    kinds = [(e.kind, e.level) for e in snap.log]
+    kinds = [(e.kind, e.level) for e in snap.timeline]
     assert kinds == [
         ("start", Level.HEALTHY),
         ("early_stop", Level.WARNING),
@@ -133,9 +134,9 @@ def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
         ("finish", Level.CRITICAL),
     ]
     # spelled as the metric rows spell it (sanctum.formatting): +Inf, not Inf
-    assert snap.log[2].text == "grad_norm = +Inf: optimizer step skipped: non-finite gradient"
-    assert snap.log[1].update == 1
-    assert snap.log[-1].text == "run failed: RuntimeError: boom"
+    assert snap.timeline[2].text == "grad_norm = +Inf: optimizer step skipped: non-finite gradient"
+    assert snap.timeline[1].update == 1
+    assert snap.timeline[-1].text == "run failed: RuntimeError: boom"
     assert snap.connection is Connection.FAILED
     assert snap.run.reason == "RuntimeError: boom"
 
@@ -149,10 +150,10 @@ def test_early_stop_without_reason_uses_the_record(tmp_path: Path) -> None:
     log.close()
     snap = fold(path, agg)
     # the trainer's wording (EarlyStop.describe), not a second spelling of it
-    assert snap.log[-1].text == (
+    assert snap.timeline[-1].text == (
         "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
     )
-    assert snap.last_early_stop_reason == snap.log[-1].text
+    assert snap.last_early_stop_reason == snap.timeline[-1].text
 
 
 def test_rollout_without_episodes_keeps_the_last_return(tmp_path: Path) -> None:
@@ -196,9 +197,9 @@ def test_unknown_fields_kinds_and_corrupt_lines(tmp_path: Path) -> None:
     assert snap.metric("approx_kl").value == 0.002
     assert snap.metric("grad_norm").value is None  # absent in that line: not measured
     assert (snap.skipped.malformed, snap.skipped.unknown_kind) == (1, 1)
-    assert [line for line, _, _ in snap.skipped.recent] == [5, 6]
-    assert snap.log[-1].kind == "skipped"
-    assert snap.log[-1].text.startswith("2 lines skipped from line 5")
+    assert [line.line_no for line in snap.skipped.lines] == [5, 6]
+    assert snap.timeline[-1].kind == "skipped"
+    assert snap.timeline[-1].text.startswith("2 lines skipped from line 5")
 
 
 def test_seq_gap_is_reported(tmp_path: Path) -> None:
@@ -210,7 +211,7 @@ def test_seq_gap_is_reported(tmp_path: Path) -> None:
     log.close()
     snap = fold(path)
     assert snap.run.seq_gaps == 1
-    assert [e.text for e in snap.log if e.kind == "gap"] == ["3 events missing before seq 5"]
+    assert [e.text for e in snap.timeline if e.kind == "gap"] == ["3 events missing before seq 5"]
 
 
 def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
@@ -228,7 +229,7 @@ def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
     assert snap.verdict == "OK"
     assert snap.run.updates == 2
     assert snap.skipped.resets == 1
-    assert any(e.kind == "reset" for e in snap.log)
+    assert any(e.kind == "reset" for e in snap.timeline)
 
 
 def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
@@ -295,7 +296,7 @@ def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path
     assert snap.verdict == "OK"  # not stalled now; the stall stays on record
     assert (snap.run.stalls, snap.run.first_stall_update) == (1, 2)
     assert snap.run.longest_stall == pytest.approx(101.0)
-    stall = [e for e in snap.log if e.kind == "stall"]
+    stall = [e for e in snap.timeline if e.kind == "stall"]
     assert stall and stall[0].level is Level.CRITICAL
     assert stall[0].text == "stall: no event for 1:41 during update 2"
 
@@ -310,7 +311,7 @@ def test_an_impossible_value_is_a_bug_in_the_verdict_and_the_event_log(tmp_path:
     path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, -0.5))
     snap = fold(path)
     assert snap.verdict == "FAIL: Bug"
-    bug = [e for e in snap.log if e.kind == "bug"]
+    bug = [e for e in snap.timeline if e.kind == "bug"]
     assert [e.text for e in bug] == [
         "logging bug: approx_kl -0.5 outside >= 0 (the KL estimator is never negative)"
     ]
@@ -326,7 +327,7 @@ def test_updates_going_backwards_are_a_bug(tmp_path: Path) -> None:
     log.close()
     snap = fold(path)
     assert snap.verdict == "FAIL: Bug"
-    assert any("update index 3 after 5" in e.text for e in snap.log)
+    assert any("update index 3 after 5" in e.text for e in snap.timeline)
 
 
 def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path) -> None:
@@ -340,5 +341,5 @@ def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path
     snap = agg.snapshot(last or 0.0)
     assert snap.run.foreign_events == 1 and snap.run.global_step == 3 * 512
     assert snap.connection is Connection.LIVE  # not "silent for 54 years"
-    assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.log)
+    assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.timeline)
     assert snap.verdict == "OK"

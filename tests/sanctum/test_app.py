@@ -10,7 +10,7 @@ from textual.widgets import Label, Static
 
 from sanctum.app import SanctumApp
 from sanctum.health import Level
-from sanctum.state import Connection
+from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
 from tests.sanctum.app_support import lively, wait_until

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sanctum.reader_worker import FeedCallbacks, ReplayClock, Severity, SnapshotFeed
-from sanctum.state import Connection, SanctumSnapshot
+from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.logs import T0, RunLog, write_run
 

@@ -14,10 +14,10 @@ from textual.pilot import Pilot
 from textual.widgets import Label, Static
 
 from sanctum.app import SanctumApp
-from sanctum.state import Connection
+from sanctum.snapshot import Connection
 from sanctum.supervisor import TrainerProcess
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import EventLogPanel, StatusBanner
+from sanctum.widgets import StatusBanner, TimelinePanel
 from sanctum.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
@@ -96,7 +96,7 @@ async def test_a_dead_trainer_shows_trainer_down_with_its_code_and_stderr(tmp_pa
             "exit code 3: RuntimeError: the stand-in trainer fell over"
         )
         assert run_label.has_class("problem")
-        events = drawn(app.query_one(EventLogPanel))
+        events = drawn(app.query_one(TimelinePanel))
         assert "trainer    trainer process ended (exit code 3); last lines of /" in events
         assert "Traceback (most recent call last):" in events
         await pilot.press("q")  # nothing left to stop: quits without asking

@@ -15,7 +15,8 @@ from typing import ClassVar
 import pytest
 
 from sanctum.aggregator import SanctumAggregator
-from sanctum.cli import main, resolve_run, with_default_command
+from sanctum.cli import main, with_default_command
+from sanctum.runs import resolve_run
 from sanctum.thresholds import Thresholds, load_thresholds
 from telemetry.eventlog import EventLogReader
 

@@ -12,7 +12,6 @@ from sanctum.health import level_of
 from sanctum.renderables import (
     ARROWS,
     ChartStyles,
-    Sparkline,
     ThresholdChart,
     progress_bar,
     sparkline,
@@ -58,10 +57,6 @@ def test_sparkline_scales_pads_and_marks_nonfinite() -> None:
     assert sparkline([0.0, NAN, 1.0, INF], 4) == "▁×█×"
     assert sparkline(list(range(20)), 4) == "▁▃▆█"  # only the newest 4, rescaled
     assert sparkline([], 3) == "   "
-
-
-def test_sparkline_renderable_is_exactly_its_width() -> None:
-    assert render(Sparkline([1.0, 2.0, 3.0], 6, style="green"), 20) == "   ▁▅█"  # 3.5 -> 4
 
 
 def test_progress_bar_in_eighths() -> None:

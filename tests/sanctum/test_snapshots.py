@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 
 from sanctum.app import SanctumApp
-from sanctum.state import Connection, SanctumSnapshot
+from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog

@@ -9,17 +9,14 @@ from types import MappingProxyType
 
 import pytest
 
-from sanctum.aggregator import SanctumAggregator
+from sanctum.aggregator import SanctumAggregator, empty_snapshot
 from sanctum.health import Level
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS, REQUIRED_METRICS
+from sanctum.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.state import (
-    Connection,
-    RunSnapshot,
     RunState,
     TamiyoState,
-    connection_of,
     early_stop_text,
-    empty_snapshot,
     max_kl_of,
     metric_columns,
     total_steps_of,
@@ -141,7 +138,6 @@ def test_tamiyo_counts_early_stops() -> None:
     tamiyo.record(early_stop_update(1))
     tamiyo.record(ppo_update(2))
     assert tamiyo.early_stops == 1
-    assert tamiyo.last_early_stop_update == 1
     assert tamiyo.last_early_stop_reason is not None
     assert tamiyo.last_early_stop_reason.startswith("approx_kl 0.0412 > max_kl 0.0300")
 
@@ -207,7 +203,7 @@ def test_snapshot_is_frozen_and_holds_no_deques() -> None:
         snap.metrics["approx_kl"] = snap.metrics["entropy"]  # type: ignore[index]
     for value in [
         *dataclasses.astuple(snap.run),
-        snap.log,
+        snap.timeline,
         snap.history_updates,
         snap.metric("entropy").history,
         snap.metric("entropy").series,

@@ -22,8 +22,8 @@ def test_emitter_stamps_envelope_with_gapless_seq() -> None:
     emitter = Emitter(bus, "run-x", clock=lambda: next(clock))
     with capture_events(bus) as events:
         emitter.emit(_beat(1))
-        emitter.emit_heartbeat(_beat(2))
-        update = emitter.emit_ppo_update(
+        emitter.emit(_beat(2))
+        update = emitter.emit(
             PPOUpdatePayload(
                 update=0, global_step=2, approx_kl=0.0, clip_fraction=0.0, early_stopped=False
             )

@@ -239,11 +239,11 @@ def test_refused_schema_consumes_nothing(tmp_path: Path) -> None:
 
 
 def test_skipped_lines_are_counted_but_kept_bounded(log: LogBuilder) -> None:
-    from telemetry.eventlog import MAX_SKIPPED_KEPT
+    from telemetry.eventlog import SKIPPED_KEPT
 
-    log.raw("not json\n" * (MAX_SKIPPED_KEPT + 50))
+    log.raw("not json\n" * (SKIPPED_KEPT + 50))
     reader = EventLogReader(log.path)
     total = sum(len(b.skipped) for b in reader.batches())
-    assert total == reader.skipped_total == MAX_SKIPPED_KEPT + 50
-    assert len(reader.skipped) == MAX_SKIPPED_KEPT
-    assert reader.skipped[-1].line_no == MAX_SKIPPED_KEPT
+    assert total == reader.skipped_total == SKIPPED_KEPT + 50
+    assert len(reader.skipped) == SKIPPED_KEPT
+    assert reader.skipped[-1].line_no == SKIPPED_KEPT

@@ -2,19 +2,19 @@
 
 from sanctum.widgets.banner import StatusBanner
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.event_log import EventLogPanel
 from sanctum.widgets.health_panel import HealthStatusPanel, MetricRow
 from sanctum.widgets.help import HelpScreen
 from sanctum.widgets.kl_chart import KLChart
 from sanctum.widgets.returns import EpisodeReturnPanel
+from sanctum.widgets.timeline import TimelinePanel
 
 __all__ = [
     "EpisodeReturnPanel",
-    "EventLogPanel",
     "HealthStatusPanel",
     "HelpScreen",
     "KLChart",
     "MetricRow",
     "SnapshotView",
     "StatusBanner",
+    "TimelinePanel",
 ]

@@ -29,13 +29,16 @@ from sanctum.renderables import (
     format_value,
     progress_bar,
 )
-from sanctum.state import Connection, SanctumSnapshot
+from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.supervisor import TrainerExit
 from sanctum.widgets.base import SnapshotView, plain
-
-KL_METRIC = "approx_kl"
-BANNER_KL_DECIMALS = 3
-"""DESIGN.md section 6: KL with 3 decimals in the banner (4 in the panel)."""
+from sanctum.widgets.display import (
+    BANNER_KL_DECIMALS,
+    KL_METRIC,
+    LEVEL_CLASSES,
+    level_class,
+    set_one_class,
+)
 
 CONNECTION_MARK = {
     Connection.WAITING: "◌",
@@ -45,7 +48,6 @@ CONNECTION_MARK = {
     Connection.FAILED: "✖",
     Connection.INTERRUPTED: "■",
 }
-LEVEL_CLASSES = tuple(f"level-{level.value}" for level in Level)
 CONNECTION_CLASSES = (*(f"connection-{c.value}" for c in Connection), "connection-down")
 
 
@@ -188,25 +190,19 @@ class StatusBanner(SnapshotView):
         self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
         verdict.update(plain(f" {snapshot.verdict} "))
-        _set_class(verdict, LEVEL_CLASSES, f"level-{snapshot.health.worst.value}")
+        set_one_class(verdict, LEVEL_CLASSES, level_class(snapshot.health.worst))
         kl = self.query_one("#kl", Label)
         kl.update(kl_text(snapshot))
-        _set_class(kl, LEVEL_CLASSES, f"level-{snapshot.metric(KL_METRIC).level.value}")
+        set_one_class(kl, LEVEL_CLASSES, level_class(snapshot.metric(KL_METRIC).level))
         self.query_one("#progress", ProgressText).fraction = snapshot.run.progress
         self.query_one("#steps", Label).update(steps_text(snapshot))
 
     def _set_connection(self, text: str, css_class: str) -> None:
         connection = self.query_one("#connection", Label)
         connection.update(plain(text))
-        _set_class(connection, CONNECTION_CLASSES, css_class)
+        set_one_class(connection, CONNECTION_CLASSES, css_class)
 
     def _set_run(self, text: str, *, problem: bool = False) -> None:
         run = self.query_one("#run", Label)
         run.update(plain(text))
         run.set_class(problem, "problem")
-
-
-def _set_class(widget: Label, family: tuple[str, ...], name: str) -> None:
-    """Give ``widget`` exactly one class of ``family``."""
-    widget.remove_class(*(c for c in family if c != name))
-    widget.add_class(name)

@@ -1,6 +1,6 @@
 """The one way a widget gets data: a ``snapshot`` reactive holding a frozen SanctumSnapshot.
 
-Widgets render what they are given and nothing else (STYLE 15): no file I/O, no
+Widgets render what they are given and nothing else: no file I/O, no
 aggregation, no thresholds of their own (they read ``snapshot.thresholds``). The reactive
 skips the equality check (``always_update``) because comparing two snapshots field by
 field would cost more than drawing them.
@@ -13,7 +13,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from sanctum.formatting import visible_lines
-from sanctum.state import SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot
 
 
 def plain(text: str) -> Text:

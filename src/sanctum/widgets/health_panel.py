@@ -16,9 +16,10 @@ from textual.widgets import Label, Static
 
 from sanctum.health import Level
 from sanctum.renderables import ARROWS, format_value, sparkline
-from sanctum.state import MetricSnapshot, SanctumSnapshot
+from sanctum.snapshot import MetricSnapshot, SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from sanctum.widgets.base import SnapshotView, plain
+from sanctum.widgets.display import LEVEL_CLASSES, level_class, set_one_class
 
 EXTRA_METRICS = (
     "approx_kl_max",
@@ -32,7 +33,6 @@ EXTRA_METRICS = (
 """Shown without a rule: context for reading the ruled metrics."""
 SPARK_WIDTH = 10
 """One cell per update of the 10-update history."""
-LEVEL_CLASSES = tuple(f"level-{level.value}" for level in Level)
 
 
 def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
@@ -90,8 +90,8 @@ def facts_lines(snapshot: SanctumSnapshot) -> list[str]:
         share = format_value(100 * snapshot.trust_region_health, 0)
         lines.append(f"trust region  {share}% of max_kl {snapshot.max_kl:g}")
     stops = f"early stops   {snapshot.early_stops}"
-    if snapshot.early_stops and snapshot.log:
-        last = next((e for e in reversed(snapshot.log) if e.kind == "early_stop"), None)
+    if snapshot.early_stops and snapshot.timeline:
+        last = next((e for e in reversed(snapshot.timeline) if e.kind == "early_stop"), None)
         if last is not None and last.update is not None:
             stops += f", last at update {last.update}"
     lines.append(stops)
@@ -133,13 +133,12 @@ class MetricRow(Horizontal):
         ruled = snapshot.thresholds.rule(self.metric) is not None
         self.display = ruled or metric.value is not None or snapshot.update is None
         self.query_one(".arrow", Label).update(ARROWS[metric.direction])
-        self.remove_class(*(c for c in LEVEL_CLASSES if c != f"level-{metric.level.value}"))
-        self.add_class(f"level-{metric.level.value}")
+        set_one_class(self, LEVEL_CLASSES, level_class(metric.level))
 
     @property
     def level(self) -> Level:
         """The level this row currently shows."""
-        return next(level for level in Level if self.has_class(f"level-{level.value}"))
+        return next(level for level in Level if self.has_class(level_class(level)))
 
 
 class HealthStatusPanel(SnapshotView):

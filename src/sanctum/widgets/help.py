@@ -1,6 +1,6 @@
 """The help screen (``?``): keys, the rules in force, and how every number is computed.
 
-The glossary repeats DESIGN.md section 4 on purpose: a user staring at a KL of 0.031
+The glossary repeats docs/design.md, section 4, on purpose: a user staring at a KL of 0.031
 deserves to know, without leaving the terminal, that it is the mean over minibatches of
 the k3 estimator before each optimizer step, and what threshold made it red.
 """
@@ -79,7 +79,7 @@ GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
         "passed max_kl; the event log shows the trainer's reason verbatim.",
     ),
 )
-"""Metric -> how it is computed (DESIGN.md section 4)."""
+"""Metric -> how it is computed (docs/design.md, section 4)."""
 
 SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     (

@@ -19,10 +19,9 @@ from rich.text import Text
 
 from sanctum.health import Level, level_of
 from sanctum.renderables import ChartStyles, ThresholdChart
-from sanctum.state import SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
-
-KL_METRIC = "approx_kl"
+from sanctum.widgets.display import KL_METRIC
 
 
 class KLChart(SnapshotView):
@@ -65,7 +64,7 @@ class KLChart(SnapshotView):
             critical=None if rule is None else rule.critical,
             height=max(1, self.content_size.height),
             width=max(1, self.content_size.width),
-            decimals=4 if rule is None else rule.decimals,
+            decimals=None if rule is None else rule.decimals,
             log=True,
             level_of=level,
             styles=ChartStyles(

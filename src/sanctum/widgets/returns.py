@@ -10,7 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from sanctum.renderables import ARROWS, format_count, format_value, sparkline
-from sanctum.state import SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
 
 

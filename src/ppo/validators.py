@@ -1,8 +1,8 @@
-"""Validation rules for config fields: each returns None when fine, else what is wrong.
+"""Validators of config fields: each returns None when a value is fine, else what is wrong.
 
-A rule sees one value and describes the problem in words that follow the field name
+A validator sees one value and describes the problem in words that follow the field name
 (``must be finite and >= 0, got nan``); the config prefixes the name and collects every
-message, so all problems are reported at once.
+message, so all problems are reported at once. (A "rule" is a health rule, in sanctum.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-Rule = Callable[[Any], str | None]
+Validator = Callable[[Any], str | None]
 
 
 def number(
@@ -21,7 +21,7 @@ def number(
     *,
     strict_low: bool = False,
     optional: bool = False,
-) -> Rule:
+) -> Validator:
     """A finite float within [low, high] (``strict_low``: > low)."""
     if low is not None and high is not None:
         want = f"finite and in {'(' if strict_low else '['}{low:g}, {high:g}]"
@@ -47,7 +47,7 @@ def number(
     return rule
 
 
-def integer(low: int) -> Rule:
+def integer(low: int) -> Validator:
     def rule(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
             return f"must be an integer >= {low}, got {value!r}"
@@ -56,7 +56,7 @@ def integer(low: int) -> Rule:
     return rule
 
 
-def choice(tp: Any) -> Rule:
+def choice(tp: Any) -> Validator:
     options = typing.get_args(tp)
 
     def rule(value: Any) -> str | None:

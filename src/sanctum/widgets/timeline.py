@@ -1,4 +1,4 @@
-"""EventLogPanel: what happened, newest at the bottom: start, early stops with their
+"""TimelinePanel: the notable events of the run, newest at the bottom: start, early stops with their
 reasons, anomalies, skipped lines, resets and the finish (and, under ``ppo train``, the
 last stderr lines of a trainer process that died).
 
@@ -13,10 +13,10 @@ from typing import ClassVar
 from rich.console import RenderableType
 from rich.text import Text
 
-from sanctum.formatting import visible
+from sanctum.formatting import plural, visible
 from sanctum.health import Level
 from sanctum.renderables import format_duration
-from sanctum.state import LogEntry, SanctumSnapshot
+from sanctum.snapshot import SanctumSnapshot, TimelineEntry
 from sanctum.widgets.base import SnapshotView
 
 KIND_LABEL = {
@@ -33,7 +33,7 @@ KIND_LABEL = {
 }
 
 
-def when_text(entry: LogEntry, started_ts: float | None) -> str:
+def when_text(entry: TimelineEntry, started_ts: float | None) -> str:
     """``u12`` for an entry of an update, else ``+m:ss`` since the start, else blank."""
     if entry.update is not None:
         return f"u{entry.update}"
@@ -42,39 +42,39 @@ def when_text(entry: LogEntry, started_ts: float | None) -> str:
     return ""
 
 
-def entry_text(entry: LogEntry, started_ts: float | None) -> str:
+def entry_text(entry: TimelineEntry, started_ts: float | None) -> str:
     """One line: when, what kind, the text (early-stop reasons verbatim)."""
     kind = KIND_LABEL.get(entry.kind, entry.kind)
     return visible(f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}")
 
 
-class EventLogPanel(SnapshotView):
+class TimelinePanel(SnapshotView):
     """The notable events that fit, newest last; colour by the entry's level."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "eventlog--warning",
-        "eventlog--critical",
-        "eventlog--healthy",
+        "timeline--warning",
+        "timeline--critical",
+        "timeline--healthy",
     }
 
     def on_mount(self) -> None:
-        self.border_title = "Events"
+        self.border_title = "Timeline"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        count = len(snapshot.log)
-        self.border_subtitle = f"{count} event{'s' if count != 1 else ''}" if count else ""
+        count = len(snapshot.timeline)
+        self.border_subtitle = plural(count, "event") if count else ""
         self.refresh()
 
     def render(self) -> RenderableType:
         snapshot = self.snapshot
-        if snapshot is None or not snapshot.log:
+        if snapshot is None or not snapshot.timeline:
             return Text("nothing notable yet", style="dim")
         rows = max(1, self.content_size.height)
         text = Text(no_wrap=True, overflow="ellipsis")
-        for index, entry in enumerate(snapshot.log[-rows:]):
+        for index, entry in enumerate(snapshot.timeline[-rows:]):
             if index:
                 text.append("\n")
-            style = "" if entry.level is Level.PENDING else f"eventlog--{entry.level.value}"
+            style = "" if entry.level is Level.PENDING else f"timeline--{entry.level.value}"
             text.append(
                 entry_text(entry, snapshot.run.started_ts),
                 self.get_component_rich_style(style) if style else "",
