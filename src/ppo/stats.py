@@ -169,6 +169,22 @@ def smallest(xs: Sequence[float]) -> float:
     return math.nan if any(math.isnan(x) for x in xs) else min(xs)
 
 
+def _read_host(
+    rows: Tensor, rollout: RolloutStats[Tensor], kl_final: Tensor | None
+) -> tuple[list[MinibatchStats[float]], RolloutStats[float], float | None]:
+    """Every row, the rollout's statistics and the final KL as Python floats, in one host
+    read (float32 -> float64 is exact)."""
+    n_rows = rows.shape[0]
+    tail = [torch.stack(list(astuple(rollout)))]
+    if kl_final is not None:
+        tail.append(kl_final.reshape(1).double())
+    flat = torch.cat([rows.reshape(-1).double(), *tail]).tolist()
+    every = [MinibatchStats[float](*flat[i * WIDTH : (i + 1) * WIDTH]) for i in range(n_rows)]
+    after = flat[n_rows * WIDTH :]
+    host_rollout = RolloutStats[float](*after[: len(fields(RolloutStats))])
+    return every, host_rollout, after[-1] if kl_final is not None else None
+
+
 def reduce_update(
     rows: Tensor,
     applied: Sequence[int],
@@ -179,13 +195,7 @@ def reduce_update(
     """The update's statistics from the evaluated rows, in one host read. ``applied`` and
     ``last_epoch`` are row indices: the applied minibatches, the last epoch's evaluated ones.
     ``rows`` holds at least one row (an update evaluates at least one minibatch)."""
-    n_rows = rows.shape[0]
-    tail = [torch.stack(list(astuple(rollout)))]
-    if kl_final is not None:
-        tail.append(kl_final.reshape(1).double())
-    flat = torch.cat([rows.reshape(-1).double(), *tail]).tolist()  # float32 -> 64 is exact
-    every = [MinibatchStats[float](*flat[i * WIDTH : (i + 1) * WIDTH]) for i in range(n_rows)]
-    after = flat[n_rows * WIDTH :]
+    every, host_rollout, host_kl_final = _read_host(rows, rollout, kl_final)
     steps = [every[i] for i in applied]
     last = [every[i] for i in last_epoch]
 
@@ -214,6 +224,6 @@ def reduce_update(
         grad_norm_critic=mean(over(every, "grad_norm_critic")),
         grad_clip_scale=mean(over(every, "grad_clip_scale")),
         nonfinite_ratios=int(math.fsum(over(every, "nonfinite_ratios"))),
-        rollout=RolloutStats[float](*after[: len(fields(RolloutStats))]),
-        kl_final=after[-1] if kl_final is not None else None,
+        rollout=host_rollout,
+        kl_final=host_kl_final,
     )

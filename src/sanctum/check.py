@@ -23,7 +23,7 @@ from pathlib import Path
 from sanctum.exits import EXIT_FAILED, EXIT_OK
 from sanctum.formatting import format_anomaly, format_duration, plural
 from sanctum.health import Level
-from sanctum.judge import RuleTally
+from sanctum.rule_judge import RuleTally
 from sanctum.scan import LogScan, run_starts, scan_log
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import EventLogError, SkippedLine

@@ -19,8 +19,9 @@ import msgspec
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.formatting import plural
-from sanctum.judge import MetricStats, RuleTally
+from sanctum.judge import MetricStats
 from sanctum.records import AnomalyRecord, EarlierRun
+from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import SKIPPED_KEPT, EventLogError, EventLogReader, ReadBatch, SkippedLine
 from telemetry.events import Event, RunStarted

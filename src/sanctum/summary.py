@@ -14,7 +14,7 @@ from typing import Any
 
 from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural, visible_lines
 from sanctum.health import Level
-from sanctum.judge import RuleTally
+from sanctum.rule_judge import RuleTally
 from sanctum.scan import LogScan, scan_log
 from sanctum.thresholds import Thresholds
 

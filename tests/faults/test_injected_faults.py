@@ -13,8 +13,7 @@ import torch
 from ppo import checkpoint
 from ppo.config import PPOConfig
 from ppo.trainer import Progress, Trainer, TrainingStopped
-from telemetry import eventlog
-from telemetry.eventlog import EventLogReader, EventLogWriter
+from telemetry.eventlog import EventLogReader, EventLogWriter, LogInUse, writer
 from telemetry.events import RunFinished
 from tests.telemetry.logfiles import LogBuilder
 
@@ -37,7 +36,7 @@ def full_disk_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
             return real_write(fd, bytes(data)[: len(data) // 2])  # a short write
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(eventlog.os, "write", write)
+    monkeypatch.setattr(writer.os, "write", write)
 
 
 def test_a_disk_full_in_mid_line_leaves_the_log_whole(
@@ -118,6 +117,6 @@ def test_a_run_folder_renamed_while_training_stops_it_rather_than_split_it(
 
 def test_a_second_writer_in_the_same_process_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
-    with EventLogWriter(path), pytest.raises(eventlog.LogInUse, match="another process"):
+    with EventLogWriter(path), pytest.raises(LogInUse, match="another process"):
         EventLogWriter(path)
     EventLogWriter(path).close()  # free again once the first is closed

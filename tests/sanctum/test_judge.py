@@ -11,8 +11,9 @@ from collections.abc import Sequence
 import pytest
 
 from sanctum.health import Level, level_of
-from sanctum.judge import HealthJudge, MetricStats, RuleJudge, measured
+from sanctum.judge import HealthJudge, MetricStats
 from sanctum.metrics import PPO_METRICS
+from sanctum.rule_judge import RuleJudge, measured
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
 
 KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)

@@ -1,21 +1,14 @@
-"""The append-only event log: one JSON line per event, written whole and flushed on emit.
-
-Writer: one ``os.write`` of a complete line per event on an ``O_APPEND`` descriptor, so a
-crash loses nothing already emitted and a tail never sees half a line from a live writer.
-Reader: incremental from a byte offset; a last line without its newline is not an event
-yet; truncation or replacement of the file is detected and reported as a ``reset``;
+"""The reader: incremental from a byte offset; a last line without its newline is not an
+event yet; truncation or replacement of the file is detected and reported as a ``reset``;
 malformed lines and unknown kinds are skipped and counted with their line numbers; only a
 newer *major* schema is refused. Reads are bounded per call so memory stays flat however
-long the log is.
-"""
+long the log is."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import stat
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +17,7 @@ from typing import Literal
 
 import msgspec
 
-from telemetry.codec import LineEncoder
+from telemetry.eventlog.errors import EventLogError, EventLogNotFound, SchemaVersionError
 from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -36,30 +29,6 @@ _FINGERPRINT_BYTES = 64
 SKIPPED_KEPT = 1000
 """Skipped lines kept for reports (by a reader, and by sanctum's aggregator); past that
 they are only counted, so memory stays flat."""
-
-
-class EventLogError(Exception):
-    """The event log cannot be used (missing, unreadable, newer schema)."""
-
-
-class EventLogNotFound(EventLogError, FileNotFoundError):
-    """There is no event log at the path."""
-
-
-class LogInUse(EventLogError, FileExistsError):
-    """Another writer holds the log, or it already holds a run that must not be mixed in."""
-
-
-class SchemaVersionError(EventLogError):
-    """The log was written with a newer major schema than this reader supports."""
-
-    def __init__(self, path: Path, line_no: int, found: int) -> None:
-        super().__init__(
-            f"{path}:{line_no}: event log schema {found} is newer than the supported "
-            f"schema {SCHEMA_MAJOR}; upgrade sanctum-ppo to read it"
-        )
-        self.found = found
-        self.supported = SCHEMA_MAJOR
 
 
 @dataclass(frozen=True)
@@ -84,95 +53,6 @@ class ReadBatch:
 
     def __bool__(self) -> bool:
         return bool(self.events or self.skipped or self.reset)
-
-
-class EventLogWriter:
-    """A bus sink that appends each event to ``path`` as one flushed JSON line.
-
-    The writer holds an exclusive lock on the file (``flock``) while it is open, so two
-    writers can never interleave two runs in one log: the second gets :class:`LogInUse`.
-    A write that fails part-way (a full disk) is taken back, so the log never ends in a
-    torn line. ``fsync_every``: also ``fsync`` at most every that many seconds (None:
-    never; the OS has every line the moment ``write`` returns, so only a machine crash
-    can lose it).
-    """
-
-    def __init__(self, path: str | os.PathLike[str], fsync_every: float | None = None) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.name = f"eventlog:{self.path}"
-        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._fd)
-            raise LogInUse(
-                f"{self.path}: another process is writing this event log; pick another "
-                "run id (or wait for that run to end)"
-            ) from None
-        self._encoder = LineEncoder()
-        self._lock = threading.Lock()
-        self._fsync_every = fsync_every
-        self._last_fsync = time.monotonic()
-
-    def __call__(self, event: Event) -> None:
-        self.write(event)
-
-    @property
-    def size(self) -> int:
-        """Bytes in the file now."""
-        assert self._fd is not None
-        return os.fstat(self._fd).st_size
-
-    def moved(self) -> bool:
-        """Whether ``path`` no longer names the file being written (renamed or removed:
-        the lines still go to the file, wherever it is now)."""
-        if self._fd is None:
-            return False
-        try:
-            here = os.stat(self.path)
-        except FileNotFoundError:
-            return True
-        open_file = os.fstat(self._fd)
-        return (here.st_dev, here.st_ino) != (open_file.st_dev, open_file.st_ino)
-
-    def write(self, event: Event) -> None:
-        """Append ``event``; on return the whole line is in the file. If the write fails
-        part-way, the part written is removed again and the error raised."""
-        with self._lock:
-            if self._fd is None:
-                raise EventLogError(f"{self.path}: event log writer is closed")
-            line = self._encoder.encode(event)
-            written = 0
-            try:
-                written = os.write(self._fd, line)
-                while written < len(line):  # a short write: finish the line first (a copy:
-                    written += os.write(self._fd, line[written:])  # no view outlives it)
-            except OSError:
-                if written:  # never leave a torn line: the log ends at its last whole event
-                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
-                raise
-            if self._fsync_every is not None:
-                now = time.monotonic()
-                if now - self._last_fsync >= self._fsync_every:
-                    os.fsync(self._fd)
-                    self._last_fsync = now
-
-    def close(self) -> None:
-        """Close the file (fsync first when fsync was asked for). Idempotent."""
-        with self._lock:
-            if self._fd is None:
-                return
-            if self._fsync_every is not None:
-                os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> EventLogWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class _Peek(msgspec.Struct):

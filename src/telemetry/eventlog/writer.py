@@ -1,0 +1,104 @@
+"""The writer: one ``os.write`` of a complete line per event on an ``O_APPEND`` descriptor,
+so a crash loses nothing already emitted and a tail never sees half a line from a live
+writer."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+
+from telemetry.codec import LineEncoder
+from telemetry.eventlog.errors import EventLogError, LogInUse
+from telemetry.events import Event
+
+
+class EventLogWriter:
+    """A bus sink that appends each event to ``path`` as one flushed JSON line.
+
+    The writer holds an exclusive lock on the file (``flock``) while it is open, so two
+    writers can never interleave two runs in one log: the second gets :class:`LogInUse`.
+    A write that fails part-way (a full disk) is taken back, so the log never ends in a
+    torn line. ``fsync_every``: also ``fsync`` at most every that many seconds (None:
+    never; the OS has every line the moment ``write`` returns, so only a machine crash
+    can lose it).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], fsync_every: float | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.name = f"eventlog:{self.path}"
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            raise LogInUse(
+                f"{self.path}: another process is writing this event log; pick another "
+                "run id (or wait for that run to end)"
+            ) from None
+        self._encoder = LineEncoder()
+        self._lock = threading.Lock()
+        self._fsync_every = fsync_every
+        self._last_fsync = time.monotonic()
+
+    def __call__(self, event: Event) -> None:
+        self.write(event)
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file now."""
+        assert self._fd is not None
+        return os.fstat(self._fd).st_size
+
+    def moved(self) -> bool:
+        """Whether ``path`` no longer names the file being written (renamed or removed:
+        the lines still go to the file, wherever it is now)."""
+        if self._fd is None:
+            return False
+        try:
+            here = os.stat(self.path)
+        except FileNotFoundError:
+            return True
+        open_file = os.fstat(self._fd)
+        return (here.st_dev, here.st_ino) != (open_file.st_dev, open_file.st_ino)
+
+    def write(self, event: Event) -> None:
+        """Append ``event``; on return the whole line is in the file. If the write fails
+        part-way, the part written is removed again and the error raised."""
+        with self._lock:
+            if self._fd is None:
+                raise EventLogError(f"{self.path}: event log writer is closed")
+            line = self._encoder.encode(event)
+            written = 0
+            try:
+                written = os.write(self._fd, line)
+                while written < len(line):  # a short write: finish the line first (a copy:
+                    written += os.write(self._fd, line[written:])  # no view outlives it)
+            except OSError:
+                if written:  # never leave a torn line: the log ends at its last whole event
+                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+                raise
+            if self._fsync_every is not None:
+                now = time.monotonic()
+                if now - self._last_fsync >= self._fsync_every:
+                    os.fsync(self._fd)
+                    self._last_fsync = now
+
+    def close(self) -> None:
+        """Close the file (fsync first when fsync was asked for). Idempotent."""
+        with self._lock:
+            if self._fd is None:
+                return
+            if self._fsync_every is not None:
+                os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> EventLogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
