@@ -185,6 +185,11 @@ def _read_host(
     return every, host_rollout, after[-1] if kl_final is not None else None
 
 
+def over(rows: Sequence[MinibatchStats[float]], name: str) -> list[float]:
+    """One statistic's column over ``rows``."""
+    return [getattr(row, name) for row in rows]
+
+
 def reduce_update(
     rows: Tensor,
     applied: Sequence[int],
@@ -198,9 +203,6 @@ def reduce_update(
     every, host_rollout, host_kl_final = _read_host(rows, rollout, kl_final)
     steps = [every[i] for i in applied]
     last = [every[i] for i in last_epoch]
-
-    def over(rows: Sequence[MinibatchStats[float]], name: str) -> list[float]:
-        return [getattr(row, name) for row in rows]
 
     def applied_mean(name: str) -> float | None:
         return mean(over(steps, name)) if steps else None
