@@ -14,6 +14,7 @@ import re
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -63,6 +64,9 @@ class Recorder:
 
         with Recorder(env_id="CartPole-v1", config={"max_kl": 0.03}) as rec:
             rec.emit(RolloutPayload(update=0, global_step=512, episode_return_mean=21.0))
+
+    ``clock``: where event times come from (default ``time.time``); when given, the run's
+    duration is measured on it too, so a test with a fake clock is repeatable.
     """
 
     def __init__(
@@ -76,6 +80,7 @@ class Recorder:
         trainer: TrainerInfo | None = None,
         fsync_every: float | None = None,
         append: bool = False,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
@@ -91,9 +96,10 @@ class Recorder:
         self._fsync_every = fsync_every
         self._append = append
         self.bus = EventBus()
-        self.emitter = Emitter(self.bus, self.run_id)
+        self.emitter = Emitter(self.bus, self.run_id, clock=clock or time.time)
+        self._elapsed = clock or time.monotonic
         self._writer: EventLogWriter | None = None
-        self._t0 = 0.0
+        self._t0: float | None = None
         self.global_step: int | None = None
         self.updates = 0
         self.finished = False
@@ -116,11 +122,20 @@ class Recorder:
             self.finish("failed", f"{type(exc).__name__}: {exc}")
 
     def start(self) -> None:
-        """Open the log and write ``run_started``.
+        """Open the log (:meth:`open`) and write ``run_started``."""
+        self.open()
+        self._t0 = self._elapsed()
+        self.emitter.emit(self._started)
+
+    def open(self) -> None:
+        """Open the log without writing anything: for a caller that writes its own
+        ``run_started``. Idempotent.
 
         A log that already holds events is refused unless ``append=True``: two runs in one
         file would be judged as one, and nothing already recorded may be overwritten.
         """
+        if self._writer is not None:
+            return
         writer = EventLogWriter(self.path, fsync_every=self._fsync_every)  # locked: ours alone
         if not self._append and writer.size > 0:
             writer.close()
@@ -130,8 +145,6 @@ class Recorder:
             )
         self._writer = writer
         self.bus.subscribe(self._writer, name=self._writer.name)
-        self._t0 = time.monotonic()
-        self.emitter.emit(self._started)
 
     def log_moved(self) -> bool:
         """Whether the log file was renamed or removed while the run records into it."""
@@ -164,8 +177,15 @@ class Recorder:
                     reason=reason,
                     global_step=self.global_step,
                     updates=self.updates,
-                    duration_seconds=time.monotonic() - self._t0,
+                    duration_seconds=None if self._t0 is None else self._elapsed() - self._t0,
                 )
             )
         finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the log without writing ``run_finished`` (the run then reads as one that
+        stopped without a word, as a killed process leaves it); later emits are refused."""
+        self.finished = True
+        if self._writer is not None:
             self._writer.close()

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Event
+from tests import waiting
 
 WAIT_LIMIT = 60.0
 """Seconds a test waits for a process before failing (a hang guard, not a timing test)."""
@@ -40,10 +40,8 @@ def start_trainer(run_dir: Path, run_id: str, *extra: str) -> subprocess.Popen[s
 
 
 def wait_until(ready: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT
-    while not ready():
-        assert time.monotonic() < deadline, f"never saw {what}"
-        time.sleep(0.05)
+    """:func:`tests.waiting.wait_until` with this tier's hang guard."""
+    waiting.wait_until(ready, what, WAIT_LIMIT)
 
 
 def lines_in(path: Path) -> int:

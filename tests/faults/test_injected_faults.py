@@ -15,7 +15,7 @@ from ppo.config import PPOConfig
 from ppo.trainer import Progress, Trainer, TrainingStopped
 from telemetry.eventlog import EventLogReader, EventLogWriter, LogInUse, writer
 from telemetry.events import RunFinished
-from tests.telemetry.logfiles import LogBuilder
+from telemetry.testing import LogBuilder
 
 SMALL = PPOConfig(num_envs=2, num_steps=32, total_steps=64 * 40, checkpoint_every=5)
 
@@ -42,7 +42,7 @@ def full_disk_after(monkeypatch: pytest.MonkeyPatch, writes: int) -> None:
 def test_a_disk_full_in_mid_line_leaves_the_log_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    log = LogBuilder(tmp_path / "e.jsonl")
+    log = LogBuilder(tmp_path / "e.jsonl", run_id="run-a")
     log.start()
     full_disk_after(monkeypatch, writes=2)
     log.beats(1, 2)  # the two writes that still fit

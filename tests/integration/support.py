@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from sanctum.app import SanctumApp
+from tests.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -25,21 +26,12 @@ def run(args: Sequence[str], cwd: Path | None = None) -> subprocess.CompletedPro
 
 
 async def wait_for(pilot: Pilot[None], ready: Callable[[SanctumApp], bool], what: str) -> None:
-    """Let the app run until ``ready(app)`` and the screen shows its newest snapshot."""
-    app = pilot.app
-    assert isinstance(app, SanctumApp)
-    waited = 0.0
-    while not ready(app) or app.display_pending:
-        assert waited < WAIT_LIMIT, f"the app never showed {what}"
-        await pilot.pause(0.05)
-        waited += 0.05
-    await pilot.pause()
+    """:func:`tests.waiting.settle` with this tier's hang guard."""
+    await settle(pilot, ready, what, WAIT_LIMIT)
 
 
 async def wait_closed(pilot: Pilot[None]) -> None:
     """Let the app run until it has exited."""
-    waited = 0.0
-    while pilot.app.return_code is None:
-        assert waited < WAIT_LIMIT, "the app never closed"
-        await pilot.pause(0.05)
-        waited += 0.05
+    await settle(
+        pilot, lambda app: app.return_code is not None, "its exit", WAIT_LIMIT, shown=False
+    )

@@ -16,7 +16,6 @@ import subprocess
 import sys
 import termios
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ import pytest
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
 from tests.integration.support import WAIT_LIMIT
+from tests.waiting import wait_until
 
 
 class Terminal:
@@ -56,10 +56,7 @@ class Terminal:
             self.output += data
 
     def wait_for(self, text: bytes) -> None:
-        deadline = time.monotonic() + WAIT_LIMIT
-        while text not in self.output:
-            assert time.monotonic() < deadline, f"{text!r} never appeared on the terminal"
-            time.sleep(0.05)
+        wait_until(lambda: text in self.output, f"{text!r} on the terminal", WAIT_LIMIT)
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from ppo.cli import EXIT_OK, EXIT_USAGE, main
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
+from tests.waiting import wait_until
 
 SMALL = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
 
@@ -156,11 +156,8 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
     ]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = tmp_path / "r" / "events.jsonl"
-    deadline = time.monotonic() + 120  # a generous bound on start-up, not a timing assertion
-    while time.monotonic() < deadline and proc.poll() is None:
-        if log.exists() and b'"ppo_update"' in log.read_bytes():
-            break
-        time.sleep(0.05)
+    updated = lambda: log.exists() and b'"ppo_update"' in log.read_bytes()  # noqa: E731
+    wait_until(lambda: proc.poll() is not None or updated(), "an update", limit=120)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

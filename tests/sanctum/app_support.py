@@ -12,10 +12,10 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from sanctum.app import SanctumApp
 from sanctum.snapshot import SanctumSnapshot
 from telemetry.events import PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
+from tests.waiting import settle
 
 WAIT_LIMIT = 10.0
 """Seconds a test waits for the reader thread before failing (a hang guard, not a timing test)."""
@@ -47,12 +47,8 @@ async def wait_until(
     pilot: Pilot[None], ready: Callable[[SanctumSnapshot], bool], what: str
 ) -> SanctumSnapshot:
     """Let the app run until its newest snapshot satisfies ``ready``, then let it repaint."""
-    app = pilot.app
-    assert isinstance(app, SanctumApp)
-    waited = 0.0
-    while app.snapshot is None or not ready(app.snapshot) or app.display_pending:
-        assert waited < WAIT_LIMIT, f"the app never showed {what}"
-        await pilot.pause(0.02)
-        waited += 0.02
-    await pilot.pause()
+    app = await settle(
+        pilot, lambda a: a.snapshot is not None and ready(a.snapshot), what, WAIT_LIMIT
+    )
+    assert app.snapshot is not None
     return app.snapshot

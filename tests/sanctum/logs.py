@@ -1,8 +1,9 @@
 """Builders of real event logs for Sanctum tests, written through the real writer.
 
 Any Sanctum test (rules, check, summary, the app) imports these instead of hand-writing
-JSON: ``RunLog`` wires an Emitter with a controllable clock to an ``EventLogWriter``, and
-``write_run`` writes a whole healthy run with per-update overrides for the unhealthy ones.
+JSON: ``RunLog`` is the library's ``LogBuilder`` with a run's parts (rollout + update pairs,
+anomalies), and ``write_run`` writes a whole healthy run with per-update overrides for the
+unhealthy ones.
 """
 
 from __future__ import annotations
@@ -11,24 +12,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from telemetry.bus import Emitter, EventBus
-from telemetry.eventlog import EventLogWriter
 from telemetry.events import (
     AnomalyPayload,
     EarlyStop,
     Event,
-    HeartbeatPayload,
-    Payload,
     PPOUpdatePayload,
     RolloutPayload,
-    RunFinishedPayload,
-    RunStartedPayload,
     RunStatus,
     TrainerInfo,
 )
+from telemetry.testing import T0, LogBuilder
 
-T0 = 1_700_000_000.0
-"""Unix time of the first event of every fixture log."""
 STEPS_PER_UPDATE = 512
 CONFIG: dict[str, Any] = {"max_kl": 0.03, "total_steps": 20 * STEPS_PER_UPDATE, "seed": 3}
 """A config that declares max_kl and total_steps, as the ppo trainer's does."""
@@ -97,35 +91,21 @@ def rollout(update: int, **fields: Any) -> RolloutPayload:
     return RolloutPayload(update=update, **values)
 
 
-class RunLog:
-    """An Emitter with a fake clock (one second per event) writing ``path`` for real."""
+class RunLog(LogBuilder):
+    """The library's log builder (a fake clock: one second per event) with a run's parts."""
 
     def __init__(self, path: Path, run_id: str = "run-test", t0: float = T0) -> None:
-        self.path = path
-        self.now = t0
-        self.writer = EventLogWriter(path)
-        self.bus = EventBus()
-        self.bus.subscribe(self.writer)
-        self.emitter = Emitter(self.bus, run_id, clock=self._clock)
+        super().__init__(path, run_id=run_id, t0=t0)
 
-    def _clock(self) -> float:
-        self.now += 1.0
-        return self.now
-
-    def emit(self, payload: Payload) -> Event:
-        return self.emitter.emit(payload)
-
-    def start(
+    def start(  # type: ignore[override]
         self, config: Mapping[str, Any] | None = None, schema: int = 1, env_id: str = "CartPole-v1"
     ) -> Event:
-        return self.emit(
-            RunStartedPayload(
-                schema=schema,
-                trainer=TrainerInfo(name="test-trainer", version="0.1"),
-                env_id=env_id,
-                seed=3,
-                config=dict(CONFIG if config is None else config),
-            )
+        return super().start(
+            dict(CONFIG if config is None else config),
+            schema=schema,
+            env_id=env_id,
+            seed=3,
+            trainer=TrainerInfo(name="test-trainer", version="0.1"),
         )
 
     def update(self, update: int | PPOUpdatePayload, **fields: Any) -> None:
@@ -135,7 +115,7 @@ class RunLog:
         self.emit(payload)
 
     def heartbeat(self, global_step: int) -> None:
-        self.emit(HeartbeatPayload(global_step=global_step))
+        self.beats(global_step)
 
     def anomaly(
         self,
@@ -153,17 +133,6 @@ class RunLog:
                 update=update,
             )
         )
-
-    def finish(self, status: RunStatus = "completed", reason: str | None = None) -> None:
-        self.emit(RunFinishedPayload(status=status, reason=reason, duration_seconds=60.0))
-
-    def raw(self, text: str) -> None:
-        """Append text as is, bypassing the encoder (corrupt lines, unknown kinds)."""
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(text)
-
-    def close(self) -> None:
-        self.writer.close()
 
 
 def write_run(

@@ -13,8 +13,9 @@ from sanctum.health import Level
 from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
-from tests.sanctum.app_support import lively, wait_until
+from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import KL_FAR, T0, RunLog
+from tests.waiting import settle
 
 SIZE = (120, 36)
 
@@ -211,10 +212,7 @@ async def test_replay_plays_the_run_back_and_says_so(tmp_path: Path) -> None:
 async def test_an_unusable_log_is_reported_not_crashed_on(newer_schema_log: Path) -> None:
     app = SanctumApp(newer_schema_log, DEFAULT_THRESHOLDS, now=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
-        waited = 0
-        while not app.notices and waited < 500:
-            await pilot.pause(0.02)
-            waited += 1
+        await settle(pilot, lambda a: bool(a.notices), "a notice", WAIT_LIMIT, shown=False)
         assert len(app.notices) == 1
         text, severity = app.notices[0]
         assert severity == "error"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 from sanctum.supervisor import TrainerProcess, describe_exit, tail
+from tests.waiting import wait_until
 
 WAIT_LIMIT = 20.0
 """Seconds a test waits for a child before failing (a hang guard, not a timing test)."""
@@ -42,10 +42,8 @@ def start(tmp_path: Path, code: str, *args: str) -> TrainerProcess:
 
 
 def wait_for_text(path: Path, text: str) -> None:
-    deadline = time.monotonic() + WAIT_LIMIT
-    while not (path.exists() and path.read_text() == text):
-        assert time.monotonic() < deadline, f"{path} never said {text!r}"
-        time.sleep(0.01)
+    said = lambda: path.exists() and path.read_text() == text  # noqa: E731
+    wait_until(said, f"{path} saying {text!r}", WAIT_LIMIT)
 
 
 def wait_for_exit(trainer: TrainerProcess) -> None:

@@ -16,12 +16,13 @@ from telemetry.eventlog import (
     read_events,
 )
 from telemetry.events import Heartbeat, RunStarted
-from tests.telemetry.logfiles import LogBuilder, steps_of
+from telemetry.testing import LogBuilder
+from tests.telemetry.logfiles import steps_of
 
 
 @pytest.fixture
 def log(tmp_path: Path) -> LogBuilder:
-    builder = LogBuilder(tmp_path / "events.jsonl")
+    builder = LogBuilder(tmp_path / "events.jsonl", run_id="run-a")
     yield builder
     builder.close()
 
@@ -225,7 +226,7 @@ def test_line_without_a_type_is_malformed(log: LogBuilder) -> None:
 
 def test_refused_schema_consumes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
-    log = LogBuilder(path)
+    log = LogBuilder(path, run_id="run-a")
     log.beats(1)
     log.raw(
         '{"type":"run_started","run_id":"r","seq":2,"ts":1.0,"payload":{"schema":3,"trainer":{"name":"x"}}}\n'

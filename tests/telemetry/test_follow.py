@@ -11,7 +11,8 @@ from pathlib import Path
 
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Event, Heartbeat, RunFinished, RunStarted
-from tests.telemetry.logfiles import LogBuilder, steps_of
+from telemetry.testing import LogBuilder
+from tests.telemetry.logfiles import steps_of
 
 WRITER = textwrap.dedent(
     """
@@ -56,7 +57,7 @@ def test_second_process_appending_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_follow_yields_writes_made_between_polls(tmp_path: Path) -> None:
-    log = LogBuilder(tmp_path / "events.jsonl")
+    log = LogBuilder(tmp_path / "events.jsonl", run_id="run-a")
     log.beats(0)
     stop = threading.Event()
     seen: list[int] = []

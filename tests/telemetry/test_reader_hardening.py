@@ -12,7 +12,8 @@ import pytest
 
 from telemetry.eventlog import MAX_LINE_BYTES, EventLogError, EventLogReader, read_events
 from telemetry.events import Heartbeat
-from tests.telemetry.logfiles import LogBuilder, steps_of
+from telemetry.testing import LogBuilder
+from tests.telemetry.logfiles import steps_of
 
 UPDATE = b'{"type":"ppo_update","run_id":"run-a","seq":%d,"ts":1.0,"payload":{%s}}\n'
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -21,7 +22,7 @@ FIELDS = b'"update":0,"global_step":8,"approx_kl":%s,"clip_fraction":0.1,"early_
 
 @pytest.fixture
 def log(tmp_path: Path) -> LogBuilder:
-    builder = LogBuilder(tmp_path / "events.jsonl")
+    builder = LogBuilder(tmp_path / "events.jsonl", run_id="run-a")
     builder.start()
     yield builder
     builder.close()
