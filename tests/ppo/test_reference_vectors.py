@@ -1,7 +1,7 @@
 """C-04: fixed input vectors give the same KL metrics and step summaries on every CPU.
 
-The expected file was produced once by ``fixtures/make_c04.py``. Decisions are compared
-exactly: whether and where an update stopped, the reason text, what was applied or
+The expected file was produced once by ``fixtures/make_reference_vectors.py``. Decisions
+are compared exactly: whether and where an update stopped, the reason text, what was applied or
 skipped, every count. Floats are compared with a tight relative tolerance, because
 another CPU (or another BLAS path on it) may round the last bits of a float32 reduction
 differently; within one process two runs must still be bit-identical.
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .c04_scenario import EXPECTED, SCENARIOS, load_inputs, run
+from .reference_vectors import EXPECTED, SCENARIOS, load_inputs, run
 
 REL, ABS = 1e-6, 1e-7
 """Cross-machine tolerance on floats. The statistics are float32 (epsilon 1.2e-7): another
@@ -44,7 +44,7 @@ def assert_matches(got: Any, expected: Any, where: str) -> None:
         assert got == expected, where
 
 
-def test_c04_fixture_vectors_reproduce_expected_metrics_on_any_cpu() -> None:
+def test_reference_vectors_reproduce_the_expected_metrics_on_any_cpu() -> None:
     expected = json.loads(EXPECTED.read_text())
     got = json.loads(json.dumps(run(load_inputs())))  # the same float round trip as the file
     assert set(got) == set(SCENARIOS) == set(expected)
@@ -52,7 +52,7 @@ def test_c04_fixture_vectors_reproduce_expected_metrics_on_any_cpu() -> None:
         assert_matches(got[name], expected[name], name)
 
 
-def test_c04_decisions_are_exact() -> None:
+def test_reference_decisions_are_exact() -> None:
     """Stop or not, where, why, and what was applied: no tolerance at all."""
     expected = json.loads(EXPECTED.read_text())
     got = json.loads(json.dumps(run(load_inputs())))
@@ -73,7 +73,7 @@ def test_c04_decisions_are_exact() -> None:
                 assert stop_g.get(key) == stop_e.get(key)
 
 
-def test_c04_repeated_runs_in_one_process_are_identical() -> None:
+def test_repeated_runs_in_one_process_are_identical() -> None:
     inputs = load_inputs()
     assert run(inputs) == run(inputs)
 
@@ -85,7 +85,7 @@ def test_a_last_bit_difference_is_within_tolerance_but_a_real_one_is_not() -> No
         assert_matches({"approx_kl": 0.01235}, {"approx_kl": 0.01234}, "kl")
 
 
-def test_c04_fixture_covers_stops_in_both_scopes_and_the_penalty() -> None:
+def test_reference_vectors_cover_stops_in_both_scopes_and_the_penalty() -> None:
     expected = json.loads(EXPECTED.read_text())
     reasons = [r.get("early_stop_reason") for r in expected["minibatch_scope"]]
     assert reasons[0] == (

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from .c04_scenario import EXPECTED, SCENARIOS, load_inputs
+from .reference_vectors import EXPECTED, SCENARIOS, load_inputs
 
 Params = dict[str, np.ndarray]
 CLIP, CLIP_VF, VF_COEF, ENT_COEF, MAX_NORM = 0.2, 0.2, 0.5, 0.01, 0.5
@@ -106,7 +106,7 @@ def replay_update_0(inputs: dict[str, Any], max_kl: float) -> tuple[list[float],
     return kls, clips
 
 
-def test_c04_update_0_kl_and_clip_fraction_match_an_independent_numpy_ppo() -> None:
+def test_update_0_kl_and_clip_fraction_match_an_independent_numpy_ppo() -> None:
     max_kl = SCENARIOS["minibatch_scope"]["max_kl"]
     kls, clips = replay_update_0(load_inputs(), max_kl)
     expected = json.loads(EXPECTED.read_text())["minibatch_scope"][0]

@@ -1,7 +1,7 @@
-"""C-04 scenario: fixed input vectors -> PPO updates -> KL metrics and step summaries.
+"""C-04 reference vectors: fixed inputs -> PPO updates -> KL metrics and step summaries.
 
 Shared by the conformance test and the script that generated the expected file
-(``fixtures/make_c04.py``), so both run exactly the same code path.
+(``fixtures/make_reference_vectors.py``), so both run exactly the same code path.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from ppo.config import PPOConfig
 from ppo.policy import ActionSpec, ActorCritic
 
 FIXTURES = Path(__file__).parent / "fixtures"
-INPUTS = FIXTURES / "c04_inputs.json"
-EXPECTED = FIXTURES / "c04_expected.json"
+INPUTS = FIXTURES / "reference_inputs.json"
+EXPECTED = FIXTURES / "reference_expected.json"
 TIMING_FIELDS = ("update_seconds",)
 
 SCENARIOS: dict[str, dict[str, Any]] = {
