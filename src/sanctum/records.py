@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 KEPT: Final = 1000
-"""Early stops, anomalies and skipped lines listed individually (all are counted)."""
+"""Early stops and anomalies listed individually (all are counted; skipped lines have their
+own cap, :data:`telemetry.eventlog.SKIPPED_KEPT`)."""
 
 
 @dataclass(frozen=True, slots=True)

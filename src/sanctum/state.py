@@ -6,9 +6,9 @@ row-oriented, the last 10 payloads (the sparkline history of *every* metric) and
 two deque appends however many fields the contract grows, and the per-metric columns are
 cut once per snapshot, not once per event. Any metric's current value and history are
 ``values()[metric]`` and ``history_of(metric)``; the KL record (value plus its 10-update
-history) also has its product names, ``kl_divergence`` and ``kl_divergence_history``.
-``None`` stays ``None`` all the way: "not measured" is never a zero. :class:`RunState`
-holds the facts of the run as a whole. The frozen copies are in :mod:`sanctum.snapshot`.
+history) also has its product names (TELE-110), ``kl_divergence`` and
+``kl_divergence_history``. ``None`` stays ``None`` all the way: "not measured" is never a
+zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies are in :mod:`sanctum.snapshot`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ from sanctum.scan import LogScan, scan_log
 from sanctum.thresholds import Thresholds
 
 TEXT_LIST_LIMIT = 20
-"""Early stops, anomalies and skipped lines printed in the text form (JSON has up to KEPT)."""
+"""Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
+fold kept: ``records.KEPT`` early stops and anomalies, ``SKIPPED_KEPT`` skipped lines)."""
 
 
 def build_summary(path: Path, thresholds: Thresholds) -> dict[str, Any]:

@@ -7,12 +7,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from sanctum import check_report
 from sanctum.check import run_check
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import RunLog, early_stop_update, write_run, write_two_runs
+from tests.sanctum.logs import RunLog, early_stop_update, kl_spike, write_run, write_two_runs
 
 
 def summary(path: Path) -> dict[str, Any]:
@@ -171,3 +172,16 @@ def test_a_log_holding_two_runs_summarises_the_last_and_names_the_earlier(
     ]
     text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     assert "earlier   1 earlier run in this file not summarised: run-a (6 updates)" in text
+
+
+def test_summary_and_check_write_the_worst_kl_alike(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", overrides=kl_spike(5, 0.04123, updates=3))
+    check_text = check_report.format_text(run_check(path, DEFAULT_THRESHOLDS))
+    summary_text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    kl_rows = [
+        line.split()
+        for line in (check_text + summary_text).splitlines()
+        if line.startswith("KL approx_kl")
+    ]
+    assert len(kl_rows) == 2
+    assert "0.0412" in kl_rows[0] and "0.0412" in kl_rows[1]  # the rule's 4 decimals in both
