@@ -8,7 +8,8 @@ cut once per snapshot, not once per event. Any metric's current value and histor
 ``values()[metric]`` and ``history_of(metric)``; the KL record (value plus its 10-update
 history) also has its product names (TELE-110), ``kl_divergence`` and
 ``kl_divergence_history``. ``None`` stays ``None`` all the way: "not measured" is never a
-zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies are in :mod:`sanctum.snapshot`.
+zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies are in
+:mod:`sanctum.snapshot`.
 """
 
 from __future__ import annotations
