@@ -28,7 +28,11 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-KLEstimator: TypeAlias = Literal["k1", "k2", "k3", "low_var_kl", "abs"]
+KLEstimator: TypeAlias = Literal[
+    "k1", "k2", "k3", "low_var_kl", "abs", "k1+", "k2+", "k3+", "low_var_kl+", "abs+"
+]
+"""A per-sample KL estimator (``ppo.kl``); a ``+`` name is straight-through: the base
+estimator's value with the gradient of k2."""
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]

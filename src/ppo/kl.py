@@ -1,10 +1,18 @@
-"""Per-sample estimators of KL(pi_old || pi_new) from log-probabilities of old samples.
+"""Per-sample KL estimators from the log-probabilities of sampled actions.
 
-PPO samples actions from pi_old, so with r = pi_new(a|s) / pi_old(a|s) every estimator
-below is a function of log r alone. Peers disagree on which one "approx_kl" means; here the
-config names it and the run_started event records it. The log-ratio is guarded before any
-exp(): non-finite entries are replaced (and counted by the caller) and the rest clamped,
-so one wild sample cannot turn the whole statistic into inf.
+For samples a ~ p and another distribution q, with r = q(a|s) / p(a|s), every estimator
+below estimates KL(p || q) as a function of log r alone: PPO's approx_kl is KL(pi_old ||
+pi_new) on the rollout's samples (p = pi_old); the reference KL is KL(pi_theta || pi_ref)
+on the same samples (p = pi_theta, the policy that drew them). Peers disagree on which
+estimator "approx_kl" means; here the config names it and the run_started event records
+it. The log-ratio is guarded before any exp(): non-finite entries are replaced (and
+counted by the caller) and the rest clamped, so one wild sample cannot turn the whole
+statistic into inf.
+
+A name ending in ``+`` is straight-through (verl's ``k3+``, ``low_var_kl+``): its value is
+the base estimator's, its gradient that of k2 = (log r)^2 / 2, whose gradient is the
+unbiased gradient of the KL. So a loss term can report k3 and still be optimised with
+the right gradient.
 """
 
 from __future__ import annotations
@@ -18,30 +26,42 @@ from ppo.config import KLEstimator
 
 ESTIMATORS: Final[tuple[str, ...]] = get_args(KLEstimator)
 """Names accepted by :func:`estimate`."""
+STRAIGHT_THROUGH: Final = "+"
+"""The suffix of a straight-through estimator."""
 
 LOW_VAR_KL_BOUND: Final = 10.0
 """verl's ``low_var_kl`` clamps k3 to [-10, 10] per sample."""
 
 
 def guarded_log_ratio(
-    logp_new: Tensor, logp_old: Tensor, clamp: float = 20.0
+    logp_other: Tensor, logp_sampled: Tensor, clamp: float = 20.0
 ) -> tuple[Tensor, Tensor]:
-    """log(pi_new / pi_old) clamped to [-clamp, clamp], NaN replaced by 0 (ratio 1).
+    """log(q / p) clamped to [-clamp, clamp], NaN replaced by 0 (ratio 1).
 
     Returns the guarded log-ratio and the number of entries that were not finite before
     the guard (a 0-d tensor, kept on the device).
     """
-    raw = logp_new - logp_old
+    raw = logp_other - logp_sampled
     nonfinite = (~torch.isfinite(raw)).sum()
     return torch.nan_to_num(raw, nan=0.0).clamp(-clamp, clamp), nonfinite
 
 
 def estimate_from_log_ratio(log_ratio: Tensor, estimator: KLEstimator) -> Tensor:
-    """Per-sample KL(pi_old || pi_new) estimate from an already guarded log-ratio."""
+    """Per-sample KL(p || q) estimate from an already guarded log r = log q - log p."""
+    if estimator not in ESTIMATORS:
+        raise ValueError(f"kl_estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    if estimator.endswith(STRAIGHT_THROUGH):
+        forward = _base_estimate(log_ratio, estimator[: -len(STRAIGHT_THROUGH)]).detach()
+        k2 = 0.5 * log_ratio.square()
+        return k2 - k2.detach() + forward  # the value of the base, the gradient of k2
+    return _base_estimate(log_ratio, estimator)
+
+
+def _base_estimate(log_ratio: Tensor, estimator: str) -> Tensor:
     # Schulman, "Approximating KL Divergence" (http://joschu.net/blog/kl-approx.html):
-    # with x ~ pi_old and r = pi_new/pi_old, k1 = -log r is unbiased but high-variance,
-    # k2 = (log r)^2 / 2 is biased but low-variance, k3 = (r - 1) - log r is unbiased and
-    # always >= 0. "abs" (|log r|) is a biased magnitude used by some RLHF trainers.
+    # with x ~ p and r = q/p, k1 = -log r is unbiased but high-variance, k2 = (log r)^2 / 2
+    # is biased but low-variance, k3 = (r - 1) - log r is unbiased and always >= 0. "abs"
+    # (|log r|) is a biased magnitude used by some RLHF trainers.
     if estimator == "k1":
         return -log_ratio
     if estimator == "k2":
@@ -50,14 +70,15 @@ def estimate_from_log_ratio(log_ratio: Tensor, estimator: KLEstimator) -> Tensor
         return torch.expm1(log_ratio) - log_ratio
     if estimator == "low_var_kl":  # verl's name for k3 with a per-sample clamp
         return (torch.expm1(log_ratio) - log_ratio).clamp(-LOW_VAR_KL_BOUND, LOW_VAR_KL_BOUND)
-    if estimator == "abs":
-        return log_ratio.abs()
-    raise ValueError(f"kl_estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+    assert estimator == "abs"
+    return log_ratio.abs()
 
 
 def estimate(
-    logp_new: Tensor, logp_old: Tensor, estimator: KLEstimator, clamp: float = 20.0
+    logp_other: Tensor, logp_sampled: Tensor, estimator: KLEstimator, clamp: float = 20.0
 ) -> Tensor:
-    """Per-sample estimate of KL(pi_old || pi_new); the log-ratio is guarded first."""
-    log_ratio, _ = guarded_log_ratio(logp_new, logp_old, clamp)
+    """Per-sample estimate of KL(p_sampled || p_other), for actions drawn from p_sampled:
+    the second argument is the distribution the samples came from. The log-ratio is
+    guarded first."""
+    log_ratio, _ = guarded_log_ratio(logp_other, logp_sampled, clamp)
     return estimate_from_log_ratio(log_ratio, estimator)

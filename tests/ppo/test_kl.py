@@ -96,4 +96,40 @@ def test_log_ratio_is_guarded_before_exp() -> None:
 def test_unknown_estimator_is_named() -> None:
     with pytest.raises(ValueError, match="kl_estimator must be one of k1, k2, k3, low_var_kl, abs"):
         estimate_from_log_ratio(torch.zeros(1), "k9")  # type: ignore[arg-type]
-    assert ESTIMATORS == ("k1", "k2", "k3", "low_var_kl", "abs")
+    base = ("k1", "k2", "k3", "low_var_kl", "abs")
+    assert ESTIMATORS == (*base, *(f"{name}+" for name in base))
+
+
+BASE_GRADIENTS = {
+    "k1": lambda x: -torch.ones_like(x),
+    "k2": lambda x: x,
+    "k3": lambda x: torch.expm1(x),
+    "low_var_kl": lambda x: torch.where(torch.expm1(x) - x < 10.0, torch.expm1(x), 0.0),
+    "abs": torch.sign,
+}
+"""d estimate / d log r in closed form (low_var_kl: zero where the clamp holds it at 10)."""
+
+
+@pytest.mark.parametrize("name", list(BASE_GRADIENTS))
+def test_straight_through_takes_the_base_value_and_the_gradient_of_k2(name: str) -> None:
+    points = torch.tensor([-3.0, -0.7, -0.1, 0.05, 0.4, 1.5, 4.0], dtype=torch.float64)
+    plain = points.clone().requires_grad_(True)
+    estimate_from_log_ratio(plain, name).sum().backward()  # type: ignore[arg-type]
+    straight = points.clone().requires_grad_(True)
+    value = estimate_from_log_ratio(straight, f"{name}+")  # type: ignore[arg-type]
+    value.sum().backward()
+    assert torch.equal(value.detach(), estimate_from_log_ratio(points, name))  # type: ignore[arg-type]
+    assert plain.grad is not None and straight.grad is not None
+    assert torch.allclose(plain.grad, BASE_GRADIENTS[name](points), rtol=1e-12, atol=0)
+    assert torch.allclose(straight.grad, points, rtol=1e-12, atol=0)  # d/dx x^2/2 = x
+
+
+def test_the_reference_kl_is_kl_of_the_sampling_policy_to_the_reference() -> None:
+    """estimate(logp_ref, logp_theta): samples from pi_theta, so it estimates KL(theta || ref)."""
+    theta, ref = P_NEW, P_OLD  # samples drawn from theta this time
+    per_action = estimate(ref.log(), theta.log(), "k3")
+    assert float((theta * per_action).sum()) == pytest.approx(
+        exact_categorical_kl(theta, ref), rel=1e-12
+    )
+    k1 = estimate(ref.log(), theta.log(), "k1")  # verl: k1 = logprob - ref_logprob
+    assert torch.allclose(k1, theta.log() - ref.log(), rtol=1e-12, atol=0)
