@@ -26,9 +26,10 @@ from torch import Tensor, nn
 from ppo import kl as kl_estimators
 from ppo.advantages import normalize
 from ppo.buffer import Batch
-from ppo.config import KL_COEF_MAX, KL_COEF_MIN, PPOConfig
+from ppo.config import PPOConfig
 from ppo.distributions import uniform_entropy
 from ppo.gradients import GradNorms, clip_grad_norm
+from ppo.kl_control import adapt_penalty
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
 from ppo.policy import ActorCritic
 from ppo.stats import WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
@@ -176,7 +177,9 @@ class PPOAgent:
         rows = state.stats[: state.evaluated]
         last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
         stats = reduce_update(rows, state.applied_rows, last_epoch, rollout, kl_final)
-        self._adapt_kl_coef(stats.approx_kl if stats.kl_final is None else stats.kl_final)
+        if cfg.kl_target is not None:
+            measured = stats.approx_kl if stats.kl_final is None else stats.kl_final
+            self.kl_coef = adapt_penalty(self.kl_coef, measured, cfg.kl_target)
         payload = self._payload(stats, state, batch, time.perf_counter() - started)
         return UpdateSummary(payload, self._anomalies(payload, state))
 
@@ -273,19 +276,6 @@ class PPOAgent:
             return kl_estimators.estimate(
                 logp, batch.logp, self.config.kl_estimator, self.config.log_ratio_clamp
             ).mean()
-
-    def _adapt_kl_coef(self, measured: float) -> None:
-        """PPO paper (Schulman et al. 2017, sec. 4): x2 above 1.5 target, /2 below target/1.5.
-
-        Kept within [KL_COEF_MIN, KL_COEF_MAX] (see there for why).
-        """
-        target = self.config.kl_target
-        if target is None or not math.isfinite(measured):
-            return
-        if measured > 1.5 * target:
-            self.kl_coef = min(self.kl_coef * 2.0, KL_COEF_MAX)
-        elif measured < target / 1.5:
-            self.kl_coef = max(self.kl_coef / 2.0, KL_COEF_MIN)
 
     # --------------------------------------------------------------- reporting
     def _payload(

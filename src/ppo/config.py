@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from ppo import validators as valid
 
@@ -36,13 +36,6 @@ estimator's value with the gradient of k2."""
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
-
-KL_COEF_MIN: Final = 1e-6
-KL_COEF_MAX: Final = 1e6
-"""Range of the adaptive KL coefficient. The update multiplies it by 2 or 1/2 each time,
-so unbounded, a long run under target drives it to 0.0 (about 1075 halvings; 0 * 2 stays
-0, the penalty could never return) and one over target drives it to inf (an inf loss that
-skips every step). Both bounds are far outside any coefficient that is useful."""
 
 _NONE_WORDS = frozenset({"none", "null", "off"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -162,8 +155,36 @@ class PPOConfig:
     kl_final: bool = setting(True, valid.boolean)
     """Also measure the estimator on the whole batch after the last step (one forward)."""
 
+    # --- fine-tuning: KL to a frozen reference policy (the RLHF setting) ---
+    init_from: str | None = setting(None, valid.text_or_none)
+    """Start from the policy weights of this checkpoint (a .pt file or a run folder); the
+    optimizer starts fresh. None: from a new initialisation."""
+    reference: str = setting("init", valid.text)
+    """The frozen reference policy: ``init`` (a copy of the policy training starts from) or
+    a checkpoint (a .pt file or a run folder). Used only when a reference KL is on."""
+    ref_kl_loss_coef: float = setting(0.0, valid.number(0))
+    """Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss)."""
+    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", valid.choice(KLEstimator))  # noqa: RUF009
+    """Estimator of the reference KL in the loss, and of the reported ref_kl."""
+    ref_kl_in_reward: bool = setting(False, valid.boolean)
+    """Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."""
+    ref_kl_reward_estimator: KLEstimator = setting("k1", valid.choice(KLEstimator))  # noqa: RUF009
+    """Estimator of the per-sample reward penalty (verl's default: k1)."""
+    ref_kl_reward_coef: float = setting(0.001, valid.number(0))
+    """Coefficient of the reward penalty at the start (verl's default 0.001)."""
+    ref_kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
+    """If set, adapt the reference-KL coefficients in force toward this ref_kl (the
+    proportional controller of Ziegler et al. 2019), within [KL_COEF_MIN, KL_COEF_MAX]."""
+    ref_kl_horizon: int = setting(10_000, valid.integer(1))
+    """Environment steps over which the controller closes a 20% error (verl's default)."""
+
+    # --- returns ---
+    normalize_returns: bool = setting(False, valid.boolean)
+    """Divide rewards by the running standard deviation of the discounted return, so value
+    targets have unit scale; reported returns, values and TD errors stay unnormalised."""
+
     def __post_init__(self) -> None:
-        errors = validate(self)
+        errors = valid.validate(self)
         if errors:
             raise ConfigError(errors)
 
@@ -172,6 +193,11 @@ class PPOConfig:
     def batch_size(self) -> int:
         """Samples per rollout."""
         return self.num_envs * self.num_steps
+
+    @property
+    def uses_reference(self) -> bool:
+        """Whether a reference KL is on (in the loss or in the reward)."""
+        return self.ref_kl_loss_coef > 0.0 or self.ref_kl_in_reward
 
     @property
     def num_updates(self) -> int:
@@ -300,44 +326,3 @@ def _unknown_key(key: str, names: list[str]) -> str:
     close = difflib.get_close_matches(key, names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"unknown config key {key!r}{hint}"
-
-
-# -------------------------------------------------------------------------- validation
-
-
-def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
-    """Checks that involve two fields; each is reported at the first field's position."""
-    problems: list[tuple[str, str]] = []
-    batch = config.num_envs * config.num_steps
-    if config.num_minibatches > batch:
-        problems.append(
-            (
-                "num_minibatches",
-                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
-                f"got {config.num_minibatches!r}",
-            )
-        )
-    coef = config.kl_penalty_coefficient
-    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
-        problems.append(
-            (
-                "kl_target",
-                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
-                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
-            )
-        )
-    return problems
-
-
-def validate(config: PPOConfig) -> list[str]:
-    """Every problem with ``config``, in field order (empty when valid)."""
-    fields = dataclasses.fields(config)
-    found: list[str] = []
-    for f in fields:
-        message = f.metadata["validator"](getattr(config, f.name))
-        if message is not None:
-            found.append(f"{f.name} {message}")
-    if found:  # cross-field checks assume each field is well-typed
-        return found
-    order = {f.name: i for i, f in enumerate(fields)}
-    return [message for name, message in sorted(_cross_field(config), key=lambda p: order[p[0]])]

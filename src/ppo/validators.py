@@ -1,16 +1,23 @@
 """Validators of config fields: each returns None when a value is fine, else what is wrong.
 
 A validator sees one value and describes the problem in words that follow the field name
-(``must be finite and >= 0, got nan``); the config prefixes the name and collects every
-message, so all problems are reported at once. (A "rule" is a health rule, in sanctum.)
+(``must be finite and >= 0, got nan``); :func:`validate` prefixes the name, adds the checks
+that involve two fields, and collects every message, so all problems are reported at once.
+(A "rule" is a health rule, in sanctum.)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
+
+if TYPE_CHECKING:
+    from ppo.config import PPOConfig
 
 Validator = Callable[[Any], str | None]
 
@@ -57,12 +64,18 @@ def integer(low: int) -> Validator:
 
 
 def choice(tp: Any) -> Validator:
+    """One of the names of a Literal; names that are another name plus ``+`` (the
+    straight-through KL estimators) are summarised rather than listed twice."""
     options = typing.get_args(tp)
+    base = [o for o in options if not (o.endswith("+") and o[:-1] in options)]
+    listed = ", ".join(base)
+    if len(base) < len(options):
+        listed += " (each also with '+': straight-through)"
 
     def rule(value: Any) -> str | None:
         if value in options and isinstance(value, str):
             return None
-        return f"must be one of {', '.join(options)}, got {value!r}"
+        return f"must be one of {listed}, got {value!r}"
 
     return rule
 
@@ -76,7 +89,70 @@ def text(value: Any) -> str | None:
     return None if ok else f"must be a non-empty string, got {value!r}"
 
 
+def text_or_none(value: Any) -> str | None:
+    return None if value is None else text(value)
+
+
 def sizes(value: Any) -> str | None:
     ok = isinstance(value, tuple) and len(value) > 0
     ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
     return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
+
+
+def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
+    """Checks that involve two fields; each is reported at the first field's position."""
+    problems: list[tuple[str, str]] = []
+    batch = config.num_envs * config.num_steps
+    if config.num_minibatches > batch:
+        problems.append(
+            (
+                "num_minibatches",
+                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
+                f"got {config.num_minibatches!r}",
+            )
+        )
+    problems += _reference_problems(config)
+    coef = config.kl_penalty_coefficient
+    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
+        problems.append(
+            (
+                "kl_target",
+                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
+                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
+            )
+        )
+    return problems
+
+
+def _reference_problems(config: PPOConfig) -> list[tuple[str, str]]:
+    """A controller needs something to control, and a coefficient it can scale."""
+    if config.ref_kl_target is None:
+        return []
+    if config.ref_kl_loss_coef == 0.0 and not config.ref_kl_in_reward:
+        return [("ref_kl_target", "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward")]
+    scaled = [("ref_kl_loss_coef", config.ref_kl_loss_coef)] if config.ref_kl_loss_coef else []
+    if config.ref_kl_in_reward:
+        scaled.append(("ref_kl_reward_coef", config.ref_kl_reward_coef))
+    return [
+        (
+            name,
+            f"{name} must be in [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}] for ref_kl_target to "
+            f"adapt it, got {value!r}",
+        )
+        for name, value in scaled
+        if not KL_COEF_MIN <= value <= KL_COEF_MAX
+    ]
+
+
+def validate(config: PPOConfig) -> list[str]:
+    """Every problem with ``config``, in field order (empty when valid)."""
+    fields = dataclasses.fields(config)
+    found: list[str] = []
+    for f in fields:
+        message = f.metadata["validator"](getattr(config, f.name))
+        if message is not None:
+            found.append(f"{f.name} {message}")
+    if found:  # cross-field checks assume each field is well-typed
+        return found
+    order = {f.name: i for i, f in enumerate(fields)}
+    return [message for name, message in sorted(_cross_field(config), key=lambda p: order[p[0]])]

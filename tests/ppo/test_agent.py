@@ -11,7 +11,7 @@ import torch
 from ppo import losses
 from ppo.agent import PPOAgent, exceeds
 from ppo.buffer import Batch
-from ppo.config import KL_COEF_MAX, KL_COEF_MIN
+from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
 from ppo.policy import ActionSpec, ActorCritic
 from telemetry.events import EarlyStop
 

@@ -57,7 +57,8 @@ def test_c01_log_ratio_clamp_invalid(value: float) -> None:
 
 def test_c01_kl_estimator_and_scope_invalid() -> None:
     assert errors_of(kl_estimator="k4", early_stop_scope="update") == (
-        "kl_estimator must be one of k1, k2, k3, low_var_kl, abs, got 'k4'",
+        "kl_estimator must be one of k1, k2, k3, low_var_kl, abs (each also with '+': "
+        "straight-through), got 'k4'",
         "early_stop_scope must be one of minibatch, epoch, got 'update'",
     )
 
