@@ -20,6 +20,20 @@ FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
 
 
+def td_errors(
+    rewards: FloatArray,
+    values: FloatArray,
+    next_values: FloatArray,
+    terminated: BoolArray,
+    gamma: float,
+) -> FloatArray:
+    """delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t): the critic's
+    one-step error (no bootstrap past a terminal state; V(final obs) after a truncation)."""
+    not_terminated = 1.0 - terminated.astype(np.float32)
+    deltas: FloatArray = rewards + np.float32(gamma) * next_values * not_terminated - values
+    return deltas
+
+
 def gae(
     rewards: FloatArray,
     values: FloatArray,
@@ -34,9 +48,8 @@ def gae(
     delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
     A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1},  done = terminated | truncated
     """
-    not_terminated = 1.0 - terminated.astype(np.float32)
     not_done = 1.0 - (terminated | truncated).astype(np.float32)
-    deltas = rewards + np.float32(gamma) * next_values * not_terminated - values
+    deltas = td_errors(rewards, values, next_values, terminated, gamma)
     decay = np.float32(gamma * lam) * not_done
     advantages = np.empty_like(deltas)
     carry = np.zeros(deltas.shape[1], dtype=np.float32)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -29,10 +29,12 @@ from ppo.buffer import Batch
 from ppo.config import PPOConfig
 from ppo.distributions import uniform_entropy
 from ppo.gradients import GradNorms, clip_grad_norm
-from ppo.kl_control import adapt_penalty
+from ppo.kl_control import adapt_penalty, adapt_proportional
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
+from ppo.payload import PayloadContext, build_payload
 from ppo.policy import ActorCritic
 from ppo.stats import WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
+from ppo.update_state import SkippedStep, UpdateState, anomalies
 from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
 
 
@@ -42,73 +44,6 @@ class UpdateSummary:
 
     payload: PPOUpdatePayload
     anomalies: tuple[AnomalyPayload, ...] = ()
-
-
-@dataclass(frozen=True)
-class SkippedStep:
-    """An optimizer step not taken because the loss or gradient was not finite."""
-
-    epoch: int
-    minibatch: int
-    metric: str
-    value: float
-
-
-class Decisions(TypedDict):
-    """What an update had in force and what it did: the payload's fields that are not
-    measurements."""
-
-    update: int
-    global_step: int
-    learning_rate: float
-    entropy_coef: float
-    kl_coef: float
-    epochs_completed: int
-    minibatches_completed: int
-    minibatches_planned: int
-    early_stopped: bool
-    early_stop_reason: str | None
-    early_stop: EarlyStop | None
-    skipped_steps: int
-
-
-@dataclass
-class _Update:
-    """One update in progress: what is in force, the statistics tensor, and the decisions.
-
-    ``stats`` stays on the device; everything else is host-side bookkeeping.
-    """
-
-    update: int
-    global_step: int
-    learning_rate: float
-    ent_coef: float
-    kl_coef: float
-    stats: Tensor
-    evaluated: int = 0
-    applied_rows: list[int] = field(default_factory=list)
-    epochs_started: int = 0
-    skipped: list[SkippedStep] = field(default_factory=list)
-    stop: EarlyStop | None = None
-    planned: int = 0
-
-    def decisions(self) -> Decisions:
-        """The payload's fields that record what this update had in force and did."""
-        stop = self.stop
-        return Decisions(
-            update=self.update,
-            global_step=self.global_step,
-            learning_rate=self.learning_rate,
-            entropy_coef=self.ent_coef,
-            kl_coef=self.kl_coef,
-            epochs_completed=self.epochs_started,
-            minibatches_completed=len(self.applied_rows),
-            minibatches_planned=self.planned,
-            early_stopped=stop is not None,
-            early_stop_reason=None if stop is None else stop.describe(),
-            early_stop=stop,
-            skipped_steps=len(self.skipped),
-        )
 
 
 def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.Adam:
@@ -140,6 +75,10 @@ class PPOAgent:
         self.optimizer = make_adam(list(policy.parameters()), config.learning_rate, config.adam_eps)
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
+        self.ref_kl_loss_coef = float(config.ref_kl_loss_coef)
+        """The reference-KL loss coefficient in force (adapted toward ref_kl_target)."""
+        self.ref_kl_reward_coef = float(config.ref_kl_reward_coef)
+        """The reward penalty's coefficient in force (used when ref_kl_in_reward)."""
         self._groups = {
             name: [p for p in params if p.requires_grad]
             for name, params in policy.parameter_groups().items()
@@ -152,7 +91,7 @@ class PPOAgent:
         """Run one PPO update on ``batch`` and summarise it."""
         started = time.perf_counter()
         cfg = self.config
-        state = _Update(
+        state = UpdateState(
             update=update,
             global_step=global_step,
             learning_rate=cfg.learning_rate_at(update),
@@ -177,13 +116,41 @@ class PPOAgent:
         rows = state.stats[: state.evaluated]
         last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
         stats = reduce_update(rows, state.applied_rows, last_epoch, rollout, kl_final)
+        context = PayloadContext(
+            seconds=time.perf_counter() - started,
+            entropy_normalized=self._normalized_entropy(stats.entropy, batch),
+            grouped="actor" in self._groups,
+            ref_kl_loss_coef=self.ref_kl_loss_coef,
+            ref_kl_reward_coef=self.ref_kl_reward_coef,
+        )
+        payload = build_payload(self.config, stats, state, batch, context)
+        self._adapt(stats, batch.size)
+        return UpdateSummary(payload, anomalies(payload, state))
+
+    @property
+    def reward_kl_coef(self) -> float | None:
+        """The coefficient of the reward penalty in force (None: the penalty is off)."""
+        return self.ref_kl_reward_coef if self.config.ref_kl_in_reward else None
+
+    def _adapt(self, stats: UpdateStats, n_steps: int) -> None:
+        """Move the adaptive coefficients for the next update (the payload has reported
+        the ones this update used)."""
+        cfg = self.config
         if cfg.kl_target is not None:
             measured = stats.approx_kl if stats.kl_final is None else stats.kl_final
             self.kl_coef = adapt_penalty(self.kl_coef, measured, cfg.kl_target)
-        payload = self._payload(stats, state, batch, time.perf_counter() - started)
-        return UpdateSummary(payload, self._anomalies(payload, state))
+        if cfg.ref_kl_target is not None:
+            target, horizon = cfg.ref_kl_target, cfg.ref_kl_horizon
+            if cfg.ref_kl_loss_coef > 0.0:
+                self.ref_kl_loss_coef = adapt_proportional(
+                    self.ref_kl_loss_coef, stats.ref_kl, target, n_steps, horizon
+                )
+            if cfg.ref_kl_in_reward:
+                self.ref_kl_reward_coef = adapt_proportional(
+                    self.ref_kl_reward_coef, stats.ref_kl, target, n_steps, horizon
+                )
 
-    def _epoch(self, batch: Batch, epoch: int, state: _Update) -> list[float]:
+    def _epoch(self, batch: Batch, epoch: int, state: UpdateState) -> list[float]:
         """One pass over the minibatches until a stop; returns the KL measured on each."""
         kls: list[float] = []
         for minibatch, mb in enumerate(batch.split(self.config.num_minibatches)):
@@ -192,7 +159,7 @@ class PPOAgent:
                 break
         return kls
 
-    def _minibatch(self, mb: Batch, epoch: int, minibatch: int, state: _Update) -> float:
+    def _minibatch(self, mb: Batch, epoch: int, minibatch: int, state: UpdateState) -> float:
         """Evaluate one minibatch, then stop before it, skip it or step; returns its KL."""
         cfg = self.config
         row = epoch * cfg.num_minibatches + minibatch
@@ -217,7 +184,7 @@ class PPOAgent:
             state.applied_rows.append(row)
         return kl
 
-    def _check_epoch(self, kls: list[float], epoch: int, state: _Update) -> None:
+    def _check_epoch(self, kls: list[float], epoch: int, state: UpdateState) -> None:
         """Epoch scope: stop when the epoch's mean KL broke the threshold (steps applied)."""
         cfg = self.config
         if cfg.early_stop_scope != "epoch" or epoch == cfg.update_epochs - 1:
@@ -255,8 +222,9 @@ class PPOAgent:
             old_values=mb.values,
             returns=mb.returns,
             advantages=advantages,
+            logp_ref=mb.ref_logp,
         )
-        loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef)
+        loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef, self.ref_kl_loss_coef)
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
         return breakdown, clip_grad_norm(self._groups, cfg.max_grad_norm)
@@ -277,84 +245,14 @@ class PPOAgent:
                 logp, batch.logp, self.config.kl_estimator, self.config.log_ratio_clamp
             ).mean()
 
-    # --------------------------------------------------------------- reporting
-    def _payload(
-        self, stats: UpdateStats, state: _Update, batch: Batch, seconds: float
-    ) -> PPOUpdatePayload:
-        """The update's one payload: what it measured, then what it decided."""
-        cfg, r = self.config, stats.rollout
-        grouped = "actor" in self._groups  # separate actor and critic parameters
-        return PPOUpdatePayload(
-            approx_kl=stats.approx_kl,
-            approx_kl_max=stats.approx_kl_max,
-            kl_final=stats.kl_final,
-            clip_fraction=stats.clip_fraction,
-            clip_fraction_lower=None if cfg.clip_ratio_c is None else stats.clip_fraction_lower,
-            ratio_mean=stats.ratio_mean,
-            ratio_min=stats.ratio_min,
-            ratio_max=stats.ratio_max,
-            entropy=stats.entropy,
-            entropy_normalized=self._normalized_entropy(stats.entropy, batch),
-            policy_loss=stats.policy_loss,
-            value_loss=stats.value_loss,
-            kl_penalty=stats.kl_penalty,
-            total_loss=stats.total_loss,
-            explained_variance=r.explained_variance,
-            grad_norm=stats.grad_norm,
-            grad_norm_max=stats.grad_norm_max,
-            grad_norm_actor=stats.grad_norm_actor if grouped else None,
-            grad_norm_critic=stats.grad_norm_critic if grouped else None,
-            grad_clip_scale=None if cfg.max_grad_norm is None else stats.grad_clip_scale,
-            advantage_mean=r.advantage_mean,
-            advantage_std=r.advantage_std,
-            return_mean=r.return_mean,
-            return_std=r.return_std,
-            value_mean=r.value_mean,
-            nonfinite_ratios=stats.nonfinite_ratios,
-            update_seconds=seconds,
-            **state.decisions(),
-        )
-
-    def _anomalies(self, payload: PPOUpdatePayload, state: _Update) -> tuple[AnomalyPayload, ...]:
-        found: list[AnomalyPayload] = []
-        if state.skipped:
-            first = state.skipped[0]
-            found.append(
-                AnomalyPayload(
-                    severity="critical",
-                    metric=first.metric,
-                    value=first.value,
-                    message=(
-                        f"{len(state.skipped)} optimizer step(s) skipped: non-finite "
-                        f"{first.metric} {first.value} first at epoch {first.epoch} "
-                        f"minibatch {first.minibatch}"
-                    ),
-                    update=state.update,
-                    global_step=state.global_step,
-                )
-            )
-        if payload.nonfinite_ratios:
-            found.append(
-                AnomalyPayload(
-                    severity="warning",
-                    metric="nonfinite_ratios",
-                    value=float(payload.nonfinite_ratios),
-                    message=(
-                        f"{payload.nonfinite_ratios} non-finite probability ratio(s) replaced by "
-                        "the guard (log-ratio NaN -> 0, +-inf -> clamp)"
-                    ),
-                    update=state.update,
-                    global_step=state.global_step,
-                )
-            )
-        return tuple(found)
-
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Optimizer, KL coefficient and minibatch generator state (tensors and builtins)."""
         return {
             "optimizer": self.optimizer.state_dict(),
             "kl_coef": self.kl_coef,
+            "ref_kl_loss_coef": self.ref_kl_loss_coef,
+            "ref_kl_reward_coef": self.ref_kl_reward_coef,
             "generator": self.generator.get_state(),
         }
 
@@ -367,4 +265,7 @@ class PPOAgent:
         for group, flag in zip(self.optimizer.param_groups, fused, strict=True):
             group["fused"] = flag
         self.kl_coef = float(state["kl_coef"])
+        # checkpoints written before the reference KL existed start from the config's values
+        self.ref_kl_loss_coef = float(state.get("ref_kl_loss_coef", self.ref_kl_loss_coef))
+        self.ref_kl_reward_coef = float(state.get("ref_kl_reward_coef", self.ref_kl_reward_coef))
         self.generator.set_state(state["generator"])

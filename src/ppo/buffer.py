@@ -3,8 +3,10 @@
 Environments speak numpy, so the rollout is stored as numpy (no per-step tensor churn).
 When the rollout is complete, :meth:`RolloutBuffer.to_batch` runs the policy once over
 every stored observation, the observation after the last step, and the final observations
-of truncated episodes, to get V(s), V(s') and log pi_old(a|s) in one pass; then it computes
-advantages and hands the agent a flat :class:`Batch` of tensors.
+of truncated episodes, to get V(s), V(s') and log pi_old(a|s) in one pass (and the
+reference policy's log pi_ref(a|s) when a reference KL is on). Then it shapes the rewards
+(divided by the return scale, minus the reference-KL penalty) and computes advantages,
+and hands the agent a flat :class:`Batch` of tensors.
 """
 
 from __future__ import annotations
@@ -17,8 +19,23 @@ import torch
 from torch import Tensor
 
 from ppo import advantages as adv
+from ppo import reference as ref
 from ppo.config import PPOConfig
+from ppo.kl import estimate
 from ppo.policy import ActionSpec, ActorCritic
+from ppo.return_scale import ReturnScaler
+
+
+@dataclass(frozen=True)
+class RolloutMeasures:
+    """What the rollout as a whole measured, for the payload (minibatches do not need it)."""
+
+    td_errors: Tensor
+    """delta_t per sample, in the environment's reward units (not normalised)."""
+    reward_penalty: Tensor | None = None
+    """The reference-KL penalty subtracted from each sample's reward (None: off)."""
+    return_scale: float | None = None
+    """The divisor of the rewards (None: returns not normalised)."""
 
 
 @dataclass(frozen=True)
@@ -32,14 +49,22 @@ class Batch:
     returns: Tensor
     advantages: Tensor
     masks: Tensor | None = None
+    ref_logp: Tensor | None = None
+    """log pi_ref(a|s) of the frozen reference policy (None: no reference KL)."""
+    measures: RolloutMeasures | None = None
+    """The rollout's own measurements (a minibatch has none)."""
 
     @property
     def size(self) -> int:
         """Number of samples."""
         return int(self.obs.shape[0])
 
-    def select(self, index: Tensor) -> Batch:
-        """The samples at ``index`` (a minibatch)."""
+    def select(self, index: Tensor | slice) -> Batch:
+        """The samples at ``index`` (a minibatch): a gather, or views for a slice."""
+
+        def pick(x: Tensor | None) -> Tensor | None:
+            return None if x is None else x[index]
+
         return Batch(
             obs=self.obs[index],
             actions=self.actions[index],
@@ -47,20 +72,13 @@ class Batch:
             values=self.values[index],
             returns=self.returns[index],
             advantages=self.advantages[index],
-            masks=None if self.masks is None else self.masks[index],
+            masks=pick(self.masks),
+            ref_logp=pick(self.ref_logp),
         )
 
     def slice(self, start: int, stop: int) -> Batch:
         """Samples ``start:stop`` as views (no copy)."""
-        return Batch(
-            obs=self.obs[start:stop],
-            actions=self.actions[start:stop],
-            logp=self.logp[start:stop],
-            values=self.values[start:stop],
-            returns=self.returns[start:stop],
-            advantages=self.advantages[start:stop],
-            masks=None if self.masks is None else self.masks[start:stop],
-        )
+        return self.select(slice(start, stop))
 
     def split(self, parts: int) -> list[Batch]:
         """``parts`` consecutive minibatches whose sizes differ by at most one."""
@@ -99,18 +117,30 @@ class RolloutBuffer:
         policy: ActorCritic,
         last_obs: np.ndarray,
         config: PPOConfig,
+        reference: ActorCritic | None = None,
+        reward_kl_coef: float | None = None,
+        scaler: ReturnScaler | None = None,
     ) -> Batch:
-        """Values, old log-probs and advantages for the stored rollout, as one flat batch."""
+        """Values, old log-probs and advantages for the stored rollout, as one flat batch.
+
+        ``reference``: the frozen reference policy (its log-probs go into the batch);
+        ``reward_kl_coef``: subtract that times the per-sample reference KL from the
+        rewards (None: no penalty); ``scaler``: divide rewards by the return scale first."""
         flat = self.rewards.size
-        obs = torch.from_numpy(self.obs.reshape(flat, -1).copy())
-        actions = torch.from_numpy(self.actions.reshape(flat, *self.actions.shape[2:]).copy())
-        masks = None
-        if self.masks is not None:
-            masks = torch.from_numpy(self.masks.reshape(flat, -1).copy())
+        obs, actions, masks = self._flat_samples()
         with torch.no_grad():
             logp = policy.distribution(obs, masks).log_prob(actions)
+        ref_logp = None if reference is None else ref.log_prob(reference, obs, actions, masks)
         values, next_values = self._values(policy, obs, last_obs)
-        advantages, returns = self._advantages(values, next_values, config)
+        penalty = None
+        if reward_kl_coef is not None and ref_logp is not None:
+            per_sample = estimate(
+                ref_logp, logp, config.ref_kl_reward_estimator, config.log_ratio_clamp
+            )
+            penalty = reward_kl_coef * per_sample
+        rewards, scale = self._shaped_rewards(penalty, scaler)
+        advantages, returns = self._advantages(rewards, values, next_values, config)
+        deltas = adv.td_errors(rewards, values, next_values, self.terminated, config.gamma)
         return Batch(
             obs=obs,
             actions=actions,
@@ -119,7 +149,39 @@ class RolloutBuffer:
             returns=torch.from_numpy(returns.reshape(flat)),
             advantages=torch.from_numpy(advantages.reshape(flat)),
             masks=masks,
+            ref_logp=ref_logp,
+            measures=RolloutMeasures(
+                td_errors=torch.from_numpy(deltas.reshape(flat) * np.float32(scale or 1.0)),
+                reward_penalty=penalty,
+                return_scale=scale,
+            ),
         )
+
+    def _flat_samples(self) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Observations, actions and action masks flattened to (batch, ...) tensors."""
+        flat = self.rewards.size
+        obs = torch.from_numpy(self.obs.reshape(flat, -1).copy())
+        actions = torch.from_numpy(self.actions.reshape(flat, *self.actions.shape[2:]).copy())
+        masks = None
+        if self.masks is not None:
+            masks = torch.from_numpy(self.masks.reshape(flat, -1).copy())
+        return obs, actions, masks
+
+    def _shaped_rewards(
+        self, penalty: Tensor | None, scaler: ReturnScaler | None
+    ) -> tuple[np.ndarray, float | None]:
+        """The rewards advantages are computed from: divided by the return scale (updated
+        with this rollout first), minus the per-sample penalty; and the scale (None: off)."""
+        scale = None if scaler is None else scaler.update(self.rewards, self.dones)
+        rewards = self.rewards if scale is None else self.rewards / np.float32(scale)
+        if penalty is not None:
+            rewards = rewards - penalty.numpy().reshape(rewards.shape)
+        return rewards, scale
+
+    @property
+    def dones(self) -> np.ndarray:
+        """Where an episode ended (terminated or truncated)."""
+        return self.terminated | self.truncated
 
     def _values(
         self, policy: ActorCritic, obs: torch.Tensor, last_obs: np.ndarray
@@ -138,11 +200,9 @@ class RolloutBuffer:
         return values, next_values
 
     def _advantages(
-        self, values: np.ndarray, next_values: np.ndarray, config: PPOConfig
+        self, rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, config: PPOConfig
     ) -> tuple[np.ndarray, np.ndarray]:
         ends = (self.terminated, self.truncated)
         if config.advantage_mode == "gae":
-            return adv.gae(
-                self.rewards, values, next_values, *ends, config.gamma, config.gae_lambda
-            )
-        return adv.episodic(self.rewards, values, next_values, *ends, config.gamma)
+            return adv.gae(rewards, values, next_values, *ends, config.gamma, config.gae_lambda)
+        return adv.episodic(rewards, values, next_values, *ends, config.gamma)

@@ -4,8 +4,10 @@ No ``.item()`` and no Python branching on tensor values, so a caller can keep ev
 statistic on the device and read them all at once per update. Definitions follow
 docs/design.md, section 4: clip fraction is the share of samples with |r - 1| > clip_range
 (SB3/CleanRL), the KL penalty is ``kl_coef * mean(estimator)`` with the configured
-estimator, and the dual clip is Ye et al. 2020 ("Mastering Complex Control in MOBA Games
-with Deep Reinforcement Learning") as implemented in verl's ``compute_policy_loss``.
+estimator, the reference-KL loss is ``ref_coef * mean KL(pi_theta || pi_ref)`` on the
+minibatch's samples (verl's ``use_kl_loss``), and the dual clip is Ye et al. 2020
+("Mastering Complex Control in MOBA Games with Deep Reinforcement Learning") as implemented
+in verl's ``compute_policy_loss``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class SurrogateStats:
     ratio_mean: Tensor
     ratio_min: Tensor
     ratio_max: Tensor
+    ratio_std: Tensor
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class LossInputs:
     old_values: Tensor
     returns: Tensor
     advantages: Tensor
+    logp_ref: Tensor | None = None
+    """log pi_ref(a|s) of the frozen reference policy (None: no reference KL)."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,10 @@ class LossBreakdown:
     entropy_penalty: Tensor
     approx_kl: Tensor
     kl_penalty: Tensor
+    ref_kl: Tensor | None
+    """Mean per-sample KL(pi_theta || pi_ref) (None: no reference)."""
+    ref_kl_loss: Tensor
+    """``ref_coef * ref_kl``, the term added to the total (0 without a reference)."""
     total_loss: Tensor
     surrogate: SurrogateStats
     nonfinite_ratios: Tensor
@@ -80,6 +89,7 @@ def clipped_surrogate(
             ratio_mean=ratio.mean(),
             ratio_min=ratio.min(),
             ratio_max=ratio.max(),
+            ratio_std=ratio.std(correction=0),
         )
     return per_sample.mean(), stats
 
@@ -102,10 +112,24 @@ def entropy_penalty(mean_entropy: Tensor, min_entropy: float | None, coef: float
     return coef * torch.relu(min_entropy - mean_entropy)
 
 
+def reference_kl(
+    logp_new: Tensor, logp_ref: Tensor | None, config: PPOConfig, coef: float
+) -> tuple[Tensor | None, Tensor]:
+    """(mean KL(pi_theta || pi_ref), ``coef`` times it): the samples' log-probabilities
+    under the policy being trained are the sampled side. Kept out of the graph at coef 0."""
+    if logp_ref is None:
+        return None, torch.zeros((), device=logp_new.device)
+    sampled = logp_new if coef != 0.0 else logp_new.detach()
+    log_ratio, _ = guarded_log_ratio(logp_ref, sampled, config.log_ratio_clamp)
+    kl = estimate_from_log_ratio(log_ratio, config.ref_kl_loss_estimator).mean()
+    return kl, coef * kl
+
+
 def ppo_loss(
-    inputs: LossInputs, config: PPOConfig, ent_coef: float, kl_coef: float
+    inputs: LossInputs, config: PPOConfig, ent_coef: float, kl_coef: float, ref_coef: float = 0.0
 ) -> tuple[Tensor, LossBreakdown]:
-    """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty.
+    """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty
+    + ref_coef * ref_kl.
 
     Terms whose coefficient is 0 (or that are switched off) are measured but kept out of
     the autograd graph, so they cost no backward work.
@@ -120,13 +144,13 @@ def ppo_loss(
     entropy = inputs.entropy.mean()
     total = policy + config.vf_coef * value - ent_coef * entropy
     floor = entropy_penalty(entropy, config.min_entropy, config.min_entropy_coef)
-    if config.min_entropy is not None:
-        total = total + floor
+    total = total + floor if config.min_entropy is not None else total
     kl_input = log_ratio if kl_coef != 0.0 else log_ratio.detach()
     approx_kl = estimate_from_log_ratio(kl_input, config.kl_estimator).mean()
     kl_term = kl_coef * approx_kl
-    if kl_coef != 0.0:
-        total = total + kl_term
+    total = total + kl_term if kl_coef != 0.0 else total
+    ref_kl, ref_term = reference_kl(inputs.logp_new, inputs.logp_ref, config, ref_coef)
+    total = total + ref_term if ref_coef != 0.0 and ref_kl is not None else total
     breakdown = LossBreakdown(
         policy_loss=policy.detach(),
         value_loss=value.detach(),
@@ -134,6 +158,8 @@ def ppo_loss(
         entropy_penalty=floor.detach(),
         approx_kl=approx_kl.detach(),
         kl_penalty=kl_term.detach(),
+        ref_kl=None if ref_kl is None else ref_kl.detach(),
+        ref_kl_loss=ref_term.detach(),
         total_loss=total.detach(),
         surrogate=surrogate,
         nonfinite_ratios=nonfinite,

@@ -49,10 +49,14 @@ class MinibatchStats(Generic[T]):
     ratio_mean: T
     ratio_min: T
     ratio_max: T
+    ratio_std: T
     entropy: T
     policy_loss: T
     value_loss: T
     kl_penalty: T
+    entropy_penalty: T
+    ref_kl: T
+    ref_kl_loss: T
     total_loss: T
     grad_norm: T
     grad_norm_actor: T
@@ -71,10 +75,14 @@ class MinibatchStats(Generic[T]):
             ratio_mean=s.ratio_mean,
             ratio_min=s.ratio_min,
             ratio_max=s.ratio_max,
+            ratio_std=s.ratio_std,
             entropy=loss.entropy,
             policy_loss=loss.policy_loss,
             value_loss=loss.value_loss,
             kl_penalty=loss.kl_penalty,
+            entropy_penalty=loss.entropy_penalty,
+            ref_kl=_NAN if loss.ref_kl is None else loss.ref_kl,
+            ref_kl_loss=loss.ref_kl_loss,
             total_loss=loss.total_loss,
             grad_norm=norms.total,
             grad_norm_actor=norms.groups.get("actor", _NAN),
@@ -105,13 +113,23 @@ class RolloutStats(Generic[T]):
     return_var: T
     residual_var: T
     """Var(R - V)."""
+    td_error_mean: T
+    """Mean one-step TD error (NaN: the batch carries no rollout measures)."""
+    reward_penalty_mean: T
+    """Mean reference-KL penalty per sample (NaN: none was subtracted)."""
 
     @classmethod
     def measure(cls, batch: Batch) -> RolloutStats[Tensor]:
-        """Measure ``batch`` without leaving the device."""
+        """Measure ``batch`` without leaving the device. Returns and values are reported
+        in the environment's reward units: times the return scale when it is on."""
         adv = batch.advantages.double()
         returns, values = batch.returns.double(), batch.values.double()
+        measures = batch.measures
+        if measures is not None and measures.return_scale is not None:
+            returns, values = returns * measures.return_scale, values * measures.return_scale
         std = adv.std() if adv.numel() > 1 else torch.zeros((), dtype=adv.dtype)
+        nan = torch.tensor(math.nan, dtype=torch.float64)
+        penalty = None if measures is None else measures.reward_penalty
         return RolloutStats(
             advantage_mean=adv.mean(),
             advantage_std=std,
@@ -120,12 +138,30 @@ class RolloutStats(Generic[T]):
             value_mean=values.mean(),
             return_var=returns.var(correction=0),
             residual_var=(returns - values).var(correction=0),
+            td_error_mean=nan if measures is None else measures.td_errors.double().mean(),
+            reward_penalty_mean=nan if penalty is None else penalty.double().mean(),
         )
 
     @property
     def explained_variance(self: RolloutStats[float]) -> float | None:
         """1 - Var(R - V) / Var(R); None when Var(R) = 0 (undefined, not perfect, not 0)."""
         return None if self.return_var == 0.0 else 1.0 - self.residual_var / self.return_var
+
+
+@dataclass(frozen=True)
+class LossMeans:
+    """The loss terms, each a mean over the applied minibatches (None: none was applied)."""
+
+    policy_loss: float | None
+    value_loss: float | None
+    kl_penalty: float | None
+    entropy_penalty: float | None
+    ref_kl_loss: float | None
+    total_loss: float | None
+
+    @classmethod
+    def over(cls, applied: Sequence[MinibatchStats[float]]) -> LossMeans:
+        return cls(*(mean(over(applied, f.name)) if applied else None for f in fields(cls)))
 
 
 @dataclass(frozen=True)
@@ -139,11 +175,11 @@ class UpdateStats:
     ratio_mean: float
     ratio_min: float
     ratio_max: float
+    ratio_std: float
     entropy: float
-    policy_loss: float | None
-    value_loss: float | None
-    kl_penalty: float | None
-    total_loss: float | None
+    ref_kl: float
+    """Mean over the evaluated minibatches (NaN: no reference)."""
+    losses: LossMeans
     grad_norm: float
     grad_norm_max: float
     grad_norm_actor: float
@@ -201,12 +237,7 @@ def reduce_update(
     ``last_epoch`` are row indices: the applied minibatches, the last epoch's evaluated ones.
     ``rows`` holds at least one row (an update evaluates at least one minibatch)."""
     every, host_rollout, host_kl_final = _read_host(rows, rollout, kl_final)
-    steps = [every[i] for i in applied]
     last = [every[i] for i in last_epoch]
-
-    def applied_mean(name: str) -> float | None:
-        return mean(over(steps, name)) if steps else None
-
     return UpdateStats(
         approx_kl=mean(over(last, "approx_kl")),
         approx_kl_max=largest(over(every, "approx_kl")),
@@ -215,11 +246,10 @@ def reduce_update(
         ratio_mean=mean(over(every, "ratio_mean")),
         ratio_min=smallest(over(every, "ratio_min")),
         ratio_max=largest(over(every, "ratio_max")),
+        ratio_std=mean(over(every, "ratio_std")),
         entropy=mean(over(every, "entropy")),
-        policy_loss=applied_mean("policy_loss"),
-        value_loss=applied_mean("value_loss"),
-        kl_penalty=applied_mean("kl_penalty"),
-        total_loss=applied_mean("total_loss"),
+        ref_kl=mean(over(every, "ref_kl")),
+        losses=LossMeans.over([every[i] for i in applied]),
         grad_norm=mean(over(every, "grad_norm")),
         grad_norm_max=largest(over(every, "grad_norm")),
         grad_norm_actor=mean(over(every, "grad_norm_actor")),

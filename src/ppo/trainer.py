@@ -23,11 +23,13 @@ import numpy as np
 import torch
 
 from ppo import __version__, checkpoint
+from ppo import reference as ref
 from ppo.agent import PPOAgent
 from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
 from ppo.envs import make_vector_env, reset_seed
 from ppo.policy import ActorCritic
+from ppo.return_scale import ReturnScaler
 from ppo.rollout import Collector, RolloutResult
 from telemetry import (
     HeartbeatPayload,
@@ -115,6 +117,11 @@ class Trainer:
         self.checkpoint_path: Path | None = None
         self.checkpoint_error: str | None = None
         """Why the checkpoint of an interrupted run could not be saved, if it could not."""
+        self._reference: ActorCritic | None = None
+        """The frozen reference policy (None: no reference KL)."""
+        self._scaler = (
+            ReturnScaler(config.num_envs, config.gamma) if config.normalize_returns else None
+        )
         self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._last_emit = time.monotonic()
         self._stop_reason: str | None = None
@@ -145,6 +152,10 @@ class Trainer:
                     "update": counters.update,
                     "global_step": counters.global_step,
                 }
+            else:
+                if cfg.init_from is not None:
+                    ref.load_weights(policy, cfg.init_from, "starting policy (init_from)")
+                self._reference = ref.build_reference(cfg, policy)
             collector = Collector(envs, spec, policy, cfg.num_steps, self._sampling)
             collector.reset(reset_seed(cfg.seed, counters.update))
         except BaseException:
@@ -167,8 +178,21 @@ class Trainer:
         except (KeyError, RuntimeError, ValueError) as exc:  # KeyError: inside torch's state
             what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
             raise checkpoint.CheckpointError(f"{path} does not fit this config: {what}") from None
+        self._restore_shaping(policy, state, path)
         counters = state["counters"]
         return Counters(update=counters["update"], global_step=counters["global_step"])
+
+    def _restore_shaping(self, policy: ActorCritic, state: dict[str, Any], path: Path) -> None:
+        """The reference policy and the return scale, as the checkpoint saved them."""
+        if self.config.uses_reference:
+            self._reference = ref.frozen(policy)
+            weights = checkpoint.entry(state, "reference", path)
+            try:
+                self._reference.load_state_dict(weights)
+            except (KeyError, RuntimeError) as exc:
+                raise checkpoint.CheckpointError(f"{path}: unusable reference: {exc}") from None
+        if self._scaler is not None:
+            self._scaler.load_state_dict(checkpoint.entry(state, "returns", path))
 
     # ------------------------------------------------------------------- run
     def run(self) -> TrainResult:
@@ -243,7 +267,14 @@ class Trainer:
         self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
         self._emit(rec, _rollout_payload(update, global_step, rollout, sps))
-        batch = collector.buffer.to_batch(collector.policy, collector.obs, cfg)
+        batch = collector.buffer.to_batch(
+            collector.policy,
+            collector.obs,
+            cfg,
+            reference=self._reference,
+            reward_kl_coef=agent.reward_kl_coef,
+            scaler=self._scaler,
+        )
         agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
         self._latest = Counters(update=update + 1, global_step=global_step)
@@ -291,6 +322,10 @@ class Trainer:
             "rng": {"sampling": self._sampling.bit_generator.state},
             "run_id": rec.run_id,
         }
+        if self._reference is not None:
+            state["reference"] = self._reference.state_dict()
+        if self._scaler is not None:
+            state["returns"] = self._scaler.state_dict()
         path = checkpoint.save(checkpoint.path_for(rec.run_dir, counters.update), state)
         self.checkpoint_path = path
         return path

@@ -15,7 +15,7 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 1
+SCHEMA_MINOR: Final = 2
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
@@ -194,6 +194,29 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     """Standard deviation of the return targets (explained variance needs them to vary)."""
     entropy_normalized: float | None = None
     """Mean entropy over log(allowed actions): 1 uniform, 0 deterministic (categorical)."""
+    ratio_std: float | None = None
+    """Standard deviation of the probability ratio within a minibatch, mean over them."""
+    entropy_penalty: float | None = None
+    """The min-entropy term added to the loss, mean over applied minibatches (with
+    policy, value, entropy bonus, KL penalty and ref_kl_loss it sums to total_loss)."""
+    entropy_below_threshold: bool | None = None
+    """Whether the update's mean entropy was below min_entropy (absent: no floor set)."""
+    td_error_mean: float | None = None
+    """Mean one-step TD error r + gamma V(s') - V(s) on the rollout (reward units)."""
+    return_scale: float | None = None
+    """The divisor of the rewards when returns are normalised (returns are reported
+    unnormalised)."""
+    ref_kl: float | None = None
+    """Mean per-sample KL(pi_theta || pi_ref) to the frozen reference policy over the
+    evaluated minibatches (nats)."""
+    ref_kl_coef: float | None = None
+    """Coefficient of the reference KL in the loss in force (changes when adaptive)."""
+    ref_kl_reward_coef: float | None = None
+    """Coefficient of the reference-KL reward penalty in force (changes when adaptive)."""
+    ref_kl_loss: float | None = None
+    """``ref_kl_coef * ref_kl``, the term in the loss, mean over applied minibatches."""
+    ref_kl_reward_penalty: float | None = None
+    """Mean reference-KL penalty subtracted from each step's reward in the rollout."""
 
 
 class AnomalyPayload(Payload, frozen=True, kw_only=True):

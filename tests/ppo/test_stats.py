@@ -36,14 +36,14 @@ def test_grad_norm_covers_skipped_steps_so_nan_reaches_the_payload() -> None:
     table = rows(grad_norm=[1.0, math.nan, 3.0], total_loss=[2.0, 5.0, 4.0])
     out = reduce_update(table, [0, 2], range(3), RolloutStats.measure(flat_batch()), None)
     assert math.isnan(out.grad_norm) and math.isnan(out.grad_norm_max)
-    assert out.total_loss == 3.0  # losses: applied minibatches only
+    assert out.losses.total_loss == 3.0  # losses: applied minibatches only
 
 
 def test_every_step_skipped_still_reports_the_nonfinite_grad_norm() -> None:
     table = rows(grad_norm=[math.inf, math.inf])
     out = reduce_update(table, [], range(2), RolloutStats.measure(flat_batch()), None)
     assert out.grad_norm == math.inf and out.grad_norm_max == math.inf
-    assert out.total_loss is None and out.policy_loss is None  # nothing applied
+    assert out.losses.total_loss is None and out.losses.policy_loss is None  # nothing applied
 
 
 def test_finite_grad_norms_mean_and_max_over_evaluated_minibatches() -> None:
@@ -55,7 +55,7 @@ def test_finite_grad_norms_mean_and_max_over_evaluated_minibatches() -> None:
 def test_opposite_infinities_average_to_nan_instead_of_raising() -> None:
     table = rows(policy_loss=[math.inf, -math.inf], ratio_mean=[math.inf, 1.0])
     out = reduce_update(table, [0, 1], range(len(table)), RolloutStats.measure(flat_batch()), None)
-    assert math.isnan(out.policy_loss) and out.ratio_mean == math.inf
+    assert math.isnan(out.losses.policy_loss) and out.ratio_mean == math.inf
 
 
 def rollout_batch(returns: np.ndarray, values: np.ndarray, advantages: np.ndarray) -> Batch:
@@ -101,8 +101,25 @@ def test_explained_variance_exact_cases_and_undefined_when_returns_are_flat() ->
     assert flat.rollout.explained_variance is None  # undefined, not "perfect" and not 0
 
 
-SURROGATE = ("clip_fraction", "clip_fraction_lower", "ratio_mean", "ratio_min", "ratio_max")
-BREAKDOWN = ("policy_loss", "value_loss", "entropy", "approx_kl", "kl_penalty", "total_loss")
+SURROGATE = (
+    "clip_fraction",
+    "clip_fraction_lower",
+    "ratio_mean",
+    "ratio_min",
+    "ratio_max",
+    "ratio_std",
+)
+BREAKDOWN = (
+    "policy_loss",
+    "value_loss",
+    "entropy",
+    "entropy_penalty",
+    "approx_kl",
+    "kl_penalty",
+    "ref_kl",
+    "ref_kl_loss",
+    "total_loss",
+)
 
 
 def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
@@ -111,7 +128,6 @@ def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
     breakdown = LossBreakdown(
         **{f: t[f] for f in BREAKDOWN},
         nonfinite_ratios=t["nonfinite_ratios"],
-        entropy_penalty=torch.tensor(-1.0),  # not a column
         surrogate=SurrogateStats(**{f: t[f] for f in SURROGATE}),
     )
     norms = GradNorms(

@@ -1,0 +1,117 @@
+"""One PPO update in progress: what is in force, the statistics table, and the decisions.
+
+The agent fills an :class:`UpdateState` minibatch by minibatch; :meth:`UpdateState.decisions`
+is what the payload records of it, and :func:`anomalies` what the trainer reports beside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+from torch import Tensor
+
+from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
+
+
+@dataclass(frozen=True)
+class SkippedStep:
+    """An optimizer step not taken because the loss or gradient was not finite."""
+
+    epoch: int
+    minibatch: int
+    metric: str
+    value: float
+
+
+class Decisions(TypedDict):
+    """What an update had in force and what it did: the payload's fields that are not
+    measurements."""
+
+    update: int
+    global_step: int
+    learning_rate: float
+    entropy_coef: float
+    kl_coef: float
+    epochs_completed: int
+    minibatches_completed: int
+    minibatches_planned: int
+    early_stopped: bool
+    early_stop_reason: str | None
+    early_stop: EarlyStop | None
+    skipped_steps: int
+
+
+@dataclass
+class UpdateState:
+    """One update in progress: what is in force, the statistics tensor, and the decisions.
+
+    ``stats`` stays on the device; everything else is host-side bookkeeping.
+    """
+
+    update: int
+    global_step: int
+    learning_rate: float
+    ent_coef: float
+    kl_coef: float
+    stats: Tensor
+    evaluated: int = 0
+    applied_rows: list[int] = field(default_factory=list)
+    epochs_started: int = 0
+    skipped: list[SkippedStep] = field(default_factory=list)
+    stop: EarlyStop | None = None
+    planned: int = 0
+
+    def decisions(self) -> Decisions:
+        """The payload's fields that record what this update had in force and did."""
+        stop = self.stop
+        return Decisions(
+            update=self.update,
+            global_step=self.global_step,
+            learning_rate=self.learning_rate,
+            entropy_coef=self.ent_coef,
+            kl_coef=self.kl_coef,
+            epochs_completed=self.epochs_started,
+            minibatches_completed=len(self.applied_rows),
+            minibatches_planned=self.planned,
+            early_stopped=stop is not None,
+            early_stop_reason=None if stop is None else stop.describe(),
+            early_stop=stop,
+            skipped_steps=len(self.skipped),
+        )
+
+
+def anomalies(payload: PPOUpdatePayload, state: UpdateState) -> tuple[AnomalyPayload, ...]:
+    """What the trainer reports beside the payload: skipped steps, replaced ratios."""
+    found: list[AnomalyPayload] = []
+    if state.skipped:
+        first = state.skipped[0]
+        found.append(
+            AnomalyPayload(
+                severity="critical",
+                metric=first.metric,
+                value=first.value,
+                message=(
+                    f"{len(state.skipped)} optimizer step(s) skipped: non-finite "
+                    f"{first.metric} {first.value} first at epoch {first.epoch} "
+                    f"minibatch {first.minibatch}"
+                ),
+                update=state.update,
+                global_step=state.global_step,
+            )
+        )
+    if payload.nonfinite_ratios:
+        found.append(
+            AnomalyPayload(
+                severity="warning",
+                metric="nonfinite_ratios",
+                value=float(payload.nonfinite_ratios),
+                message=(
+                    f"{payload.nonfinite_ratios} non-finite probability ratio(s) replaced by "
+                    "the guard (log-ratio NaN -> 0, +-inf -> clamp)"
+                ),
+                update=state.update,
+                global_step=state.global_step,
+            )
+        )
+    return tuple(found)
