@@ -12,7 +12,13 @@ it in a known way from a known update (the *onset*):
 - ``entropy_collapse``: the actor's output layer is scaled by 1000 at the onset, so the
   policy becomes deterministic;
 - ``value_scale``: rewards, and so value targets, are multiplied by 1e4 from the onset;
-- ``stall``: the environment blocks for longer than the stall limit once, at the onset.
+- ``stall``: the environment blocks for longer than the stall limit once, at the onset;
+- ``reward_hack``: fine-tuning with a reference KL too weak to hold it, the reward
+  changes at the onset to pay for pushing left, so the policy drifts steadily from its
+  reference while each update stays small (the RLHF failure a reference KL is for).
+
+Fine-tuning runs (``examples/finetune.toml``) first train their starting policy
+(``examples/healthy.toml``) in a folder of their own.
 
 Environment faults are Gymnasium wrappers registered under a per-run id; agent faults are
 applied by a Trainer that runs a hook before the onset update.
@@ -21,6 +27,7 @@ applied by a Trainer that runs a hook before the onset update.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +61,26 @@ PENDULUM_ZOO: dict[str, Any] = {
 }
 """RL Baselines3 Zoo's PPO hyperparameters for Pendulum-v1 (without gSDE), 100k steps."""
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def example(name: str) -> dict[str, Any]:
+    """The settings of ``examples/<name>.toml``."""
+    with (EXAMPLES / f"{name}.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+STARTING_POLICY = "<starting policy>"
+"""``init_from`` of a fine-tuning case: trained first from examples/healthy.toml."""
+FINETUNE: dict[str, Any] = {**example("finetune"), "init_from": STARTING_POLICY}
+FREE_FINETUNE: dict[str, Any] = {**FINETUNE, "ref_kl_loss_coef": 1e-6, "ref_kl_target": None}
+"""Fine-tuning whose reference KL is measured but too weak to hold anything."""
+
 BROKEN_BASE: dict[str, Any] = {"env_id": "CartPole-v1", "total_steps": 60_000}
 """Broken runs break a default CartPole run; 117 updates is enough to see each fault."""
 
@@ -82,6 +109,18 @@ def healthy_cases(quick: bool, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[C
         cases.append(Case(f"cartpole-s{seed}", True, {"seed": seed}))
         cases.append(Case(f"acrobot-s{seed}", True, {"env_id": "Acrobot-v1", "seed": seed}))
         cases.append(Case(f"pendulum-s{seed}", True, {**PENDULUM_ZOO, "seed": seed}))
+    return cases + finetune_cases(quick)
+
+
+def finetune_cases(quick: bool) -> list[Case]:
+    """Healthy fine-tuning: the example on two seeds, a 5x looser target, no control."""
+    cases = [Case("finetune-s7", True, FINETUNE)]
+    if not quick:
+        cases += [
+            Case("finetune-s8", True, {**FINETUNE, "seed": 8}),
+            Case("finetune-target0.1", True, {**FINETUNE, "ref_kl_target": 0.1}),
+            Case("finetune-free", True, FREE_FINETUNE),
+        ]
     return cases
 
 
@@ -98,6 +137,7 @@ def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
         Case("nan_obs", False, BROKEN_BASE, 30, "nan_obs"),
         Case("entropy_collapse", False, BROKEN_BASE, 30, "entropy_collapse", {"factor": 1e3}),
         Case("value_scale", False, BROKEN_BASE, 30, "value_scale", {"factor": 1e4}),
+        Case("reward_hack", False, FREE_FINETUNE, 20, "reward_hack"),
     ]
     if not quick:
         cases.append(Case("stall", False, BROKEN_BASE, 30, "stall", {"seconds": stall_seconds}))
@@ -124,7 +164,9 @@ class _FaultWrapper(gym.Wrapper[Any, Any, Any, Any]):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
         if self.steps >= self.start:
-            if self.fault == "nan_obs":
+            if self.fault == "reward_hack":
+                reward = 1.0 if action == 0 else -1.0
+            elif self.fault == "nan_obs":
                 obs = np.full_like(obs, np.nan)
             elif self.fault == "value_scale":
                 reward = reward * self.args["factor"]
@@ -138,7 +180,7 @@ def _make_faulty(base: str, fault: str, start: int, **args: Any) -> gym.Env[Any,
     return _FaultWrapper(gym.make(base), fault, start, **args)
 
 
-ENV_FAULTS = ("nan_obs", "value_scale", "stall")
+ENV_FAULTS = ("nan_obs", "value_scale", "stall", "reward_hack")
 
 
 def register_env_fault(case: Case, config: PPOConfig) -> str:
@@ -200,9 +242,17 @@ class FaultTrainer(Trainer):
 
 
 def record(case: Case, run_dir: Path) -> Path:
-    """Train ``case`` and return its events file."""
+    """Train ``case`` (its starting policy first, for fine-tuning) and return its events file."""
     torch.set_num_threads(1)
-    config = PPOConfig.from_mapping(case.config)
+    settings = dict(case.config)
+    if settings.get("init_from") == STARTING_POLICY:
+        start = Trainer(
+            PPOConfig.from_mapping(example("healthy")),
+            run_dir=run_dir / "starts",
+            run_id=f"{case.name}-start",
+        )
+        settings["init_from"] = str(start.run().events_path.parent)
+    config = PPOConfig.from_mapping(settings)
     if case.fault in ENV_FAULTS:
         config = dataclasses.replace(config, env_id=register_env_fault(case, config))
     trainer = FaultTrainer(config, case, run_dir=run_dir, run_id=case.name)

@@ -68,6 +68,11 @@ def _contracts() -> tuple[Contract, ...]:
         "skipped_steps",
         "nonfinite_ratios",
         "update_seconds",
+        "ratio_std",
+        "entropy_penalty",
+        "return_scale",
+        "ref_kl_coef",
+        "ref_kl_reward_coef",
     )
     return (
         *(Contract(m, 0.0, 1.0, "a fraction") for m in fractions),
@@ -79,17 +84,32 @@ def _contracts() -> tuple[Contract, ...]:
 CONTRACTS: Final = _contracts()
 """Bounds that hold for every trainer, whatever its settings."""
 
-KL_FIELDS: Final = ("approx_kl", "approx_kl_max", "kl_final")
-"""Never negative unless the log declares the k1 estimator (``kl_estimator = "k1"``)."""
-SIGNED_KL_ESTIMATORS: Final = frozenset({"k1"})
+KL_FIELDS: Final = {
+    "kl_estimator": ("approx_kl", "approx_kl_max", "kl_final"),
+    "ref_kl_loss_estimator": ("ref_kl", "ref_kl_loss"),
+    "ref_kl_reward_estimator": ("ref_kl_reward_penalty",),
+}
+"""The KL fields each estimator setting measures: never negative unless the log's
+``run_started.config`` names a signed estimator for them."""
+SIGNED_KL_ESTIMATORS: Final = frozenset({"k1", "k1+"})
+"""k1 = -log r is negative for some samples, and so can be a mean of a few."""
+
+
+ASSUMED_ESTIMATOR: Final = {"kl_estimator": "k3"}
+"""What a log that names no estimator is taken to use: approx_kl is k3 (what
+Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."""
 
 
 def kl_contracts(config: Mapping[str, object]) -> tuple[Contract, ...]:
-    """The KL bounds for a run's ``run_started.config`` (k3 when it names no estimator,
-    which is what Stable-Baselines3 and CleanRL log as approx_kl)."""
-    if config.get("kl_estimator") in SIGNED_KL_ESTIMATORS:
-        return ()
-    return tuple(Contract(m, 0.0, None, "the KL estimator is never negative") for m in KL_FIELDS)
+    """The KL bounds for a run's ``run_started.config``: a field is never negative when
+    its estimator is known and not signed."""
+    return tuple(
+        Contract(metric, 0.0, None, "the KL estimator is never negative")
+        for setting, metrics in KL_FIELDS.items()
+        if (name := config.get(setting, ASSUMED_ESTIMATOR.get(setting))) is not None
+        and name not in SIGNED_KL_ESTIMATORS
+        for metric in metrics
+    )
 
 
 @dataclass(frozen=True, slots=True)

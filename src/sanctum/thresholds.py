@@ -89,6 +89,9 @@ class Rule:
     min_return_spread: float | None = None
     """Judge only updates whose ``return_std`` is at least this share of ``|return_mean|``
     (when the update reports both): explained variance is noise when returns barely vary."""
+    only_when_measured: bool = False
+    """The metric exists only in some runs (a reference KL only when fine-tuning): the
+    dashboard shows its row only in runs that measure it."""
 
     def __post_init__(self) -> None:
         problem = _rule_problem(self)
@@ -189,6 +192,8 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
         return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
     if not isinstance(rule.label, str) or not rule.label:
         return "label", f"must be a non-empty string, got {rule.label!r}"
+    if not isinstance(rule.only_when_measured, bool):
+        return "only_when_measured", f"must be true or false, got {rule.only_when_measured!r}"
     return None
 
 
@@ -253,6 +258,17 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             min_return_spread=0.05,
         ),
         Rule("entropy_normalized", "Entropy", "below", 0.02, 0.005, decimals=3, persist=3),
+        Rule(
+            "ref_kl",
+            "RefKL",
+            "above",
+            0.3,
+            1.0,
+            decimals=4,
+            persist=2,
+            far=3.0,
+            only_when_measured=True,
+        ),
     ),
     stale_seconds=10.0,
     stall_seconds=60.0,
@@ -263,7 +279,10 @@ tuned ones set the lines: KL up to 0.034 sustained with one 0.29 spike (RL Zoo's
 clip fraction up to 0.36, pre-clip gradient norms jumping up to 63x their recent median
 (CartPole's failed episodes after it is nearly solved), normalised entropy down to 0.058
 (Acrobot), explained variance near 0 for the first hundred updates of the default config
-(the clipped value loss learns slowly) and noise once returns are constant."""
+(the clipped value loss learns slowly) and noise once returns are constant, the reference
+KL of fine-tuning up to 0.16 nats with the controller's target at 0.1 (verl's default
+target) and up to 0.09 without any control. A reward hack drives it past 1 nat within a
+few updates of its onset."""
 
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
 

@@ -197,3 +197,38 @@ def test_schedules_anneal_linearly() -> None:
     )
     assert [c.ent_coef_at(u) for u in range(4)] == pytest.approx([0.02, 0.015, 0.01, 0.005])
     assert PPOConfig(anneal_lr=False).learning_rate_at(100) == 2.5e-4
+
+
+def test_reference_kl_settings_are_validated_together() -> None:
+    assert errors_of(ref_kl_target=0.01) == (
+        "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward",
+    )
+    assert errors_of(
+        ref_kl_target=0.01, ref_kl_in_reward=True, ref_kl_reward_coef=0.0, ref_kl_loss_coef=2e6
+    ) == (
+        "ref_kl_loss_coef must be in [1e-06, 1e+06] for ref_kl_target to adapt it, got 2000000.0",
+        "ref_kl_reward_coef must be in [1e-06, 1e+06] for ref_kl_target to adapt it, got 0.0",
+    )
+    assert errors_of(ref_kl_loss_coef=-1.0, ref_kl_horizon=0, init_from="", reference="") == (
+        "init_from must be a non-empty string, got ''",
+        "reference must be a non-empty string, got ''",
+        "ref_kl_loss_coef must be finite and >= 0, got -1.0",
+        "ref_kl_horizon must be an integer >= 1, got 0",
+    )
+
+
+def test_straight_through_estimators_and_fine_tuning_settings_parse_from_the_command_line() -> None:
+    cfg = PPOConfig().with_overrides(
+        [
+            "kl_estimator=k3+",
+            "ref_kl_loss_estimator=low_var_kl+",
+            "ref_kl_loss_coef=0.1",
+            "init_from=runs/base",
+            "ref_kl_target=0.02",
+            "normalize_returns=true",
+        ]
+    )
+    assert (cfg.kl_estimator, cfg.ref_kl_loss_estimator) == ("k3+", "low_var_kl+")
+    assert cfg.init_from == "runs/base" and cfg.uses_reference and cfg.normalize_returns
+    assert PPOConfig().with_overrides(["init_from=none"]).init_from is None
+    assert not PPOConfig().uses_reference

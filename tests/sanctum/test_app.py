@@ -220,3 +220,27 @@ async def test_an_unusable_log_is_reported_not_crashed_on(newer_schema_log: Path
         await pilot.pause()
         assert banner_text(app, "run") == text, "the banner keeps saying why"
         assert app.is_running
+
+
+async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(3):
+        log.update(lively(u, kl=0.004))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 2, "update 2")
+        panel = app.query_one(HealthStatusPanel)
+        assert not panel.row("ref_kl").display  # no reference in this run: no row
+        assert "reference" not in drawn(app.query_one(KLChart))
+
+        for u in range(3, 6):  # the run starts reporting a reference KL, far past critical
+            log.update(lively(u, kl=0.004, ref_kl=3.5, ref_kl_coef=0.1))
+        await wait_until(pilot, lambda s: s.update == 5, "update 5")
+        assert panel.row("ref_kl").display and panel.row("ref_kl").level is Level.CRITICAL
+        chart = drawn(app.query_one(KLChart))
+        assert "policy  (old ‖ new)" in chart and "reference  (θ ‖ ref)" in chart
+        assert "1.0000" in chart and "0.3000" in chart  # the reference rule's lines
+        assert banner_text(app, "verdict").strip().startswith("FAIL: RefKL")
+    log.close()

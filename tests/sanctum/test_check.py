@@ -37,6 +37,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "grad_norm",
         "explained_variance",
         "entropy_normalized",
+        "ref_kl",
         "nonfinite",
         "bug",
         "stall",
@@ -208,7 +209,7 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     write_junit(result, out)
     suite = ET.parse(out).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures")) == ("11", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("12", "1")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == [r.name for r in result.rows]
     failure = cases["approx_kl"].find("failure")

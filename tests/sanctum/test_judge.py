@@ -308,3 +308,14 @@ def test_a_violation_is_critical_only_while_it_is_the_latest() -> None:
     assert judge.latest_violations
     fold_one(judge, 1, clip_fraction=0.1)
     assert not judge.latest_violations and judge.violations == 1
+
+
+def test_reference_kl_bounds_follow_the_estimators_the_run_names() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    assert fold_one(judge, 0, ref_kl=-0.01, ref_kl_reward_penalty=-0.1) == []  # unknown
+    judge.configure({"ref_kl_loss_estimator": "low_var_kl", "ref_kl_reward_estimator": "k1+"})
+    assert fold_one(judge, 1, ref_kl=-0.01, ref_kl_reward_penalty=-0.1) == [
+        "ref_kl -0.01 outside >= 0 (the KL estimator is never negative)"
+    ]
+    assert fold_one(judge, 2, ref_kl_coef=-1.0)[0].startswith("ref_kl_coef -1 outside >= 0")
+    assert fold_one(judge, 3, approx_kl=-0.5)[0].startswith("approx_kl -0.5 outside >= 0")

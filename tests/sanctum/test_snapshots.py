@@ -37,13 +37,18 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-def write(kls: tuple[float, ...], finish: bool = False, **last: Any) -> RunLog:
-    """A run with one update per KL value; ``last`` overrides fields of the final update."""
+def write(
+    kls: tuple[float, ...], finish: bool = False, ref: tuple[float, ...] = (), **last: Any
+) -> RunLog:
+    """A run with one update per KL value (and reference KL, when ``ref`` holds one per
+    update); ``last`` overrides fields of the final update."""
     LOG.parent.mkdir(parents=True, exist_ok=True)
     log = RunLog(LOG, run_id="CartPole-v1-20261121-153012-a3f9")
     log.start()
     for u, kl in enumerate(kls):
         fields = last if u == len(kls) - 1 else {}
+        if ref:
+            fields = {"ref_kl": ref[u], "ref_kl_coef": round(0.05 * 1.1**u, 6), **fields}
         if kl > 0.03:
             fields = {"early_stopped": True, **fields}
         log.update(lively(u, kl, **fields))
@@ -103,6 +108,17 @@ def test_critical_kl_and_nan(snap_compare: SnapCompare, size: tuple[int, int]) -
 def test_finished(snap_compare: SnapCompare) -> None:
     log = write((*HEALTHY_KL, 0.0091, 0.0086), finish=True)
     assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(26))
+
+
+REF_KL = (2e-4, 0.004, 0.011, 0.019, 0.027, 0.034, 0.38, 0.52, 0.47, 0.031)
+"""A fine-tune's reference KL: rising toward its target, then a burst past the warning."""
+
+
+def test_fine_tuning_charts_the_reference_kl_beside_the_policy_kl(
+    snap_compare: SnapCompare,
+) -> None:
+    log = write(HEALTHY_KL, ref=REF_KL)
+    assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(21))
 
 
 def test_help_screen(snap_compare: SnapCompare) -> None:

@@ -34,6 +34,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "grad_norm": ("Grad", "above", 100.0, 1000.0, 0),
         "explained_variance": ("EV", "below", -0.1, -0.5, 10),
         "entropy_normalized": ("Entropy", "below", 0.02, 0.005, 0),
+        "ref_kl": ("RefKL", "above", 0.3, 1.0, 0),
     }
     how = {
         r.metric: (r.statistic, r.window, r.persist, r.far, r.min_return_spread)
@@ -45,7 +46,9 @@ def test_defaults_are_the_calibrated_table() -> None:
         "grad_norm": ("jump", 20, 2, None, None),
         "explained_variance": ("median", 10, 3, None, 0.05),
         "entropy_normalized": ("value", 1, 3, None, None),
+        "ref_kl": ("value", 1, 2, 3.0, None),
     }
+    assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == ["ref_kl"]
     assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 60.0)
     assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
     assert DEFAULT_THRESHOLDS.rule("entropy") is None
@@ -55,6 +58,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "grad_norm",
         "explained_variance",
         "entropy_normalized",
+        "ref_kl",
     )
 
 

@@ -15,6 +15,8 @@ from sanctum.health import Level
 
 KL_METRIC: Final = "approx_kl"
 """The metric the banner and the chart feature."""
+REF_KL_METRIC: Final = "ref_kl"
+"""The KL to the frozen reference policy, charted beside KL_METRIC when a run has it."""
 BANNER_KL_DECIMALS: Final = 3
 """KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
 LEVEL_CLASSES: Final = tuple(f"level-{level.value}" for level in Level)

@@ -1,8 +1,9 @@
 """HealthStatusPanel: one row per metric, coloured by the level the rule table gave it.
 
-Rows: every metric with a rule (in rule order), then the other PPO statistics worth a
-glance, then any further metric that went non-finite (the verdict may name it, so it
-must be on screen). Each row shows the latest value, a sparkline of the last 10 updates
+Rows: every metric with a rule (in rule order; a rule for a metric only some runs have,
+such as the reference KL, only in runs that measure it), then the other PPO statistics
+worth a glance, then any further metric that went non-finite (the verdict may name it, so
+it must be on screen). Each row shows the latest value, a sparkline of the last 10 updates
 and a trend arrow; its ``level-*`` CSS class carries the colour. A metric not measured by
 the trainer reads "not measured"; before the first update every row reads "pending",
 never a healthy zero.
@@ -130,8 +131,11 @@ class MetricRow(Horizontal):
         metric = snapshot.metric(self.metric)
         self.query_one(".value", Label).update(value_text(snapshot, metric))
         self.query_one(".spark", Label).update(note_text(metric))
-        ruled = snapshot.thresholds.rule(self.metric) is not None
-        self.display = ruled or metric.value is not None or snapshot.update is None
+        rule = snapshot.thresholds.rule(self.metric)
+        if rule is not None and rule.only_when_measured:
+            self.display = any(v is not None for v in metric.series)
+        else:
+            self.display = rule is not None or metric.value is not None or snapshot.update is None
         self.query_one(".arrow", Label).update(ARROWS[metric.direction])
         set_one_class(self, LEVEL_CLASSES, level_class(metric.level))
 

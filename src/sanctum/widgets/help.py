@@ -69,6 +69,50 @@ GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
         "Entropy over log(number of allowed actions): 1 for a uniform policy, 0 for a "
         "deterministic one (categorical policies only). Near 0 is a collapse.",
     ),
+    (
+        "ratio_std",
+        "Standard deviation of r = pi_new/pi_old within a minibatch, mean over them: how "
+        "unevenly the update moved the policy across samples.",
+    ),
+    (
+        "ref_kl",
+        "Fine-tuning: mean per-sample KL(pi_theta || pi_ref) to the frozen reference policy "
+        "(the policy training started from, or a checkpoint) over the update's minibatches, "
+        "with ref_kl_loss_estimator; nats. Charted beside the policy KL.",
+    ),
+    (
+        "ref_kl_coef",
+        "Coefficient of the reference KL in the loss in force; with ref_kl_target the "
+        "proportional controller (Ziegler et al.) moves it up to 20% x steps/horizon per "
+        "update toward the target.",
+    ),
+    ("ref_kl_loss", "ref_kl_coef x ref_kl: the term the reference KL adds to the loss."),
+    (
+        "ref_kl_reward_coef",
+        "Coefficient of the reference-KL penalty in the reward in force (adaptive likewise).",
+    ),
+    (
+        "ref_kl_reward_penalty",
+        "Mean penalty subtracted from each step's reward: ref_kl_reward_coef x the "
+        "per-sample KL(pi_old || pi_ref) with ref_kl_reward_estimator.",
+    ),
+    (
+        "entropy_penalty",
+        "The min-entropy term added to the loss, min_entropy_coef x relu(min_entropy - H), "
+        "mean over applied minibatches. With the policy and value losses, the entropy bonus, "
+        "kl_penalty and ref_kl_loss it sums to total_loss.",
+    ),
+    ("entropy_below_threshold", "Whether the update's mean entropy was below min_entropy."),
+    (
+        "td_error_mean",
+        "Mean one-step TD error r + gamma V(s') - V(s) on the rollout, in reward units: a "
+        "critic that is biased low or high shows here before explained variance moves.",
+    ),
+    (
+        "return_scale",
+        "With normalize_returns: the running standard deviation of the discounted return "
+        "that rewards are divided by. Returns, values and TD errors are shown unnormalised.",
+    ),
     ("policy_loss", "Clipped-surrogate loss, mean over applied minibatches."),
     ("value_loss", "Value-function loss, mean over applied minibatches."),
     ("learning_rate", "Learning rate in force for this update."),

@@ -1,4 +1,5 @@
-"""KLChart: the longer KL history on a log scale, with the warning and critical lines.
+"""KLChart: the longer KL history on a log scale, with the warning and critical lines; the
+reference KL beside it when the run measures one.
 
 A sparkline rescales to its data, so a KL that doubles looks the same at 0.002 and at
 0.2. KL also spans decades: a healthy run sits near 1e-5 and a broken one past 0.1, and a
@@ -6,7 +7,9 @@ linear scale sized for the thresholds draws the healthy run as a flat line on th
 So the chart is logarithmic, topped a decade above the critical line and reaching two
 decades below the warning line (further down when the values are smaller), with both
 lines always drawn and labelled. Bars are coloured by the same rule that colours the
-panel.
+panel. A fine-tuning run (one that reports ``ref_kl``) gets two charts side by side, each
+under a caption: the policy's KL between updates on the left, its KL to the frozen
+reference on the right, each with its own rule's lines.
 """
 
 from __future__ import annotations
@@ -21,11 +24,20 @@ from sanctum.health import Level, level_of
 from sanctum.renderables import ChartStyles, ThresholdChart
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.display import KL_METRIC
+from sanctum.widgets.display import KL_METRIC, REF_KL_METRIC
+
+GAP = 2
+"""Blank cells between the two charts."""
+
+
+def measures_ref_kl(snapshot: SanctumSnapshot) -> bool:
+    """Whether the charted updates report a reference KL."""
+    return any(v is not None for v in snapshot.metric(REF_KL_METRIC).series)
 
 
 class KLChart(SnapshotView):
-    """Fixed-scale bar chart of ``approx_kl``, one column per update, newest at the right."""
+    """Fixed-scale bar charts of ``approx_kl`` (and ``ref_kl``), one column per update,
+    newest at the right."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "klchart--healthy",
@@ -38,9 +50,8 @@ class KLChart(SnapshotView):
         self.border_title = "KL"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        rule = snapshot.thresholds.rule(KL_METRIC)
         series = snapshot.metric(KL_METRIC).series
-        if rule is not None:
+        if snapshot.thresholds.rule(KL_METRIC) is not None:
             self.border_subtitle = "log · ┄ warning ━ critical"
         if series:
             self.border_title = f"KL · {len(series)} updates"
@@ -50,8 +61,31 @@ class KLChart(SnapshotView):
         snapshot = self.snapshot
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
             return Text("no update yet", style=self.get_component_rich_style("klchart--axis"))
-        rule = snapshot.thresholds.rule(KL_METRIC)
-        values = [math.nan if v is None else v for v in snapshot.metric(KL_METRIC).series]
+        height = max(1, self.content_size.height)
+        width = max(1, self.content_size.width)
+        if not measures_ref_kl(snapshot) or height < 2:
+            return self._chart(snapshot, KL_METRIC, width, height)
+        left_width = (width - GAP) // 2
+        right_width = width - GAP - left_width
+        axis = self.get_component_rich_style("klchart--axis")
+        caption = Text(end="")
+        caption.append(f"{'policy  (old ‖ new)':<{left_width + GAP}}", axis)
+        caption.append(f"{'reference  (θ ‖ ref)':<{right_width}}", axis)
+        left = self._chart(snapshot, KL_METRIC, left_width, height - 1).lines(left_width)
+        right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).lines(right_width)
+        rows = [
+            Text(end="").join([a, Text(" " * GAP), b]) for a, b in zip(left, right, strict=True)
+        ]
+        return Text("\n", end="").join([caption, *rows])
+
+    def _chart(
+        self, snapshot: SanctumSnapshot, metric: str, width: int, height: int
+    ) -> ThresholdChart:
+        rule = snapshot.thresholds.rule(metric)
+        series = snapshot.metric(metric).series
+        if metric != KL_METRIC:  # approx_kl is required; an update without ref_kl is no bar
+            series = tuple(v for v in series if v is not None)
+        values = [math.nan if v is None else v for v in series]
 
         def level(value: float) -> str:
             if rule is None:
@@ -62,8 +96,8 @@ class KLChart(SnapshotView):
             values,
             warning=None if rule is None else rule.warning,
             critical=None if rule is None else rule.critical,
-            height=max(1, self.content_size.height),
-            width=max(1, self.content_size.width),
+            height=height,
+            width=width,
             decimals=None if rule is None else rule.decimals,
             log=True,
             level_of=level,
