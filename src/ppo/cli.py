@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ppo import reference
 from ppo.attach import train_attached, wants_dashboard
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
@@ -154,6 +155,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     args.resume = resolve_resume(args)
     try:
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
+        reference.check_sources(config)  # and the checkpoints fine-tuning starts from
         run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
     except (ConfigError, CheckpointError, ValueError) as exc:  # ValueError: the run id
         print(f"ppo train: {exc}", file=err)

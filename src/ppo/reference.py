@@ -26,18 +26,47 @@ INIT = "init"
 
 def load_weights(policy: ActorCritic, source: str | Path, what: str) -> None:
     """Load the policy weights of a checkpoint (a .pt file or a run folder) into ``policy``;
-    a checkpoint of another architecture is a :class:`~ppo.checkpoint.CheckpointError`
-    naming ``what`` it was for and the file."""
-    path = checkpoint.find(Path(source))
-    weights = checkpoint.entry(checkpoint.load(path), "model", path)
+    a missing, unusable or differently shaped checkpoint is a
+    :class:`~ppo.checkpoint.CheckpointError` that names ``what`` it was for."""
     try:
-        policy.load_state_dict(weights)
-    except (RuntimeError, KeyError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        path = checkpoint.find(Path(source))
+        weights = checkpoint.entry(checkpoint.load(path), "model", path)
+    except checkpoint.CheckpointError as exc:
+        raise checkpoint.CheckpointError(f"{what}: {exc}") from None
+    mismatch = _mismatch(policy.state_dict(), weights)
+    if mismatch is not None:
         raise checkpoint.CheckpointError(
-            f"{path} cannot be the {what}: its policy does not fit this environment and "
-            f"network ({first})"
-        ) from None
+            f"{what}: {path} holds a policy for another environment or network ({mismatch})"
+        )
+    policy.load_state_dict(weights)
+
+
+def _mismatch(here: dict[str, Tensor], saved: object) -> str | None:
+    """The first difference between this policy's parameters and a checkpoint's, in words."""
+    if not isinstance(saved, dict):
+        return "its model entry is not a set of weights"
+    for name, tensor in here.items():
+        other = saved.get(name)
+        if not isinstance(other, Tensor):
+            return f"it has no {name}"
+        if other.shape != tensor.shape:
+            return f"{name} is {list(other.shape)} there and {list(tensor.shape)} here"
+    extra = sorted(set(saved) - set(here))
+    return f"it has {extra[0]}, which this policy does not" if extra else None
+
+
+def check_sources(config: PPOConfig) -> None:
+    """Find the checkpoints the config names before training starts (their shapes are
+    checked once the environment is known)."""
+    sources = [("init_from", config.init_from)]
+    if config.uses_reference and config.reference != INIT:
+        sources.append(("reference", config.reference))
+    for name, source in sources:
+        if source is not None:
+            try:
+                checkpoint.find(Path(source))
+            except checkpoint.CheckpointError as exc:
+                raise checkpoint.CheckpointError(f"{name}: {exc}") from None
 
 
 def frozen(policy: ActorCritic) -> ActorCritic:

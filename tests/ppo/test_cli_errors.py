@@ -72,3 +72,24 @@ def test_a_checkpoint_that_would_run_code_is_refused_without_torch_advice(
     code, err = train(capsys, "--resume", str(path))
     assert code == 2 and "refused" in err and "could run code" in err
     assert "weights_only" not in err  # never the advice to load it unsafely
+
+
+def test_fine_tuning_checkpoints_are_named_by_their_setting(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    runs = ["--run-dir", str(tmp_path)]
+    missing = tmp_path / "nope"
+    code, err = train(capsys, *runs, "--set", f"init_from={missing}")
+    assert (code, err) == (2, f"ppo train: init_from: no run at {missing}")
+    code, err = train(
+        capsys, *runs, "--set", "ref_kl_loss_coef=0.1", "--set", f"reference={missing}"
+    )
+    assert (code, err) == (2, f"ppo train: reference: no run at {missing}")
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+    assert train(capsys, *runs, "--run-id", "base")[0] == 0
+    code, err = train(
+        capsys, *runs, "--env", "Acrobot-v1", "--set", f"init_from={tmp_path / 'base'}"
+    )
+    assert code == 2
+    assert err.startswith("ppo train: starting policy (init_from): ")
+    assert err.endswith("(actor.0.weight is [64, 4] there and [64, 6] here)")
