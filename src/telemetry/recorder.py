@@ -32,6 +32,9 @@ from telemetry.events import (
 )
 
 EVENTS_FILE = "events.jsonl"
+# bytes kept free beside the log for run_finished (a line of a few hundred bytes; a page or
+# more on most file systems)
+FINISH_RESERVE = 16 * 1024
 """Name of the event log inside a run folder."""
 
 
@@ -136,7 +139,9 @@ class Recorder:
         """
         if self._writer is not None:
             return
-        writer = EventLogWriter(self.path, fsync_every=self._fsync_every)  # locked: ours alone
+        writer = EventLogWriter(  # locked: ours alone
+            self.path, fsync_every=self._fsync_every, reserve=FINISH_RESERVE
+        )
         if not self._append and writer.size > 0:
             writer.close()
             raise LogInUse(
@@ -170,6 +175,7 @@ class Recorder:
         if self.finished or self._writer is None:
             return
         self.finished = True
+        self._writer.release_reserve()  # the last line fits even on a disk that filled
         try:
             self.emitter.emit(
                 RunFinishedPayload(

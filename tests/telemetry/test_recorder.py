@@ -17,6 +17,7 @@ from telemetry import (
     SinkError,
     read_events,
 )
+from telemetry.recorder import FINISH_RESERVE
 
 
 def _finished(path: Path) -> RunFinished:
@@ -83,6 +84,16 @@ def test_disk_full_is_a_sink_error_naming_the_file() -> None:
     rec = Recorder(path="/dev/full", run_id="r")
     with pytest.raises(SinkError, match=r"eventlog:/dev/full.*No space left on device"):
         rec.start()
+    assert not Path("/dev/.full.reserve").exists()  # a device gets no file beside it
+
+
+def test_room_for_run_finished_is_held_beside_the_log_until_the_run_ends(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    reserve = tmp_path / ".e.jsonl.reserve"
+    with Recorder(path=path) as rec:
+        assert reserve.stat().st_size == FINISH_RESERVE
+        rec.emit(RolloutPayload(update=0, global_step=1))
+    assert not reserve.exists() and _finished(path).payload.status == "completed"
 
 
 def test_closed_writer_refuses_and_says_so(tmp_path: Path) -> None:

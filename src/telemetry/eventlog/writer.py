@@ -4,8 +4,10 @@ writer."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -23,10 +25,14 @@ class EventLogWriter:
     A write that fails part-way (a full disk) is taken back, so the log never ends in a
     torn line. ``fsync_every``: also ``fsync`` at most every that many seconds (None:
     never; the OS has every line the moment ``write`` returns, so only a machine crash
-    can lose it).
+    can lose it). ``reserve``: bytes held on the same disk in a hidden file beside the log
+    until :meth:`release_reserve` (or close), so the last line of a run still fits when
+    the disk has filled.
     """
 
-    def __init__(self, path: str | os.PathLike[str], fsync_every: float | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], fsync_every: float | None = None, reserve: int = 0
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.name = f"eventlog:{self.path}"
@@ -43,6 +49,20 @@ class EventLogWriter:
         self._lock = threading.Lock()
         self._fsync_every = fsync_every
         self._last_fsync = time.monotonic()
+        self._reserve = self.path.with_name(f".{self.path.name}.reserve")
+        if reserve and stat.S_ISREG(os.fstat(self._fd).st_mode):  # never beside a device
+            self._hold_reserve(reserve)
+
+    def _hold_reserve(self, size: int) -> None:
+        try:  # a disk already too full for it: no reserve, and the log works as before
+            self._reserve.write_bytes(bytes(size))
+        except OSError:
+            self.release_reserve()
+
+    def release_reserve(self) -> None:
+        """Give the reserved bytes back to the disk (for the run's last line)."""
+        with contextlib.suppress(FileNotFoundError):
+            self._reserve.unlink()
 
     def __call__(self, event: Event) -> None:
         self.write(event)
@@ -96,6 +116,7 @@ class EventLogWriter:
                 os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
+        self.release_reserve()
 
     def __enter__(self) -> EventLogWriter:
         return self
