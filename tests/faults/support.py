@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Event
@@ -16,26 +17,22 @@ WAIT_LIMIT = 60.0
 """Seconds a test waits for a process before failing (a hang guard, not a timing test)."""
 
 
-def start_trainer(run_dir: Path, run_id: str, *extra: str) -> subprocess.Popen[str]:
+def trainer_command(run_dir: Path, run_id: str, *extra: str) -> list[str]:
     """``python -m ppo train --headless`` into ``run_dir/run_id``, long enough to be hurt."""
+    return [
+        sys.executable, "-m", "ppo", "train", "--headless", "--total-steps", "2000000",
+        "--run-dir", str(run_dir), "--run-id", run_id, *extra,
+    ]  # fmt: skip
+
+
+def start_trainer(run_dir: Path, run_id: str, *extra: str, **popen: Any) -> subprocess.Popen[str]:
+    """The :func:`trainer_command` started, stderr captured (``popen``: more Popen options)."""
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ppo",
-            "train",
-            "--headless",
-            "--total-steps",
-            "2000000",
-            "--run-dir",
-            str(run_dir),
-            "--run-id",
-            run_id,
-            *extra,
-        ],
+        trainer_command(run_dir, run_id, *extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        **popen,
     )
 
 

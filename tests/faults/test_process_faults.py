@@ -15,7 +15,16 @@ import pytest
 
 from telemetry.events import RunFinished, RunStarted
 
-from .support import WAIT_LIMIT, finish, lines_in, read_whole, run, start_trainer, wait_until
+from .support import (
+    WAIT_LIMIT,
+    finish,
+    lines_in,
+    read_whole,
+    run,
+    start_trainer,
+    trainer_command,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -69,24 +78,8 @@ def test_sighup_is_handled_like_sigterm(tmp_path: Path) -> None:
 
 def test_sigint_works_when_the_shell_started_the_trainer_with_it_ignored(tmp_path: Path) -> None:
     """``cmd &`` in a script leaves SIGINT ignored; the documented ``kill -INT`` must work."""
-    trainer = subprocess.Popen(
-        [
-            "python",
-            "-m",
-            "ppo",
-            "train",
-            "--headless",
-            "--total-steps",
-            "2000000",
-            "--run-dir",
-            str(tmp_path),
-            "--run-id",
-            "bg",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    trainer = start_trainer(
+        tmp_path, "bg", preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
     )
     log = tmp_path / "bg" / "events.jsonl"
     wait_until(lambda: lines_in(log) > 20, "20 lines")
@@ -118,22 +111,8 @@ def test_a_full_disk_stops_training_with_one_line_and_a_whole_log(tmp_path: Path
     if mounted.returncode != 0:
         pytest.skip("this machine refuses to mount a tmpfs")
     try:
-        done = run(
-            [
-                "-m",
-                "ppo",
-                "train",
-                "--headless",
-                "--total-steps",
-                "2000000",
-                "--run-dir",
-                str(disk),
-                "--run-id",
-                "full",
-                "--set",
-                "checkpoint_every=0",
-            ]
-        )
+        command = trainer_command(disk, "full", "--set", "checkpoint_every=0")
+        done = run(command[1:])
         assert done.returncode == 1
         assert_one_clear_line(done.stderr)
         assert done.stderr.startswith("ppo train: training stopped: could not write the event log")
