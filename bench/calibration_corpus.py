@@ -15,10 +15,16 @@ it in a known way from a known update (the *onset*):
 - ``stall``: the environment blocks for longer than the stall limit once, at the onset;
 - ``reward_hack``: fine-tuning with a reference KL too weak to hold it, the reward
   changes at the onset to pay for pushing left, so the policy drifts steadily from its
-  reference while each update stays small (the RLHF failure a reference KL is for).
+  reference while each update stays small (the RLHF failure a reference KL is for);
+- ``length_bonus``: token-level PPO with ``length_penalty = -0.3`` from the start (a sign
+  slip: 0.3 paid per generated token), so the policy learns to fill ``max_new_tokens``
+  instead of answering;
+- ``token_entropy_collapse``: token-level PPO whose LM head is scaled by 1000 at the
+  onset, so generation becomes deterministic.
 
 Fine-tuning runs (``examples/finetune.toml``) first train their starting policy
-(``examples/healthy.toml``) in a folder of their own.
+(``examples/healthy.toml``) in a folder of their own. Token-level runs are
+``examples/token_ppo.toml`` (its warm start, then PPO) on their seed.
 
 Environment faults are Gymnasium wrappers registered under a per-run id; agent faults are
 applied by a Trainer that runs a hook before the onset update.
@@ -42,8 +48,15 @@ from ppo.agent import PPOAgent
 from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
 from ppo.rollout import Collector
+from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.generate import Generation
+from ppo.tokens.reward import RewardTerms
+from ppo.tokens.task import TokenTask
+from ppo.tokens.trainer import TokenTrainer
+from ppo.tokens.update import TokenBatch
 from ppo.trainer import Progress, Trainer
 from telemetry import Recorder
+from telemetry.eventlog import EventLogWriter
 
 PENDULUM_ZOO: dict[str, Any] = {
     "env_id": "Pendulum-v1",
@@ -83,6 +96,8 @@ FREE_FINETUNE: dict[str, Any] = {**FINETUNE, "ref_kl_loss_coef": 1e-6, "ref_kl_t
 
 BROKEN_BASE: dict[str, Any] = {"env_id": "CartPole-v1", "total_steps": 60_000}
 """Broken runs break a default CartPole run; 117 updates is enough to see each fault."""
+TOKENS: dict[str, Any] = example("token_ppo")
+"""Token-level PPO on the shipped digit-sum task (80 updates)."""
 
 
 @dataclass(frozen=True)
@@ -109,7 +124,7 @@ def healthy_cases(quick: bool, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[C
         cases.append(Case(f"cartpole-s{seed}", True, {"seed": seed}))
         cases.append(Case(f"acrobot-s{seed}", True, {"env_id": "Acrobot-v1", "seed": seed}))
         cases.append(Case(f"pendulum-s{seed}", True, {**PENDULUM_ZOO, "seed": seed}))
-    return cases + finetune_cases(quick)
+    return cases + finetune_cases(quick) + token_cases(quick)
 
 
 def finetune_cases(quick: bool) -> list[Case]:
@@ -122,6 +137,12 @@ def finetune_cases(quick: bool) -> list[Case]:
             Case("finetune-free", True, FREE_FINETUNE),
         ]
     return cases
+
+
+def token_cases(quick: bool) -> list[Case]:
+    """Healthy token-level PPO: the example on two seeds (one with ``quick``)."""
+    seeds = (1,) if quick else (1, 2)
+    return [Case(f"tokens-s{seed}", True, {**TOKENS, "seed": seed}) for seed in seeds]
 
 
 def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
@@ -138,6 +159,8 @@ def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
         Case("entropy_collapse", False, BROKEN_BASE, 30, "entropy_collapse", {"factor": 1e3}),
         Case("value_scale", False, BROKEN_BASE, 30, "value_scale", {"factor": 1e4}),
         Case("reward_hack", False, FREE_FINETUNE, 20, "reward_hack"),
+        Case("length_bonus", False, {**TOKENS, "length_penalty": -0.3}, 0),
+        Case("token_entropy_collapse", False, TOKENS, 20, "lm_head_scale", {"factor": 1e3}),
     ]
     if not quick:
         cases.append(Case("stall", False, BROKEN_BASE, 30, "stall", {"seconds": stall_seconds}))
@@ -241,9 +264,47 @@ class FaultTrainer(Trainer):
         return super()._iteration(rec, collector, agent, counters)
 
 
+# ----------------------------------------------------------------- token-level faults
+
+
+def _lm_head_scale(trainer: TokenTrainer, task: TokenTask, factor: float) -> None:
+    with torch.no_grad():
+        for param in task.model.lm_head.parameters():  # type: ignore[union-attr]
+            param.mul_(factor)
+
+
+TOKEN_FAULTS: dict[str, Callable[..., None]] = {
+    "lm_head_scale": _lm_head_scale,
+}
+
+
+class TokenFaultTrainer(TokenTrainer):
+    """A TokenTrainer that applies a token-level fault just before rollout ``onset``."""
+
+    def __init__(self, config: TokenPPOConfig, case: Case, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.case = case
+
+    def _rollout(
+        self,
+        update: int,
+        task: TokenTask,
+        reference: torch.nn.Module,
+        records: EventLogWriter,
+        generator: torch.Generator,
+    ) -> tuple[TokenBatch, Generation, RewardTerms]:
+        if update == self.case.onset and self.case.fault in TOKEN_FAULTS:
+            TOKEN_FAULTS[self.case.fault](self, task, **self.case.fault_args)
+        return super()._rollout(update, task, reference, records, generator)
+
+
 def record(case: Case, run_dir: Path) -> Path:
     """Train ``case`` (its starting policy first, for fine-tuning) and return its events file."""
     torch.set_num_threads(1)
+    if case.config.get("algorithm") == "token_ppo":
+        config = TokenPPOConfig.from_mapping({**case.config, "torch_threads": 1})
+        token_run = TokenFaultTrainer(config, case, run_dir=run_dir, run_id=case.name)
+        return token_run.run().events_path
     settings = dict(case.config)
     if settings.get("init_from") == STARTING_POLICY:
         start = Trainer(

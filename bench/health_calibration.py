@@ -1,15 +1,16 @@
 """How often Sanctum's health rules fire on real healthy runs, and how fast on broken ones.
 
-    python bench/health_calibration.py                 # the whole corpus, about 10 minutes
+    python bench/health_calibration.py                 # the whole corpus, about 8 minutes
     python bench/health_calibration.py --quick         # a subset, under 3 minutes
     python bench/health_calibration.py --reuse DIR     # judge runs already recorded in DIR
     python bench/health_calibration.py --thresholds my.toml --reuse DIR
     python bench/health_calibration.py --seeds 5 6 7 8 # healthy runs on other seeds
 
-The corpus (``calibration_corpus.py``) is recorded by the real trainer: 12 healthy runs
+The corpus (``calibration_corpus.py``) is recorded by the real trainers: 18 healthy runs
 (CartPole-v1 and Acrobot-v1 on the default config at full length, Pendulum-v1 on RL Zoo's
-tuned hyperparameters; 4 seeds each) and 6 broken runs, each broken in a known way from a
-known update (the onset). Every run is then judged by ``sanctum check`` with the rule
+tuned hyperparameters, 4 seeds each; four CartPole fine-tuning runs; the token-level
+example on two seeds) and 9 broken runs, each broken in a known way from a known update
+(the onset). Every run is then judged by ``sanctum check`` with the rule
 table in force (the defaults, or ``--thresholds``), exactly as CI would judge it.
 
 Figures, per rule and overall:

@@ -26,6 +26,8 @@ from ppo.envs import EnvError
 from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.progress import PlainReporter, Reporter, RichReporter
 from ppo.signals import Stopped, exit_code_of, stop_on_signals
+from ppo.tokens.cli import token_config, train_tokens
+from ppo.tokens.config import TokenPPOConfig
 from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
 from telemetry.eventlog import LogInUse
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
@@ -36,6 +38,7 @@ examples:
   ppo train --env Acrobot-v1 --set max_kl=0.03 --set early_stop_scope=epoch
   ppo train --config ppo.toml --set kl_penalty_coefficient=0.1 --run-dir runs
   ppo train --resume runs/CartPole-v1-20250101-120000-ab12 --total-steps 200000
+  ppo train --config examples/token_ppo.toml    # token-level PPO (algorithm = "token_ppo")
 
 Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
 --set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
@@ -146,6 +149,20 @@ def resolve_config(args: argparse.Namespace) -> PPOConfig:
     return config.with_overrides(explicit, source="command line") if explicit else config
 
 
+def _train_tokens(
+    args: argparse.Namespace, config: TokenPPOConfig, out: TextIO, err: TextIO
+) -> int:
+    """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
+    run_id = check_run_id(args.run_id) if args.run_id else new_run_id("tokens")
+    taken = args.run_dir / run_id / EVENTS_FILE
+    if taken.exists() and taken.stat().st_size > 0:
+        print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
+        return EXIT_USAGE
+    if wants_dashboard(args, out):
+        return train_attached(args, run_id, out, err)
+    return train_tokens(config, args.run_dir, run_id, out, err)
+
+
 def _reporter(stream: TextIO) -> Reporter:
     return RichReporter() if stream.isatty() else PlainReporter(stream)
 
@@ -154,6 +171,9 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``ppo train`` with parsed ``args``; returns the exit code."""
     args.resume = resolve_resume(args)
     try:
+        tokens = token_config(args)
+        if tokens is not None:
+            return _train_tokens(args, tokens, out, err)
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
         reference.check_sources(config)  # and the checkpoints fine-tuning starts from
         run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)

@@ -4,29 +4,26 @@ The defaults are CleanRL's ``ppo.py`` CartPole baseline. A config is frozen and 
 on construction: every bad field is reported together, in field order, each message naming
 the field and the offending value (``kl_penalty_coefficient must be finite and >= 0, got
 nan``), because a run that starts with a silently clamped threshold is worse than one that
-refuses to start. Values read from TOML or ``--set key=value`` are coerced by the field's
-declared type; what cannot be coerced is kept as given so that validation names it.
+refuses to start. Loading, coercion and ``--set`` live in :mod:`ppo.settings`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import math
-import sys
-import types
-import typing
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Literal, TypeAlias
 
 from ppo import validators as valid
+from ppo.settings import ConfigError, Settings, setting
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+__all__ = [
+    "Activation",
+    "AdvantageMode",
+    "ConfigError",
+    "EarlyStopScope",
+    "KLEstimator",
+    "PPOConfig",
+]
 
 KLEstimator: TypeAlias = Literal[
     "k1", "k2", "k3", "low_var_kl", "abs", "k1+", "k2+", "k3+", "low_var_kl+", "abs+"
@@ -37,33 +34,9 @@ EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
 
-_NONE_WORDS = frozenset({"none", "null", "off"})
-_TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
-_FALSE_WORDS = frozenset({"false", "0", "no", "off"})
-
-
-class ConfigError(ValueError):
-    """The configuration is unusable; ``errors`` lists every problem, in field order."""
-
-    def __init__(self, errors: Iterable[str], source: str | None = None) -> None:
-        self.errors = tuple(errors)
-        self.source = source
-        where = f" in {source}" if source else ""
-        count = len(self.errors)
-        head = f"invalid PPO config{where} ({count} error{'s' if count != 1 else ''})"
-        super().__init__(head + ":\n" + "\n".join(f"  {e}" for e in self.errors))
-
-
-_T = TypeVar("_T")
-
-
-def setting(default: _T, validator: valid.Validator) -> _T:
-    """A config field's default and its validator, declared together on the field."""
-    return dataclasses.field(default=default, metadata={"validator": validator})
-
 
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(Settings):
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
     # Each field is declared once: type, default and validator (``setting``), then its docstring.
@@ -183,10 +156,9 @@ class PPOConfig:
     """Divide rewards by the running standard deviation of the discounted return, so value
     targets have unit scale; reported returns, values and TD errors stay unnormalised."""
 
-    def __post_init__(self) -> None:
-        errors = valid.validate(self)
-        if errors:
-            raise ConfigError(errors)
+    def problems(self) -> list[str]:
+        """Every problem, in field order (empty when valid)."""
+        return valid.validate(self)
 
     # --- derived ---
     @property
@@ -216,113 +188,3 @@ class PPOConfig:
             return self.ent_coef
         frac = update / self.num_updates
         return self.ent_coef + (self.ent_coef_final - self.ent_coef) * frac
-
-    # --- I/O ---
-    def to_dict(self) -> dict[str, Any]:
-        """The config as JSON-ready builtins (for run_started and checkpoints)."""
-        return {
-            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
-            for f in dataclasses.fields(self)
-        }
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], source: str | None = None) -> PPOConfig:
-        """Build from a mapping of field names to values (coerced by field type)."""
-        return _build(cls(), dict(values), source)
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> PPOConfig:
-        """Load from a flat TOML file; unknown keys and bad values are errors naming the file."""
-        path = Path(path)
-        try:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
-        except FileNotFoundError:
-            raise ConfigError([f"config file not found: {path}"], str(path)) from None
-        except UnicodeDecodeError:
-            raise ConfigError([f"cannot read {path}: not UTF-8 text"], str(path)) from None
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError([f"cannot read {path}: {exc}"], str(path)) from None
-        return _build(cls(), data, str(path))
-
-    def with_overrides(self, assignments: Iterable[str], source: str = "--set") -> PPOConfig:
-        """A copy with ``key=value`` strings applied (values parsed by the field's type)."""
-        values: dict[str, Any] = {}
-        errors: list[str] = []
-        for item in assignments:
-            key, sep, raw = item.partition("=")
-            if not sep or not key.strip():
-                errors.append(f"expected key=value, got {item!r}")
-                continue
-            values[key.strip()] = raw.strip()
-        if errors:
-            raise ConfigError(errors, source)
-        return _build(self, values, source)
-
-
-# ---------------------------------------------------------------------------- coercion
-
-
-def _field_types() -> dict[str, Any]:
-    return typing.get_type_hints(PPOConfig)
-
-
-def _strip_optional(tp: Any) -> tuple[Any, bool]:
-    args = typing.get_args(tp)
-    if typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        return rest[0], True
-    return tp, False
-
-
-def _coerce(value: Any, tp: Any) -> Any:
-    """Convert TOML/--set input toward ``tp``; leave what does not fit for validation."""
-    base, optional = _strip_optional(tp)
-    if isinstance(value, str):
-        text = value.strip()
-        if optional and text.lower() in _NONE_WORDS:
-            return None
-        return _parse_text(text, base)
-    if base is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if typing.get_origin(base) is tuple and isinstance(value, list):
-        return tuple(value)
-    return value
-
-
-def _parse_text(text: str, base: Any) -> Any:
-    try:
-        if base is bool:
-            low = text.lower()
-            return True if low in _TRUE_WORDS else False if low in _FALSE_WORDS else text
-        if base is int:
-            number = float(text) if any(c in text.lower() for c in ".e") else int(text)
-            return int(number) if float(number).is_integer() else text
-        if base is float:
-            return float(text)
-        if typing.get_origin(base) is tuple:
-            parts = [p for p in text.strip("[]()").replace(" ", "").split(",") if p]
-            return tuple(int(p) for p in parts)
-    except (ValueError, OverflowError):
-        return text
-    return text
-
-
-def _build(base: PPOConfig, values: dict[str, Any], source: str | None) -> PPOConfig:
-    hints = _field_types()
-    names = list(hints)
-    errors = [_unknown_key(key, names) for key in values if key not in hints]
-    known = {k: _coerce(v, hints[k]) for k, v in values.items() if k in hints}
-    try:
-        config = dataclasses.replace(base, **known)
-    except ConfigError as exc:
-        raise ConfigError([*errors, *exc.errors], source) from None
-    if errors:
-        raise ConfigError(errors, source)
-    return config
-
-
-def _unknown_key(key: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(key, names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown config key {key!r}{hint}"

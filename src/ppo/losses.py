@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ppo.config import PPOConfig
+from ppo.config import KLEstimator, PPOConfig
 from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
 
 
@@ -113,16 +113,28 @@ def entropy_penalty(mean_entropy: Tensor, min_entropy: float | None, coef: float
 
 
 def reference_kl(
-    logp_new: Tensor, logp_ref: Tensor | None, config: PPOConfig, coef: float
+    logp_new: Tensor,
+    logp_ref: Tensor | None,
+    estimator: KLEstimator,
+    coef: float,
+    clamp: float = 20.0,
 ) -> tuple[Tensor | None, Tensor]:
     """(mean KL(pi_theta || pi_ref), ``coef`` times it): the samples' log-probabilities
     under the policy being trained are the sampled side. Kept out of the graph at coef 0."""
     if logp_ref is None:
         return None, torch.zeros((), device=logp_new.device)
     sampled = logp_new if coef != 0.0 else logp_new.detach()
-    log_ratio, _ = guarded_log_ratio(logp_ref, sampled, config.log_ratio_clamp)
-    kl = estimate_from_log_ratio(log_ratio, config.ref_kl_loss_estimator).mean()
+    log_ratio, _ = guarded_log_ratio(logp_ref, sampled, clamp)
+    kl = estimate_from_log_ratio(log_ratio, estimator).mean()
     return kl, coef * kl
+
+
+def _config_reference_kl(
+    inputs: LossInputs, config: PPOConfig, coef: float
+) -> tuple[Tensor | None, Tensor]:
+    """``reference_kl`` with the estimator and log-ratio clamp ``config`` names."""
+    estimator, clamp = config.ref_kl_loss_estimator, config.log_ratio_clamp
+    return reference_kl(inputs.logp_new, inputs.logp_ref, estimator, coef, clamp)
 
 
 def ppo_loss(
@@ -149,7 +161,7 @@ def ppo_loss(
     approx_kl = estimate_from_log_ratio(kl_input, config.kl_estimator).mean()
     kl_term = kl_coef * approx_kl
     total = total + kl_term if kl_coef != 0.0 else total
-    ref_kl, ref_term = reference_kl(inputs.logp_new, inputs.logp_ref, config, ref_coef)
+    ref_kl, ref_term = _config_reference_kl(inputs, config, ref_coef)
     total = total + ref_term if ref_coef != 0.0 and ref_kl is not None else total
     breakdown = LossBreakdown(
         policy_loss=policy.detach(),

@@ -93,6 +93,14 @@ def text_or_none(value: Any) -> str | None:
     return None if value is None else text(value)
 
 
+def probabilities(value: Any) -> str | None:
+    ok = isinstance(value, tuple) and len(value) > 0
+    ok = ok and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 for v in value
+    )
+    return None if ok else f"must be a non-empty list of numbers in [0, 1], got {value!r}"
+
+
 def sizes(value: Any) -> str | None:
     ok = isinstance(value, tuple) and len(value) > 0
     ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
@@ -144,15 +152,23 @@ def _reference_problems(config: PPOConfig) -> list[tuple[str, str]]:
     ]
 
 
-def validate(config: PPOConfig) -> list[str]:
-    """Every problem with ``config``, in field order (empty when valid)."""
-    fields = dataclasses.fields(config)
+def field_problems(config: Any) -> list[str]:
+    """What each field's own validator says of a config dataclass, in field order."""
     found: list[str] = []
-    for f in fields:
+    for f in dataclasses.fields(config):
         message = f.metadata["validator"](getattr(config, f.name))
         if message is not None:
             found.append(f"{f.name} {message}")
-    if found:  # cross-field checks assume each field is well-typed
-        return found
-    order = {f.name: i for i, f in enumerate(fields)}
-    return [message for name, message in sorted(_cross_field(config), key=lambda p: order[p[0]])]
+    return found
+
+
+def in_field_order(config: Any, problems: list[tuple[str, str]]) -> list[str]:
+    """Cross-field ``(field, message)`` problems sorted by their field's position."""
+    order = {f.name: i for i, f in enumerate(dataclasses.fields(config))}
+    return [message for name, message in sorted(problems, key=lambda p: order[p[0]])]
+
+
+def validate(config: PPOConfig) -> list[str]:
+    """Every problem with ``config``, in field order (empty when valid); cross-field checks
+    assume each field is well-typed, so they run only when every field is."""
+    return field_problems(config) or in_field_order(config, _cross_field(config))

@@ -25,7 +25,7 @@ from sanctum.runs import UsageError, resolve_run
 if TYPE_CHECKING:
     from sanctum.thresholds import Thresholds
 
-COMMANDS = ("watch", "replay", "check", "summary")
+COMMANDS = ("watch", "replay", "check", "summary", "rollouts")
 
 
 def _speed(text: str) -> float:
@@ -70,7 +70,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     summary.add_argument("run", metavar="RUN")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_rollouts(sub)
     return parser
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def _add_rollouts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rollouts = sub.add_parser(
+        "rollouts",
+        prog="sanctum rollouts",
+        help="print a token-level run's rollouts: tokens and reward breakdown",
+        description="Print records of runs/<run>/rollouts.jsonl (token-level PPO): the "
+        "prompt and generated tokens, the answer against the truth, and each term of the "
+        "reward. Default: the last 10.",
+    )
+    rollouts.add_argument("run", metavar="RUN")
+    which = rollouts.add_mutually_exclusive_group()
+    which.add_argument("--last", type=_count, metavar="N", help="the last N rollouts")
+    which.add_argument("--worst", type=_count, metavar="N", help="the N lowest reward_final")
 
 
 def _add_watch_and_replay(
@@ -150,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     exception would exit 1, which a CI job would read as an unhealthy run.
     """
     args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
+    from sanctum.rollouts_view import RolloutsError
     from sanctum.thresholds import ThresholdsError, load_thresholds
     from telemetry.eventlog import EventLogError
 
@@ -159,11 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, thresholds)
         if args.command == "summary":
             return _summary(args, thresholds)
+        if args.command == "rollouts":
+            return _rollouts(args)
         return _interactive(args, thresholds)
-    except (UsageError, ThresholdsError, EventLogError) as exc:
+    except (UsageError, ThresholdsError, EventLogError, RolloutsError) as exc:
         return _unusable(args, str(exc))
     except Exception as exc:
-        if args.command not in ("check", "summary"):
+        if args.command not in ("check", "summary", "rollouts"):
             raise  # the dashboard's own traceback; no CI reads its exit code
         traceback.print_exc()
         return _unusable(
@@ -228,6 +257,15 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
     doc = build_summary(resolve_run(args.run), thresholds)
     _emit(dumps(doc) if args.json else format_text(doc))
+    return EXIT_OK
+
+
+def _rollouts(args: argparse.Namespace) -> int:
+    from sanctum.rollouts_view import render
+
+    events = resolve_run(args.run)
+    last = args.last if args.last is not None or args.worst is not None else 10
+    _emit(render(events.parent, events, last, args.worst))
     return EXIT_OK
 
 

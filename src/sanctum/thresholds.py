@@ -257,16 +257,36 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             persist=3,
             min_return_spread=0.05,
         ),
-        Rule("entropy_normalized", "Entropy", "below", 0.02, 0.005, decimals=3, persist=3),
+        Rule(
+            "entropy_normalized",
+            "Entropy",
+            "below",
+            0.1,
+            0.03,
+            decimals=3,
+            statistic="jump",
+            window=20,
+            persist=2,
+        ),
         Rule(
             "ref_kl",
             "RefKL",
             "above",
-            0.3,
+            0.6,
             1.0,
             decimals=4,
             persist=2,
             far=3.0,
+            only_when_measured=True,
+        ),
+        Rule(
+            "max_length_rate",
+            "Length",
+            "above",
+            0.25,
+            0.5,
+            decimals=2,
+            persist=3,
             only_when_measured=True,
         ),
     ),
@@ -277,12 +297,17 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
 the README's health section has its figures). Healthy runs of the default config and of
 tuned ones set the lines: KL up to 0.034 sustained with one 0.29 spike (RL Zoo's Pendulum),
 clip fraction up to 0.36, pre-clip gradient norms jumping up to 63x their recent median
-(CartPole's failed episodes after it is nearly solved), normalised entropy down to 0.058
-(Acrobot), explained variance near 0 for the first hundred updates of the default config
-(the clipped value loss learns slowly) and noise once returns are constant, the reference
-KL of fine-tuning up to 0.16 nats with the controller's target at 0.1 (verl's default
-target) and up to 0.09 without any control. A reward hack drives it past 1 nat within a
-few updates of its onset."""
+(CartPole's failed episodes after it is nearly solved), explained variance near 0 for the
+first hundred updates of the default config (the clipped value loss learns slowly) and
+noise once returns are constant, the reference KL of fine-tuning up to 0.165 nats
+(CartPole) and the per-token reference KL of token-level PPO up to 0.50 (a policy
+sharpening from a noisy warm start). A reward hack drives it past 1 nat within a few
+updates of its onset. Entropy is judged against the run's own recent median, because a
+token-level policy whose task has one right answer rightly converges towards 0.01 of its
+maximum: healthy runs fall to 0.27x their median at the fastest, a collapse to 0.01x or
+less. Healthy token-level runs use the whole max_new_tokens in at most 0.4% of an update's
+rollouts; a length bonus drives
+the share that does to 1."""
 
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
 

@@ -48,13 +48,14 @@ def _scalar_to_builtin(obj: Any) -> Any:
 
 
 class LineEncoder:
-    """Encodes events into one reused buffer as a JSON line (not thread-safe: one per writer)."""
+    """Encodes events (or any msgspec record, such as a rollout record) into one reused
+    buffer as a JSON line (not thread-safe: one per writer)."""
 
     def __init__(self) -> None:
         self._encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
         self._buffer = bytearray(1024)
 
-    def encode(self, event: Event) -> bytearray:
+    def encode(self, event: Event | msgspec.Struct) -> bytearray:
         """Return the buffer holding ``event`` as one JSON line ending in a newline."""
         buf = self._buffer
         self._encoder.encode_into(event, buf)

@@ -15,12 +15,16 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 2
+SCHEMA_MINOR: Final = 3
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
 ``grad_norm_actor``, ``grad_norm_critic``, ``grad_clip_scale``, ``return_std`` and
-``entropy_normalized`` appended to ``ppo_update``."""
+``entropy_normalized`` appended to ``ppo_update``. 2: the reference KL and its
+coefficients, ``ratio_std``, ``entropy_penalty``, ``entropy_below_threshold``,
+``td_error_mean`` and ``return_scale`` appended to ``ppo_update``. 3: ``full_reward_rate``,
+``max_new_tokens_rate`` and ``max_length_rate`` (token-level PPO) appended to
+``ppo_update``."""
 
 
 class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -217,6 +221,16 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     """``ref_kl_coef * ref_kl``, the term in the loss, mean over applied minibatches."""
     ref_kl_reward_penalty: float | None = None
     """Mean reference-KL penalty subtracted from each step's reward in the rollout."""
+    full_reward_rate: float | None = None
+    """Token-level PPO: share of the update's rollouts whose every answer digit was right
+    (schema 1.3)."""
+    max_new_tokens_rate: float | None = None
+    """Token-level PPO: share of the update's rollouts stopped by ``max_new_tokens`` before
+    answering, which earn no reward (schema 1.3)."""
+    max_length_rate: float | None = None
+    """Token-level PPO: share of the update's rollouts that used all ``max_new_tokens``
+    tokens, answered on the last or not at all (schema 1.3): near 1, the policy is
+    gaming the length."""
 
 
 class AnomalyPayload(Payload, frozen=True, kw_only=True):

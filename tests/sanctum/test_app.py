@@ -241,6 +241,6 @@ async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path
         assert panel.row("ref_kl").display and panel.row("ref_kl").level is Level.CRITICAL
         chart = drawn(app.query_one(KLChart))
         assert "policy  (old ‖ new)" in chart and "reference  (θ ‖ ref)" in chart
-        assert "1.0000" in chart and "0.3000" in chart  # the reference rule's lines
+        assert "1.0000" in chart and "0.6000" in chart  # the reference rule's lines
         assert banner_text(app, "verdict").strip().startswith("FAIL: RefKL")
     log.close()

@@ -38,6 +38,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "explained_variance",
         "entropy_normalized",
         "ref_kl",
+        "max_length_rate",
         "nonfinite",
         "bug",
         "stall",
@@ -209,7 +210,7 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     write_junit(result, out)
     suite = ET.parse(out).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures")) == ("12", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("13", "1")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == [r.name for r in result.rows]
     failure = cases["approx_kl"].find("failure")

@@ -22,13 +22,18 @@ SCHEMA_1_2 = (
 )
 """The fields schema 1.2 appended to ppo_update."""
 
+SCHEMA_1_3 = ("full_reward_rate", "max_new_tokens_rate", "max_length_rate")
+"""The fields schema 1.3 appended to ppo_update (token-level PPO)."""
 
-def test_the_fields_of_schema_1_2_are_real_fields_of_the_contract() -> None:
+APPENDED = SCHEMA_1_2 + SCHEMA_1_3
+
+
+def test_the_fields_of_schema_1_2_and_1_3_are_real_fields_of_the_contract() -> None:
     fields = [f.name for f in msgspec.structs.fields(PPOUpdatePayload)]
-    assert list(SCHEMA_1_2) == fields[-len(SCHEMA_1_2) :]
+    assert list(APPENDED) == fields[-len(APPENDED) :]
 
 
-def test_every_ruled_metric_and_every_field_of_schema_1_2_is_in_the_glossary() -> None:
+def test_every_ruled_metric_and_every_appended_field_is_in_the_glossary() -> None:
     described = {name for name, _ in GLOSSARY}
-    missing = (set(SCHEMA_1_2) | set(DEFAULT_THRESHOLDS.metrics)) - described
+    missing = (set(APPENDED) | set(DEFAULT_THRESHOLDS.metrics)) - described
     assert not missing, f"the ? help does not describe {sorted(missing)}"

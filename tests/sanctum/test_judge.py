@@ -120,6 +120,18 @@ def test_jump_statistic_against_the_previous_median() -> None:
     assert judge.latest is not None and judge.latest.level is C
 
 
+def test_entropy_converging_is_healthy_and_collapsing_is_critical() -> None:
+    entropy = DEFAULT_THRESHOLDS.rule("entropy_normalized")
+    assert entropy is not None and entropy.statistic == "jump"
+    # a policy sharpening toward the one right answer: -10% per update, 0.9 down to 0.002
+    converging = [0.9 * 0.9**u for u in range(60)]
+    assert converging[-1] < 0.005 and set(levels(entropy, converging)) <= {P, H}
+    # a collapse from a steady 0.6 to 0.005 (under 0.03x): critical once it held two
+    # updates, and it stays critical, since collapsed values never join the baseline
+    collapsed = levels(entropy, [0.6] * 20 + [0.005] * 10)
+    assert collapsed[20] is H and set(collapsed[21:]) == {C}
+
+
 def test_a_steady_norm_of_any_size_is_healthy() -> None:
     assert levels(GRAD, [30.0] * 30)[-1] is H
     assert levels(GRAD, [30.0] * 10 + [1000.0] * 5)[-1] is H  # 33x: a jump, not a fault

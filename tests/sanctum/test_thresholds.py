@@ -33,8 +33,9 @@ def test_defaults_are_the_calibrated_table() -> None:
         "clip_fraction": ("Clip", "above", 0.4, 0.6, 0),
         "grad_norm": ("Grad", "above", 100.0, 1000.0, 0),
         "explained_variance": ("EV", "below", -0.1, -0.5, 10),
-        "entropy_normalized": ("Entropy", "below", 0.02, 0.005, 0),
-        "ref_kl": ("RefKL", "above", 0.3, 1.0, 0),
+        "entropy_normalized": ("Entropy", "below", 0.1, 0.03, 0),
+        "ref_kl": ("RefKL", "above", 0.6, 1.0, 0),
+        "max_length_rate": ("Length", "above", 0.25, 0.5, 0),
     }
     how = {
         r.metric: (r.statistic, r.window, r.persist, r.far, r.min_return_spread)
@@ -45,10 +46,14 @@ def test_defaults_are_the_calibrated_table() -> None:
         "clip_fraction": ("value", 1, 2, None, None),
         "grad_norm": ("jump", 20, 2, None, None),
         "explained_variance": ("median", 10, 3, None, 0.05),
-        "entropy_normalized": ("value", 1, 3, None, None),
+        "entropy_normalized": ("jump", 20, 2, None, None),
         "ref_kl": ("value", 1, 2, 3.0, None),
+        "max_length_rate": ("value", 1, 3, None, None),
     }
-    assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == ["ref_kl"]
+    assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == [
+        "ref_kl",
+        "max_length_rate",
+    ]
     assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 60.0)
     assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
     assert DEFAULT_THRESHOLDS.rule("entropy") is None
@@ -59,6 +64,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "explained_variance",
         "entropy_normalized",
         "ref_kl",
+        "max_length_rate",
     )
 
 

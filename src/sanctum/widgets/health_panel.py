@@ -30,8 +30,13 @@ EXTRA_METRICS = (
     "value_loss",
     "learning_rate",
     "kl_coef",
+    "full_reward_rate",
+    "max_new_tokens_rate",
 )
-"""Shown without a rule: context for reading the ruled metrics."""
+"""Shown without a rule: context for reading the ruled metrics (a row whose metric the run
+does not report hides once updates arrive)."""
+SHOWN_WHEN_MEASURED = frozenset({"full_reward_rate", "max_new_tokens_rate"})
+"""Context rows only some runs report (token-level PPO): no row until a value arrives."""
 SPARK_WIDTH = 10
 """One cell per update of the 10-update history."""
 
@@ -132,7 +137,7 @@ class MetricRow(Horizontal):
         self.query_one(".value", Label).update(value_text(snapshot, metric))
         self.query_one(".spark", Label).update(note_text(metric))
         rule = snapshot.thresholds.rule(self.metric)
-        if rule is not None and rule.only_when_measured:
+        if self.metric in SHOWN_WHEN_MEASURED or (rule is not None and rule.only_when_measured):
             self.display = any(v is not None for v in metric.series)
         else:
             self.display = rule is not None or metric.value is not None or snapshot.update is None

@@ -113,6 +113,19 @@ GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
         "With normalize_returns: the running standard deviation of the discounted return "
         "that rewards are divided by. Returns, values and TD errors are shown unnormalised.",
     ),
+    (
+        "full_reward_rate",
+        "Token-level PPO: share of the update's rollouts whose every answer digit was right.",
+    ),
+    (
+        "max_new_tokens_rate",
+        "Token-level PPO: share of rollouts that hit max_new_tokens before answering (reward 0).",
+    ),
+    (
+        "max_length_rate",
+        "Token-level PPO: share of rollouts that used every one of max_new_tokens, answered "
+        "on the last or not at all. Rising toward 1: the policy is gaming the length.",
+    ),
     ("policy_loss", "Clipped-surrogate loss, mean over applied minibatches."),
     ("value_loss", "Value-function loss, mean over applied minibatches."),
     ("learning_rate", "Learning rate in force for this update."),

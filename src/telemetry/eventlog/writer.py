@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import msgspec
+
 from telemetry.codec import LineEncoder
 from telemetry.eventlog.errors import EventLogError, LogInUse
 from telemetry.events import Event
@@ -85,7 +87,7 @@ class EventLogWriter:
         open_file = os.fstat(self._fd)
         return (here.st_dev, here.st_ino) != (open_file.st_dev, open_file.st_ino)
 
-    def write(self, event: Event) -> None:
+    def write(self, event: Event | msgspec.Struct) -> None:
         """Append ``event``; on return the whole line is in the file. If the write fails
         part-way, the part written is removed again and the error raised."""
         with self._lock:

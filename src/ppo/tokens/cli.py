@@ -1,0 +1,83 @@
+"""``ppo train --config FILE`` where FILE says ``algorithm = "token_ppo"``."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
+
+from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.settings import ConfigError, read_toml
+from ppo.signals import exit_code_of, stop_on_signals
+from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.trainer import TokenProgress, TokenTrainer
+from telemetry import SinkError
+from telemetry.eventlog import LogInUse
+from telemetry.recorder import EVENTS_FILE
+
+PROGRESS_EVERY = 10
+"""Updates between two progress lines."""
+
+
+def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
+    """The token-level config ``--config`` names, or None when it is not one."""
+    if args.config is None or args.resume is not None:
+        return None
+    data = read_toml(args.config)
+    if data.get("algorithm") != "token_ppo":
+        return None
+    if args.env is not None or args.total_steps is not None:
+        raise ConfigError(
+            ["--env and --total-steps do not apply to a token_ppo config (set updates=N)"],
+            str(args.config),
+        )
+    config = TokenPPOConfig.from_mapping(data, str(args.config)).with_overrides(args.overrides)
+    if args.seed is not None:
+        config = config.with_overrides([f"seed={args.seed}"], source="command line")
+    return config
+
+
+def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
+    def show(p: TokenProgress) -> None:
+        if p.updates_done % PROGRESS_EVERY == 0 or p.updates_done == p.num_updates:
+            print(
+                f"update {p.updates_done}/{p.num_updates}  {p.tokens_per_second:,.0f} tokens/s  "
+                f"reward {p.reward_mean:.3f}",
+                file=out,
+                flush=True,
+            )
+
+    return show
+
+
+def train_tokens(
+    config: TokenPPOConfig, run_dir: Path, run_id: str, out: TextIO, err: TextIO
+) -> int:
+    """Run token-level PPO headless; returns the exit code."""
+    run_path = run_dir / run_id
+    print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
+    print(f"warm start: {config.warm_start_steps} supervised steps", file=out, flush=True)
+    trainer = TokenTrainer(config, run_dir, run_id, _progress(out))
+    started = time.monotonic()
+    try:
+        with stop_on_signals():
+            result = trainer.run()
+    except (ConfigError, LogInUse) as exc:
+        print(f"ppo train: {exc}", file=err)
+        return EXIT_USAGE
+    except SinkError as exc:
+        print(f"ppo train: training stopped: could not record: {exc}", file=err)
+        return EXIT_STOPPED
+    except KeyboardInterrupt as exc:
+        print(f"\nppo train: interrupted ({exc or 'Ctrl-C'}); the run is recorded", file=err)
+        return exit_code_of(exc)
+    first, last = result.reward_means[0], result.reward_means[-1]
+    print(
+        f"done: {result.updates} updates, {result.global_step} tokens in "
+        f"{time.monotonic() - started:.1f} s; mean reward {first:.3f} -> {last:.3f}\n"
+        f"event log: {result.events_path}\nrollouts: {result.rollouts_path}",
+        file=out,
+    )
+    return EXIT_OK

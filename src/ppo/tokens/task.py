@@ -1,0 +1,84 @@
+"""The plug-in point of token-level PPO: a :class:`TokenTask` supplies the model, its
+vocabulary, the prompts with their true answer digits, and the digit reader.
+
+To train your own model, write a function that returns a ``TokenTask`` and name it in the
+config as ``task = "my_package.my_module:my_task"``. The model is any ``torch.nn.Module``
+that maps token ids ``[batch, time]`` to ``(logits [batch, time, vocab], values [batch,
+time])``: position t's logits predict token t + 1 and its value is the critic's V of the
+state after reading tokens 0..t. PPO trains every parameter of the model that requires a
+gradient; the reader scores an answer and is never trained.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from torch import Tensor, nn
+
+from ppo.settings import ConfigError
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """The ids generation may use, and names to print tokens by."""
+
+    z_ids: tuple[int, ...]
+    """The reasoning tokens: the only ids generated before the answer."""
+    answer_id: int
+    """``<ANSWER>``: ends generation; the reader reads the state at it."""
+    pad_id: int
+    """Fills a sequence after its answer, so a batch stays rectangular; never trained on."""
+    names: tuple[str, ...]
+    """A printable name per id (``sanctum rollouts`` shows tokens by these)."""
+
+    @property
+    def allowed_ids(self) -> tuple[int, ...]:
+        """Every id generation may produce: the Z tokens and the answer."""
+        return (*self.z_ids, self.answer_id)
+
+
+class DigitReader(Protocol):
+    """Reads the answer: ``(ids [batch, time], last [batch])`` to digit probabilities
+    ``[batch, num_digits, 10]`` at position ``last`` of each sequence."""
+
+    def __call__(self, ids: Tensor, last: Tensor) -> Tensor: ...
+
+
+class PromptSampler(Protocol):
+    """``(count, seed)`` to prompts ``[count, prompt_len]`` and their true answer digits
+    ``[count, num_digits]``; every prompt of a batch has the same length."""
+
+    def __call__(self, count: int, seed: int) -> tuple[Tensor, Tensor]: ...
+
+
+@dataclass(frozen=True)
+class TokenTask:
+    """Everything token-level PPO needs from a task."""
+
+    model: nn.Module
+    """The policy and critic being trained (already warm-started: the 'pretrained' model)."""
+    vocab: Vocab
+    num_digits: int
+    sample: PromptSampler
+    read_digits: DigitReader
+
+
+TaskFactory = Callable[..., TokenTask]
+
+
+def load_task(spec: str) -> TaskFactory:
+    """The factory named by ``module:function``; a clear :class:`ConfigError` otherwise."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError([f"task must be 'module:function', got {spec!r}"])
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError([f"task {spec!r}: cannot import {module_name!r} ({exc})"]) from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigError([f"task {spec!r}: {module_name} has no function {attr!r}"])
+    return factory  # type: ignore[no-any-return]

@@ -1,0 +1,215 @@
+"""TokenTrainer: token-level PPO end to end, recorded like any run.
+
+Per update: sample prompts, generate under the masked policy, read the answer with the
+task's digit reader, reward, log-probabilities of the frozen reference (a copy of the
+warm-started model) once, record a ``rollout`` event and one ``rollouts.jsonl`` line per
+sequence, update, record the ``ppo_update``. A step is a generated token.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from ppo import __version__
+from ppo.kl_control import adapt_proportional
+from ppo.settings import ConfigError
+from ppo.tokens import figures, masking
+from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.generate import Generation, generate
+from ppo.tokens.records import build_records
+from ppo.tokens.reward import RewardTerms, applied_positions, reward_terms
+from ppo.tokens.task import TokenTask, load_task
+from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
+from telemetry import Recorder, TrainerInfo
+from telemetry.eventlog import EventLogWriter
+from telemetry.rollouts import ROLLOUTS_FILE
+
+TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)
+
+
+@dataclass(frozen=True)
+class TokenProgress:
+    """Where training stands after an update."""
+
+    updates_done: int
+    num_updates: int
+    reward_mean: float
+    tokens_per_second: float
+
+
+@dataclass(frozen=True)
+class TokenResult:
+    run_id: str
+    events_path: Path
+    rollouts_path: Path
+    updates: int
+    global_step: int
+    reward_means: list[float]
+    """Mean reward_final of each update's rollouts, in order."""
+
+
+def build_task(config: TokenPPOConfig) -> TokenTask:
+    """The task named by the config, checked against it."""
+    task = load_task(config.task)(config)
+    if len(config.keep_prob) != task.num_digits:
+        raise ConfigError(
+            [
+                f"keep_prob has {len(config.keep_prob)} entries; the task's answer has "
+                f"{task.num_digits} digits"
+            ]
+        )
+    if len(task.vocab.z_ids) < 1:
+        raise ConfigError([f"task {config.task!r} allows no Z token"])
+    return task
+
+
+class TokenTrainer:
+    """Warm start (the task's), then ``updates`` PPO updates, recorded to ``run_dir/run_id``."""
+
+    def __init__(
+        self,
+        config: TokenPPOConfig,
+        run_dir: Path,
+        run_id: str,
+        on_progress: Callable[[TokenProgress], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.on_progress = on_progress
+        self.ref_coef = config.ref_kl_loss_coef
+        self.global_step = 0
+        self.reward_means: list[float] = []
+
+    def run(self) -> TokenResult:
+        cfg = self.config
+        torch.set_num_threads(cfg.torch_threads)
+        task = build_task(cfg)
+        reference = copy.deepcopy(task.model).eval().requires_grad_(False)
+        recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
+        with (
+            Recorder(
+                run_dir=self.run_dir,
+                run_id=self.run_id,
+                env_id=f"tokens:{cfg.task}",
+                seed=cfg.seed,
+                config=recorded,
+                trainer=TRAINER,
+            ) as rec,
+            EventLogWriter(rec.run_dir / ROLLOUTS_FILE) as records,
+        ):
+            self._loop(rec, records, task, reference)
+        return TokenResult(
+            self.run_id,
+            rec.path,
+            rec.run_dir / ROLLOUTS_FILE,
+            len(self.reward_means),
+            self.global_step,
+            self.reward_means,
+        )
+
+    def _loop(
+        self, rec: Recorder, records: EventLogWriter, task: TokenTask, reference: nn.Module
+    ) -> None:
+        cfg = self.config
+        generator = torch.Generator().manual_seed(cfg.seed + 1)
+        updater = TokenUpdater(task.model, cfg, generator)
+        allowed = masking.allowed_mask(
+            len(task.vocab.names), task.vocab.allowed_ids, torch.device("cpu")
+        )
+        for update in range(cfg.updates):
+            started = time.perf_counter()
+            batch, gen, terms = self._rollout(update, task, reference, records, generator)
+            tokens = int(gen.num_generated.sum())
+            self.global_step += tokens
+            tps = tokens / max(time.perf_counter() - started, 1e-9)
+            rec.emit(figures.rollout_payload(update, self.global_step, gen, terms, tps))
+            t0 = time.perf_counter()
+            result = updater.update(batch, allowed, self.ref_coef)
+            ctx = figures.UpdateContext(
+                update=update,
+                global_step=self.global_step,
+                ref_coef=self.ref_coef,
+                allowed_count=len(task.vocab.allowed_ids),
+                seconds=time.perf_counter() - t0,
+                full_reward_rate=float(terms.reward_full.mean()),
+                max_new_tokens_rate=float((~gen.answered).float().mean()),
+                max_length_rate=float((gen.num_generated == cfg.max_new_tokens).float().mean()),
+            )
+            payload = figures.update_payload(result, batch, cfg, ctx)
+            rec.emit(payload)
+            self._adapt(payload.ref_kl, tokens)
+            self.reward_means.append(float(terms.reward_final.mean()))
+            if self.on_progress is not None:
+                elapsed = time.perf_counter() - started
+                self.on_progress(
+                    TokenProgress(update + 1, cfg.updates, self.reward_means[-1], tokens / elapsed)
+                )
+
+    def _adapt(self, ref_kl: float | None, tokens: int) -> None:
+        target = self.config.ref_kl_target
+        if target is not None and ref_kl is not None:
+            self.ref_coef = adapt_proportional(
+                self.ref_coef, ref_kl, target, tokens, self.config.ref_kl_horizon
+            )
+
+    @torch.no_grad()
+    def _rollout(
+        self,
+        update: int,
+        task: TokenTask,
+        reference: nn.Module,
+        records: EventLogWriter,
+        generator: torch.Generator,
+    ) -> tuple[TokenBatch, Generation, RewardTerms]:
+        cfg = self.config
+        prompts, truth = task.sample(cfg.rollouts_per_update, cfg.seed * 1_000_003 + update)
+        gen = generate(
+            task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
+        )
+        probs = task.read_digits(gen.sequences, gen.last)
+        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), generator)
+        terms = reward_terms(
+            probs.argmax(-1),
+            truth,
+            applied,
+            gen.answered,
+            gen.num_generated,
+            cfg.partial_scale,
+            cfg.length_penalty,
+        )
+        for record in build_records(
+            update * cfg.rollouts_per_update, gen, probs, truth, terms, cfg
+        ):
+            records.write(record)
+        batch = _batch(gen, terms.reward_final, task.vocab.answer_id)
+        allowed = masking.allowed_mask(
+            len(task.vocab.names), task.vocab.allowed_ids, torch.device("cpu")
+        )
+        every = torch.arange(batch.returns.shape[0])
+        logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
+        return _with_reference(batch, logp_ref), gen, terms
+
+
+def _batch(gen: Generation, returns: Tensor, filler: int) -> TokenBatch:
+    return TokenBatch(
+        sequences=gen.sequences,
+        prompt_len=gen.prompts.shape[1],
+        actions=gen.tokens.masked_fill(~gen.valid, filler),
+        valid=gen.valid,
+        logp_old=gen.logp,
+        values_old=gen.values,
+        returns=returns,
+        logp_ref=None,
+    )
+
+
+def _with_reference(batch: TokenBatch, logp_ref: Tensor) -> TokenBatch:
+    return TokenBatch(**{**batch.__dict__, "logp_ref": logp_ref})

@@ -1,0 +1,179 @@
+"""The token-level PPO update: episodic advantage A_t = R - V_t (no GAE, no discount: one
+terminal reward per rollout), the clipped objective over generated tokens, the value loss
+mean (V_t - R)^2 (unclipped), the entropy bonus, and the per-token reference KL.
+
+Minibatches are of whole sequences, so each is one forward of the model; statistics are
+means over generated tokens, never over padding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from ppo.advantages import normalize
+from ppo.agent import exceeds
+from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
+from ppo.losses import SurrogateStats, clipped_surrogate, reference_kl
+from ppo.tokens import masking
+from ppo.tokens.config import TokenPPOConfig
+from telemetry.events import EarlyStop
+
+
+@dataclass(frozen=True)
+class TokenBatch:
+    """One update's rollouts as tensors; ``[B, M]`` over generated positions."""
+
+    sequences: Tensor
+    """``[B, P + M]`` prompt and generated ids."""
+    prompt_len: int
+    actions: Tensor
+    """``[B, M]`` generated ids, an allowed id at padding (so every log-prob is finite)."""
+    valid: Tensor
+    logp_old: Tensor
+    values_old: Tensor
+    returns: Tensor
+    """``[B]`` reward_final: the return of every token of the rollout."""
+    logp_ref: Tensor | None
+    """``[B, M]`` log pi_ref(action) of the frozen reference (None: not measured)."""
+
+
+@dataclass(frozen=True)
+class MinibatchFigures:
+    """What one minibatch measured (floats, read once per minibatch)."""
+
+    epoch: int
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float
+    ref_kl: float | None
+    ref_kl_loss: float
+    total_loss: float
+    clip_fraction: float
+    ratio_mean: float
+    ratio_min: float
+    ratio_max: float
+    ratio_std: float
+    grad_norm: float = math.nan
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    rows: list[MinibatchFigures]
+    """Applied minibatches, in order."""
+    early_stop: EarlyStop | None
+    planned: int
+
+
+def evaluate(
+    model: nn.Module, batch: TokenBatch, idx: Tensor, allowed: Tensor, temperature: float
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(log pi(action), entropy, V) at the generated positions of the sequences ``idx``."""
+    logits, values = model(batch.sequences[idx, :-1])
+    start = batch.prompt_len - 1  # position t's logits predict token t + 1
+    log_probs = masking.masked_log_probs(logits[:, start:], allowed, temperature)
+    return (
+        masking.chosen(log_probs, batch.actions[idx]),
+        masking.entropy(log_probs, allowed),
+        values[:, start:],
+    )
+
+
+def minibatch_loss(
+    outputs: tuple[Tensor, Tensor, Tensor],
+    batch: TokenBatch,
+    idx: Tensor,
+    config: TokenPPOConfig,
+    ref_coef: float,
+) -> tuple[Tensor, dict[str, Tensor | None]]:
+    """The total loss of one minibatch and its detached parts."""
+    valid = batch.valid[idx]
+    logp_new, ent, values = (t[valid] for t in outputs)
+    returns = batch.returns[idx].unsqueeze(1).expand_as(valid)[valid]
+    advantages = returns - batch.values_old[idx][valid]
+    if config.norm_adv:
+        advantages = normalize(advantages, config.adv_std_min)
+    log_ratio, _ = guarded_log_ratio(logp_new, batch.logp_old[idx][valid], config.log_ratio_clamp)
+    policy, surrogate = clipped_surrogate(log_ratio, advantages, config.clip_range)
+    value = (values - returns).square().mean()
+    entropy = ent.mean()
+    logp_ref = None if batch.logp_ref is None else batch.logp_ref[idx][valid]
+    ref_kl, ref_term = reference_kl(
+        logp_new, logp_ref, config.ref_kl_loss_estimator, ref_coef, config.log_ratio_clamp
+    )
+    total = policy + config.vf_coef * value - config.ent_coef * entropy + ref_term
+    approx_kl = estimate_from_log_ratio(log_ratio.detach(), config.kl_estimator).mean()
+    parts: dict[str, Tensor | None] = {
+        "policy_loss": policy,
+        "value_loss": value,
+        "entropy": entropy,
+        "approx_kl": approx_kl,
+        "ref_kl": ref_kl,
+        "ref_kl_loss": ref_term,
+        "total_loss": total,
+    }
+    return total, {**parts, **_surrogate_parts(surrogate)}
+
+
+def _surrogate_parts(s: SurrogateStats) -> dict[str, Tensor | None]:
+    return {
+        "clip_fraction": s.clip_fraction,
+        "ratio_mean": s.ratio_mean,
+        "ratio_min": s.ratio_min,
+        "ratio_max": s.ratio_max,
+        "ratio_std": s.ratio_std,
+    }
+
+
+def _figures(epoch: int, parts: dict[str, Tensor | None]) -> MinibatchFigures:
+    read = {k: None if v is None else float(v.detach()) for k, v in parts.items()}
+    return MinibatchFigures(epoch=epoch, **read)  # type: ignore[arg-type]
+
+
+class TokenUpdater:
+    """Owns the optimizer and runs epochs x minibatches of sequences with the KL early stop."""
+
+    def __init__(
+        self, model: nn.Module, config: TokenPPOConfig, generator: torch.Generator
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.generator = generator
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(self.params, lr=config.learning_rate, eps=config.adam_eps)
+
+    def update(self, batch: TokenBatch, allowed: Tensor, ref_coef: float) -> UpdateResult:
+        """One PPO update on ``batch``; stops before a minibatch whose KL is past max_kl."""
+        c = self.config
+        rows: list[MinibatchFigures] = []
+        for epoch in range(c.update_epochs):
+            order = torch.randperm(batch.returns.shape[0], generator=self.generator)
+            for i, idx in enumerate(order.chunk(c.num_minibatches)):
+                outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
+                total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
+                figures = _figures(epoch, parts)
+                if exceeds(figures.approx_kl, c.max_kl):
+                    assert c.max_kl is not None
+                    stop = EarlyStop(
+                        epoch=epoch,
+                        minibatch=i,
+                        kl=figures.approx_kl,
+                        threshold=c.max_kl,
+                        scope="minibatch",
+                        applied=False,
+                    )
+                    return UpdateResult(rows, stop, c.update_epochs * c.num_minibatches)
+                rows.append(self._step(total, figures))
+        return UpdateResult(rows, None, c.update_epochs * c.num_minibatches)
+
+    def _step(self, total: Tensor, figures: MinibatchFigures) -> MinibatchFigures:
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.autograd.backward(total)
+        limit = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
+        norm = float(torch.nn.utils.clip_grad_norm_(self.params, limit))
+        self.optimizer.step()
+        return MinibatchFigures(**{**figures.__dict__, "grad_norm": norm})

@@ -1,0 +1,101 @@
+"""``sanctum rollouts RUN``: token-level PPO samples, readable, with their reward parts.
+
+Reads ``rollouts.jsonl`` beside the run's event log. Token names come from the run's
+``run_started.config["vocab"]`` when the trainer recorded one (else ids are shown). Every
+string from the files is untrusted: it is printed with control characters made visible.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from sanctum.formatting import visible
+from telemetry.eventlog import EventLogReader
+from telemetry.events import RunStarted
+from telemetry.rollouts import ROLLOUTS_FILE, RolloutRecord, SkippedRecord, iter_records
+
+
+class RolloutsError(ValueError):
+    """The run has no readable rollout records."""
+
+
+def vocab_of(events_path: Path) -> list[str] | None:
+    """The token names the run recorded, if any."""
+    if not events_path.is_file():
+        return None
+    for batch in EventLogReader(events_path).batches():
+        for event in batch.events:
+            if isinstance(event, RunStarted):
+                names = event.payload.config.get("vocab")
+                ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
+                return names if ok else None
+        break
+    return None
+
+
+def select(
+    items: Iterable[RolloutRecord | SkippedRecord], last: int | None, worst: int | None
+) -> tuple[list[RolloutRecord], int, int]:
+    """(the records asked for, records read, lines skipped): the last N in file order,
+    the N with the lowest reward_final (ties: the earlier), or every record."""
+    tail: deque[RolloutRecord] = deque(maxlen=last)
+    lowest: list[tuple[float, int, RolloutRecord]] = []
+    count = skipped = 0
+    for item in items:
+        if isinstance(item, SkippedRecord):
+            skipped += 1
+            continue
+        count += 1
+        if worst is not None:
+            heapq.heappush(lowest, (-item.reward_final, -count, item))
+            if len(lowest) > worst:
+                heapq.heappop(lowest)
+        else:
+            tail.append(item)
+    if worst is not None:
+        return [r for _, _, r in sorted(lowest, key=lambda x: (-x[0], -x[1]))], count, skipped
+    return list(tail), count, skipped
+
+
+def _tokens(ids: Sequence[int], vocab: list[str] | None) -> str:
+    if vocab is None:
+        return " ".join(str(i) for i in ids)
+    return " ".join(visible(vocab[i]) if 0 <= i < len(vocab) else f"?{i}" for i in ids)
+
+
+def describe(r: RolloutRecord, vocab: list[str] | None) -> str:
+    """Three lines: tokens; answer against truth; the reward's terms."""
+    mask = "".join("x" if m else "." for m in r.applied_mask)
+    return (
+        f"#{r.id}  {_tokens(r.input_ids, vocab)}  ->  {_tokens(r.generated_ids, vocab)}"
+        f"  ({r.num_generated} tokens, stopped by {r.terminated_by})\n"
+        f"    answer {''.join(map(str, r.digit_pred))}  true {''.join(map(str, r.digit_true))}"
+        f"  applied {mask}  correct {r.correct_count}/{r.applied_count}\n"
+        f"    reward_final {r.reward_final:.3f} = "
+        f"{'full 1.0' if r.reward_full == 1.0 else _partial(r)}"
+        f" - {r.length_penalty:g} x {r.num_generated} tokens"
+    )
+
+
+def _partial(r: RolloutRecord) -> str:
+    if r.terminated_by == "max_new_tokens":
+        return "0 (no answer)"
+    share = f"{r.correct_count}/{r.applied_count}"
+    return f"partial {r.reward_partial:.3f} ({r.partial_scale:g} x {share})"
+
+
+def render(run_dir: Path, events_path: Path, last: int | None, worst: int | None) -> str:
+    """The text ``sanctum rollouts`` prints."""
+    path = run_dir / ROLLOUTS_FILE
+    if not path.is_file():
+        raise RolloutsError(f"{path}: no rollout records (only token-level PPO runs write them)")
+    chosen, count, skipped = select(iter_records(path), last, worst)
+    vocab = vocab_of(events_path)
+    what = f"the {worst} lowest-reward" if worst is not None else f"the last {len(chosen)}"
+    head = f"{path}: {count} rollouts; {what}"
+    if skipped:
+        head += f"; {skipped} unreadable lines skipped"
+    return "\n\n".join([head, *(describe(r, vocab) for r in chosen)])

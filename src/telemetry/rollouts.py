@@ -1,0 +1,95 @@
+"""Per-rollout records of token-level PPO: ``runs/<run>/rollouts.jsonl``, one line each.
+
+A record holds everything needed to recompute the rollout's learning signals: the tokens,
+the digit heads' answer and the truth, every term of the reward, and per generated token
+the action, ``logp_old``, entropy and value. Lines are written by an
+:class:`~telemetry.eventlog.EventLogWriter` (one flushed ``write`` per line, one writer per
+file, no torn line on a full disk), so the file is as crash-safe as the event log.
+
+Reading is for people debugging a run (``sanctum rollouts``): a line that is not a record
+is skipped and counted with its number, never an error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+ROLLOUTS_FILE = "rollouts.jsonl"
+"""The records' file name, beside ``events.jsonl`` in the run folder."""
+
+TerminatedBy = Literal["answer", "max_new_tokens"]
+
+
+class RolloutRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One generated sequence and how it was rewarded (the design's fields, exactly)."""
+
+    id: int
+    """0-based index of the rollout in the run."""
+    input_ids: list[int]
+    """The prompt's token ids."""
+    generated_ids: list[int]
+    """The generated ids, the answer token included when it was generated."""
+    terminated_by: TerminatedBy
+    """``answer``: the answer token was generated; ``max_new_tokens``: the length ran out."""
+    num_generated: int
+    """``len(generated_ids)``: the length the length penalty charges."""
+    digit_probs: list[list[float]]
+    """The digit heads' probabilities of 0-9 per answer position, read at the last token."""
+    digit_pred: list[int]
+    """The most probable digit per position."""
+    digit_true: list[int]
+    """The correct digit per position."""
+    reward_full: float
+    """1.0 when every predicted digit is right (and the answer token was reached), else 0."""
+    partial_scale: float
+    keep_prob: list[float]
+    """Per position: the probability that a position whose true digit is 0 counts."""
+    applied_mask: list[bool]
+    """Which positions counted: a non-zero true digit always, a zero one when sampled."""
+    applied_count: int
+    correct_count: int
+    """Right predictions among the applied positions."""
+    reward_partial: float
+    """``partial_scale * correct_count / applied_count`` (0 when none applied)."""
+    length_penalty: float
+    reward_final: float
+    """The reward trained on: ``reward - length_penalty * num_generated``, where reward is
+    ``reward_full`` when it is 1, 0 for a ``max_new_tokens`` stop, else ``reward_partial``."""
+    actions: list[int]
+    """The sampled ids, one per generated token (equal to ``generated_ids``)."""
+    logp_old: list[float]
+    """log pi(action) under the sampling policy, one per generated token."""
+    entropy: list[float]
+    """Entropy of the (masked) sampling distribution, one per generated token."""
+    values: list[float]
+    """The critic's V_t before each generated token; the advantage is reward_final - V_t."""
+
+
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A line of ``rollouts.jsonl`` that is not a record, and why."""
+
+    line_no: int
+    detail: str
+
+
+_DECODER = msgspec.json.Decoder(RolloutRecord)
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[RolloutRecord | SkippedRecord]:
+    """Every line of ``path`` in order, as a record or as a skipped line (a last line
+    without its newline is still being written and is left out)."""
+    with Path(path).open("rb") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.endswith(b"\n"):
+                return
+            try:
+                yield _DECODER.decode(line)
+            except msgspec.DecodeError as exc:
+                yield SkippedRecord(line_no, str(exc))
