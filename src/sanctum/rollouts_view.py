@@ -40,7 +40,8 @@ def select(
     items: Iterable[RolloutRecord | SkippedRecord], last: int | None, worst: int | None
 ) -> tuple[list[RolloutRecord], int, int]:
     """(the records asked for, records read, lines skipped): the last N in file order,
-    the N with the lowest reward_final (ties: the earlier), or every record."""
+    the N with the lowest reward_final (ties: the later, which shows what training has
+    not fixed yet), or every record."""
     tail: deque[RolloutRecord] = deque(maxlen=last)
     lowest: list[tuple[float, int, RolloutRecord]] = []
     count = skipped = 0
@@ -50,7 +51,7 @@ def select(
             continue
         count += 1
         if worst is not None:
-            heapq.heappush(lowest, (-item.reward_final, -count, item))
+            heapq.heappush(lowest, (-item.reward_final, count, item))
             if len(lowest) > worst:
                 heapq.heappop(lowest)
         else:
@@ -90,12 +91,15 @@ def _partial(r: RolloutRecord) -> str:
 def render(run_dir: Path, events_path: Path, last: int | None, worst: int | None) -> str:
     """The text ``sanctum rollouts`` prints."""
     path = run_dir / ROLLOUTS_FILE
+    if not run_dir.is_dir():
+        raise RolloutsError(f"{run_dir}: no such run folder")
     if not path.is_file():
         raise RolloutsError(f"{path}: no rollout records (only token-level PPO runs write them)")
     chosen, count, skipped = select(iter_records(path), last, worst)
     vocab = vocab_of(events_path)
     what = f"the {worst} lowest-reward" if worst is not None else f"the last {len(chosen)}"
     head = f"{path}: {count} rollouts; {what}"
+    head += " (applied: x counts toward the reward, . is a zero digit keep_prob dropped)"
     if skipped:
         head += f"; {skipped} unreadable lines skipped"
     return "\n\n".join([head, *(describe(r, vocab) for r in chosen)])

@@ -20,6 +20,7 @@ import copy
 import torch
 from torch import Tensor, nn
 
+from ppo.settings import ConfigError
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.task import TokenTask, Vocab
 
@@ -122,6 +123,10 @@ def _reader_loss(model: TinyLM, prompts: Tensor, g: torch.Generator) -> Tensor:
 
 def make_task(config: TokenPPOConfig) -> TokenTask:
     """Build and warm-start the model; freeze a copy of it as the digit reader."""
+    if len(config.keep_prob) != NUM_DIGITS:  # before the warm start, not after it
+        raise ConfigError(
+            [f"keep_prob has {len(config.keep_prob)} entries; the answer has {NUM_DIGITS} digits"]
+        )
     torch.manual_seed(config.seed)
     model = TinyLM(len(VOCAB.names), PROMPT_LEN + config.max_new_tokens)
     warm_start(model, config.warm_start_steps, config.warm_start_lr, config.seed)
