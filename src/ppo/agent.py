@@ -14,6 +14,7 @@ epoch after it (CleanRL checks only its last minibatch). There is no hidden fact
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -27,15 +28,23 @@ from ppo import kl as kl_estimators
 from ppo.advantages import normalize
 from ppo.buffer import Batch
 from ppo.config import PPOConfig
+from ppo.distributed import SINGLE, World
 from ppo.distributions import uniform_entropy
 from ppo.gradients import GradNorms, clip_grad_norm
 from ppo.kl_control import adapt_penalty, adapt_proportional
 from ppo.losses import LossBreakdown, LossInputs, ppo_loss
 from ppo.payload import PayloadContext, build_payload
 from ppo.policy import ActorCritic
-from ppo.stats import WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
+from ppo.stats import COLUMNS, WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
 from ppo.update_state import SkippedStep, UpdateState, anomalies
 from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
+
+_REDUCED_BY = (
+    (COLUMNS["ratio_min"], "min"),
+    (COLUMNS["ratio_max"], "max"),
+    (COLUMNS["nonfinite_ratios"], "sum"),
+)
+"""Columns of the statistics table reduced over ranks otherwise than by their mean."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +77,20 @@ class PPOAgent:
     """Owns the optimizer, the minibatch generator and the (adaptive) KL coefficient."""
 
     def __init__(
-        self, policy: ActorCritic, config: PPOConfig, generator: torch.Generator | None = None
+        self,
+        policy: ActorCritic,
+        config: PPOConfig,
+        generator: torch.Generator | None = None,
+        world: World = SINGLE,
     ) -> None:
         self.policy = policy
         self.config = config
+        self.world = world
+        """Across processes: ``config`` is this rank's share and every figure and decision
+        is reduced over ranks; gradients are averaged by DDP."""
+        self.model: nn.Module = policy
+        if world.distributed:
+            self.model = nn.parallel.DistributedDataParallel(policy)
         self.optimizer = make_adam(list(policy.parameters()), config.learning_rate, config.adam_eps)
         self.generator = generator or torch.Generator().manual_seed(config.seed + 1)
         self.kl_coef = float(config.kl_penalty_coefficient)
@@ -102,7 +121,7 @@ class PPOAgent:
         )
         for group in self.optimizer.param_groups:
             group["lr"] = state.learning_rate
-        rollout = RolloutStats.measure(batch)
+        rollout = RolloutStats.measure(self._global_rollout(batch))
         for epoch in range(cfg.update_epochs):
             state.epochs_started += 1
             order = torch.randperm(batch.size, generator=self.generator)
@@ -112,8 +131,8 @@ class PPOAgent:
                 self._check_epoch(kls, epoch, state)
             if state.stop is not None:
                 break
-        kl_final = self.measure_kl(batch) if cfg.kl_final else None
-        rows = state.stats[: state.evaluated]
+        kl_final = self.world.mean(self.measure_kl(batch), "kl_final") if cfg.kl_final else None
+        rows = self._global_rows(state.stats[: state.evaluated])
         last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
         stats = reduce_update(rows, state.applied_rows, last_epoch, rollout, kl_final)
         context = PayloadContext(
@@ -165,14 +184,16 @@ class PPOAgent:
         row = epoch * cfg.num_minibatches + minibatch
         if self.on_minibatch is not None:
             self.on_minibatch()
-        breakdown, norms = self._forward_backward(mb, state.ent_coef, state.kl_coef)
+        with self.world.guarded(f"update {state.update} gradients"):
+            breakdown, norms = self._forward_backward(mb, state.ent_coef, state.kl_coef)
         state.stats[row] = MinibatchStats.measure(breakdown, norms).row()
         state.evaluated = row + 1
-        # Distributed training (docs/design.md, section 8): all-reduce the minibatch KL (and the
-        # finite flags) across ranks here, so every rank takes the same decision below.
-        decide: list[float] = torch.stack(
-            [breakdown.approx_kl, breakdown.total_loss, norms.total]
-        ).tolist()
+        # Across processes the KL, loss and norm are means over ranks (a NaN anywhere is NaN
+        # everywhere), so every rank takes the same decision below and none waits alone.
+        local = torch.stack(
+            [breakdown.approx_kl.detach(), breakdown.total_loss.detach(), norms.total]
+        )
+        decide: list[float] = self.world.mean(local, f"update {state.update} decision").tolist()
         kl, loss, norm = decide
         if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
             state.stop = self._early_stop(epoch, minibatch, kl)
@@ -212,7 +233,7 @@ class PPOAgent:
     ) -> tuple[LossBreakdown, GradNorms]:
         """Loss, gradients (clipped) and the pre-clip gradient norms of one minibatch."""
         cfg = self.config
-        logp, entropy, values = self.policy.evaluate(mb.obs, mb.actions, mb.masks)
+        logp, entropy, values = self.model(mb.obs, mb.actions, mb.masks)
         advantages = normalize(mb.advantages, cfg.adv_std_min) if cfg.norm_adv else mb.advantages
         inputs = LossInputs(
             logp_new=logp,
@@ -228,6 +249,40 @@ class PPOAgent:
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
         return breakdown, clip_grad_norm(self._groups, cfg.max_grad_norm)
+
+    def _global_rollout(self, batch: Batch) -> Batch:
+        """The figures' view of the rollout: every rank's samples (this rank's in one process)."""
+        world = self.world
+        if not world.distributed:
+            return batch
+        measures = batch.measures
+        if measures is not None:
+            penalty = measures.reward_penalty
+            measures = dataclasses.replace(
+                measures,
+                td_errors=world.gather(measures.td_errors, "rollout figures"),
+                reward_penalty=None
+                if penalty is None
+                else world.gather(penalty, "rollout figures"),
+            )
+        return dataclasses.replace(
+            batch,
+            advantages=world.gather(batch.advantages, "rollout figures"),
+            returns=world.gather(batch.returns, "rollout figures"),
+            values=world.gather(batch.values, "rollout figures"),
+            measures=measures,
+        )
+
+    def _global_rows(self, rows: Tensor) -> Tensor:
+        """Per-minibatch figures over ranks: means, with the ratio extremes as extremes and the
+        non-finite ratio count as a sum. Every rank evaluated the same minibatches."""
+        world = self.world
+        if not world.distributed:
+            return rows
+        out = world.mean(rows, "update figures")
+        for column, op in _REDUCED_BY:
+            out[:, column] = world.reduce(rows[:, column], op, "update figures")
+        return out
 
     def _normalized_entropy(self, entropy: float, batch: Batch) -> float | None:
         """Mean entropy over that of the uniform policy (categorical policies only)."""

@@ -36,8 +36,11 @@ FORWARDED = {
     "resume": "--resume",
 }
 """Options the child gets as given: argument dest -> flag (``--set`` is repeated apart)."""
-NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id"})
-"""Arguments this module sets itself (the mode, the run folder) or forwards apart."""
+NOT_FORWARDED = frozenset(
+    {"command", "tui", "headless", "overrides", "run_dir", "run_id", "nproc", "argv"}
+)
+"""Arguments this module sets itself (the mode, the run folder), forwards apart, or that
+never reach it (``--nproc`` > 1 runs headless; ``argv`` is the command line itself)."""
 EXIT_GRACE = 30.0
 """Seconds to wait for a trainer that recorded the end of its run to exit."""
 

@@ -12,6 +12,7 @@ Sanctum: see :mod:`ppo.attach`.
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import time
 from collections.abc import Sequence
@@ -22,8 +23,10 @@ from ppo import reference
 from ppo.attach import train_attached, wants_dashboard
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
+from ppo.distributed import SINGLE, RankLost, World, join, launched_world_size
 from ppo.envs import EnvError
 from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.launch import launch
 from ppo.progress import PlainReporter, Reporter, RichReporter
 from ppo.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.tokens.cli import token_config, train_tokens
@@ -39,6 +42,7 @@ examples:
   ppo train --config ppo.toml --set kl_penalty_coefficient=0.1 --run-dir runs
   ppo train --resume runs/CartPole-v1-20250101-120000-ab12 --total-steps 200000
   ppo train --config examples/token_ppo.toml    # token-level PPO (algorithm = "token_ppo")
+  ppo train --headless --nproc 2                 # 2 processes (DDP); or: torchrun -m ppo train
 
 Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
 --set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
@@ -110,6 +114,13 @@ def _add_run_arguments(train: argparse.ArgumentParser) -> None:
         help="continue from a run's latest checkpoint: a run folder, a run id under "
         "--run-dir, or a .pt file (a new run folder records the continuation)",
     )
+    train.add_argument(
+        "--nproc",
+        type=int,
+        metavar="N",
+        help="train with N processes on this machine (torch.distributed, gloo), as "
+        "torchrun --nproc_per_node N -m ppo train would; headless",
+    )
     mode = train.add_mutually_exclusive_group()
     mode.add_argument(
         "--headless", action="store_true", help="no dashboard (the default without a terminal)"
@@ -170,6 +181,7 @@ def _reporter(stream: TextIO) -> Reporter:
 def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``ppo train`` with parsed ``args``; returns the exit code."""
     args.resume = resolve_resume(args)
+    world = SINGLE
     try:
         tokens = token_config(args)
         if tokens is not None:
@@ -177,21 +189,53 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
         reference.check_sources(config)  # and the checkpoints fine-tuning starts from
         run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
+        if args.nproc is not None and args.nproc < 1:
+            raise ValueError(f"--nproc must be at least 1, got {args.nproc}")
+        if (args.nproc or 1) > 1 and launched_world_size() == 1:
+            timeout = config.collective_timeout_seconds
+            return launch(args.nproc, [*args.argv, "--run-id", run_id], timeout, err)
+        if launched_world_size() > 1:  # one rank of a torchrun job: rank 0 names the run
+            world = join(config.collective_timeout_seconds)
+            run_id = world.broadcast(run_id, "the run id")
     except (ConfigError, CheckpointError, ValueError) as exc:  # ValueError: the run id
         print(f"ppo train: {exc}", file=err)
         return EXIT_USAGE
+    except RankLost as exc:
+        print(f"ppo train: {exc}", file=err)
+        return EXIT_STOPPED
+    try:
+        return _train_rank(args, config, run_id, world, out, err)
+    finally:
+        world.close()
+
+
+def _train_rank(
+    args: argparse.Namespace, config: PPOConfig, run_id: str, world: World, out: TextIO, err: TextIO
+) -> int:
+    """Train as this process's rank: rank 0 (or the only process) records and reports."""
     taken = args.run_dir / run_id / EVENTS_FILE
-    if taken.exists() and taken.stat().st_size > 0:  # checked again, locked, when it starts
+    if world.is_main and taken.exists() and taken.stat().st_size > 0:  # checked again, locked
         print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
         return EXIT_USAGE
-    if wants_dashboard(args, out):  # the trainer runs in a child process: see ppo.attach
+    if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.attach
         return train_attached(args, run_id, out, err)
+    if not world.is_main:
+        out = io.StringIO()  # the other ranks print only errors
     reporter = _reporter(out)
     trainer = Trainer(
-        config, run_dir=args.run_dir, run_id=run_id, resume=args.resume, on_progress=reporter.update
+        config,
+        run_dir=args.run_dir,
+        run_id=run_id,
+        resume=args.resume,
+        on_progress=reporter.update,
+        world=world,
     )
     run_path = args.run_dir / run_id
-    print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
+    processes = f" by {world.size} processes" if world.distributed else ""
+    print(
+        f"recording to {run_path / EVENTS_FILE}{processes}  (watch live: sanctum {run_path})",
+        file=out,
+    )
     return _run(trainer, reporter, run_path, out, err)
 
 
@@ -206,6 +250,9 @@ def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err:
         return EXIT_USAGE
     except TrainingStopped as exc:
         print(f"ppo train: {exc}", file=err)
+        return EXIT_STOPPED
+    except RankLost as exc:
+        print(f"ppo train: training stopped: {exc}; the run is recorded as failed", file=err)
         return EXIT_STOPPED
     except KeyboardInterrupt as exc:
         print(_interrupted(exc, trainer, run_path), file=err)
@@ -236,7 +283,9 @@ def _summary(result: TrainResult, seconds: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppo`` console script and ``python -m ppo``."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     if args.command == "train":
         return train(args, sys.stdout, sys.stderr)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands

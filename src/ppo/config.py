@@ -56,6 +56,13 @@ class PPOConfig(Settings):
     """Save a checkpoint every this many updates (0: only at the end)."""
     heartbeat_seconds: float = setting(5.0, valid.number(0, 5, strict_low=True))
     """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
+    rank_trace: bool = setting(False, valid.boolean)
+    """Each process appends one line per update to ``runs/<run>/ranks/rank<R>.jsonl``: its
+    early-stop decision, the minibatches it completed and a checksum of its parameters, which
+    must be the same on every rank (for debugging training across processes)."""
+    collective_timeout_seconds: float = setting(30.0, valid.number(0, strict_low=True))
+    """Across processes: a rank that does not reach a collective within this long ends the
+    run as failed, naming the rank (it must exceed the slowest rank's rollout)."""
 
     # --- rollout ---
     num_envs: int = setting(4, valid.integer(1))

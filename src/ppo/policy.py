@@ -117,3 +117,9 @@ class ActorCritic(nn.Module):
         """log pi(a|s), entropy and V(s) for a batch, shapes (batch,) each."""
         dist = self.distribution(obs, mask)
         return dist.log_prob(actions), dist.entropy(), self.value(obs)
+
+    def forward(
+        self, obs: Tensor, actions: Tensor, mask: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """:meth:`evaluate`: the pass DDP wraps, so its gradients are averaged over ranks."""
+        return self.evaluate(obs, actions, mask)

@@ -98,6 +98,8 @@ class MinibatchStats(Generic[T]):
 
 WIDTH = len(fields(MinibatchStats))
 """Columns of the device table: one per field of :class:`MinibatchStats`."""
+COLUMNS = {f.name: i for i, f in enumerate(fields(MinibatchStats))}
+"""Each field's column in the device table."""
 
 
 @dataclass(frozen=True)

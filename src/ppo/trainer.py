@@ -27,8 +27,18 @@ from ppo import reference as ref
 from ppo.agent import PPOAgent
 from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
+from ppo.distributed import SINGLE, World
 from ppo.envs import make_vector_env, reset_seed
 from ppo.policy import ActorCritic
+from ppo.ranks import (
+    QuietRecorder,
+    env_seed_offset,
+    generator_seed,
+    job_rollout,
+    rank_share,
+    sampling_rng,
+    trace_update,
+)
 from ppo.return_scale import ReturnScaler
 from ppo.rollout import Collector, RolloutResult
 from telemetry import (
@@ -83,7 +93,8 @@ class TrainResult:
 
     run_id: str
     events_path: Path
-    checkpoint_path: Path
+    checkpoint_path: Path | None
+    """None on ranks other than 0, which write no checkpoint."""
     global_step: int
     updates: int
     recent_return_mean: float | None
@@ -107,8 +118,12 @@ class Trainer:
         resume: Path | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         sinks: Sequence[Sink] = (),
+        world: World = SINGLE,
     ) -> None:
         self.config = config
+        """The whole job's config (what is recorded); ``local`` is this rank's share."""
+        self.world = world
+        self.local = rank_share(config, world)
         self.run_dir = Path(run_dir)
         self.run_id = run_id
         self.resume_path = checkpoint.find(resume) if resume is not None else None
@@ -135,13 +150,14 @@ class Trainer:
 
     # ----------------------------------------------------------------- setup
     def _build(self) -> tuple[Collector, PPOAgent, Counters, dict[str, Any]]:
-        cfg = self.config
+        cfg, local, world = self.config, self.local, self.world
         torch.set_num_threads(cfg.torch_threads)
-        envs, spec = make_vector_env(cfg.env_id, cfg.num_envs)
-        torch.manual_seed(cfg.seed)
+        envs, spec = make_vector_env(cfg.env_id, local.num_envs)
+        torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         policy = ActorCritic(spec.obs_dim, spec.action, cfg.hidden_sizes, cfg.activation)
-        self._sampling = np.random.default_rng(cfg.seed)
-        agent = PPOAgent(policy, cfg, torch.Generator().manual_seed(cfg.seed + 1))
+        self._sampling = sampling_rng(cfg.seed, world)
+        shuffle = torch.Generator().manual_seed(generator_seed(cfg.seed, world))
+        agent = PPOAgent(policy, local, shuffle, world)
         counters = Counters(update=0, global_step=0)
         recorded = cfg.to_dict()
         try:
@@ -157,7 +173,7 @@ class Trainer:
                     ref.load_weights(policy, cfg.init_from, "starting policy (init_from)")
                 self._reference = ref.build_reference(cfg, policy)
             collector = Collector(envs, spec, policy, cfg.num_steps, self._sampling)
-            collector.reset(reset_seed(cfg.seed, counters.update))
+            collector.reset(reset_seed(cfg.seed, counters.update) + env_seed_offset(world, local))
         except BaseException:
             envs.close()
             raise
@@ -171,10 +187,17 @@ class Trainer:
         state = checkpoint.load(path)
         for name in _RESUME_ENTRIES:  # a missing entry is named, not a bare KeyError
             checkpoint.entry(state, name, path)
+        saved_world = state.get("world_size", 1)
+        if saved_world != self.world.size:
+            raise checkpoint.CheckpointError(
+                f"{path} was written by {saved_world} process(es); resume it with "
+                f"{saved_world}, not {self.world.size}"
+            )
         try:
             policy.load_state_dict(state["model"])
             agent.load_state_dict(state["agent"])
-            sampling.bit_generator.state = state["rng"]["sampling"]
+            if self.world.is_main:  # other ranks keep their own streams
+                sampling.bit_generator.state = state["rng"]["sampling"]
         except (KeyError, RuntimeError, ValueError) as exc:  # KeyError: inside torch's state
             what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
             raise checkpoint.CheckpointError(f"{path} does not fit this config: {what}") from None
@@ -198,22 +221,14 @@ class Trainer:
     def run(self) -> TrainResult:
         """Train to ``total_steps`` (or until interrupted) and return where things are."""
         collector, agent, counters, recorded = self._build()
-        cfg = self.config
         try:
-            with Recorder(
-                run_dir=self.run_dir,
-                run_id=self.run_id,
-                env_id=cfg.env_id,
-                seed=cfg.seed,
-                config=recorded,
-                trainer=TRAINER,
-            ) as rec:
+            with self._recorder(recorded) as rec:
                 for sink in self.sinks:
                     rec.bus.subscribe(sink)
                 counters = self._loop(rec, collector, agent, counters)
                 if self._stop_reason is not None:
                     rec.finish("interrupted", self._stop_reason)
-            assert self.checkpoint_path is not None
+            assert self.checkpoint_path is not None or not self.world.is_main
             return TrainResult(
                 run_id=rec.run_id,
                 events_path=rec.path,
@@ -224,6 +239,22 @@ class Trainer:
             )
         finally:
             collector.envs.close()
+
+    def _recorder(self, recorded: dict[str, Any]) -> Any:
+        """Rank 0's :class:`Recorder`; a :class:`QuietRecorder` on every other rank."""
+        cfg = self.config
+        if not self.world.is_main:
+            assert self.run_id is not None, "every rank must be given the run id"
+            return QuietRecorder(self.run_dir, self.run_id)
+        return Recorder(
+            run_dir=self.run_dir,
+            run_id=self.run_id,
+            env_id=cfg.env_id,
+            seed=cfg.seed,
+            config=recorded,
+            trainer=TRAINER,
+            world_size=self.world.size,
+        )
 
     def _loop(
         self, rec: Recorder, collector: Collector, agent: PPOAgent, counters: Counters
@@ -262,7 +293,7 @@ class Trainer:
         def on_step(t: int) -> None:
             self._maybe_heartbeat(rec, counters.global_step + (t + 1) * num_envs)
 
-        rollout = collector.collect(on_step=on_step)
+        rollout = job_rollout(collector.collect(on_step=on_step), self.world, update)
         global_step = counters.global_step + cfg.batch_size
         self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
@@ -270,7 +301,7 @@ class Trainer:
         batch = collector.buffer.to_batch(
             collector.policy,
             collector.obs,
-            cfg,
+            self.local,
             reference=self._reference,
             reward_kl_coef=agent.reward_kl_coef,
             scaler=self._scaler,
@@ -278,6 +309,8 @@ class Trainer:
         agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
         self._latest = Counters(update=update + 1, global_step=global_step)
+        if cfg.rank_trace:
+            trace_update(rec.run_dir, self.world, summary.payload, agent.policy)
         self._emit(rec, summary.payload)
         for anomaly in summary.anomalies:
             self._emit(rec, anomaly)
@@ -307,7 +340,9 @@ class Trainer:
             self._emit(rec, HeartbeatPayload(global_step=global_step))
 
     # ----------------------------------------------------------- checkpoints
-    def _save(self, rec: Recorder, agent: PPOAgent, counters: Counters) -> Path:
+    def _save(self, rec: Recorder, agent: PPOAgent, counters: Counters) -> Path | None:
+        if not self.world.is_main:  # rank 0 writes the checkpoints
+            return None
         if rec.log_moved():  # a checkpoint under the old name would split the run in two
             raise TrainingStopped(
                 f"training stopped: {rec.path} was moved, renamed or removed while training "
@@ -321,6 +356,7 @@ class Trainer:
             "counters": {"update": counters.update, "global_step": counters.global_step},
             "rng": {"sampling": self._sampling.bit_generator.state},
             "run_id": rec.run_id,
+            "world_size": self.world.size,
         }
         if self._reference is not None:
             state["reference"] = self._reference.state_dict()

@@ -15,7 +15,7 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 3
+SCHEMA_MINOR: Final = 4
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
@@ -24,7 +24,7 @@ SCHEMA_MINOR: Final = 3
 coefficients, ``ratio_std``, ``entropy_penalty``, ``entropy_below_threshold``,
 ``td_error_mean`` and ``return_scale`` appended to ``ppo_update``. 3: ``full_reward_rate``,
 ``max_new_tokens_rate`` and ``max_length_rate`` (token-level PPO) appended to
-``ppo_update``."""
+``ppo_update``. 4: ``world_size`` appended to ``run_started``."""
 
 
 class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
@@ -63,6 +63,9 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
     """Process id of the trainer."""
     schema_minor: int = SCHEMA_MINOR
     """Minor schema version (additive changes)."""
+    world_size: int = 1
+    """Processes that trained together (torch.distributed ranks); rank 0 wrote this log and
+    every figure in it is over all ranks (schema 1.4)."""
 
 
 class RolloutPayload(Payload, frozen=True, kw_only=True):

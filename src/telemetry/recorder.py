@@ -84,6 +84,7 @@ class Recorder:
         fsync_every: float | None = None,
         append: bool = False,
         clock: Callable[[], float] | None = None,
+        world_size: int = 1,
     ) -> None:
         self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
@@ -95,6 +96,7 @@ class Recorder:
             config=dict(config or {}),
             host=socket.gethostname(),
             pid=os.getpid(),
+            world_size=world_size,
         )
         self._fsync_every = fsync_every
         self._append = append
