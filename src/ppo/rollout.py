@@ -20,6 +20,7 @@ from ppo.buffer import RolloutBuffer
 from ppo.envs import EnvSpec, action_mask
 from ppo.inference import NumpyActor
 from ppo.policy import ActorCritic
+from telemetry import RolloutPayload
 
 
 @dataclass(frozen=True)
@@ -131,3 +132,22 @@ class Collector:
                 if final_obs is None:
                     raise ValueError("vector env did not report final_obs: use SAME_STEP autoreset")
                 self.buffer.final_obs[t, i] = np.asarray(final_obs[i], dtype=np.float32)  # type: ignore[index]
+
+
+def rollout_payload(
+    update: int, global_step: int, rollout: RolloutResult, sps: float
+) -> RolloutPayload:
+    """The ``rollout`` event of the episodes that finished in ``rollout``."""
+    returns, lengths = rollout.returns, rollout.lengths
+    if not returns:
+        return RolloutPayload(update=update, global_step=global_step, steps_per_second=sps)
+    return RolloutPayload(
+        update=update,
+        global_step=global_step,
+        episodes=len(returns),
+        episode_return_mean=sum(returns) / len(returns),
+        episode_return_min=min(returns),
+        episode_return_max=max(returns),
+        episode_length_mean=sum(lengths) / len(lengths),
+        steps_per_second=sps,
+    )

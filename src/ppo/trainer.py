@@ -40,11 +40,10 @@ from ppo.ranks import (
     trace_update,
 )
 from ppo.return_scale import ReturnScaler
-from ppo.rollout import Collector, RolloutResult
+from ppo.rollout import Collector, rollout_payload
 from telemetry import (
     HeartbeatPayload,
     Recorder,
-    RolloutPayload,
     SinkError,
     TrainerInfo,
 )
@@ -297,7 +296,7 @@ class Trainer:
         global_step = counters.global_step + cfg.batch_size
         self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
-        self._emit(rec, _rollout_payload(update, global_step, rollout, sps))
+        self._emit(rec, rollout_payload(update, global_step, rollout, sps))
         batch = collector.buffer.to_batch(
             collector.policy,
             collector.obs,
@@ -381,21 +380,3 @@ class Trainer:
         else:
             what = f"sink {exc.sink_name!r} failed ({error}); event log {rec.path}"
         return TrainingStopped(f"training stopped: {what}; {saved}", self.checkpoint_path)
-
-
-def _rollout_payload(
-    update: int, global_step: int, rollout: RolloutResult, sps: float
-) -> RolloutPayload:
-    returns, lengths = rollout.returns, rollout.lengths
-    if not returns:
-        return RolloutPayload(update=update, global_step=global_step, steps_per_second=sps)
-    return RolloutPayload(
-        update=update,
-        global_step=global_step,
-        episodes=len(returns),
-        episode_return_mean=sum(returns) / len(returns),
-        episode_return_min=min(returns),
-        episode_return_max=max(returns),
-        episode_length_mean=sum(lengths) / len(lengths),
-        steps_per_second=sps,
-    )
