@@ -96,6 +96,7 @@ def update_payload(
         epochs_completed=len({r.epoch for r in rows}),
         minibatches_completed=len(rows),
         minibatches_planned=result.planned,
+        skipped_steps=result.skipped,
         early_stopped=stop is not None,
         early_stop=stop,
         early_stop_reason=None if stop is None else stop.describe(),

@@ -43,7 +43,8 @@ class TokenBatch:
 
 @dataclass(frozen=True)
 class MinibatchFigures:
-    """What one minibatch measured (floats, read once per minibatch)."""
+    """What one applied minibatch measured (floats, read for every minibatch at once when
+    the update ends)."""
 
     epoch: int
     policy_loss: float
@@ -67,6 +68,8 @@ class UpdateResult:
     """Applied minibatches, in order."""
     early_stop: EarlyStop | None
     planned: int
+    skipped: int = 0
+    """Steps not applied because the loss or the gradient norm was not finite."""
 
 
 def evaluate(
@@ -129,9 +132,23 @@ def _surrogate_parts(s: SurrogateStats) -> dict[str, Tensor | None]:
     }
 
 
-def _figures(epoch: int, parts: dict[str, Tensor | None]) -> MinibatchFigures:
-    read = {k: None if v is None else float(v.detach()) for k, v in parts.items()}
-    return MinibatchFigures(epoch=epoch, **read)  # type: ignore[arg-type]
+_Applied = tuple[int, dict[str, Tensor | None]]
+"""An applied minibatch: its epoch and its measurements, still tensors."""
+
+
+def _read(applied: list[_Applied]) -> list[MinibatchFigures]:
+    """Every applied minibatch's measurements as floats, in one host read."""
+    if not applied:
+        return []
+    names = [k for k, v in applied[0][1].items() if v is not None]
+    absent = dict.fromkeys(k for k, v in applied[0][1].items() if v is None)
+    table = torch.stack(
+        [torch.stack([parts[k].detach().double() for k in names]) for _, parts in applied]  # type: ignore[union-attr]
+    ).tolist()
+    return [
+        MinibatchFigures(epoch=epoch, **absent, **dict(zip(names, row, strict=True)))  # type: ignore[arg-type]
+        for (epoch, _), row in zip(applied, table, strict=True)
+    ]
 
 
 class TokenUpdater:
@@ -147,33 +164,42 @@ class TokenUpdater:
         self.optimizer = torch.optim.Adam(self.params, lr=config.learning_rate, eps=config.adam_eps)
 
     def update(self, batch: TokenBatch, allowed: Tensor, ref_coef: float) -> UpdateResult:
-        """One PPO update on ``batch``; stops before a minibatch whose KL is past max_kl."""
+        """One PPO update on ``batch``. As in :class:`ppo.agent.PPOAgent`, each minibatch has
+        one host read (its KL, loss and gradient norm) for the decision: stop before a
+        minibatch whose KL is past max_kl, skip a step whose loss or norm is not finite."""
         c = self.config
-        rows: list[MinibatchFigures] = []
+        planned = c.update_epochs * c.num_minibatches
+        applied: list[_Applied] = []
+        skipped = 0
         for epoch in range(c.update_epochs):
             order = torch.randperm(batch.returns.shape[0], generator=self.generator)
             for i, idx in enumerate(order.chunk(c.num_minibatches)):
                 outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
                 total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
-                figures = _figures(epoch, parts)
-                if exceeds(figures.approx_kl, c.max_kl):
+                norm = self._backward(total)
+                decide = torch.stack([parts["approx_kl"], total.detach(), norm])  # type: ignore[list-item]
+                kl, loss, grad = decide.tolist()
+                if exceeds(kl, c.max_kl):
                     assert c.max_kl is not None
                     stop = EarlyStop(
                         epoch=epoch,
                         minibatch=i,
-                        kl=figures.approx_kl,
+                        kl=kl,
                         threshold=c.max_kl,
                         scope="minibatch",
                         applied=False,
                     )
-                    return UpdateResult(rows, stop, c.update_epochs * c.num_minibatches)
-                rows.append(self._step(total, figures))
-        return UpdateResult(rows, None, c.update_epochs * c.num_minibatches)
+                    return UpdateResult(_read(applied), stop, planned, skipped)
+                if not (math.isfinite(loss) and math.isfinite(grad)):
+                    skipped += 1
+                    continue
+                self.optimizer.step()
+                applied.append((epoch, {**parts, "grad_norm": norm}))
+        return UpdateResult(_read(applied), None, planned, skipped)
 
-    def _step(self, total: Tensor, figures: MinibatchFigures) -> MinibatchFigures:
+    def _backward(self, total: Tensor) -> Tensor:
+        """Gradients of ``total``, clipped; returns the pre-clip norm (0-d, not read)."""
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(total)
         limit = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
-        norm = float(torch.nn.utils.clip_grad_norm_(self.params, limit))
-        self.optimizer.step()
-        return MinibatchFigures(**{**figures.__dict__, "grad_norm": norm})
+        return torch.nn.utils.clip_grad_norm_(self.params, limit)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import Tensor, nn
@@ -10,7 +12,7 @@ from ppo.tokens import masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import generate
 from ppo.tokens.task import Vocab
-from ppo.tokens.update import TokenBatch, evaluate, minibatch_loss
+from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate, minibatch_loss
 
 VOCAB = Vocab(z_ids=(2, 3), answer_id=4, pad_id=5, names=("a", "b", "Z0", "Z1", "<A>", "<P>"))
 
@@ -88,3 +90,28 @@ def test_reference_kl_per_token_enters_the_loss_with_its_coefficient() -> None:
     k1 = (logp_new - ref).mean().item()  # log pi_theta - log pi_ref, sampled from pi_theta
     assert parts["ref_kl"].item() == pytest.approx(k1)
     assert parts["ref_kl_loss"].item() == pytest.approx(0.5 * k1)
+
+
+def _update_batch(returns: Tensor) -> TokenBatch:
+    """Four one-token rollouts of Z0 from a two-token prompt, under :class:`Favouring`."""
+    allowed = masking.allowed_mask(6, VOCAB.allowed_ids, torch.device("cpu"))
+    logp = masking.masked_log_probs(torch.tensor([[0.0, 0, 0, 0, -1.0, 0]]), allowed, 1.0)
+    logp_old = logp[:, 2].expand(4, 1).clone()
+    sequences = torch.tensor([[0, 1, 2]] * 4)
+    valid = torch.ones(4, 1, dtype=torch.bool)
+    return TokenBatch(sequences, 2, torch.full((4, 1), 2), valid, logp_old,
+                      torch.full((4, 1), 0.25), returns, None)  # fmt: skip
+
+
+def test_a_non_finite_loss_is_skipped_and_counted_never_applied() -> None:
+    model = Favouring()
+    config = TokenPPOConfig(update_epochs=1, num_minibatches=2, max_kl=None, norm_adv=False)
+    updater = TokenUpdater(model, config, torch.Generator().manual_seed(0))
+    allowed = masking.allowed_mask(6, VOCAB.allowed_ids, torch.device("cpu"))
+    result = updater.update(_update_batch(torch.full((4,), math.nan)), allowed, 0.0)
+    assert (result.skipped, result.rows) == (2, [])
+    assert torch.equal(model.bias, torch.zeros(6))
+    result = updater.update(_update_batch(torch.ones(4)), allowed, 0.0)  # finite: applied
+    assert result.skipped == 0 and len(result.rows) == 2
+    assert all(math.isfinite(r.total_loss) and r.epoch == 0 for r in result.rows)
+    assert not torch.equal(model.bias, torch.zeros(6))
