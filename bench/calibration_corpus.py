@@ -292,10 +292,11 @@ class TokenFaultTrainer(TokenTrainer):
         reference: torch.nn.Module,
         records: EventLogWriter,
         generator: torch.Generator,
+        allowed: torch.Tensor,
     ) -> tuple[TokenBatch, Generation, RewardTerms]:
         if update == self.case.onset and self.case.fault in TOKEN_FAULTS:
             TOKEN_FAULTS[self.case.fault](self, task, **self.case.fault_args)
-        return super()._rollout(update, task, reference, records, generator)
+        return super()._rollout(update, task, reference, records, generator, allowed)
 
 
 def record(case: Case, run_dir: Path) -> Path:

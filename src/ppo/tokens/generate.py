@@ -53,12 +53,12 @@ def _sample_next(
     ids: Tensor,
     done: Tensor,
     vocab: Vocab,
+    allowed: Tensor,
     temperature: float,
     generator: torch.Generator,
 ) -> _Column:
     """The next token of every sequence (pad where ``done``) and what was measured for it."""
     logits, values = model(ids)
-    allowed = masking.allowed_mask(logits.shape[-1], vocab.allowed_ids, logits.device)
     logp = masking.masked_log_probs(logits[:, -1], allowed, temperature)
     action = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
     action = action.masked_fill(done, vocab.pad_id)
@@ -78,8 +78,9 @@ def generate(
     """Sample up to ``max_new_tokens`` tokens per prompt from the masked policy."""
     ids, done = prompts, torch.zeros(prompts.shape[0], dtype=torch.bool)
     columns: list[_Column] = []
+    allowed = masking.allowed_mask(len(vocab.names), vocab.allowed_ids, prompts.device)
     for _ in range(max_new_tokens):
-        column = _sample_next(model, ids, done, vocab, temperature, generator)
+        column = _sample_next(model, ids, done, vocab, allowed, temperature, generator)
         columns.append(column)
         action = column[0]
         ids = torch.cat([ids, action.unsqueeze(1)], dim=1)

@@ -126,7 +126,7 @@ class TokenTrainer:
         )
         for update in range(cfg.updates):
             started = time.perf_counter()
-            batch, gen, terms = self._rollout(update, task, reference, records, generator)
+            batch, gen, terms = self._rollout(update, task, reference, records, generator, allowed)
             tokens = int(gen.num_generated.sum())
             self.global_step += tokens
             tps = tokens / max(time.perf_counter() - started, 1e-9)
@@ -168,6 +168,7 @@ class TokenTrainer:
         reference: nn.Module,
         records: EventLogWriter,
         generator: torch.Generator,
+        allowed: Tensor,
     ) -> tuple[TokenBatch, Generation, RewardTerms]:
         cfg = self.config
         prompts, truth = task.sample(cfg.rollouts_per_update, cfg.seed * 1_000_003 + update)
@@ -190,9 +191,6 @@ class TokenTrainer:
         ):
             records.write(record)
         batch = _batch(gen, terms.reward_final, task.vocab.answer_id)
-        allowed = masking.allowed_mask(
-            len(task.vocab.names), task.vocab.allowed_ids, torch.device("cpu")
-        )
         every = torch.arange(batch.returns.shape[0])
         logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
         return _with_reference(batch, logp_ref), gen, terms
