@@ -36,11 +36,9 @@ FORWARDED = {
     "resume": "--resume",
 }
 """Options the child gets as given: argument dest -> flag (``--set`` is repeated apart)."""
-NOT_FORWARDED = frozenset(
-    {"command", "tui", "headless", "overrides", "run_dir", "run_id", "nproc", "argv"}
-)
+NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id", "nproc"})
 """Arguments this module sets itself (the mode, the run folder), forwards apart, or that
-never reach it (``--nproc`` > 1 runs headless; ``argv`` is the command line itself)."""
+never reach it (``--nproc`` > 1 runs headless)."""
 EXIT_GRACE = 30.0
 """Seconds to wait for a trainer that recorded the end of its run to exit."""
 

@@ -178,8 +178,9 @@ def _reporter(stream: TextIO) -> Reporter:
     return RichReporter() if stream.isatty() else PlainReporter(stream)
 
 
-def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Run ``ppo train`` with parsed ``args``; returns the exit code."""
+def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str] = ()) -> int:
+    """Run ``ppo train`` with parsed ``args`` (parsed from ``argv``, which ``--nproc`` hands
+    to every rank); returns the exit code."""
     args.resume = resolve_resume(args)
     world = SINGLE
     try:
@@ -193,7 +194,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise ValueError(f"--nproc must be at least 1, got {args.nproc}")
         if (args.nproc or 1) > 1 and launched_world_size() == 1:
             timeout = config.collective_timeout_seconds
-            return launch(args.nproc, [*args.argv, "--run-id", run_id], timeout, err)
+            return launch(args.nproc, [*argv, "--run-id", run_id], timeout, err)
         if launched_world_size() > 1:  # one rank of a torchrun job: rank 0 names the run
             world = join(config.collective_timeout_seconds)
             run_id = world.broadcast(run_id, "the run id")
@@ -285,7 +286,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppo`` console script and ``python -m ppo``."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    args.argv = argv
     if args.command == "train":
-        return train(args, sys.stdout, sys.stderr)
+        return train(args, sys.stdout, sys.stderr, argv)
     return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands

@@ -48,7 +48,7 @@ def test_dashboard_on_a_terminal_or_with_tui_headless_otherwise(
 
 
 def test_every_train_option_is_forwarded_or_set_by_the_launcher() -> None:
-    assert set(vars(parse())) | {"argv"} == set(FORWARDED) | NOT_FORWARDED
+    assert set(vars(parse())) == set(FORWARDED) | NOT_FORWARDED
 
 
 def test_the_child_gets_the_same_settings_headless_with_a_fixed_run() -> None:
