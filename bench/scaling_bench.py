@@ -1,18 +1,23 @@
-"""Steps per second with 1 and 2 processes (``ppo train --nproc``), same job, same total steps.
+"""Steps per second with 1 and 2 processes (``ppo train --nproc``) and with each kind of
+vector env (``vector_env`` = sync, async, envpool), same job, same total steps.
 
     python bench/scaling_bench.py                  # CartPole-v1 and Pendulum-v1, 3 repeats
-    python bench/scaling_bench.py --steps 65536 --repeats 5
+    python bench/scaling_bench.py --steps 65536 --repeats 5 --kinds sync envpool
 
+EnvPool is measured when its extra is installed (``pip install -e ".[envpool]"``) and
+skipped with a line saying so otherwise.
 Each measurement is a real ``ppo train --headless`` run; steps per second is the job's
 total steps over the wall time of its updates, read from the run's last ``rollout`` event
-(start-up and rendezvous are excluded). Scaling efficiency = sps(2) / (2 x sps(1)), from
-medians of runs measured in this same process, so it is a ratio that travels between
-machines. The last line printed is one JSON object.
+(start-up and rendezvous are excluded). Scaling efficiency = sps(2) / (2 x sps(1)) and a
+kind's speed against ``sync`` (``vs_sync``, one process) are ratios of medians of runs
+measured in this same process, so they travel between machines. The last line printed
+is one JSON object.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import subprocess
@@ -27,12 +32,15 @@ ENVS = {
 """Environment -> settings beyond the defaults (Pendulum: shards that divide evenly)."""
 
 
-def steps_per_second(env: str, nproc: int, steps: int, run_dir: Path, tag: str) -> float:
+KINDS = ("sync", "async", "envpool")
+
+
+def steps_per_second(env: str, kind: str, nproc: int, steps: int, run_dir: Path, tag: str) -> float:
     """Run one job and return the steps per second its last rollout event reports."""
     command = [
         sys.executable, "-m", "ppo", "train", "--headless", "--env", env,
         "--total-steps", str(steps), "--nproc", str(nproc), "--set", "num_envs=4",
-        "--run-dir", str(run_dir), "--run-id", tag, *ENVS[env],
+        "--set", f"vector_env={kind}", "--run-dir", str(run_dir), "--run-id", tag, *ENVS[env],
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
@@ -47,29 +55,42 @@ def steps_per_second(env: str, nproc: int, steps: int, run_dir: Path, tag: str) 
     return float(last)
 
 
+def measure(env: str, kind: str, args: argparse.Namespace, run_dir: Path) -> dict[str, float]:
+    sps: dict[int, list[float]] = {1: [], 2: []}
+    for repeat in range(args.repeats):
+        for nproc in (1, 2):
+            tag = f"{env}-{kind}-{nproc}-{repeat}"
+            sps[nproc].append(steps_per_second(env, kind, nproc, args.steps, run_dir, tag))
+    one, two = statistics.median(sps[1]), statistics.median(sps[2])
+    efficiency = two / (2 * one)
+    speed = f"1 process {one:,.0f} steps/s, 2 processes {two:,.0f} steps/s"
+    print(f"{env} {kind}: {speed} (x{two / one:.2f}); efficiency {efficiency:.2f}", flush=True)
+    return {
+        "sps_1": round(one),
+        "sps_2": round(two),
+        "speedup": round(two / one, 3),
+        "efficiency": round(efficiency, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=65_536, help="total steps per job")
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     args = parser.parse_args()
-    result: dict[str, dict[str, float]] = {}
+    kinds = list(args.kinds)
+    if "envpool" in kinds and importlib.util.find_spec("envpool") is None:
+        print("envpool: not installed (pip install -e '.[envpool]'), not measured")
+        kinds.remove("envpool")
+    result: dict[str, dict[str, dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for env in ENVS:
-            sps: dict[int, list[float]] = {1: [], 2: []}
-            for repeat in range(args.repeats):
-                for nproc in (1, 2):
-                    tag = f"{env}-{nproc}-{repeat}"
-                    sps[nproc].append(steps_per_second(env, nproc, args.steps, Path(tmp), tag))
-            one, two = statistics.median(sps[1]), statistics.median(sps[2])
-            efficiency = two / (2 * one)
-            speed = f"1 process {one:,.0f} steps/s, 2 processes {two:,.0f} steps/s"
-            print(f"{env}: {speed} (x{two / one:.2f}); efficiency {efficiency:.2f}", flush=True)
-            result[env] = {
-                "sps_1": round(one),
-                "sps_2": round(two),
-                "speedup": round(two / one, 3),
-                "efficiency": round(efficiency, 3),
-            }
+            result[env] = {kind: measure(env, kind, args, Path(tmp)) for kind in kinds}
+            if "sync" in result[env]:
+                base = result[env]["sync"]["sps_1"]
+                for figures in result[env].values():
+                    figures["vs_sync"] = round(figures["sps_1"] / base, 3)
     print(json.dumps({"steps": args.steps, "repeats": args.repeats, "envs": result}))
 
 

@@ -22,8 +22,8 @@ from ppo import advantages as adv
 from ppo import reference as ref
 from ppo.config import PPOConfig
 from ppo.kl import estimate
+from ppo.normalize import ReturnScaler
 from ppo.policy import ActionSpec, ActorCritic
-from ppo.return_scale import ReturnScaler
 
 
 @dataclass(frozen=True)
@@ -171,9 +171,11 @@ class RolloutBuffer:
         self, penalty: Tensor | None, scaler: ReturnScaler | None
     ) -> tuple[np.ndarray, float | None]:
         """The rewards advantages are computed from: divided by the return scale (updated
-        with this rollout first), minus the per-sample penalty; and the scale (None: off)."""
-        scale = None if scaler is None else scaler.update(self.rewards, self.dones)
-        rewards = self.rewards if scale is None else self.rewards / np.float32(scale)
+        with this rollout first) and clipped, minus the per-sample penalty; and the scale
+        (None: off)."""
+        rewards, scale = self.rewards, None
+        if scaler is not None:
+            rewards, scale = scaler.scaled(self.rewards, self.dones)
         if penalty is not None:
             rewards = rewards - penalty.numpy().reshape(rewards.shape)
         return rewards, scale

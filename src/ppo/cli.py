@@ -43,6 +43,9 @@ examples:
   ppo train --resume runs/CartPole-v1-20250101-120000-ab12 --total-steps 200000
   ppo train --config examples/token_ppo.toml    # token-level PPO (algorithm = "token_ppo")
   ppo train --headless --nproc 2                 # 2 processes (DDP); or: torchrun -m ppo train
+  ppo train --config examples/pendulum.toml      # continuous control (RL Zoo's settings)
+  ppo train --config examples/halfcheetah.toml   # MuJoCo, normalised (the mujoco extra)
+  ppo train --set vector_env=envpool             # EnvPool's C++ envs (the envpool extra)
 
 Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
 --set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.

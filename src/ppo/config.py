@@ -23,6 +23,7 @@ __all__ = [
     "EarlyStopScope",
     "KLEstimator",
     "PPOConfig",
+    "VectorKind",
 ]
 
 KLEstimator: TypeAlias = Literal[
@@ -33,6 +34,8 @@ estimator's value with the gradient of k2."""
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
+VectorKind: TypeAlias = Literal["sync", "async", "envpool"]
+"""How the environments are stepped (``ppo.envs``)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,10 @@ class PPOConfig(Settings):
     # --- rollout ---
     num_envs: int = setting(4, valid.integer(1))
     """Parallel environments in the vector env."""
+    vector_env: VectorKind = setting("sync", valid.choice(VectorKind))  # noqa: RUF009
+    """``sync``: all environments in this process (fastest for cheap ones like CartPole);
+    ``async``: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); ``envpool``:
+    EnvPool's C++ pool (the ``envpool`` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...)."""
     num_steps: int = setting(128, valid.integer(1))
     """Steps per environment per rollout."""
     gamma: float = setting(0.99, valid.number(0, 1))
@@ -158,10 +165,17 @@ class PPOConfig(Settings):
     ref_kl_horizon: int = setting(10_000, valid.integer(1))
     """Environment steps over which the controller closes a 20% error (verl's default)."""
 
-    # --- returns ---
+    # --- normalisation (continuous control) ---
+    normalize_obs: bool = setting(False, valid.boolean)
+    """Centre observations and divide them by their running standard deviation (updated
+    after each rollout, saved in checkpoints), then clip them to +-obs_clip."""
+    obs_clip: float = setting(10.0, valid.number(0, strict_low=True))
+    """With normalize_obs: the bound of a normalised observation."""
     normalize_returns: bool = setting(False, valid.boolean)
     """Divide rewards by the running standard deviation of the discounted return, so value
     targets have unit scale; reported returns, values and TD errors stay unnormalised."""
+    reward_clip: float | None = setting(10.0, valid.number(0, strict_low=True, optional=True))
+    """With normalize_returns: clip the scaled rewards to +- this (none: no clipping)."""
 
     def problems(self) -> list[str]:
         """Every problem, in field order (empty when valid)."""

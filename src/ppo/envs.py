@@ -6,7 +6,9 @@ transition that training code must mask out. We ask for ``SAME_STEP`` instead: t
 that ends an episode returns the reset observation and keeps the real last observation in
 ``info["final_obs"]``, which is exactly what bootstrapping a truncated episode needs.
 ``SyncVectorEnv`` is the default: for cheap environments such as CartPole on a couple of
-cores, process pipes cost more than the environments themselves.
+cores, process pipes cost more than the environments themselves. ``AsyncVectorEnv`` (one
+subprocess per environment) pays off for heavy environments; EnvPool
+(:mod:`ppo.envpool_env`, adapted to the same contract) steps C++ environments in threads.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from ppo.config import VectorKind
 from ppo.policy import ActionSpec
 
 
@@ -33,14 +36,29 @@ class EnvSpec:
     action: ActionSpec
 
 
-def make_vector_env(env_id: str, num_envs: int) -> tuple[SyncVectorEnv, EnvSpec]:
+def make_vector_env(
+    env_id: str, num_envs: int, kind: VectorKind = "sync"
+) -> tuple[VectorEnv, EnvSpec]:
     """``num_envs`` copies of ``env_id`` that reset themselves within the ending step."""
+    if kind == "envpool":
+        envs = _envpool(env_id, num_envs)
+    else:
+        try:
+            gym.spec(env_id)
+        except gym.error.Error as exc:
+            raise EnvError(f"unknown environment id {env_id!r}: {exc}") from None
+        envs = _gymnasium(env_id, num_envs, kind)
     try:
-        gym.spec(env_id)
-    except gym.error.Error as exc:
-        raise EnvError(f"unknown environment id {env_id!r}: {exc}") from None
+        return envs, _spec_of(env_id, envs)
+    except EnvError:
+        envs.close()
+        raise
+
+
+def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
+    vector = SyncVectorEnv if kind == "sync" else AsyncVectorEnv
     try:
-        envs = SyncVectorEnv(
+        return vector(
             [lambda: gym.make(env_id) for _ in range(num_envs)],
             autoreset_mode=AutoresetMode.SAME_STEP,
         )
@@ -49,14 +67,24 @@ def make_vector_env(env_id: str, num_envs: int) -> tuple[SyncVectorEnv, EnvSpec]
         raise EnvError(
             f"cannot create environment {env_id!r}: {type(exc).__name__}: {exc}"
         ) from exc
+
+
+def _envpool(env_id: str, num_envs: int) -> VectorEnv:
+    from ppo.envpool_env import EnvPoolVectorEnv, envpool_ids  # the extra is optional
+
     try:
-        return envs, _spec_of(env_id, envs)
-    except EnvError:
-        envs.close()
-        raise
+        known = envpool_ids()
+    except ImportError as exc:
+        raise EnvError(str(exc)) from None
+    if env_id not in known:
+        raise EnvError(f"EnvPool has no environment {env_id!r} (vector_env = 'envpool')")
+    try:
+        return EnvPoolVectorEnv(env_id, num_envs)
+    except Exception as exc:  # EnvPool's own errors (a bad num_envs, a missing asset)
+        raise EnvError(f"cannot create EnvPool {env_id!r}: {type(exc).__name__}: {exc}") from exc
 
 
-def _spec_of(env_id: str, envs: SyncVectorEnv) -> EnvSpec:
+def _spec_of(env_id: str, envs: VectorEnv) -> EnvSpec:
     obs_space = envs.single_observation_space
     if not (isinstance(obs_space, spaces.Box) and len(obs_space.shape) == 1):
         raise EnvError(f"{env_id}: observation space {obs_space} is not supported (need a 1-D Box)")

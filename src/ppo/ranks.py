@@ -42,8 +42,6 @@ def rank_share(config: PPOConfig, world: World) -> PPOConfig:
             f"each process's rollout ({config.num_envs // n} envs x {config.num_steps} steps) "
             f"must split into num_minibatches ({config.num_minibatches}) equal shards"
         )
-    if config.normalize_returns:
-        problems.append("normalize_returns is not supported across processes yet")
     if problems:
         raise DistributedSetupError("; ".join(problems))
     local_envs = config.num_envs // n
@@ -121,8 +119,15 @@ def parameter_checksum(state: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()[:16]
 
 
-def trace_update(run_path: Path, world: World, payload: PPOUpdatePayload, model: nn.Module) -> None:
-    """Append this rank's view of an update to ``run_path/ranks/rank<R>.jsonl``."""
+def trace_update(
+    run_path: Path,
+    world: World,
+    payload: PPOUpdatePayload,
+    model: nn.Module,
+    statistics: Mapping[str, Any] | None = None,
+) -> None:
+    """Append this rank's view of an update to ``run_path/ranks/rank<R>.jsonl``; with
+    ``statistics`` (the normalisation state every rank shares), a checksum of them too."""
     stop = payload.early_stop
     line = {
         "update": payload.update,
@@ -133,6 +138,9 @@ def trace_update(run_path: Path, world: World, payload: PPOUpdatePayload, model:
         "approx_kl": payload.approx_kl,
         "checksum": parameter_checksum(model.state_dict()),
     }
+    if statistics:
+        encoded = json.dumps(statistics, sort_keys=True).encode()
+        line["statistics"] = hashlib.sha256(encoded).hexdigest()[:16]
     folder = run_path / "ranks"
     folder.mkdir(parents=True, exist_ok=True)
     with (folder / f"rank{world.rank}.jsonl").open("a", encoding="utf-8") as fh:

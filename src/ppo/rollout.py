@@ -6,6 +6,9 @@ values and old log-probabilities come later in one batched torch pass), no Pytho
 per sample. Episode
 returns and lengths are tracked here from raw rewards, so they mean the same thing whatever
 wrappers an environment has. ``on_step`` lets the trainer send heartbeats mid-rollout.
+With observation normalisation the buffer holds what the policy saw (normalised with the
+statistics in force for the whole rollout, bootstrap observations included), and the raw
+observations are folded into the statistics when the rollout ends.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 
 from ppo.buffer import RolloutBuffer
+from ppo.distributed import SINGLE, World
 from ppo.envs import EnvSpec, action_mask
 from ppo.inference import NumpyActor
+from ppo.normalize import ObservationNormalizer
 from ppo.policy import ActorCritic
 from telemetry import RolloutPayload
 
@@ -41,6 +46,8 @@ class Collector:
         policy: ActorCritic,
         num_steps: int,
         rng: np.random.Generator,
+        normalizer: ObservationNormalizer | None = None,
+        world: World = SINGLE,
     ) -> None:
         self.envs = envs
         self.spec = spec
@@ -51,6 +58,12 @@ class Collector:
         self._num_steps = num_steps
         self._buffer: RolloutBuffer | None = None
         self.obs = np.zeros((self.num_envs, spec.obs_dim), dtype=np.float32)
+        """The raw observation of each environment."""
+        self.last_obs = self.obs
+        """After a rollout: the observation after its last step, as the policy sees it."""
+        self.normalizer = normalizer
+        self.world = world
+        self._raw = None if normalizer is None else np.zeros((num_steps, *self.obs.shape))
         self.mask: np.ndarray | None = None
         self._ep_return = np.zeros(self.num_envs, dtype=np.float64)
         self._ep_length = np.zeros(self.num_envs, dtype=np.int64)
@@ -87,12 +100,15 @@ class Collector:
         returns: list[float] = []
         lengths: list[int] = []
         for t in range(buf.num_steps):
-            buf.obs[t] = self.obs
+            seen = self._seen(self.obs)
+            buf.obs[t] = seen
+            if self._raw is not None:
+                self._raw[t] = self.obs
             if buf.masks is not None:
                 if self.mask is None:
                     raise ValueError("the environment stopped reporting info['action_mask']")
                 buf.masks[t] = self.mask
-            act = self.actor.act(self.obs, self.mask, self.rng)
+            act = self.actor.act(seen, self.mask, self.rng)
             buf.actions[t] = act
             if self._low is not None:
                 act = np.clip(act, self._low, self._high)
@@ -110,7 +126,14 @@ class Collector:
                 self.mask = action_mask(infos, self.num_envs, self.spec.action.n)
             if on_step is not None:
                 on_step(t)
+        self.last_obs = self._seen(self.obs)
+        if self.normalizer is not None and self._raw is not None:  # after the whole rollout
+            self.normalizer.update(self._raw.reshape(-1, self.spec.obs_dim), self.world)
         return RolloutResult(tuple(returns), tuple(lengths))
+
+    def _seen(self, obs: np.ndarray) -> np.ndarray:
+        """``obs`` as the policy sees it (normalised when the run normalises observations)."""
+        return obs if self.normalizer is None else self.normalizer(obs)
 
     def _end_episodes(
         self,
@@ -131,7 +154,8 @@ class Collector:
             if truncated[i]:
                 if final_obs is None:
                     raise ValueError("vector env did not report final_obs: use SAME_STEP autoreset")
-                self.buffer.final_obs[t, i] = np.asarray(final_obs[i], dtype=np.float32)  # type: ignore[index]
+                last = np.asarray(final_obs[i], dtype=np.float32)  # type: ignore[index]
+                self.buffer.final_obs[t, i] = self._seen(last)
 
 
 def rollout_payload(

@@ -29,6 +29,7 @@ from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
 from ppo.distributed import SINGLE, World
 from ppo.envs import make_vector_env, reset_seed
+from ppo.normalize import Normalization
 from ppo.policy import ActorCritic
 from ppo.ranks import (
     QuietRecorder,
@@ -39,7 +40,6 @@ from ppo.ranks import (
     sampling_rng,
     trace_update,
 )
-from ppo.return_scale import ReturnScaler
 from ppo.rollout import Collector, rollout_payload
 from telemetry import (
     HeartbeatPayload,
@@ -48,7 +48,7 @@ from telemetry import (
     TrainerInfo,
 )
 from telemetry.bus import Sink
-from telemetry.events import Payload
+from telemetry.events import Payload, PPOUpdatePayload
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
 _RESUME_ENTRIES = (
@@ -133,9 +133,8 @@ class Trainer:
         """Why the checkpoint of an interrupted run could not be saved, if it could not."""
         self._reference: ActorCritic | None = None
         """The frozen reference policy (None: no reference KL)."""
-        self._scaler = (
-            ReturnScaler(config.num_envs, config.gamma) if config.normalize_returns else None
-        )
+        self._norm: Normalization | None = None
+        """The normalisation statistics (built with the environments)."""
         self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
         self._last_emit = time.monotonic()
         self._stop_reason: str | None = None
@@ -151,7 +150,8 @@ class Trainer:
     def _build(self) -> tuple[Collector, PPOAgent, Counters, dict[str, Any]]:
         cfg, local, world = self.config, self.local, self.world
         torch.set_num_threads(cfg.torch_threads)
-        envs, spec = make_vector_env(cfg.env_id, local.num_envs)
+        envs, spec = make_vector_env(cfg.env_id, local.num_envs, cfg.vector_env)
+        self._norm = norm = Normalization(cfg, local.num_envs, spec.obs_dim, world)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         policy = ActorCritic(spec.obs_dim, spec.action, cfg.hidden_sizes, cfg.activation)
         self._sampling = sampling_rng(cfg.seed, world)
@@ -171,7 +171,9 @@ class Trainer:
                 if cfg.init_from is not None:
                     ref.load_weights(policy, cfg.init_from, "starting policy (init_from)")
                 self._reference = ref.build_reference(cfg, policy)
-            collector = Collector(envs, spec, policy, cfg.num_steps, self._sampling)
+            collector = Collector(
+                envs, spec, policy, cfg.num_steps, self._sampling, norm.observations, world
+            )
             collector.reset(reset_seed(cfg.seed, counters.update) + env_seed_offset(world, local))
         except BaseException:
             envs.close()
@@ -205,7 +207,15 @@ class Trainer:
         return Counters(update=counters["update"], global_step=counters["global_step"])
 
     def _restore_shaping(self, policy: ActorCritic, state: dict[str, Any], path: Path) -> None:
-        """The reference policy and the return scale, as the checkpoint saved them."""
+        """The reference policy and the normalisation statistics, as the checkpoint saved
+        them."""
+        assert self._norm is not None
+        try:
+            self._norm.load(lambda name: checkpoint.entry(state, name, path))
+        except checkpoint.CheckpointError:  # a missing entry, named by entry()
+            raise
+        except ValueError as exc:
+            raise checkpoint.CheckpointError(f"{path}: {exc}") from None
         if self.config.uses_reference:
             self._reference = ref.frozen(policy)
             weights = checkpoint.entry(state, "reference", path)
@@ -213,8 +223,6 @@ class Trainer:
                 self._reference.load_state_dict(weights)
             except (KeyError, RuntimeError) as exc:
                 raise checkpoint.CheckpointError(f"{path}: unusable reference: {exc}") from None
-        if self._scaler is not None:
-            self._scaler.load_state_dict(checkpoint.entry(state, "returns", path))
 
     # ------------------------------------------------------------------- run
     def run(self) -> TrainResult:
@@ -299,17 +307,17 @@ class Trainer:
         self._emit(rec, rollout_payload(update, global_step, rollout, sps))
         batch = collector.buffer.to_batch(
             collector.policy,
-            collector.obs,
+            collector.last_obs,
             self.local,
             reference=self._reference,
             reward_kl_coef=agent.reward_kl_coef,
-            scaler=self._scaler,
+            scaler=self._norm.returns if self._norm is not None else None,
         )
         agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
         self._latest = Counters(update=update + 1, global_step=global_step)
         if cfg.rank_trace:
-            trace_update(rec.run_dir, self.world, summary.payload, agent.policy)
+            self._trace(rec, summary.payload, agent)
         self._emit(rec, summary.payload)
         for anomaly in summary.anomalies:
             self._emit(rec, anomaly)
@@ -322,6 +330,11 @@ class Trainer:
             steps_per_second=sps,
             early_stopped=summary.payload.early_stopped,
         )
+
+    def _trace(self, rec: Recorder, payload: PPOUpdatePayload, agent: PPOAgent) -> None:
+        """This rank's line of ``rank_trace``: decision, weights, shared statistics."""
+        shared = self._norm.state_dict(shared=True) if self._norm is not None else None
+        trace_update(rec.run_dir, self.world, payload, agent.policy, shared)
 
     @property
     def recent_return_mean(self) -> float | None:
@@ -359,8 +372,8 @@ class Trainer:
         }
         if self._reference is not None:
             state["reference"] = self._reference.state_dict()
-        if self._scaler is not None:
-            state["returns"] = self._scaler.state_dict()
+        if self._norm is not None:
+            state.update(self._norm.state_dict())
         path = checkpoint.save(checkpoint.path_for(rec.run_dir, counters.update), state)
         self.checkpoint_path = path
         return path

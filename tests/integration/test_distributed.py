@@ -19,8 +19,10 @@ from telemetry import PPOUpdate, RunFinished, RunStarted, read_events
 STOPPING = [
     "--total-steps", "8192", "--set", "num_steps=64", "--set", "learning_rate=0.003",
     "--set", "max_kl=0.003", "--set", "rank_trace=true",
+    "--set", "normalize_obs=true", "--set", "normalize_returns=true",
 ]  # fmt: skip
-"""32 updates of 4 envs x 64 steps whose KL often passes max_kl: early stops on most."""
+"""32 updates of 4 envs x 64 steps whose KL often passes max_kl: early stops on most; with
+both normalisations, whose statistics every rank must hold alike."""
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +54,14 @@ def test_every_rank_takes_every_decision_and_ends_with_the_same_weights(run: Pat
     first, second = _trace(run, 0), _trace(run, 1)
     assert len(first) == len(second) == 32
     assert [_agreed(x) for x in first] == [_agreed(x) for x in second]
+    assert all("statistics" in x for x in first)  # normalisation statistics agree too
     stops = [x["early_stop"] for x in first if x["early_stop"] is not None]
     assert len(stops) >= 5, "the config must make early stops happen, or this proves nothing"
     assert first[0]["pid"] != second[0]["pid"]
     saved = torch.load(run / "checkpoints" / "update_000032.pt", weights_only=False)
     assert parameter_checksum(saved["model"]) == first[-1]["checksum"]  # rank 0 saved them
     assert saved["world_size"] == 2
+    assert saved["observations"]["count"] == 32 * 4 * 64  # every rank's observations
 
 
 def test_one_event_log_with_the_whole_job_in_it(run: Path) -> None:

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from telemetry.eventlog import read_events
 from telemetry.events import PPOUpdate
 from tests.integration.support import EXAMPLES, run
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 
 def train(tmp_path: Path, run_id: str, *args: str) -> Path:
@@ -58,3 +66,30 @@ def test_the_plain_pytorch_example_records_a_log_sanctum_checks(tmp_path: Path) 
     assert summary["run"]["trainer"] == "record_pytorch example 1"
     assert summary["run"]["updates"] == 10
     assert summary["skipped_lines"]["malformed"] == summary["skipped_lines"]["unknown_kind"] == 0
+
+
+needs_mujoco = pytest.mark.skipif(
+    importlib.util.find_spec("mujoco") is None,
+    reason="needs the optional 'mujoco' extra (pip install -e '.[mujoco]')",
+)
+
+
+@pytest.mark.parametrize(
+    ("preset", "steps"),
+    [
+        ("pendulum.toml", "8192"),
+        pytest.param("halfcheetah.toml", "4096", marks=needs_mujoco),
+    ],
+)
+def test_continuous_control_presets_train_and_pass_the_check(
+    tmp_path: Path, preset: str, steps: str
+) -> None:
+    config = EXAMPLES / preset
+    args = ["--headless", "--config", str(config), "--total-steps", steps]
+    folder = train(tmp_path, "preset", *args)
+    check = run(["-m", "sanctum", "check", str(folder), "--json"])
+    assert check.returncode == 0, check.stdout
+    saved = sorted((folder / "checkpoints").glob("*.pt"))[-1]
+    state = torch.load(saved, weights_only=True)
+    normalised = tomllib.loads(config.read_text()).get("normalize_obs", False)
+    assert ("observations" in state) == normalised

@@ -36,7 +36,6 @@ def test_a_rank_steps_its_share_of_the_envs_for_the_same_number_of_updates() -> 
     [
         ({"num_envs": 3}, "num_envs (3) must be a multiple of the 2 processes"),
         ({"num_envs": 2, "num_steps": 3, "num_minibatches": 2}, "equal shards"),
-        ({"normalize_returns": True}, "normalize_returns is not supported across processes"),
     ],
 )
 def test_a_job_that_cannot_be_shared_says_why(fields: dict[str, object], message: str) -> None:

@@ -276,7 +276,8 @@ def test_fine_tuning_starts_from_a_checkpoint_and_keeps_its_reference_on_resume(
     collector, agent, _, _ = resumed._build()
     assert resumed._reference is not None
     assert same_params(params_of(resumed._reference), start)  # the reference, not the policy
-    assert resumed._scaler is not None and resumed._scaler.count > 0
+    assert resumed._norm is not None and resumed._norm.returns is not None
+    assert resumed._norm.returns.moments.count > 0
     saved = torch.load(checkpoint_at_2, weights_only=True)
     assert agent.ref_kl_loss_coef == saved["agent"]["ref_kl_loss_coef"] != 0.5
     assert not math.isnan(agent.ref_kl_loss_coef)

@@ -8,8 +8,8 @@ import torch
 
 from ppo.agent import PPOAgent
 from ppo.envs import make_vector_env
+from ppo.normalize import EPSILON, ReturnScaler
 from ppo.policy import ActorCritic
-from ppo.return_scale import EPSILON, ReturnScaler
 from ppo.rollout import Collector
 
 from .helpers import config
