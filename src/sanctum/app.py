@@ -3,9 +3,11 @@
 A thread worker runs :class:`~sanctum.reader_worker.SnapshotFeed` (read, aggregate,
 snapshot) and posts one :class:`SnapshotReady` per batch; the UI thread only hands the
 frozen snapshot to the widgets. A one-second tick recomputes the connection state from
-the latest snapshot with the injected clock, so STALE appears even while no event (and
-so no snapshot) arrives. ``p`` freezes the display while reading goes on; ``app.snapshot``
-is always the newest snapshot, paused or not (tests and the tail-latency benchmark read it).
+the snapshot on screen with the injected clock, so STALE appears even while no event (and
+so no snapshot) arrives; every widget on screen always shows the same snapshot (the tick
+changes only its clock and connection, never its figures). ``p`` freezes the display
+while reading goes on; ``app.snapshot`` is always the newest snapshot, paused or not (tests
+and the tail-latency benchmark read it).
 The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
 for the next slot): a Textual frame of this screen costs tens of milliseconds, and a
 trainer that updates twenty times a second must not lose a core to its own dashboard.
@@ -120,6 +122,8 @@ class SanctumApp(App[None]):
         self.notices: list[tuple[str, Severity]] = []
         """Every reader notice so far, oldest first."""
         self._snapshot: SanctumSnapshot | None = None
+        self._shown: SanctumSnapshot | None = None
+        """The snapshot every widget on screen shows."""
 
     @property
     def snapshot(self) -> SanctumSnapshot | None:
@@ -182,7 +186,8 @@ class SanctumApp(App[None]):
             self.query_one(StatusBanner).problem = message.text
 
     def _tick(self) -> None:
-        """Re-judge the connection (LIVE -> STALE) at the current time."""
+        """Re-judge the connection (LIVE -> STALE) at the current time, for ``snapshot``
+        and for the snapshot on screen."""
         snapshot = self._snapshot
         if snapshot is None or not self.is_running:  # timers may fire while closing
             return
@@ -191,8 +196,12 @@ class SanctumApp(App[None]):
         self._snapshot = dataclasses.replace(
             snapshot, now=now, connection=connection_of(snapshot.run, now, stale_seconds)
         )
-        if not self.paused:
-            self.query_one(StatusBanner).snapshot = self._snapshot
+        shown = self._shown
+        if not self.paused and shown is not None:  # the screen's snapshot, not a newer one
+            connection = connection_of(shown.run, now, stale_seconds)
+            self.query_one(StatusBanner).snapshot = dataclasses.replace(
+                shown, now=now, connection=connection
+            )
 
     def _show(self, snapshot: SanctumSnapshot) -> None:
         self._shown_at = time.monotonic()
@@ -200,6 +209,7 @@ class SanctumApp(App[None]):
             snapshot = dataclasses.replace(
                 snapshot, timeline=snapshot.timeline + self._down_entries()
             )
+        self._shown = snapshot
         for view in self.query(SnapshotView):
             view.snapshot = snapshot
 

@@ -108,6 +108,24 @@ async def test_a_nonfinite_metric_outside_the_table_gets_a_critical_row(tmp_path
     log.close()
 
 
+async def test_a_value_out_of_its_possible_range_fails_as_a_bug_without_a_crash(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004, explained_variance=1.05))  # EV cannot exceed 1
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        await pilot.pause()
+        assert app.is_running and app.snapshot is not None
+        assert "bug" in app.snapshot.health.fired
+        assert banner_text(app, "verdict").strip().startswith("FAIL: Bug")
+        assert "row-bug" not in {w.id for w in app.query_one(HealthStatusPanel).children}
+    log.close()
+
+
 async def test_pause_freezes_the_display_while_reading_goes_on(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     log = RunLog(path)

@@ -10,14 +10,25 @@ from pathlib import Path
 
 from textual.widgets import Label
 
-from sanctum.app import SanctumApp
+from sanctum.app import TICK_SECONDS, SanctumApp
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from sanctum.widgets import StatusBanner
+from sanctum.widgets.base import SnapshotView
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import RunLog
 
 SLOT = 3.0
 """Long enough that the second batch surely lands inside the slot of the first redraw."""
+LONG_SLOT = 60.0
+"""Long enough that a clock tick surely falls while a newer snapshot waits for its slot."""
+STEADY = {
+    "explained_variance": 0.6,
+    "entropy": 0.5,
+    "entropy_normalized": 0.72,
+    "value_loss": 10.0,
+    "clip_fraction": 0.1,
+}
+"""Healthy values that hold for any number of updates (``lively`` drifts out of range)."""
 
 
 def shown_clock(app: SanctumApp) -> str:
@@ -47,4 +58,53 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
         await wait_until(pilot, lambda s: s.update == 2, "update 2 on screen")
         assert not app.display_pending
         assert shown_clock(app).startswith("update 2")
+    log.close()
+
+
+def _on_screen(app: SanctumApp) -> set[int | None]:
+    """The update index each widget on screen shows (one element when they agree)."""
+    return {v.snapshot.update if v.snapshot else None for v in app.query(SnapshotView)}
+
+
+async def test_the_clock_tick_never_shows_a_newer_snapshot_than_the_panels(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=LONG_SLOT)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        log.update(lively(1, kl=0.05))
+        waited = 0.0
+        while app.snapshot is None or app.snapshot.update != 1:
+            assert waited < WAIT_LIMIT, "the reader never delivered update 1"
+            await pilot.pause(0.01)
+            waited += 0.01
+        assert app.display_pending
+        await pilot.pause(TICK_SECONDS * 1.5)  # a tick falls while update 1 waits for its slot
+        assert app.display_pending
+        assert _on_screen(app) == {0}
+        assert shown_clock(app).startswith("update 0")
+    log.close()
+
+
+async def test_every_widget_shows_the_same_snapshot_on_a_fast_moving_run(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)  # the default slot
+    async with app.run_test(size=(120, 36)) as pilot:
+        disagreements, samples, seen = 0, 0, set()
+        for update in range(60):  # 20 updates a second for 3 s, across several ticks
+            log.update(lively(update, kl=0.004 + 0.0005 * update, **STEADY))
+            await pilot.pause(0.05)
+            shown = _on_screen(app)
+            samples += 1
+            disagreements += len(shown) > 1
+            seen |= shown
+        await wait_until(pilot, lambda s: s.update == 59, "update 59")
+        assert disagreements == 0, f"{disagreements} of {samples} samples disagreed"
+        assert len(seen - {None}) >= 4  # the screen moved along while sampled
     log.close()

@@ -171,7 +171,9 @@ class HealthStatusPanel(SnapshotView):
         self.border_title = "Health"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        fired = [m for m in snapshot.health.fired if m not in self.metrics]
+        fired = [
+            m for m in snapshot.health.fired if m not in self.metrics and m in snapshot.metrics
+        ]  # run-wide checks (bug, stall) are not metrics: the banner and the log show them
         if fired:  # a metric outside the table went bad: it gets a row from now on
             self.metrics = self.metrics + tuple(fired)
             self.mount_all(
