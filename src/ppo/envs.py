@@ -64,8 +64,11 @@ def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
         )
     except Exception as exc:  # a registered id whose code fails: a missing dependency (box2d,
         # mujoco), an entry point that does not import, a constructor that raises
+        hint = ""
+        if "mujoco" in str(exc).lower():
+            hint = " (the mujoco extra: pip install 'sanctum-ppo[mujoco]')"
         raise EnvError(
-            f"cannot create environment {env_id!r}: {type(exc).__name__}: {exc}"
+            f"cannot create environment {env_id!r}: {type(exc).__name__}: {exc}{hint}"
         ) from exc
 
 

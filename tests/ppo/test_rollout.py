@@ -103,6 +103,19 @@ class NeedsBox2D(toy_envs.Counter):
         raise gym.error.DependencyNotInstalled('Box2D is not installed, run `pip install "box2d"`')
 
 
+class NeedsMuJoCo(toy_envs.Counter):
+    def __init__(self) -> None:
+        raise gym.error.DependencyNotInstalled('MuJoCo is not installed, run `pip install "x"`')
+
+
+def test_a_missing_mujoco_names_the_projects_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = gym.envs.registration.EnvSpec("Cheetah-v0", entry_point=NeedsMuJoCo)  # type: ignore[arg-type]
+    monkeypatch.setitem(gym.registry, "Cheetah-v0", spec)
+    hint = r"MuJoCo is not installed.*pip install 'sanctum-ppo\[mujoco\]'"
+    with pytest.raises(EnvError, match=hint):
+        make_vector_env("Cheetah-v0", 1)
+
+
 @pytest.mark.parametrize(
     ("entry_point", "cause"),
     [
