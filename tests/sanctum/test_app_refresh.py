@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.pilot import Pilot
 from textual.widgets import Label
 
 from sanctum.app import TICK_SECONDS, SanctumApp
@@ -31,6 +32,15 @@ STEADY = {
 """Healthy values that hold for any number of updates (``lively`` drifts out of range)."""
 
 
+async def read(pilot: Pilot[None], app: SanctumApp, update: int) -> None:
+    """Wait until the reader delivered ``update`` (not until it is on screen)."""
+    waited = 0.0
+    while app.snapshot is None or app.snapshot.update != update:
+        assert waited < WAIT_LIMIT, f"the reader never delivered update {update}"
+        await pilot.pause(0.01)
+        waited += 0.01
+
+
 def shown_clock(app: SanctumApp) -> str:
     return str(app.query_one(StatusBanner).query_one("#clock", Label).content)
 
@@ -48,11 +58,7 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
         assert shown_clock(app).startswith("update 0")
         log.update(lively(1, kl=0.005))
         log.update(lively(2, kl=0.006))
-        waited = 0.0
-        while app.snapshot is None or app.snapshot.update != 2:
-            assert waited < WAIT_LIMIT, "the reader never delivered update 2"
-            await pilot.pause(0.01)
-            waited += 0.01
+        await read(pilot, app, 2)
         assert app.display_pending  # current snapshot, screen still on the slot's schedule
         assert shown_clock(app).startswith("update 0")
         await wait_until(pilot, lambda s: s.update == 2, "update 2 on screen")
@@ -77,11 +83,7 @@ async def test_the_clock_tick_never_shows_a_newer_snapshot_than_the_panels(
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         log.update(lively(1, kl=0.05))
-        waited = 0.0
-        while app.snapshot is None or app.snapshot.update != 1:
-            assert waited < WAIT_LIMIT, "the reader never delivered update 1"
-            await pilot.pause(0.01)
-            waited += 0.01
+        await read(pilot, app, 1)
         assert app.display_pending
         await pilot.pause(TICK_SECONDS * 1.5)  # a tick falls while update 1 waits for its slot
         assert app.display_pending
