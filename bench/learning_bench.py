@@ -35,7 +35,7 @@ import statistics
 import sys
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,6 @@ class Task:
     """Also report the rolling mean when the run passes this many steps."""
     min_solved: int = 0
     """With ``stop_at_line``: seeds that must reach the line by ``steps``."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def tasks(args: argparse.Namespace) -> list[Task]:

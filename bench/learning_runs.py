@@ -22,10 +22,8 @@ from typing import Any
 import torch
 
 from ppo.config import PPOConfig
+from ppo.trainer import RECENT_EPISODES as RECENT
 from ppo.trainer import Progress, Trainer
-
-RECENT = 20
-"""Episodes in the rolling mean."""
 
 
 @dataclass
@@ -103,7 +101,8 @@ def run_sb3(
 
     torch.set_num_threads(1)
     watch = Watch(steps, line, probe_at)
-    model = PPO("MlpPolicy", _sb3_env(config, seed), seed=seed, device="cpu", **_sb3_kwargs(config))
+    env = _sb3_env(config, seed)
+    model = PPO("MlpPolicy", env, seed=seed, device="cpu", **sb3_hyperparameters(config))
 
     def recent() -> float | None:
         episodes = [float(info["r"]) for info in list(model.ep_info_buffer)[-RECENT:]]
@@ -141,7 +140,8 @@ def _sb3_env(config: PPOConfig, seed: int) -> Any:
     return env
 
 
-def _sb3_kwargs(config: PPOConfig) -> dict[str, Any]:
+def sb3_hyperparameters(config: PPOConfig) -> dict[str, Any]:
+    """SB3 ``PPO`` keyword arguments for the hyperparameters of ``config``."""
     lr = config.learning_rate
     hidden = list(config.hidden_sizes)
     activation = torch.nn.Tanh if config.activation == "tanh" else torch.nn.ReLU

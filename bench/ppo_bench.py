@@ -30,10 +30,10 @@ from pathlib import Path
 
 import torch
 
+from learning_runs import sb3_hyperparameters
 from ppo.config import PPOConfig
+from ppo.trainer import RECENT_EPISODES as RECENT
 from ppo.trainer import Progress, Trainer
-
-RECENT = 20
 
 
 @dataclass(frozen=True)
@@ -65,25 +65,7 @@ def sb3_runner() -> Callable[[int, int], RunFigures] | None:
     def run(steps: int, seed: int) -> RunFigures:
         started = time.perf_counter()
         env = make_vec_env(config.env_id, n_envs=config.num_envs, seed=seed)
-        model = PPO(
-            "MlpPolicy",
-            env,
-            device="cpu",
-            seed=seed,
-            verbose=0,
-            n_steps=config.num_steps,
-            batch_size=config.batch_size // config.num_minibatches,
-            n_epochs=config.update_epochs,
-            learning_rate=lambda left: config.learning_rate * left,
-            gamma=config.gamma,
-            gae_lambda=config.gae_lambda,
-            clip_range=config.clip_range,
-            clip_range_vf=config.clip_range_vf,
-            ent_coef=config.ent_coef,
-            vf_coef=config.vf_coef,
-            max_grad_norm=config.max_grad_norm,
-            normalize_advantage=config.norm_adv,
-        )
+        model = PPO("MlpPolicy", env, device="cpu", seed=seed, **sb3_hyperparameters(config))
         model.learn(steps)
         elapsed = time.perf_counter() - started
         episodes = [float(info["r"]) for info in list(model.ep_info_buffer)[-RECENT:]]

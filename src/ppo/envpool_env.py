@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import VectorEnv
+from gymnasium.vector import AutoresetMode, VectorEnv
 
 EXTRA_HINT = "pip install 'sanctum-ppo[envpool]' (or: pip install envpool)"
 
@@ -62,22 +62,19 @@ class EnvPoolVectorEnv(VectorEnv):
     def __init__(self, env_id: str, num_envs: int, seed: int = 0) -> None:
         self.env_id = env_id
         self.num_envs = num_envs
-        self._pool = self._make(seed)
+        self._pool = make_pool(env_id, num_envs, seed)
         self.single_observation_space = self._pool.observation_space
         self.single_action_space = self._pool.action_space
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
-        self.metadata = {"autoreset_mode": "same-step"}
-
-    def _make(self, seed: int) -> Any:
-        return make_pool(self.env_id, self.num_envs, seed)
+        self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         if seed is not None:
             self._pool.close()
-            self._pool = self._make(seed)
+            self._pool = make_pool(self.env_id, self.num_envs, seed)
         obs, info = self._pool.reset()
         return obs, info
 

@@ -21,7 +21,7 @@ the job's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -183,11 +183,15 @@ class Normalization:
             state["returns"] = self.returns.moments.state_dict()
         return state
 
-    def load(self, entries: Callable[[str], Any]) -> None:
-        """Load each statistic from ``entries(name)``; a ValueError names the bad one."""
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The checkpoint entries this run's statistics need."""
+        return tuple(self._held())
+
+    def load(self, saved: Mapping[str, Any]) -> None:
+        """Load each statistic from ``saved[name]``; a ValueError names the bad one."""
         for name, holder in self._held().items():
-            saved = entries(name)
             try:
-                holder.load_state_dict(saved)
+                holder.load_state_dict(saved[name])
             except (KeyError, TypeError, ValueError) as exc:
                 raise ValueError(f"unusable {name} statistics: {exc}") from None

@@ -210,10 +210,9 @@ class Trainer:
         """The reference policy and the normalisation statistics, as the checkpoint saved
         them."""
         assert self._norm is not None
+        saved = {name: checkpoint.entry(state, name, path) for name in self._norm.names}
         try:
-            self._norm.load(lambda name: checkpoint.entry(state, name, path))
-        except checkpoint.CheckpointError:  # a missing entry, named by entry()
-            raise
+            self._norm.load(saved)
         except ValueError as exc:
             raise checkpoint.CheckpointError(f"{path}: {exc}") from None
         if self.config.uses_reference:

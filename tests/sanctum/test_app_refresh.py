@@ -41,6 +41,15 @@ async def read(pilot: Pilot[None], app: SanctumApp, update: int) -> None:
         waited += 0.01
 
 
+def at_update_0(tmp_path: Path) -> tuple[Path, RunLog]:
+    """A live log whose run has recorded its first update."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    return path, log
+
+
 def shown_clock(app: SanctumApp) -> str:
     return str(app.query_one(StatusBanner).query_one("#clock", Label).content)
 
@@ -48,10 +57,7 @@ def shown_clock(app: SanctumApp) -> str:
 async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "events.jsonl"
-    log = RunLog(path)
-    log.start()
-    log.update(lively(0, kl=0.004))
+    path, log = at_update_0(tmp_path)
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=SLOT)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")  # the first: at once
@@ -75,10 +81,7 @@ def _on_screen(app: SanctumApp) -> set[int | None]:
 async def test_the_clock_tick_never_shows_a_newer_snapshot_than_the_panels(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "events.jsonl"
-    log = RunLog(path)
-    log.start()
-    log.update(lively(0, kl=0.004))
+    path, log = at_update_0(tmp_path)
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=LONG_SLOT)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
