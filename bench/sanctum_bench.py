@@ -1,6 +1,6 @@
 """Sanctum figures: replay throughput, summary time, memory, and live tail latency.
 
-    python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40]
+    python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40] [--screen-only]
 
 Generates realistic logs (per update: a rollout and a ppo_update with every field set,
 an early stop now and then, a heartbeat every 50 updates) through the real writer, then
@@ -13,7 +13,12 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
 - peak_rss_mb_100k / peak_rss_mb_1m: peak RSS of the replay at 100k and 1M events
   (flat = the reader is bounded and the aggregator keeps bounded history);
 - tail_latency_ms_median / _p95: one line appended to a live log while SanctumApp runs
-  headless (``run_test``), until ``app.snapshot`` contains that event.
+  headless (``run_test``), until ``app.snapshot`` contains that event;
+- screen_latency_ms_median / _p95 and dashboard_cpu_share: the real ``sanctum`` command in a
+  pseudo-terminal (120x36) while a writer appends 20 updates/s: from an update's line
+  flushed to the terminal receiving its ``update N``, and the dashboard process's CPU time
+  over wall time (1.0 = a core); ``*_10_runs``: ``sanctum`` following ten such runs at once
+  (bench/screen_probe.py says how).
 
 The last line printed is one JSON object with every figure.
 """
@@ -49,6 +54,8 @@ from telemetry.events import (
 )
 
 STEPS = 512
+RATE = 20.0
+"""Updates per second each run is written at for the on-screen figures (a fast trainer)."""
 
 
 def ppo_update(u: int) -> PPOUpdatePayload:
@@ -254,6 +261,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--tail-samples", type=int, default=40)
+    parser.add_argument(
+        "--screen-seconds", type=float, default=10.0, help="length of each on-screen measurement"
+    )
+    parser.add_argument(
+        "--screen-only", action="store_true", help="only the on-screen latency and CPU figures"
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -262,9 +275,41 @@ def main() -> None:
         print(json.dumps(fn(Path(rest[0])) if fn else worker_hot_path()))
         return
     figures: dict[str, Any] = {}
+    if not args.screen_only:
+        figures.update(offline_figures(args.events))
+        latencies = asyncio.run(tail_latency(args.tail_samples))
+        figures.update(
+            tail_latency_ms_median=round(statistics.median(latencies), 1),
+            tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
+            tail_samples=len(latencies),
+        )
+    figures.update(screen_figures(args.screen_seconds))
+    print(json.dumps(figures))
+
+
+def screen_figures(seconds: float) -> dict[str, Any]:
+    """The real ``sanctum`` in a pseudo-terminal: one run, then ten, at 20 updates/s each."""
+    from screen_probe import measure
+
+    one, ten = measure(1, RATE, seconds), measure(10, RATE, seconds)
+    print(f"screen, 1 run: {one}\nscreen, 10 runs: {ten}", file=sys.stderr)
+    return {
+        "screen_latency_ms_median": one["screen_latency_ms_median"],
+        "screen_latency_ms_p95": one["screen_latency_ms_p95"],
+        "dashboard_cpu_share": one["dashboard_cpu_share"],
+        "screen_latency_ms_median_10_runs": ten["screen_latency_ms_median"],
+        "screen_latency_ms_p95_10_runs": ten["screen_latency_ms_p95"],
+        "dashboard_cpu_share_10_runs": ten["dashboard_cpu_share"],
+        "screen_updates_per_second_per_run": RATE,
+    }
+
+
+def offline_figures(events: int) -> dict[str, Any]:
+    """Replay, summary, memory and the aggregator's hot path, each in a fresh process."""
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         small, big = Path(tmp) / "100k.jsonl", Path(tmp) / "1m.jsonl"
-        for path, n in ((small, args.events // 10), (big, args.events)):
+        for path, n in ((small, events // 10), (big, events)):
             t0 = time.perf_counter()
             generate(path, n)
             print(
@@ -290,13 +335,7 @@ def main() -> None:
             handle_ppo_update_us=round(hot["handle_ppo_update_us"], 2),
             snapshot_ms=round(hot["snapshot_ms"], 3),
         )
-    latencies = asyncio.run(tail_latency(args.tail_samples))
-    figures.update(
-        tail_latency_ms_median=round(statistics.median(latencies), 1),
-        tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
-        tail_samples=len(latencies),
-    )
-    print(json.dumps(figures))
+    return figures
 
 
 if __name__ == "__main__":

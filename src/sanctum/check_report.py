@@ -14,6 +14,8 @@ from typing import Any
 from sanctum.check import CheckResult
 from sanctum.formatting import plural, visible, visible_lines
 from sanctum.health import Level
+from sanctum.learning import LearningVerdict
+from sanctum.learning_report import learning_dict, learning_lines
 from telemetry.codec import spell_nonfinite
 
 FAILING_ON = {
@@ -24,8 +26,9 @@ FAILING_ON = {
 unfinished or failed run fail at either level."""
 
 
-def format_text(result: CheckResult) -> str:
-    """The table for a terminal or a CI log."""
+def format_text(result: CheckResult, learning: LearningVerdict | None = None) -> str:
+    """The table for a terminal or a CI log; with ``learning``, the gate's seeds table too
+    (its judgements are rows of ``result``)."""
     lines = [
         f"sanctum check {result.path}",
         f"run {result.run_id}, {plural(result.updates, 'update')}, "
@@ -49,6 +52,8 @@ def format_text(result: CheckResult) -> str:
             f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
         )
     lines.append("")
+    if learning is not None:
+        lines += learning_lines(learning)
     for row in result.rows:
         lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
     lines += [f"note  {note}" for note in result.notes]
@@ -63,9 +68,10 @@ def format_text(result: CheckResult) -> str:
     return visible_lines(lines)
 
 
-def to_dict(result: CheckResult) -> dict[str, Any]:
-    """The result as one JSON-ready object (non-finite numbers spelled as strings)."""
-    return {
+def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dict[str, Any]:
+    """The result as one JSON-ready object (non-finite numbers spelled as strings); with
+    ``learning``, the gate's figures under ``learning``."""
+    doc: dict[str, Any] = {
         "path": str(result.path),
         "run_id": result.run_id,
         "passed": result.passed,
@@ -99,6 +105,9 @@ def to_dict(result: CheckResult) -> dict[str, Any]:
             for r in result.rows
         ],
     }
+    if learning is not None:
+        doc["learning"] = learning_dict(learning)
+    return doc
 
 
 def write_junit(result: CheckResult, path: Path) -> None:

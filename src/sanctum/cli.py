@@ -2,10 +2,11 @@
 
 ``sanctum [RUN]`` and ``sanctum replay`` open the Textual dashboard, imported only then so
 ``check``, ``summary`` and ``--help`` start fast and work without a terminal. Exit codes:
-0 healthy / done, 1 a health check failed (nothing else), 2 the run could not be judged
-(missing or unreadable log, no ``run_started``, more than one run in the log, newer major
-schema, bad thresholds file, bad arguments, an unwritable ``--junit`` file, an internal
-error).
+0 healthy / done, 1 a check failed (a health rule, or with ``--baseline`` the learning gate;
+nothing else), 2 the run could not be judged (missing or unreadable log, no
+``run_started``, more than one run in the log, newer major schema, bad thresholds file, bad
+arguments, runs the learning gate cannot compare, an unwritable ``--junit`` file, an
+internal error). ``diff`` exits 0 or 2.
 """
 
 from __future__ import annotations
@@ -16,16 +17,18 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sanctum.compare_cli import add_diff_parser, add_gate_arguments  # stdlib only
 from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
 from sanctum.runs import UsageError, resolve_run
 
 if TYPE_CHECKING:
     from sanctum.thresholds import Thresholds
 
-COMMANDS = ("watch", "replay", "check", "summary", "rollouts")
+COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff")
 
 
 def _speed(text: str) -> float:
@@ -52,10 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sanctum",
         usage="sanctum [--thresholds FILE] [RUN | {replay,check,summary} ...]",
         description="PPO training health from a run's event log: a live dashboard, a replay, "
-        "a CI check and a summary. RUN is a run folder or its events.jsonl; without RUN, "
-        "the newest run under ./runs.",
-        epilog="exit codes: 0 ok, 1 a health check failed (only that), 2 the run could not be "
-        "judged (unusable input or options, an unwritable --junit file, an internal error)",
+        "a CI check (health, and learning against a baseline), a summary and a diff of two "
+        "runs. RUN is a run folder or its events.jsonl; without RUN, the newest run under "
+        "./runs.",
+        epilog="exit codes: 0 ok, 1 a check failed (health, or the learning gate; only that), "
+        "2 the run could not be judged (unusable input or options, an unwritable --junit "
+        "file, an internal error)",
         parents=[common],
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
@@ -65,12 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
             "check", prog="sanctum check", parents=[common], help="judge a run; exit 0, 1 or 2"
         )
     )
+    add_diff_parser(sub, common)
     summary = sub.add_parser(
         "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
     )
     summary.add_argument("run", metavar="RUN")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
     _add_rollouts(sub)
+    _add_serve(sub, common)
     return parser
 
 
@@ -106,6 +113,7 @@ def _add_watch_and_replay(
         "watch", prog="sanctum watch", parents=[common], help="follow a run live (the default)"
     )
     watch.add_argument("run", nargs="?", metavar="RUN")
+    _add_once(watch)
     replay = sub.add_parser(
         "replay", prog="sanctum replay", parents=[common], help="play a recorded run back"
     )
@@ -116,6 +124,25 @@ def _add_watch_and_replay(
         default=1.0,
         help="playback speed: 1 = as recorded, 10 = ten times faster",
     )
+    for parser in (watch, replay):
+        parser.add_argument(
+            "--refresh",
+            type=_speed,
+            metavar="SECONDS",
+            default=argparse.SUPPRESS,
+            help="shortest time between two redraws (default 0.1: an update is on screen "
+            "within about 0.1 s; 0.5 costs about half the CPU)",
+        )
+
+
+def _add_once(watch: argparse.ArgumentParser) -> None:
+    watch.add_argument(
+        "--once",
+        action="store_true",
+        help="print the dashboard's current state as text and exit (for scripts, tmux "
+        "status lines, ssh one-liners); the first two lines are the banner",
+    )
+    watch.add_argument("--json", action="store_true", help="with --once: one JSON object")
 
 
 def _add_check(check: argparse.ArgumentParser) -> None:
@@ -146,6 +173,7 @@ def _add_check(check: argparse.ArgumentParser) -> None:
         type=Path,
         help="also write JUnit XML: one test case per rule (one error case if unusable)",
     )
+    add_gate_arguments(check)
 
 
 def with_default_command(argv: Sequence[str]) -> list[str]:
@@ -186,13 +214,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args, thresholds)
         if args.command == "summary":
             return _summary(args, thresholds)
+        if args.command == "diff":
+            return _diff(args, thresholds)
         if args.command == "rollouts":
             return _rollouts(args)
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "watch" and (args.once or args.json):
+            return _once(args, thresholds)
         return _interactive(args, thresholds)
     except (UsageError, ThresholdsError, EventLogError, RolloutsError) as exc:
         return _unusable(args, str(exc))
     except Exception as exc:
-        if args.command not in ("check", "summary", "rollouts"):
+        if args.command not in ("check", "summary", "rollouts", "diff") and not _once_asked(args):
             raise  # the dashboard's own traceback; no CI reads its exit code
         traceback.print_exc()
         return _unusable(
@@ -231,8 +265,10 @@ def _emit(text: str) -> None:
 def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.check import run_check
     from sanctum.check_report import format_text, to_dict, write_junit
+    from sanctum.compare_cli import gate_options, judge_gate
     from sanctum.formatting import dumps
     from sanctum.health import Level
+    from sanctum.learning import check_rows
 
     result = run_check(
         resolve_run(args.run),
@@ -241,7 +277,11 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
         args.allow_unfinished,
         args.allow_skipped,
     )
-    _emit(dumps(to_dict(result)) if args.json else format_text(result))
+    opts = gate_options(args)
+    learning = None if opts is None else judge_gate(args, thresholds, opts)
+    if learning is not None:  # the gate's judgements are rows of the check
+        result = replace(result, rows=result.rows + check_rows(learning))
+    _emit(dumps(to_dict(result, learning)) if args.json else format_text(result, learning))
     if args.junit is not None:
         try:
             write_junit(result, args.junit)
@@ -249,6 +289,13 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
             print(f"sanctum: error: {_junit_unwritable(args.junit, exc)}", file=sys.stderr)
             return EXIT_UNUSABLE
     return result.exit_code
+
+
+def _diff(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    from sanctum.compare_cli import diff_text
+
+    _emit(diff_text(args, thresholds))
+    return EXIT_OK
 
 
 def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -269,6 +316,37 @@ def _rollouts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_serve(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    from sanctum.serve import add_parser  # stdlib only; textual-serve loads in _serve
+
+    add_parser(sub, common)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from sanctum.serve import serve
+
+    thresholds_file = getattr(args, "thresholds", None)  # SUPPRESS: absent
+    return serve(resolve_run(args.run), thresholds_file, args.host, args.port, args.public_url)
+
+
+def _once_asked(args: argparse.Namespace) -> bool:
+    return args.command == "watch" and bool(args.once or args.json)
+
+
+def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    if not args.once:
+        raise UsageError("--json needs --once (the dashboard itself is not JSON)")
+    from sanctum.formatting import dumps
+    from sanctum.once import once_dict, once_text, read_snapshot
+
+    path = resolve_run(args.run)
+    snapshot = read_snapshot(path, thresholds)
+    _emit(dumps(once_dict(snapshot)) if args.json else once_text(snapshot, path))
+    return EXIT_OK
+
+
 def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
     path = resolve_run(args.run)
     speed: float | None = None
@@ -278,7 +356,8 @@ def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
         speed = args.speed
     from sanctum.app import SanctumApp  # Textual loads only for the dashboard
 
-    app = SanctumApp(path, thresholds, replay_speed=speed)
+    refresh = {"refresh_seconds": args.refresh} if hasattr(args, "refresh") else {}
+    app = SanctumApp(path, thresholds, replay_speed=speed, **refresh)
     app.run()
     if app.return_code:  # Textual has printed what went wrong; the exit code must say so
         print(

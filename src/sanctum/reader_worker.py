@@ -28,7 +28,7 @@ from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, 
 from telemetry.events import Event
 
 Severity = Literal["information", "warning", "error"]
-POLL_INTERVAL = 0.05
+POLL_INTERVAL = 0.02
 """Seconds between looks at a file with nothing new: bounds the tail latency."""
 MAX_REPLAY_GAP = 2.0
 """Longest real-time pause of a replay, in seconds, however long the recorded gap."""

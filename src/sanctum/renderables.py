@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar, Final
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -102,6 +103,18 @@ def _decade(value: float) -> str:
     return f"{value:g}" if -2 <= exponent <= 3 else f"1e{exponent:+03d}"
 
 
+def _runs(cells: list[tuple[str, Style | str]]) -> list[tuple[str, Style | str]]:
+    """Neighbouring cells of one style joined into one piece of text: a chart row is a few
+    styled runs, not one segment per cell, which is what makes it cheap to draw."""
+    runs: list[tuple[str, Style | str]] = []
+    for text, style in cells:
+        if runs and runs[-1][1] == style:
+            runs[-1] = (runs[-1][0] + text, style)
+        else:
+            runs.append((text, style))
+    return runs
+
+
 @dataclass(frozen=True)
 class ThresholdChart:
     """One column per value (newest at the right) on a fixed scale, up to ``top``.
@@ -152,7 +165,7 @@ class ThresholdChart:
             return float(10 ** math.ceil(math.log10(highest)))
         return 1.5 * max(thresholds) if thresholds else 1.0
 
-    @property
+    @cached_property
     def scale_bottom(self) -> float:
         """Value at the bottom edge of a log-scale plot."""
         lowest_line = min(self._thresholds, default=self.scale_top)
@@ -172,6 +185,17 @@ class ThresholdChart:
 
     def lines(self, width: int) -> list[Text]:
         """The chart as ``height`` lines of exactly ``width`` cells."""
+        lines = []
+        for row in self.rows(width):
+            line = Text(end="")
+            for text, style in row:
+                line.append(text, style)
+            lines.append(line)
+        return lines
+
+    def rows(self, width: int) -> list[list[tuple[str, Style | str]]]:
+        """The chart as ``height`` rows of styled runs, exactly ``width`` cells each (what
+        :meth:`lines` holds, for a widget that draws strips without Rich)."""
         top = self.scale_top
         labels = self._labels(top)
         label_width = max(len(label) for label in labels.values())
@@ -181,23 +205,14 @@ class ThresholdChart:
         bars = [self._column(v, top) for v in shown for _ in range(bar)]
         columns = [None] * (plot_width - len(bars)) + bars
         rule_rows = self._rule_rows(top)
-        lines = []
+        rows = []
         for row in range(self.height):
             from_bottom = self.height - 1 - row
-            line = Text(end="")
-            line.append(f"{labels.get(row, ''):>{label_width}}", self.styles.axis)
-            line.append("┤" if row in labels else "│", self.styles.axis)
-            rule = rule_rows.get(from_bottom)
-            for column in columns:
-                cell = column[from_bottom] if column else None
-                if cell is not None:
-                    line.append(*cell)
-                elif rule is not None:
-                    line.append(*rule)
-                else:
-                    line.append(" ")
-            lines.append(line)
-        return lines
+            axis = f"{labels.get(row, ''):>{label_width}}" + ("┤" if row in labels else "│")
+            background = rule_rows.get(from_bottom, (" ", ""))
+            cells = [(column and column[from_bottom]) or background for column in columns]
+            rows.append([(axis, self.styles.axis), *_runs(cells)])
+        return rows
 
     def _labels(self, top: float) -> dict[int, str]:
         """Axis label per row from the top: the bottom, the top, then thresholds (which win)."""

@@ -257,12 +257,19 @@ class FakeApp:
     """Stands in for sanctum.app.SanctumApp to see what the CLI hands the dashboard."""
 
     calls: ClassVar[list[tuple[Path, Thresholds, float | None]]] = []
+    refresh: ClassVar[list[float]] = []
     return_code = 0
 
     def __init__(
-        self, path: Path, thresholds: Thresholds, replay_speed: float | None = None
+        self,
+        path: Path,
+        thresholds: Thresholds,
+        replay_speed: float | None = None,
+        refresh_seconds: float | None = None,
     ) -> None:
         FakeApp.calls.append((path, thresholds, replay_speed))
+        if refresh_seconds is not None:
+            FakeApp.refresh.append(refresh_seconds)
 
     def run(self) -> None:
         pass
@@ -274,6 +281,7 @@ def fake_app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Thresholds, fl
     module.SanctumApp = FakeApp  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sanctum.app", module)
     FakeApp.calls = []
+    FakeApp.refresh = []
     return FakeApp.calls
 
 
@@ -286,7 +294,8 @@ def test_watch_and_replay_open_the_dashboard(
     toml = tmp_path / "t.toml"
     toml.write_text("stale_seconds = 30\n", encoding="utf-8")
     assert main(["--thresholds", str(toml), str(healthy_log)]) == 0
-    assert main(["replay", str(healthy_log), "--speed", "10"]) == 0
+    assert main(["replay", str(healthy_log), "--speed", "10", "--refresh", "0.5"]) == 0
+    assert FakeApp.refresh == [0.5]  # only when asked: the app's default otherwise
     assert main([str(tmp_path / "future-run")]) == 0  # waits for it: no error
     monkeypatch.chdir(healthy_log.parent.parent)
     (healthy_log.parent.parent / "runs").mkdir()

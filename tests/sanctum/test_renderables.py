@@ -148,7 +148,8 @@ def test_threshold_chart_colours_a_below_rule_by_its_direction() -> None:
         level_of=lambda value: level_of(ev, value, 0).value,
     )
     line = chart.lines(9)[0]
-    assert [s.style for s in line.spans if s.style][-3:] == ["green", "yellow", "yellow"]
+    by_cell = [next((s.style for s in line.spans if s.start <= i < s.end), "") for i in range(9)]
+    assert by_cell[-3:] == ["green", "yellow", "yellow"]
     with pytest.raises(TypeError, match="level_of"):  # no colouring that guesses "above"
         ThresholdChart([0.9], warning=0.3, critical=0.0, height=1)  # type: ignore[call-arg]
 

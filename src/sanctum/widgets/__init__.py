@@ -1,8 +1,9 @@
 """Sanctum's widgets: each renders the frozen snapshot it is given, nothing more."""
 
+from sanctum.screen_text import MetricRow
 from sanctum.widgets.banner import StatusBanner
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.health_panel import HealthStatusPanel, MetricRow
+from sanctum.widgets.health_panel import HealthStatusPanel, MetricTable
 from sanctum.widgets.help import HelpScreen
 from sanctum.widgets.kl_chart import KLChart
 from sanctum.widgets.returns import EpisodeReturnPanel
@@ -14,6 +15,7 @@ __all__ = [
     "HelpScreen",
     "KLChart",
     "MetricRow",
+    "MetricTable",
     "SnapshotView",
     "StatusBanner",
     "TimelinePanel",

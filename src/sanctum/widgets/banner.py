@@ -11,7 +11,6 @@ being stopped.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import ClassVar
 
@@ -21,94 +20,34 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Label, Static
 
-from sanctum.health import Level
 from sanctum.renderables import (
-    ARROWS,
-    format_count,
-    format_duration,
-    format_value,
     progress_bar,
+)
+from sanctum.screen_text import (
+    KL_METRIC,
+    clock_text,
+    connection_text,
+    kl_text,
+    run_text,
+    steps_text,
 )
 from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.supervisor import TrainerExit
 from sanctum.widgets.base import SnapshotView, plain
 from sanctum.widgets.display import (
-    BANNER_KL_DECIMALS,
-    KL_METRIC,
     LEVEL_CLASSES,
     level_class,
     set_one_class,
+    set_text,
 )
 
-CONNECTION_MARK = {
-    Connection.WAITING: "◌",
-    Connection.LIVE: "●",
-    Connection.STALE: "◐",
-    Connection.FINISHED: "■",
-    Connection.FAILED: "✖",
-    Connection.INTERRUPTED: "■",
-}
 CONNECTION_CLASSES = (*(f"connection-{c.value}" for c in Connection), "connection-down")
-
-
-def connection_text(snapshot: SanctumSnapshot) -> str:
-    """``● LIVE``, ``◐ STALE · silent 0:42``, ``✖ FAILED``..."""
-    state = snapshot.connection
-    text = f"{CONNECTION_MARK[state]} {state.value.upper()}"
-    last = snapshot.run.last_event_ts
-    if state is Connection.STALE and last is not None:
-        text += f" · silent {format_duration(snapshot.now - last)}"
-    return text
 
 
 def trainer_down_text(ended: TrainerExit) -> tuple[str, str]:
     """Connection and run labels for a trainer that died: ``✖ TRAINER DOWN``, why."""
     last = ended.stderr_tail[-1] if ended.stderr_tail else "nothing on stderr"
     return "✖ TRAINER DOWN", f"{ended.describe()}: {last}"
-
-
-def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
-    """Run id and environment; while waiting, which file is awaited; after a failure, why."""
-    run = snapshot.run
-    if snapshot.connection is Connection.WAITING:
-        return f"waiting for {path}…"
-    parts = [run.run_id or "(no run id)"]
-    if run.env_id:
-        parts.append(run.env_id)
-    if run.reason and snapshot.connection in (Connection.FAILED, Connection.INTERRUPTED):
-        parts.append(run.reason)
-    return "  ".join(parts)
-
-
-def clock_text(snapshot: SanctumSnapshot, replay_speed: float | None = None) -> str:
-    """``update 42  3:12``: the latest update index and the elapsed time (run time in a
-    replay, which says so: ``replay ×4  update 42  3:12``)."""
-    update = "update —" if snapshot.update is None else f"update {snapshot.update}"
-    text = f"{update}  {format_duration(snapshot.run.elapsed(snapshot.now))}"
-    return text if replay_speed is None else f"replay ×{replay_speed:g}  {text}"
-
-
-def kl_text(snapshot: SanctumSnapshot) -> str:
-    """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
-    metric = snapshot.metric(KL_METRIC)
-    if metric.value is None:
-        return "KL —"
-    alarm = "!" if metric.level >= Level.WARNING else ""
-    arrow = ARROWS[metric.direction].strip()
-    return f"KL {format_value(metric.value, BANNER_KL_DECIMALS)}{arrow}{alarm}"
-
-
-def steps_text(snapshot: SanctumSnapshot) -> str:
-    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known)."""
-    run = snapshot.run
-    if run.global_step is None and run.total_steps is None:
-        return ""
-    steps = format_count(run.global_step)
-    if run.total_steps is not None:
-        steps += f"/{format_count(run.total_steps)}"
-    rate = run.steps_per_second
-    sps = "" if rate is None or not math.isfinite(rate) else f"  {rate:,.0f} sps"
-    return f"{steps} steps{sps}"
 
 
 class ProgressText(Static):
@@ -178,7 +117,7 @@ class StatusBanner(SnapshotView):
         run = self.query_one("#run", Label)
         run.set_class(problem is not None, "problem")
         if problem is not None:
-            run.update(plain(problem))
+            set_text(run, plain(problem))
 
     def show(self, snapshot: SanctumSnapshot) -> None:
         if self.trainer_down is None:
@@ -187,22 +126,22 @@ class StatusBanner(SnapshotView):
             )
             if self.problem is None:
                 self._set_run(run_text(snapshot, self.path))
-        self.query_one("#clock", Label).update(clock_text(snapshot, self.replay_speed))
+        set_text(self.query_one("#clock", Label), clock_text(snapshot, self.replay_speed))
         verdict = self.query_one("#verdict", Label)
-        verdict.update(plain(f" {snapshot.verdict} "))
+        set_text(verdict, plain(f" {snapshot.verdict} "))
         set_one_class(verdict, LEVEL_CLASSES, level_class(snapshot.health.worst))
         kl = self.query_one("#kl", Label)
-        kl.update(kl_text(snapshot))
+        set_text(kl, kl_text(snapshot))
         set_one_class(kl, LEVEL_CLASSES, level_class(snapshot.metric(KL_METRIC).level))
         self.query_one("#progress", ProgressText).fraction = snapshot.run.progress
-        self.query_one("#steps", Label).update(steps_text(snapshot))
+        set_text(self.query_one("#steps", Label), steps_text(snapshot))
 
     def _set_connection(self, text: str, css_class: str) -> None:
         connection = self.query_one("#connection", Label)
-        connection.update(plain(text))
+        set_text(connection, plain(text))
         set_one_class(connection, CONNECTION_CLASSES, css_class)
 
     def _set_run(self, text: str, *, problem: bool = False) -> None:
         run = self.query_one("#run", Label)
-        run.update(plain(text))
+        set_text(run, plain(text))
         run.set_class(problem, "problem")

@@ -3,7 +3,9 @@
 Widgets render what they are given and nothing else: no file I/O, no
 aggregation, no thresholds of their own (they read ``snapshot.thresholds``). The reactive
 skips the equality check (``always_update``) because comparing two snapshots field by
-field would cost more than drawing them.
+field would cost more than drawing them, and does not repaint by itself (``repaint=False``):
+``show`` repaints what changed, so a container whose own look did not change (a border
+around a table) is not drawn again with every update.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def plain(text: str) -> Text:
 class SnapshotView(Widget):
     """A widget that shows one :class:`SanctumSnapshot` at a time."""
 
-    snapshot: reactive[SanctumSnapshot | None] = reactive(None, always_update=True)
+    snapshot: reactive[SanctumSnapshot | None] = reactive(None, always_update=True, repaint=False)
 
     def watch_snapshot(self, snapshot: SanctumSnapshot | None) -> None:
         if snapshot is not None:

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from typing import Final
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
 from textual.dom import DOMNode
+from textual.strip import Strip
+from textual.widgets import Static
 
 from sanctum.health import Level
 
-KL_METRIC: Final = "approx_kl"
-"""The metric the banner and the chart feature."""
-REF_KL_METRIC: Final = "ref_kl"
-"""The KL to the frozen reference policy, charted beside KL_METRIC when a run has it."""
-BANNER_KL_DECIMALS: Final = 3
-"""KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
+Runs = list[tuple[str, "Style | str"]]
+"""One line as styled runs of text (``""``: the widget's own style)."""
 LEVEL_CLASSES: Final = tuple(f"level-{level.value}" for level in Level)
 """The CSS class of each level."""
 
@@ -32,3 +34,41 @@ def set_one_class(node: DOMNode, family: tuple[str, ...], name: str) -> None:
     """Give ``node`` exactly one class of ``family``: ``name``."""
     node.remove_class(*(c for c in family if c != name))
     node.add_class(name)
+
+
+def _cells(content: object) -> int:
+    return content.cell_len if isinstance(content, Text) else cell_len(str(content))
+
+
+def set_text(label: Static, content: str | Text, *, fixed_width: bool = False) -> None:
+    """Show ``content`` in ``label``, cheaply: nothing when it is unchanged, and the screen
+    is laid out again only when the text no longer fits the label's width (a label whose
+    width the stylesheet does not fix). A narrower text keeps the label's width until the
+    next layout. A layout of this screen costs more than drawing it, and most updates
+    only change digits."""
+    old = label.content
+    if type(old) is type(content) and old == content:
+        return
+    grows = _cells(content) > label.content_size.width
+    label.update(content, layout=not fixed_width and (grows or not label.is_mounted))
+
+
+def _over(base: Style, style: Style | str) -> Style:
+    return base + (Style.parse(style) if isinstance(style, str) else style)
+
+
+def strips(lines: list[Runs], width: int, base: Style) -> list[Strip]:
+    """``lines`` as strips exactly ``width`` cells wide over the widget's ``base`` style:
+    what a widget that draws with ``render_line`` returns, without Rich's text layout
+    (a big chart or table redrawn ten times a second spends most of a frame there)."""
+    return [
+        Strip(
+            [
+                Segment(text, base + Style.parse(style) if isinstance(style, str) else base + style)
+                for text, style in line
+            ]
+        )
+        .extend_cell_length(width, base)
+        .crop(0, width)
+        for line in lines
+    ]

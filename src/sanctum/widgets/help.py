@@ -177,12 +177,26 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
         "show); ┄ is the warning line, ━ the critical line, ▲ a value above the scale, "
         "× NaN, ▼ a negative value.",
     ),
+    (
+        "chart (c)",
+        "One metric, one bar per update on an axis fitted to the window (a log axis "
+        "spans whole decades and takes in the rule's lines). A column that draws several "
+        "updates is solid to the lowest of them and faint to the highest. The cursor's "
+        "band is where the value lies against the rule's lines; the rule fires only once "
+        "a band held for its number of updates in a row.",
+    ),
     ("not measured", "The trainer did not report this field. It is never read as zero."),
 )
 KEYS: Final = (
     ("?", "this help"),
     ("p", "pause / resume the display"),
     ("q", "quit (under ppo train, while training: stop it, detach, or cancel)"),
+    ("c", "chart any metric over every update kept (escape returns); on the chart:"),
+    ("  m", "choose the metric"),
+    ("  + - 0", "zoom in / out over updates (or the mouse wheel); 0 shows every update"),
+    ("  ← →", "pan older / newer; home, end: the oldest, the newest (follows a live run)"),
+    ("  [ ]", "move the cursor (or click): it reads the update, the value and its band"),
+    ("  l", "log scale (refused for a metric with a value at or below zero)"),
 )
 
 

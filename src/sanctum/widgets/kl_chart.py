@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-from rich.console import RenderableType
-from rich.text import Text
+from textual.strip import Strip
 
 from sanctum.health import Level, level_of
 from sanctum.renderables import ChartStyles, ThresholdChart
+from sanctum.screen_text import KL_METRIC, REF_KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.display import KL_METRIC, REF_KL_METRIC
+from sanctum.widgets.display import Runs, strips
 
 GAP = 2
 """Blank cells between the two charts."""
@@ -46,6 +46,9 @@ class KLChart(SnapshotView):
         "klchart--axis",
     }
 
+    _strips: list[Strip] | None = None
+    """The drawn rows, until the snapshot or the size changes."""
+
     def on_mount(self) -> None:
         self.border_title = "KL"
 
@@ -55,28 +58,37 @@ class KLChart(SnapshotView):
             self.border_subtitle = "log · ┄ warning ━ critical"
         if series:
             self.border_title = f"KL · {len(series)} updates"
+        self._strips = None
         self.refresh()
 
-    def render(self) -> RenderableType:
+    def on_resize(self) -> None:
+        self._strips = None
+
+    def render_line(self, y: int) -> Strip:
+        """Runs ``y`` of the chart, drawn as strips of styled runs (no Rich rendering: this
+        is the dashboard's largest widget, redrawn with every update)."""
+        if self._strips is None:
+            width = max(1, self.content_size.width)
+            height = max(1, self.content_size.height)
+            self._strips = strips(self._rows(width, height), width, self.rich_style)
+        return self._strips[y] if y < len(self._strips) else Strip.blank(0, self.rich_style)
+
+    def _rows(self, width: int, height: int) -> list[Runs]:
         snapshot = self.snapshot
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
-            return Text("no update yet", style=self.get_component_rich_style("klchart--axis"))
-        height = max(1, self.content_size.height)
-        width = max(1, self.content_size.width)
+            return [[("no update yet", self.get_component_rich_style("klchart--axis"))]]
         if not measures_ref_kl(snapshot) or height < 2:
-            return self._chart(snapshot, KL_METRIC, width, height)
+            return self._chart(snapshot, KL_METRIC, width, height).rows(width)
         left_width = (width - GAP) // 2
         right_width = width - GAP - left_width
         axis = self.get_component_rich_style("klchart--axis")
-        caption = Text(end="")
-        caption.append(f"{'policy  (old ‖ new)':<{left_width + GAP}}", axis)
-        caption.append(f"{'reference  (θ ‖ ref)':<{right_width}}", axis)
-        left = self._chart(snapshot, KL_METRIC, left_width, height - 1).lines(left_width)
-        right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).lines(right_width)
-        rows = [
-            Text(end="").join([a, Text(" " * GAP), b]) for a, b in zip(left, right, strict=True)
-        ]
-        return Text("\n", end="").join([caption, *rows])
+        caption = (
+            f"{'policy  (old ‖ new)':<{left_width + GAP}}{'reference  (θ ‖ ref)':<{right_width}}"
+        )
+        left = self._chart(snapshot, KL_METRIC, left_width, height - 1).rows(left_width)
+        right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).rows(right_width)
+        gap: Runs = [(" " * GAP, "")]
+        return [[(caption, axis)], *(a + gap + b for a, b in zip(left, right, strict=True))]
 
     def _chart(
         self, snapshot: SanctumSnapshot, metric: str, width: int, height: int

@@ -13,39 +13,11 @@ from typing import ClassVar
 from rich.console import RenderableType
 from rich.text import Text
 
-from sanctum.formatting import plural, visible
+from sanctum.formatting import plural
 from sanctum.health import Level
-from sanctum.renderables import format_duration
+from sanctum.screen_text import entry_text
 from sanctum.snapshot import SanctumSnapshot, TimelineEntry
 from sanctum.widgets.base import SnapshotView
-
-KIND_LABEL = {
-    "start": "start",
-    "early_stop": "early stop",
-    "anomaly": "anomaly",
-    "finish": "finish",
-    "reset": "reset",
-    "skipped": "skipped",
-    "gap": "gap",
-    "trainer": "trainer",
-    "bug": "bug",
-    "stall": "stall",
-}
-
-
-def when_text(entry: TimelineEntry, started_ts: float | None) -> str:
-    """``u12`` for an entry of an update, else ``+m:ss`` since the start, else blank."""
-    if entry.update is not None:
-        return f"u{entry.update}"
-    if entry.ts is not None and started_ts is not None:
-        return f"+{format_duration(entry.ts - started_ts)}"
-    return ""
-
-
-def entry_text(entry: TimelineEntry, started_ts: float | None) -> str:
-    """One line: when, what kind, the text (early-stop reasons verbatim)."""
-    kind = KIND_LABEL.get(entry.kind, entry.kind)
-    return visible(f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}")
 
 
 class TimelinePanel(SnapshotView):
@@ -60,7 +32,12 @@ class TimelinePanel(SnapshotView):
     def on_mount(self) -> None:
         self.border_title = "Timeline"
 
+    _drawn: tuple[TimelineEntry, ...] | None = None
+
     def show(self, snapshot: SanctumSnapshot) -> None:
+        if snapshot.timeline is self._drawn or snapshot.timeline == self._drawn:
+            return  # most updates add nothing notable: no redraw
+        self._drawn = snapshot.timeline
         count = len(snapshot.timeline)
         self.border_subtitle = plural(count, "event") if count else ""
         self.refresh()
