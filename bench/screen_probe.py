@@ -147,9 +147,15 @@ class Terminal:
 
 
 def measure(
-    runs: int, rate: float, seconds: float, cols: int = 120, rows: int = 36
+    runs: int,
+    rate: float,
+    seconds: float,
+    cols: int = 120,
+    rows: int = 36,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, float]:
-    """Follow ``runs`` live runs, each written at ``rate`` updates/s for ``seconds``."""
+    """Follow ``runs`` live runs, each written at ``rate`` updates/s for ``seconds``, with
+    ``sanctum RUN... *extra`` (e.g. ``("--refresh", "0.25")``)."""
     import statistics
     from tempfile import TemporaryDirectory
 
@@ -163,7 +169,7 @@ def measure(
         for writer in writers:
             writer.begin()
         targets = [str(w.path) for w in writers]
-        term = Terminal([sys.executable, "-m", "sanctum", *targets], cols, rows)
+        term = Terminal([sys.executable, "-m", "sanctum", *targets, *extra], cols, rows)
         try:
             _wait_drawn(term, writers[0].start_update - 1)
             proc = psutil.Process(term.process.pid)
@@ -218,4 +224,6 @@ def _latencies(term: Terminal, writer: Writer) -> list[float]:
 if __name__ == "__main__":
     import json
 
-    print(json.dumps(measure(int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]))))
+    # python bench/screen_probe.py RUNS RATE SECONDS [sanctum options...]
+    runs, rate, seconds, *options = sys.argv[1:]
+    print(json.dumps(measure(int(runs), float(rate), float(seconds), extra=tuple(options))))

@@ -46,7 +46,7 @@ from sanctum.widgets import (
     EpisodeReturnPanel,
     HealthStatusPanel,
     HelpScreen,
-    KLChart,
+    KLPanel,
     SnapshotView,
     StatusBanner,
     TimelinePanel,
@@ -108,8 +108,10 @@ class SanctumApp(App[None]):
     ) -> None:
         super().__init__()
         self.refresh_seconds = refresh_seconds
-        self._shown_at = -float("inf")
         self._redraw: Timer | None = None
+        """The timer of the next redraw slot; None while a snapshot may be drawn at once."""
+        self.frames = 0
+        """Snapshots drawn so far (a redraw of the same snapshot after the tick excluded)."""
         self.trainer = trainer
         """The trainer process this dashboard runs (``ppo train``); None for ``sanctum``."""
         self.stop_timeout = stop_timeout
@@ -128,6 +130,8 @@ class SanctumApp(App[None]):
         """Every reader notice so far, oldest first."""
         self._snapshot: SanctumSnapshot | None = None
         self._shown: SanctumSnapshot | None = None
+        self._drawn: SanctumSnapshot | None = None
+        """The snapshot ``_shown`` was made from (the same, unless the trainer is down)."""
         """The snapshot every widget on screen shows."""
 
     @property
@@ -140,7 +144,7 @@ class SanctumApp(App[None]):
         with Horizontal(id="middle"):
             yield HealthStatusPanel(self.thresholds, id="health")
             with Vertical(id="side"):
-                yield KLChart(id="kl-chart")
+                yield KLPanel(id="kl-chart")
                 yield EpisodeReturnPanel(id="returns")
         yield TimelinePanel(id="timeline")
         yield Footer()
@@ -165,24 +169,31 @@ class SanctumApp(App[None]):
 
     @property
     def display_pending(self) -> bool:
-        """A newer snapshot waits for its redraw slot (the screen lags ``snapshot``)."""
-        return self._redraw is not None
+        """The reader holds events the screen does not show yet (they wait for the next
+        redraw slot, when the app takes the reader's next snapshot)."""
+        return self.feed.pending or (self._snapshot is not self._drawn and not self.paused)
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
-        self._snapshot = message.snapshot
-        self.feed.taken()
-        if self.paused or self._redraw is not None or not self.is_running:
-            return
-        wait = self._shown_at + self.refresh_seconds - time.monotonic()
-        if wait <= 0:
-            self._show(message.snapshot)
-        else:
-            self._redraw = self.set_timer(wait, self._redraw_now)
+        """Draw a snapshot when its slot is open; the next is taken when the next opens.
 
-    def _redraw_now(self) -> None:
+        The reader posts a snapshot only once the previous was taken, so taking one only
+        when the screen can draw it means a snapshot is built per frame, not per batch.
+        While paused every snapshot is taken at once (``snapshot`` stays current)."""
+        self._snapshot = message.snapshot
+        if self.paused or not self.is_running:
+            self.feed.taken()
+        elif self._redraw is None:
+            self._show(message.snapshot)
+
+    def _slot_open(self) -> None:
+        """The redraw slot opened: draw a snapshot still waiting, else ask for the next."""
         self._redraw = None
-        if not self.paused and self._snapshot is not None and self.is_running:
+        if not self.is_running:
+            return
+        if not self.paused and self._snapshot is not None and self._snapshot is not self._drawn:
             self._show(self._snapshot)
+        else:
+            self.feed.taken()
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))
@@ -201,6 +212,8 @@ class SanctumApp(App[None]):
         self._snapshot = dataclasses.replace(
             snapshot, now=now, connection=connection_of(snapshot.run, now, stale_seconds)
         )
+        if snapshot is self._drawn:  # the same figures: not a snapshot to draw again
+            self._drawn = self._snapshot
         shown = self._shown
         if not self.paused and shown is not None:  # the screen's snapshot, not a newer one
             connection = connection_of(shown.run, now, stale_seconds)
@@ -209,7 +222,11 @@ class SanctumApp(App[None]):
             )
 
     def _show(self, snapshot: SanctumSnapshot) -> None:
-        self._shown_at = time.monotonic()
+        self.frames += 1
+        self._drawn = snapshot
+        if self._redraw is None:
+            slot = max(self.refresh_seconds, 0.001)  # 0: every snapshot (Textual needs > 0)
+            self._redraw = self.set_timer(slot, self._slot_open)
         if self.trainer_exit is not None and self.trainer_exit.down:
             snapshot = dataclasses.replace(
                 snapshot, timeline=snapshot.timeline + self._down_entries()
@@ -223,6 +240,7 @@ class SanctumApp(App[None]):
         """Freeze or unfreeze the display; reading and aggregation continue."""
         self.paused = not self.paused
         self.query_one(StatusBanner).paused = self.paused
+        self.feed.taken()  # paused: every snapshot is taken, so ``snapshot`` stays current
         if not self.paused and self._snapshot is not None:
             self._show(self._snapshot)
 

@@ -5,8 +5,10 @@ aggregator outright, so aggregation never races the UI and never blocks it. The 
 a :class:`~sanctum.snapshot.SanctumSnapshot` through ``publish``; while the UI has not yet
 taken the previous one, new batches are folded but not posted, so a fast log (or a slow
 terminal) coalesces into fewer, newer snapshots instead of a growing message queue
-(the habit of toolong's ``log_lines.py``). There is no Textual here: the loop is driven
-and tested with plain callables.
+(the habit of toolong's ``log_lines.py``). The UI takes a snapshot when it is ready to
+draw the next one, which wakes the loop at once: a snapshot is built only for a frame, and
+it holds everything read until then. There is no Textual here: the loop is driven and
+tested with plain callables.
 
 Replay paces events by their ``ts`` deltas divided by the speed, with long gaps capped,
 and keeps a virtual clock so "elapsed" and "stale" read as they did during the run.
@@ -89,7 +91,7 @@ class SnapshotFeed:
         poll_interval: float = POLL_INTERVAL,
         max_replay_gap: float = MAX_REPLAY_GAP,
         monotonic: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
     ) -> None:
         if replay_speed is not None and not replay_speed > 0:
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
@@ -100,7 +102,8 @@ class SnapshotFeed:
         self.max_replay_gap = max_replay_gap
         self._clock = clock
         self._monotonic = monotonic
-        self._sleep_for = sleep
+        self._wake = threading.Event()
+        self._sleep_for = self._nap if sleep is None else sleep
         self._replay = ReplayClock(replay_speed, monotonic) if replay_speed is not None else None
         self._ui_free = threading.Event()
         self._ui_free.set()
@@ -112,8 +115,26 @@ class SnapshotFeed:
         return self._clock() if virtual is None else virtual
 
     def taken(self) -> None:
-        """The UI has used the last published snapshot: the next one may be posted."""
+        """The UI has used the last published snapshot and wants the next one: it is
+        posted as soon as anything new was read (at once when something already was)."""
         self._ui_free.set()
+        self._wake.set()
+
+    @property
+    def folded_update(self) -> int | None:
+        """The latest update index folded so far (read from the UI thread: tests only)."""
+        latest = self.aggregator.tamiyo.latest
+        return None if latest is None else latest.update
+
+    @property
+    def pending(self) -> bool:
+        """Events were folded that no published snapshot holds yet."""
+        return self._dirty
+
+    def _nap(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when the UI takes a snapshot meanwhile."""
+        self._wake.wait(seconds)
+        self._wake.clear()
 
     def run(self, callbacks: FeedCallbacks) -> None:
         """Read until ``callbacks.stopped()``; returns early only on an unusable log."""

@@ -1,7 +1,7 @@
-"""The screen is redrawn at most every ``refresh_seconds``; ``app.snapshot`` never waits.
+"""The screen is redrawn at most every ``refresh_seconds``, one snapshot per frame.
 
-A fast trainer must not cost its dashboard a core: snapshots arriving inside the redraw
-slot are folded into one redraw of the newest, while ``app.snapshot`` stays current.
+A fast trainer must not cost its dashboard a core: updates read inside the redraw slot
+are folded into one redraw of the newest, and every widget shows the same snapshot.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ STEADY = {
 
 
 async def read(pilot: Pilot[None], app: SanctumApp, update: int) -> None:
-    """Wait until the reader delivered ``update`` (not until it is on screen)."""
+    """Wait until the reader folded ``update`` (not until it is on screen)."""
     waited = 0.0
-    while app.snapshot is None or app.snapshot.update != update:
+    while app.feed.folded_update != update:
         assert waited < WAIT_LIMIT, f"the reader never delivered update {update}"
         await pilot.pause(0.01)
         waited += 0.01
@@ -62,14 +62,16 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")  # the first: at once
         assert shown_clock(app).startswith("update 0")
+        frames = app.frames
         log.update(lively(1, kl=0.005))
         log.update(lively(2, kl=0.006))
         await read(pilot, app, 2)
-        assert app.display_pending  # current snapshot, screen still on the slot's schedule
+        assert app.display_pending  # read, and waiting for the slot's redraw
         assert shown_clock(app).startswith("update 0")
         await wait_until(pilot, lambda s: s.update == 2, "update 2 on screen")
         assert not app.display_pending
         assert shown_clock(app).startswith("update 2")
+        assert app.frames == frames + 1  # one redraw, of the newest
     log.close()
 
 

@@ -15,6 +15,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.dom import DOMNode
 from textual.strip import Strip
+from textual.widget import Widget
 from textual.widgets import Static
 
 from sanctum.health import Level
@@ -36,20 +37,23 @@ def set_one_class(node: DOMNode, family: tuple[str, ...], name: str) -> None:
     node.add_class(name)
 
 
-def _cells(content: object) -> int:
-    return content.cell_len if isinstance(content, Text) else cell_len(str(content))
+def _extent(content: object) -> tuple[int, int]:
+    """(widest line in cells, lines) of a label's text."""
+    lines = (content.plain if isinstance(content, Text) else str(content)).split("\n")
+    return max(map(cell_len, lines)), len(lines)
 
 
 def set_text(label: Static, content: str | Text, *, fixed_width: bool = False) -> None:
     """Show ``content`` in ``label``, cheaply: nothing when it is unchanged, and the screen
     is laid out again only when the text no longer fits the label's width (a label whose
-    width the stylesheet does not fix). A narrower text keeps the label's width until the
-    next layout. A layout of this screen costs more than drawing it, and most updates
-    only change digits."""
+    width the stylesheet does not fix) or its number of lines changed. A narrower text
+    keeps the label's width until the next layout. A layout of this screen costs more
+    than drawing it, and most updates only change digits."""
     old = label.content
     if type(old) is type(content) and old == content:
         return
-    grows = _cells(content) > label.content_size.width
+    width, height = _extent(content)
+    grows = width > label.content_size.width or height != _extent(old)[1]
     label.update(content, layout=not fixed_width and (grows or not label.is_mounted))
 
 
@@ -72,3 +76,22 @@ def strips(lines: list[Runs], width: int, base: Style) -> list[Strip]:
         .crop(0, width)
         for line in lines
     ]
+
+
+class ComponentStyles:
+    """A widget's ``--component`` styles, looked up once until its styles change (a lookup
+    walks the stylesheet; a frame of a big widget would make hundreds)."""
+
+    def __init__(self, widget: Widget) -> None:
+        self.widget = widget
+        self._styles: dict[str, Style] = {}
+
+    def __call__(self, name: str) -> Style:
+        style = self._styles.get(name)
+        if style is None:
+            style = self._styles[name] = self.widget.get_component_rich_style(name)
+        return style
+
+    def clear(self) -> None:
+        """Forget them: call from the widget's ``notify_style_update`` (theme, CSS)."""
+        self._styles.clear()

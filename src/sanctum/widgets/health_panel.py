@@ -27,7 +27,7 @@ from sanctum.screen_text import MetricRow, facts_lines, metric_row, panel_metric
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from sanctum.widgets.base import SnapshotView, plain
-from sanctum.widgets.display import Runs, set_text, strips
+from sanctum.widgets.display import ComponentStyles, Runs, set_text, strips
 
 COLUMNS = (("metric", 18), ("value", 12), ("last 10", 11), ("", 2))
 """Header and width of each column; the value is right-aligned with one blank after it."""
@@ -50,6 +50,12 @@ class MetricTable(Widget):
         super().__init__(id=id)
         self.rows = rows
         self._strips: list[Strip] | None = None
+        self._component = ComponentStyles(self)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component.clear()
+        self._strips = None
 
     def set_rows(self, rows: tuple[MetricRow, ...]) -> None:
         """Show ``rows``; the screen is laid out again only when the row count changes."""
@@ -102,7 +108,7 @@ class MetricTable(Widget):
     def _style(self, name: str) -> Style:
         """The stylesheet's ``metric-table--<name>``: its background for a ``-row`` class,
         else its text colour and weight (so a row's background shows under its text)."""
-        style = self.get_component_rich_style(f"metric-table--{name}")
+        style = self._component(f"metric-table--{name}")
         if name.endswith("-row"):
             return Style(bgcolor=style.bgcolor)
         return Style(color=style.color, bold=style.bold, underline=style.underline)

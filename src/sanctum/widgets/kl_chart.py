@@ -15,8 +15,10 @@ reference on the right, each with its own rule's lines.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from typing import ClassVar
 
+from textual.app import ComposeResult
 from textual.strip import Strip
 
 from sanctum.health import Level, level_of
@@ -24,7 +26,7 @@ from sanctum.renderables import ChartStyles, ThresholdChart
 from sanctum.screen_text import KL_METRIC, REF_KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.display import Runs, strips
+from sanctum.widgets.display import ComponentStyles, Runs, strips
 
 GAP = 2
 """Blank cells between the two charts."""
@@ -49,15 +51,16 @@ class KLChart(SnapshotView):
     _strips: list[Strip] | None = None
     """The drawn rows, until the snapshot or the size changes."""
 
-    def on_mount(self) -> None:
-        self.border_title = "KL"
+    @cached_property
+    def _component(self) -> ComponentStyles:
+        return ComponentStyles(self)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component.clear()
+        self._strips = None
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        series = snapshot.metric(KL_METRIC).series
-        if snapshot.thresholds.rule(KL_METRIC) is not None:
-            self.border_subtitle = "log · ┄ warning ━ critical"
-        if series:
-            self.border_title = f"KL · {len(series)} updates"
         self._strips = None
         self.refresh()
 
@@ -76,12 +79,12 @@ class KLChart(SnapshotView):
     def _rows(self, width: int, height: int) -> list[Runs]:
         snapshot = self.snapshot
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
-            return [[("no update yet", self.get_component_rich_style("klchart--axis"))]]
+            return [[("no update yet", self._component("klchart--axis"))]]
         if not measures_ref_kl(snapshot) or height < 2:
             return self._chart(snapshot, KL_METRIC, width, height).rows(width)
         left_width = (width - GAP) // 2
         right_width = width - GAP - left_width
-        axis = self.get_component_rich_style("klchart--axis")
+        axis = self._component("klchart--axis")
         caption = (
             f"{'policy  (old ‖ new)':<{left_width + GAP}}{'reference  (θ ‖ ref)':<{right_width}}"
         )
@@ -114,9 +117,28 @@ class KLChart(SnapshotView):
             log=True,
             level_of=level,
             styles=ChartStyles(
-                healthy=self.get_component_rich_style("klchart--healthy"),
-                warning=self.get_component_rich_style("klchart--warning"),
-                critical=self.get_component_rich_style("klchart--critical"),
-                axis=self.get_component_rich_style("klchart--axis"),
+                healthy=self._component("klchart--healthy"),
+                warning=self._component("klchart--warning"),
+                critical=self._component("klchart--critical"),
+                axis=self._component("klchart--axis"),
             ),
         )
+
+
+class KLPanel(SnapshotView):
+    """The KL chart in its frame: the border and its titles are this container's, drawn
+    again only when a title changes (a border drawn with the chart, every frame, cost a
+    third of the frame)."""
+
+    def compose(self) -> ComposeResult:
+        yield KLChart()
+
+    def on_mount(self) -> None:
+        self.border_title = "KL"
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        series = snapshot.metric(KL_METRIC).series
+        subtitle = "log · ┄ warning ━ critical" if snapshot.thresholds.rule(KL_METRIC) else ""
+        title = f"KL · {len(series)} updates" if series else "KL"
+        if (title, subtitle) != (self.border_title, self.border_subtitle):
+            self.border_title, self.border_subtitle = title, subtitle
