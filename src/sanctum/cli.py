@@ -28,7 +28,7 @@ from sanctum.runs import UsageError, resolve_run
 if TYPE_CHECKING:
     from sanctum.thresholds import Thresholds
 
-COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff")
+COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff", "schema")
 
 
 def _speed(text: str) -> float:
@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("run", metavar="RUN")
     summary.add_argument("--json", action="store_true", help="print one JSON object")
     _add_rollouts(sub)
+    sub.add_parser(
+        "schema",
+        prog="sanctum schema",
+        help="print the JSON Schema of one event-log line",
+        description="Print the JSON Schema (draft 2020-12) of one line of events.jsonl, "
+        "generated from the event types: validate a log written by another program with "
+        "any JSON Schema validator, one line at a time.",
+    )
     _add_serve(sub, common)
     return parser
 
@@ -218,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _diff(args, thresholds)
         if args.command == "rollouts":
             return _rollouts(args)
+        if args.command == "schema":
+            return _schema()
         if args.command == "serve":
             return _serve(args)
         if args.command == "watch" and (args.once or args.json):
@@ -304,6 +314,13 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
     doc = build_summary(resolve_run(args.run), thresholds)
     _emit(dumps(doc) if args.json else format_text(doc))
+    return EXIT_OK
+
+
+def _schema() -> int:
+    from telemetry.schema import shipped_schema_text
+
+    _emit(shipped_schema_text().rstrip("\n"))
     return EXIT_OK
 
 

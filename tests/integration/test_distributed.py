@@ -15,6 +15,7 @@ import torch
 from ppo.ranks import parameter_checksum
 from sanctum.cli import main as sanctum_main
 from telemetry import PPOUpdate, RunFinished, RunStarted, read_events
+from tests.schema_support import assert_valid_log
 
 STOPPING = [
     "--total-steps", "8192", "--set", "num_steps=64", "--set", "learning_rate=0.003",
@@ -82,3 +83,7 @@ def test_one_event_log_with_the_whole_job_in_it(run: Path) -> None:
 
 def test_sanctum_check_judges_it(run: Path) -> None:
     assert sanctum_main(["check", str(run)]) == 0
+
+
+def test_every_line_is_valid_against_the_schema(run: Path) -> None:
+    assert_valid_log(run / "events.jsonl")

@@ -13,6 +13,7 @@ import torch
 from telemetry.eventlog import read_events
 from telemetry.events import PPOUpdate
 from tests.integration.support import EXAMPLES, run
+from tests.schema_support import assert_valid_log
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,6 +25,7 @@ def train(tmp_path: Path, run_id: str, *args: str) -> Path:
     result = run(["-m", "ppo", "train", "--run-dir", str(tmp_path), "--run-id", run_id, *args])
     assert result.returncode == 0, result.stderr
     assert "step " in result.stdout  # plain progress lines: stdout is not a terminal
+    assert_valid_log(tmp_path / run_id / "events.jsonl")  # every line, against the schema
     return tmp_path / run_id
 
 
@@ -60,6 +62,7 @@ def test_the_plain_pytorch_example_records_a_log_sanctum_checks(tmp_path: Path) 
     script = run([str(EXAMPLES / "record_pytorch.py"), *args])
     assert script.returncode == 0, script.stderr
     folder = tmp_path / "pytorch-demo"
+    assert_valid_log(folder / "events.jsonl")
     check = run(["-m", "sanctum", "check", str(folder), "--json"])
     assert check.returncode == 0, check.stdout
     summary = json.loads(run(["-m", "sanctum", "summary", str(folder), "--json"]).stdout)

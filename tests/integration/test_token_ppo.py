@@ -19,6 +19,7 @@ from sanctum.widgets import HealthStatusPanel
 from telemetry import PPOUpdate, RunStarted, read_events
 from telemetry.rollouts import RolloutRecord, iter_records
 from tests.sanctum.app_support import wait_until
+from tests.schema_support import assert_valid_log
 
 SHORT = [
     "--set", "updates=4", "--set", "rollouts_per_update=32", "--set", "warm_start_steps=40",
@@ -134,3 +135,7 @@ async def test_the_dashboard_shows_the_token_figures(run: Path) -> None:
             assert snapshot.metric(metric).value is not None, metric
         assert not panel.row("kl_final").display  # not reported by token-level runs
         assert snapshot.run.episode_length is not None and snapshot.run.episode_return is not None
+
+
+def test_every_line_is_valid_against_the_schema(run: Path) -> None:
+    assert_valid_log(run / "events.jsonl")
