@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar, Final
+from typing import ClassVar, Final, TypeVar, cast
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
@@ -103,15 +103,18 @@ def _decade(value: float) -> str:
     return f"{value:g}" if -2 <= exponent <= 3 else f"1e{exponent:+03d}"
 
 
-def _runs(cells: list[tuple[str, Style | str]]) -> list[tuple[str, Style | str]]:
+StyledText = TypeVar("StyledText", bound="tuple[str, Style | str]")
+
+
+def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
     """Neighbouring cells of one style joined into one piece of text: a chart row is a few
     styled runs, not one segment per cell, which is what makes it cheap to draw."""
-    runs: list[tuple[str, Style | str]] = []
-    for text, style in cells:
-        if runs and runs[-1][1] == style:
-            runs[-1] = (runs[-1][0] + text, style)
+    runs: list[StyledText] = []
+    for cell in cells:
+        if runs and runs[-1][1] == cell[1]:
+            runs[-1] = cast(StyledText, (runs[-1][0] + cell[0], cell[1]))
         else:
-            runs.append((text, style))
+            runs.append(cell)
     return runs
 
 
@@ -211,7 +214,7 @@ class ThresholdChart:
             axis = f"{labels.get(row, ''):>{label_width}}" + ("┤" if row in labels else "│")
             background = rule_rows.get(from_bottom, (" ", ""))
             cells = [(column and column[from_bottom]) or background for column in columns]
-            rows.append([(axis, self.styles.axis), *_runs(cells)])
+            rows.append([(axis, self.styles.axis), *style_runs(cells)])
         return rows
 
     def _labels(self, top: float) -> dict[int, str]:
@@ -314,4 +317,5 @@ __all__ = [  # the formatters are re-exported for the widgets, which import them
     "format_value",
     "progress_bar",
     "sparkline",
+    "style_runs",
 ]

@@ -27,7 +27,7 @@ from sanctum.chart_scale import Scale, fit, rule_lines
 from sanctum.chart_text import band_of
 from sanctum.chart_window import ChartView, column_spans, window_of
 from sanctum.health import Level
-from sanctum.renderables import BARS, BELOW_MARK, CLIPPED_MARK, NONFINITE_MARK
+from sanctum.renderables import BARS, BELOW_MARK, CLIPPED_MARK, NONFINITE_MARK, style_runs
 from sanctum.snapshot import SanctumSnapshot
 
 Cell = tuple[str, Style]
@@ -50,18 +50,6 @@ class ZoomStyles:
         """The style of a bar at ``level``."""
         style: Style = getattr(self, level.value)
         return style
-
-
-def _runs(cells: Sequence[Cell]) -> list[Cell]:
-    """Neighbouring cells of one style joined: a row is a few styled runs, not a segment
-    per cell."""
-    runs: list[Cell] = []
-    for text, style in cells:
-        if runs and runs[-1][1] == style:
-            runs[-1] = (runs[-1][0] + text, style)
-        else:
-            runs.append((text, style))
-    return runs
 
 
 def _place(row: list[str], text: str, at: int) -> bool:
@@ -153,7 +141,7 @@ class ZoomChart:
     @staticmethod
     def _join(cells: Sequence[Cell]) -> Text:
         line = Text(end="", no_wrap=True)
-        for text, style in _runs(cells):
+        for text, style in style_runs(cells):
             line.append(text, style)
         return line
 

@@ -21,19 +21,9 @@ from sanctum.compare import load_run
 from sanctum.learning import GateError, GateOptions, judge_learning
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.logs import KL_FAR, RunLog, ppo_update, rollout, write_two_runs
+from tests.sanctum.recorded import RECORDED, recorded, run_cli
 
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 BASELINE = [str(RECORDED / f"base-s{seed}") for seed in (1, 2, 3)]
-
-
-def recorded(name: str) -> str:
-    return str(RECORDED / name)
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def gate_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:

@@ -23,18 +23,7 @@ from sanctum.return_curve import (
 )
 from telemetry.events import Rollout, RolloutPayload
 from tests.sanctum.logs import KL_FAR, KL_WARNING, RunLog, early_stop_update
-
-RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
-
-
-def recorded(name: str) -> str:
-    return str(RECORDED / name)
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.sanctum.recorded import recorded, run_cli
 
 
 def diff_json(capsys: pytest.CaptureFixture[str], a: str, b: str) -> dict[str, Any]:

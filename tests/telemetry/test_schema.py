@@ -14,10 +14,10 @@ from sanctum.cli import main
 from telemetry.events import AnomalyPayload, EarlyStop
 from telemetry.schema import SCHEMA_FILE, schema_text, shipped_schema_text
 from tests.sanctum.logs import RunLog, early_stop_update, ppo_update
+from tests.sanctum.recorded import RECORDED
 from tests.schema_support import assert_valid_log, line_errors
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORDED = ROOT / "tests" / "fixtures" / "recorded"
 
 
 def test_the_shipped_schema_and_the_docs_copy_are_what_the_types_generate() -> None:
