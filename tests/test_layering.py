@@ -31,6 +31,12 @@ def test_telemetry_loads_neither_textual_nor_sanctum() -> None:
     assert {"textual", "sanctum", "rich"}.isdisjoint(roots)
 
 
+def test_trainer_integrations_import_their_trainer_only_when_used() -> None:
+    roots = _roots(_modules_after_import("telemetry.integrations.sb3"))
+    assert {"stable_baselines3", "torch", "numpy", "gymnasium", "sanctum"}.isdisjoint(roots)
+    assert "msgspec" in roots  # the import really reached telemetry
+
+
 @pytest.mark.parametrize("module", ["ppo.agent", "ppo.trainer", "ppo.cli"])
 def test_ppo_loads_no_textual_and_no_sanctum(module: str) -> None:
     roots = _roots(_modules_after_import(module))

@@ -1,0 +1,247 @@
+"""The Stable-Baselines3 callback itself; import it as ``telemetry.integrations.sb3``.
+
+This module imports stable-baselines3 (and so torch) at once: the public module loads it
+only when ``SanctumCallback`` is first used. The hooks only gather what SB3 exposes; the
+mapping to our payloads is ``sb3_figures``.
+
+SB3 logs an update's figures at the end of ``train()``, which runs after the rollout's end
+and before the next rollout starts, and its logger clears them at the next log dump (after
+that rollout). So an update is recorded at the next ``_on_rollout_start``, or at
+``_on_training_end`` for the last one: each exactly once, whatever ``log_interval`` is.
+A pending update is recorded only when SB3's epochs counter shows its ``train()`` logged.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Final
+
+import stable_baselines3
+from gymnasium import spaces
+from stable_baselines3.common.callbacks import BaseCallback
+from torch.optim import Optimizer
+from torch.utils.hooks import RemovableHandle
+
+from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerInfo
+from telemetry.integrations.sb3_figures import (
+    Counts,
+    Settings,
+    hyperparameters,
+    rollout_payload,
+    update_payload,
+)
+from telemetry.recorder import Recorder
+
+HEARTBEAT_SECONDS: Final = 5.0
+"""A heartbeat is written when a rollout has been silent this long."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """An update whose ``train()`` runs now: what the callback knew when it began."""
+
+    update: int
+    global_step: int
+    epochs_before: int
+    steps_before: int
+    started: float
+
+
+def settings_of(model: Any) -> Settings:
+    """The figures' reading settings of a PPO model (TypeError for any other algorithm)."""
+    if not all(hasattr(model, a) for a in ("n_epochs", "batch_size", "target_kl", "n_steps")):
+        raise TypeError(f"SanctumCallback records PPO; got {type(model).__name__}")
+    samples = model.n_steps * model.n_envs
+    space = model.action_space
+    log_actions = None
+    if isinstance(space, spaces.Discrete) and space.n > 1:
+        log_actions = math.log(int(space.n))
+    elif isinstance(space, spaces.MultiDiscrete):
+        log_actions = math.fsum(math.log(int(n)) for n in space.nvec.flat) or None
+    return Settings(
+        n_epochs=model.n_epochs,
+        minibatches_per_epoch=-(-samples // (model.batch_size or samples)),
+        ent_coef=float(model.ent_coef),
+        vf_coef=float(model.vf_coef),
+        target_kl=None if model.target_kl is None else float(model.target_kl),
+        log_actions=log_actions,
+    )
+
+
+def env_id_of(model: Any) -> str | None:
+    """The gymnasium id of the model's first environment, when it was made by id."""
+    try:
+        spec = model.get_env().get_attr("spec", indices=[0])[0]
+    except AttributeError:
+        return None
+    return getattr(spec, "id", None)
+
+
+class SanctumCallback(BaseCallback):
+    """Records an SB3 PPO run: ``model.learn(n, callback=SanctumCallback())``.
+
+    By default it opens a :class:`~telemetry.Recorder` at the start of ``learn`` (the
+    model's settings in ``run_started.config``) and finishes it at the end. SB3 calls no
+    callback when ``learn`` raises: use it as a context manager to record that run as
+    ``failed`` or ``interrupted`` rather than unfinished::
+
+        with SanctumCallback() as cb:
+            model.learn(100_000, callback=cb)
+
+    ``recorder``: record into a Recorder you opened and will close (the callback then
+    neither starts nor finishes it, and its update indices follow the recorder's).
+    """
+
+    def __init__(
+        self,
+        run_dir: str | os.PathLike[str] = "runs",
+        run_id: str | None = None,
+        recorder: Recorder | None = None,
+        env_id: str | None = None,
+        verbose: int = 0,
+    ) -> None:
+        super().__init__(verbose)
+        self.run_dir, self.run_id, self.env_id = run_dir, run_id, env_id
+        self.recorder = recorder
+        self._owns = recorder is None
+        self._settings: Settings | None = None
+        self._pending: _Pending | None = None
+        self._returns: list[float] = []
+        self._lengths: list[int] = []
+        self._steps = 0
+        self._hook: tuple[Optimizer, RemovableHandle] | None = None
+        self._mark = (0, 0.0)
+        self._last_event = 0.0
+
+    def __enter__(self) -> SanctumCallback:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._flush(report_stale=False)
+        self._unhook()
+        if self._owns and self.recorder is not None:
+            self.recorder.__exit__(exc_type, exc, tb)  # no-op when learn() finished it
+
+    def _emit(self, payload: Payload) -> None:
+        assert self.recorder is not None
+        self.recorder.emit(payload)
+        self._last_event = time.monotonic()
+
+    def _init_callback(self) -> None:
+        self._settings = settings_of(self.model)
+
+    def _on_training_start(self) -> None:
+        if self._owns:
+            total = self.locals.get("total_timesteps")
+            self.recorder = Recorder(
+                run_dir=self.run_dir,
+                run_id=self.run_id,
+                env_id=self.env_id or env_id_of(self.model),
+                seed=self.model.seed,
+                config=hyperparameters(self.model, total),
+                trainer=TrainerInfo(
+                    name="stable-baselines3", version=stable_baselines3.__version__
+                ),
+            )
+            self.recorder.start()
+        self._mark = (self.model.num_timesteps, time.monotonic())
+        self._last_event = self._mark[1]
+
+    def _on_step(self) -> bool:
+        for info in self.locals.get("infos", ()):
+            episode = info.get("episode")
+            if episode is not None:  # Monitor's summary of a finished episode
+                self._returns.append(float(episode["r"]))
+                self._lengths.append(int(episode["l"]))
+        if time.monotonic() - self._last_event >= HEARTBEAT_SECONDS:
+            self._emit(HeartbeatPayload(global_step=self.model.num_timesteps))
+        return True
+
+    def _on_rollout_start(self) -> None:
+        self._flush(report_stale=True)
+
+    def _on_rollout_end(self) -> None:
+        assert self.recorder is not None
+        step, now = self.model.num_timesteps, time.monotonic()
+        seconds = now - self._mark[1]
+        self._emit(
+            rollout_payload(
+                update=self.recorder.updates,
+                global_step=step,
+                returns=self._returns,
+                lengths=self._lengths,
+                steps_per_second=(step - self._mark[0]) / seconds if seconds > 0 else None,
+            )
+        )
+        self._returns, self._lengths, self._mark = [], [], (step, now)
+        self._watch(self.model.policy.optimizer)
+        self._pending = _Pending(
+            self.recorder.updates, step, self.model._n_updates, self._steps, time.monotonic()
+        )
+
+    def _on_training_end(self) -> None:
+        self._flush(report_stale=True)
+        self._unhook()
+        if self._owns and self.recorder is not None:
+            self.recorder.finish("completed")
+
+    def _flush(self, *, report_stale: bool) -> None:
+        """Record the pending update when its ``train()`` logged (see the module doc)."""
+        pending, self._pending = self._pending, None
+        if pending is None or self.recorder is None or self.recorder.finished:
+            return
+        values = self.model.logger.name_to_value
+        epochs = values.get("train/n_updates")
+        if epochs is None or int(epochs) <= pending.epochs_before:
+            if report_stale:
+                self._emit(_stale(pending))
+            return
+        assert self._settings is not None
+        counts = Counts(int(epochs) - pending.epochs_before, self._steps - pending.steps_before)
+        self._emit(
+            update_payload(
+                values,
+                update=pending.update,
+                global_step=pending.global_step,
+                counts=counts,
+                settings=self._settings,
+                seconds=time.monotonic() - pending.started,
+            )
+        )
+
+    def _watch(self, optimizer: Optimizer) -> None:
+        """Count applied optimizer steps (SB3 keeps no count of minibatches)."""
+        if self._hook is not None and self._hook[0] is optimizer:
+            return
+        self._unhook()
+        self._hook = (optimizer, optimizer.register_step_post_hook(self._count_step))
+
+    def _count_step(self, optimizer: Optimizer, args: Any, kwargs: Any) -> None:
+        self._steps += 1
+
+    def _unhook(self) -> None:
+        if self._hook is not None:
+            self._hook[1].remove()
+            self._hook = None
+
+
+def _stale(pending: _Pending) -> AnomalyPayload:
+    return AnomalyPayload(
+        severity="warning",
+        metric="approx_kl",
+        message=(
+            f"SB3's logger held no figures of update {pending.update} when the callback "
+            "read them (another callback dumped the log first); the update is not recorded"
+        ),
+        update=pending.update,
+        global_step=pending.global_step,
+    )

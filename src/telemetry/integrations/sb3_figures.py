@@ -1,0 +1,248 @@
+"""Stable-Baselines3's PPO figures and settings as our payloads: pure functions, stdlib only.
+
+The callback (``sb3_callback``) gathers what SB3 exposes: the ``train/*`` values its
+logger holds after ``PPO.train()``, the epochs counter ``_n_updates``, the optimizer steps
+it counted, and the Monitor's finished episodes. Everything that turns those into
+``PPOUpdatePayload``, ``RolloutPayload`` and ``run_started.config`` lives here, without
+SB3, torch or numpy, so each mapping is one testable function. The mapping and where SB3's
+definitions differ from ours are listed in ``telemetry.integrations.sb3``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload
+
+STOP_FACTOR: Final = 1.5
+"""SB3 stops an update when a minibatch's approx_kl exceeds 1.5 x ``target_kl``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The model's settings an update's figures are read with."""
+
+    n_epochs: int
+    """Epochs planned per update."""
+    minibatches_per_epoch: int
+    """ceil(n_steps x n_envs / batch_size): SB3's buffer yields a short last minibatch."""
+    ent_coef: float
+    vf_coef: float
+    target_kl: float | None
+    """SB3's setting; the stop threshold is 1.5 times it."""
+    log_actions: float | None
+    """log of the number of actions of a discrete action space (None: continuous)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What ran in one ``train()``, from counters SB3 keeps or we keep."""
+
+    epochs: int
+    """Epochs started: the rise of SB3's ``_n_updates`` (it counts the stopped one too)."""
+    steps: int
+    """Optimizer steps applied (the stopping minibatch is evaluated, never applied)."""
+
+
+def _number(values: Mapping[str, Any], key: str) -> float | None:
+    value = values.get(key)
+    return None if value is None else float(value)
+
+
+def _required(values: Mapping[str, Any], key: str) -> float:
+    value = _number(values, key)
+    if value is None:
+        raise KeyError(f"SB3's logger holds no {key}")
+    return value
+
+
+def early_stop(
+    approx_kl: float, counts: Counts, settings: Settings
+) -> tuple[str, EarlyStop | None] | None:
+    """Why the update stopped early, or None when every planned minibatch was applied.
+
+    The position is exact (from the counters). The KL is exact only when the stop came at
+    an epoch's first minibatch, where SB3's logged mean is that one minibatch's value;
+    elsewhere SB3 logs only the epoch's mean so far, so the structured record is left out.
+    """
+    planned = settings.n_epochs * settings.minibatches_per_epoch
+    if settings.target_kl is None or counts.steps >= planned:
+        return None
+    threshold = STOP_FACTOR * settings.target_kl
+    epoch = counts.epochs - 1
+    minibatch = counts.steps - epoch * settings.minibatches_per_epoch
+    limit = f"{STOP_FACTOR} x target_kl {settings.target_kl:.4f} = {threshold:.4f}"
+    where = f"at epoch {epoch} minibatch {minibatch} (SB3 target_kl; minibatch not applied)"
+    if minibatch == 0:
+        record = EarlyStop(
+            epoch=epoch,
+            minibatch=0,
+            kl=approx_kl,
+            threshold=threshold,
+            scope="minibatch",
+            applied=False,
+        )
+        return f"approx_kl {approx_kl:.4f} > {limit} {where}", record
+    return (
+        f"a minibatch's approx_kl > {limit} {where}; SB3 logged only the mean of the "
+        f"epoch's minibatches up to it, {approx_kl:.4f}",
+        None,
+    )
+
+
+def _total_loss(
+    policy: float | None, value: float | None, entropy_loss: float | None, s: Settings
+) -> float | None:
+    # SB3's loss per minibatch is pg + ent_coef * entropy_loss + vf_coef * value_loss, so
+    # the mean of it is the same sum of the three means it logs.
+    if policy is None or value is None or entropy_loss is None:
+        return None
+    return policy + s.ent_coef * entropy_loss + s.vf_coef * value
+
+
+def _normalized(entropy: float | None, s: Settings) -> float | None:
+    return None if entropy is None or not s.log_actions else entropy / s.log_actions
+
+
+def _explained(values: Mapping[str, Any]) -> float | None:
+    explained = _number(values, "train/explained_variance")
+    return None if explained is None or math.isnan(explained) else explained  # Var(R) = 0
+
+
+def update_payload(
+    values: Mapping[str, Any],
+    *,
+    update: int,
+    global_step: int,
+    counts: Counts,
+    settings: Settings,
+    seconds: float | None = None,
+) -> PPOUpdatePayload:
+    """One ``ppo_update`` from the ``train/*`` values of SB3's logger after ``train()``."""
+    approx_kl = _required(values, "train/approx_kl")
+    entropy_loss = _number(values, "train/entropy_loss")
+    entropy = None if entropy_loss is None else -entropy_loss
+    policy, value = (
+        _number(values, "train/policy_gradient_loss"),
+        _number(values, "train/value_loss"),
+    )
+    stop = early_stop(approx_kl, counts, settings)
+    return PPOUpdatePayload(
+        update=update,
+        global_step=global_step,
+        approx_kl=approx_kl,
+        clip_fraction=_required(values, "train/clip_fraction"),
+        entropy=entropy,
+        entropy_coef=settings.ent_coef,
+        entropy_normalized=_normalized(entropy, settings),
+        policy_loss=policy,
+        value_loss=value,
+        total_loss=_total_loss(policy, value, entropy_loss, settings),
+        explained_variance=_explained(values),
+        learning_rate=_number(values, "train/learning_rate"),
+        epochs_completed=counts.epochs,
+        minibatches_completed=counts.steps,
+        minibatches_planned=settings.n_epochs * settings.minibatches_per_epoch,
+        early_stopped=stop is not None,
+        early_stop_reason=None if stop is None else stop[0],
+        early_stop=None if stop is None else stop[1],
+        update_seconds=seconds,
+    )
+
+
+def rollout_payload(
+    *,
+    update: int,
+    global_step: int,
+    returns: Sequence[float],
+    lengths: Sequence[int],
+    steps_per_second: float | None,
+) -> RolloutPayload:
+    """One ``rollout`` from the episodes the Monitor reported during it."""
+    if not returns:
+        return RolloutPayload(
+            update=update, global_step=global_step, steps_per_second=steps_per_second
+        )
+    return RolloutPayload(
+        update=update,
+        global_step=global_step,
+        episodes=len(returns),
+        episode_return_mean=math.fsum(returns) / len(returns),
+        episode_return_min=min(returns),
+        episode_return_max=max(returns),
+        episode_length_mean=math.fsum(lengths) / len(lengths),
+        steps_per_second=steps_per_second,
+    )
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` as JSON: numbers (numpy's too) as int or float, containers recursively,
+    classes and functions by qualified name, anything else by its ``repr``."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}".lstrip(".")
+    return repr(value)
+
+
+def schedule(name: str, value: float | Callable[[float], float] | None) -> dict[str, Any]:
+    """``{name: start}``, plus ``{name}_end`` when ``value`` is a schedule that changes
+    (SB3 calls schedules with the progress remaining, 1 at the start, 0 at the end)."""
+    if value is None or not callable(value):
+        return {name: json_safe(value)}
+    start, end = float(value(1.0)), float(value(0.0))
+    return {name: start} if start == end else {name: start, f"{name}_end": end}
+
+
+SETTINGS: Final = (
+    "n_steps",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "gae_lambda",
+    "ent_coef",
+    "vf_coef",
+    "max_grad_norm",
+    "target_kl",
+    "normalize_advantage",
+    "use_sde",
+    "sde_sample_freq",
+    "n_envs",
+    "seed",
+)
+"""Plain settings of an SB3 PPO model copied to ``run_started.config`` as they are."""
+
+
+def hyperparameters(model: Any, total_timesteps: int | None) -> dict[str, Any]:
+    """The model's settings as JSON for ``run_started.config``, with the names our
+    readers know: ``max_kl`` (1.5 x ``target_kl``, the threshold SB3 really applies),
+    ``kl_estimator`` (SB3 logs k3), ``early_stop_scope`` and ``total_timesteps``."""
+    config: dict[str, Any] = {
+        "algorithm": type(model).__name__,
+        "policy": type(model.policy).__name__,
+        **{name: json_safe(getattr(model, name, None)) for name in SETTINGS},
+        **schedule("learning_rate", getattr(model, "lr_schedule", None)),
+        **schedule("clip_range", getattr(model, "clip_range", None)),
+        **schedule("clip_range_vf", getattr(model, "clip_range_vf", None)),
+        "policy_kwargs": json_safe(getattr(model, "policy_kwargs", {})),
+        "device": str(getattr(model, "device", "")),
+        "kl_estimator": "k3",
+        "early_stop_scope": "minibatch",
+        "total_timesteps": total_timesteps,
+    }
+    target_kl = getattr(model, "target_kl", None)
+    if target_kl is not None:
+        config["max_kl"] = STOP_FACTOR * float(target_kl)
+    return config
