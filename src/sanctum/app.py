@@ -31,10 +31,8 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer
 from textual.worker import get_current_worker
 
 from sanctum.health import Level
@@ -43,15 +41,12 @@ from sanctum.snapshot import SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.supervisor import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.thresholds import Thresholds
 from sanctum.widgets import (
-    EpisodeReturnPanel,
-    HealthStatusPanel,
     HelpScreen,
-    KLPanel,
     SnapshotView,
     StatusBanner,
-    TimelinePanel,
 )
 from sanctum.widgets.chart_screen import ChartScreen
+from sanctum.widgets.dashboard import dashboard
 from sanctum.widgets.quit_dialog import QuitChoice, QuitDialog
 
 TICK_SECONDS = 1.0
@@ -140,14 +135,7 @@ class SanctumApp(App[None]):
         return self._snapshot
 
     def compose(self) -> ComposeResult:
-        yield StatusBanner(self.path, self.replay_speed, id="banner")
-        with Horizontal(id="middle"):
-            yield HealthStatusPanel(self.thresholds, id="health")
-            with Vertical(id="side"):
-                yield KLPanel(id="kl-chart")
-                yield EpisodeReturnPanel(id="returns")
-        yield TimelinePanel(id="timeline")
-        yield Footer()
+        yield from dashboard(self.path, self.thresholds, self.replay_speed)
 
     def on_mount(self) -> None:
         self.set_interval(TICK_SECONDS, self._tick)

@@ -19,16 +19,21 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sanctum.compare_cli import add_diff_parser, add_gate_arguments  # stdlib only
 from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
 from sanctum.runs import UsageError, resolve_run
+from sanctum.runs_cli import add_run_arguments, one_run, runs_app, several  # stdlib only
 
 if TYPE_CHECKING:
+    from textual.app import App
+
     from sanctum.thresholds import Thresholds
 
-COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff", "schema")
+COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff", "schema", "import")
+WATCH_OPTIONS = ("--all", "--refresh", "--once", "--json")
+"""Options of ``watch`` alone: given before any RUN, they start the ``watch`` command."""
 
 
 def _speed(text: str) -> float:
@@ -53,11 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog="sanctum",
-        usage="sanctum [--thresholds FILE] [RUN | {replay,check,summary} ...]",
+        usage="sanctum [--thresholds FILE] [RUN ... | --all DIR | {replay,check,summary} ...]",
         description="PPO training health from a run's event log: a live dashboard, a replay, "
         "a CI check (health, and learning against a baseline), a summary and a diff of two "
         "runs. RUN is a run folder or its events.jsonl; without RUN, the newest run under "
-        "./runs.",
+        "./runs. Several RUNs, or --all DIR (every run folder in DIR, such as a sweep), "
+        "open a table of the runs with an overlay of one metric across them.",
         epilog="exit codes: 0 ok, 1 a check failed (health, or the learning gate; only that), "
         "2 the run could not be judged (unusable input or options, an unwritable --junit "
         "file, an internal error)",
@@ -86,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "any JSON Schema validator, one line at a time.",
     )
     _add_serve(sub, common)
+    _add_import(sub)
     return parser
 
 
@@ -120,7 +127,7 @@ def _add_watch_and_replay(
     watch = sub.add_parser(
         "watch", prog="sanctum watch", parents=[common], help="follow a run live (the default)"
     )
-    watch.add_argument("run", nargs="?", metavar="RUN")
+    add_run_arguments(watch)
     _add_once(watch)
     replay = sub.add_parser(
         "replay", prog="sanctum replay", parents=[common], help="play a recorded run back"
@@ -185,7 +192,8 @@ def _add_check(check: argparse.ArgumentParser) -> None:
 
 
 def with_default_command(argv: Sequence[str]) -> list[str]:
-    """Insert ``watch`` when the first positional argument is not a command."""
+    """Insert ``watch`` before the first positional argument that is not a command, or
+    before the first option only ``watch`` has (``sanctum --all runs/``)."""
     args = list(argv)
     i = 0
     while i < len(args):
@@ -193,9 +201,9 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
         if arg == "--thresholds":
             i += 2
             continue
-        if arg.startswith("-"):
-            if arg in ("-h", "--help"):
-                return args
+        if arg in ("-h", "--help"):
+            return args
+        if arg.startswith("-") and arg.split("=")[0] not in WATCH_OPTIONS:
             i += 1
             continue
         if arg in COMMANDS:
@@ -228,6 +236,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _rollouts(args)
         if args.command == "schema":
             return _schema()
+        if args.command == "import":
+            return _import(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "watch" and (args.once or args.json):
@@ -324,6 +334,51 @@ def _schema() -> int:
     return EXIT_OK
 
 
+def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    source = sub.add_parser(
+        "import",
+        prog="sanctum import",
+        help="write an event log from another tool's log (TensorBoard)",
+        description="Write a run's event log from another tool's log, for check, summary "
+        "and the dashboard.",
+    ).add_subparsers(dest="source", metavar="source", required=True)
+    tb = source.add_parser(
+        "tensorboard",
+        prog="sanctum import tensorboard",
+        help="TensorBoard event files written by Stable-Baselines3, CleanRL or (with --map) "
+        "any trainer",
+        description="Read TensorBoard event files (Stable-Baselines3's train/* or CleanRL's "
+        "losses/* tags are recognised; --map names any other tags) and write RUN/events.jsonl: "
+        "one update per logged step, rollouts with the episodes finished in them. Tags no "
+        "mapping names are listed, and kept by name in the run's config. Needs the "
+        "tensorboard extra.",
+    )
+    tb.add_argument("logdir", metavar="LOGDIR", type=Path, help="a run's TensorBoard folder")
+    tb.add_argument("--out", metavar="RUN", type=Path, help="run folder (default runs/<LOGDIR>-tb)")
+    tb.add_argument("--map", metavar="FILE", type=Path, help="TOML file: tag = field (see docs)")
+    tb.add_argument(
+        "--env", metavar="ID", help="env_id to record (default: from the log, or unknown)"
+    )
+    tb.add_argument(
+        "--actions",
+        metavar="N",
+        type=_count,
+        help="size of a discrete action space: records entropy_normalized for the entropy rule",
+    )
+    tb.add_argument(
+        "--force", action="store_true", help="replace a log an earlier import wrote in RUN"
+    )
+
+
+def _import(args: argparse.Namespace) -> int:
+    from sanctum.formatting import visible_lines
+    from sanctum.tb_command import ImportOptions, import_tensorboard
+
+    options = ImportOptions(args.logdir, args.out, args.map, args.env, args.actions, args.force)
+    _emit(visible_lines(import_tensorboard(options)))
+    return EXIT_OK
+
+
 def _rollouts(args: argparse.Namespace) -> int:
     from sanctum.rollouts_view import render
 
@@ -358,23 +413,27 @@ def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.formatting import dumps
     from sanctum.once import once_dict, once_text, read_snapshot
 
-    path = resolve_run(args.run)
+    path = resolve_run(one_run(args, "--once"))
     snapshot = read_snapshot(path, thresholds)
     _emit(dumps(once_dict(snapshot)) if args.json else once_text(snapshot, path))
     return EXIT_OK
 
 
 def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    path = resolve_run(args.run)
-    speed: float | None = None
-    if args.command == "replay":
-        if not path.exists():
-            raise UsageError(f"{path}: no such event log to replay")
-        speed = args.speed
-    from sanctum.app import SanctumApp  # Textual loads only for the dashboard
+    refresh: dict[str, Any] = {"refresh_seconds": args.refresh} if hasattr(args, "refresh") else {}
+    app: App[None]
+    if several(args):
+        app = runs_app(args, thresholds, refresh)
+    else:
+        path = resolve_run(one_run(args, "watch") if args.command == "watch" else args.run)
+        speed: float | None = None
+        if args.command == "replay":
+            if not path.exists():
+                raise UsageError(f"{path}: no such event log to replay")
+            speed = args.speed
+        from sanctum.app import SanctumApp  # Textual loads only for the dashboard
 
-    refresh = {"refresh_seconds": args.refresh} if hasattr(args, "refresh") else {}
-    app = SanctumApp(path, thresholds, replay_speed=speed, **refresh)
+        app = SanctumApp(path, thresholds, replay_speed=speed, **refresh)
     app.run()
     if app.return_code:  # Textual has printed what went wrong; the exit code must say so
         print(

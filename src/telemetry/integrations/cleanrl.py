@@ -1,0 +1,332 @@
+"""Record a CleanRL-style single-file PPO script: a few lines beside its TensorBoard logging.
+
+CleanRL's ``ppo.py`` keeps everything in local variables of one loop; these functions take
+those values as they are (torch tensors, numpy numbers or floats, read with ``.item()`` or
+``float()``; neither torch nor numpy is imported here) and write the same event log as any
+other trainer::
+
+    episodes = Episodes()
+    with recorder(args, run_name) as rec:                  # runs/<run_name>/events.jsonl
+        for iteration in range(1, args.num_iterations + 1):
+            ...
+                next_obs, reward, terminations, truncations, infos = envs.step(action)
+                episodes.add(infos)                         # returns this step's episodes
+            ...  # the update, then CleanRL's writer.add_scalar(...) lines
+            record_update(rec, update=iteration - 1, global_step=global_step,
+                          approx_kl=approx_kl, clipfracs=clipfracs, pg_loss=pg_loss,
+                          v_loss=v_loss, entropy_loss=entropy_loss,
+                          explained_var=explained_var, learning_rate=lr, sps=sps,
+                          episodes=episodes, epoch=epoch, args=args)
+
+How CleanRL's values become ours (the same table as ``sanctum import tensorboard``'s):
+
+================  ===========================  ===============================================
+CleanRL           ours                         where the definitions differ
+================  ===========================  ===============================================
+``approx_kl``     ``approx_kl``                k3, but of the last minibatch of the last epoch
+                                               that ran (ours: the mean over its minibatches)
+``clipfracs``     ``clip_fraction``            none: the mean over every minibatch evaluated
+``entropy_loss``  ``entropy``                  the last minibatch's mean entropy
+``pg_loss``       ``policy_loss``              the last minibatch's (ours: mean of them)
+``v_loss``        ``value_loss``               the last minibatch's, with the 0.5 as ours
+``explained_var`` ``explained_variance``       none; NaN (Var(R) = 0) is written as absent
+``lr``            ``learning_rate``            none
+``SPS``           ``rollout.steps_per_second`` steps over the time since the run began
+episodes          ``rollout`` episodes,        none: the episodes that finished in the
+                  return mean/min/max, length  rollout that fed this update
+``old_approx_kl`` not recorded                 the k1 estimator; no field in schema 1
+================  ===========================  ===============================================
+
+With ``args`` (CleanRL's ``Args``), the update also records ``entropy_coef`` and, with
+``epoch`` (the epoch loop's variable after the loop), ``epochs_completed``, the minibatch
+counts and CleanRL's ``target_kl`` stop: it breaks after an epoch whose *last minibatch's*
+approx_kl exceeds ``target_kl`` (no 1.5 factor; that step was applied), recorded as an early
+stop of scope ``epoch``. Without ``epoch`` every update is recorded as not stopped early.
+``action_count`` (a discrete action space's size) adds ``entropy_normalized``, which the
+entropy health rule judges.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, SupportsFloat
+
+from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload, TrainerInfo
+from telemetry.recorder import Recorder
+
+Number = SupportsFloat
+"""A torch tensor of one element, a numpy number or a Python number."""
+
+
+def as_float(value: Number) -> float:
+    """``value`` as a Python float: ``.item()`` when it has one (a tensor or a numpy value of
+    one element, read once), else ``float()``."""
+    item = getattr(value, "item", None)
+    return float(item()) if callable(item) else float(value)
+
+
+def _optional(value: Number | None) -> float | None:
+    return None if value is None else as_float(value)
+
+
+def _plain(value: Any) -> Any:
+    """A setting as JSON: plain scalars as they are, anything else by its ``str``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def config_of(args: Any) -> dict[str, Any]:
+    """CleanRL's ``Args`` (or a mapping of its settings) as ``run_started.config``, with the
+    names our readers know: ``kl_estimator`` k3 and, when ``target_kl`` is set, ``max_kl``
+    (CleanRL's threshold, no 1.5 factor) and ``early_stop_scope`` ``epoch``."""
+    settings = args if isinstance(args, Mapping) else vars(args)
+    config = {str(name): _plain(value) for name, value in settings.items()}
+    config["kl_estimator"] = "k3"
+    target_kl = settings.get("target_kl")
+    if isinstance(target_kl, int | float) and not isinstance(target_kl, bool):
+        config["max_kl"] = float(target_kl)
+        config["early_stop_scope"] = "epoch"
+    return config
+
+
+def recorder(args: Any, run_name: str, run_dir: str | os.PathLike[str] = "runs") -> Recorder:
+    """A :class:`~telemetry.Recorder` for ``<run_dir>/<run_name>/events.jsonl`` (beside
+    CleanRL's TensorBoard files in ``runs/<run_name>``) with ``args`` as its config."""
+    return Recorder(
+        run_dir=run_dir,
+        run_id=run_name,
+        env_id=getattr(args, "env_id", None),
+        seed=getattr(args, "seed", None),
+        config=config_of(args),
+        trainer=TrainerInfo(name="cleanrl-ppo"),
+    )
+
+
+def _masked(stats: Mapping[str, Any], mask: Iterable[Any]) -> list[tuple[float, float]]:
+    """The (return, length) of each env whose entry of ``mask`` is set."""
+    return [
+        (as_float(r), as_float(n))
+        for done, r, n in zip(mask, stats["r"], stats["l"], strict=True)
+        if done
+    ]
+
+
+def episodes_in(infos: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """(return, length) of each episode that finished in one step of a vector env whose
+    envs are wrapped in ``RecordEpisodeStatistics``, as CleanRL reads them.
+
+    Gymnasium 1.x: ``infos["episode"]`` with the mask ``infos["_episode"]`` (autoreset on
+    the next step, the default), or the same inside ``infos["final_info"]`` (autoreset in
+    the same step). Gymnasium 0.29: ``infos["final_info"]``, one info dict (or None) per env.
+    """
+    final = infos.get("final_info")
+    if final is None:
+        found = infos
+    elif isinstance(final, Mapping):
+        found = final
+    else:  # gymnasium 0.29
+        return [
+            (as_float(info["episode"]["r"]), as_float(info["episode"]["l"]))
+            for info in final
+            if info and "episode" in info
+        ]
+    stats = found.get("episode")
+    if stats is None:
+        return []
+    return _masked(stats, found.get("_episode", [True] * len(stats["r"])))
+
+
+@dataclass
+class Episodes:
+    """The episodes finished since the last update: ``add`` each step's infos, and
+    :func:`record_update` takes them for the update's rollout."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[float] = field(default_factory=list)
+
+    def add(self, infos: Mapping[str, Any]) -> list[tuple[float, float]]:
+        """Keep the episodes that finished in this step; returns them as (return, length),
+        for the script's own logging."""
+        found = episodes_in(infos)
+        for episode_return, length in found:
+            self.returns.append(episode_return)
+            self.lengths.append(length)
+        return found
+
+    def drain(self) -> tuple[list[float], list[float]]:
+        """The episodes kept so far, forgotten here."""
+        taken = (self.returns, self.lengths)
+        self.returns, self.lengths = [], []
+        return taken
+
+
+def rollout_payload(
+    update: int,
+    global_step: int,
+    returns: Sequence[float],
+    lengths: Sequence[float],
+    steps_per_second: float | None,
+) -> RolloutPayload:
+    """The rollout that fed ``update``, with the episodes that finished in it."""
+    if not returns:
+        return RolloutPayload(
+            update=update, global_step=global_step, steps_per_second=steps_per_second
+        )
+    return RolloutPayload(
+        update=update,
+        global_step=global_step,
+        episodes=len(returns),
+        episode_return_mean=math.fsum(returns) / len(returns),
+        episode_return_min=min(returns),
+        episode_return_max=max(returns),
+        episode_length_mean=math.fsum(lengths) / len(lengths),
+        steps_per_second=steps_per_second,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """What ran in one update, from CleanRL's settings and its epoch loop's variable."""
+
+    epochs_completed: int | None = None
+    minibatches_completed: int | None = None
+    minibatches_planned: int | None = None
+    stop: EarlyStop | None = None
+
+    @staticmethod
+    def of(args: Any, epoch: int | None, approx_kl: float) -> Schedule:
+        """The counts and the ``target_kl`` stop (see the module doc); empty without both
+        ``args`` and ``epoch``."""
+        epochs = getattr(args, "update_epochs", None)
+        per_epoch = getattr(args, "num_minibatches", None)
+        if epoch is None or epochs is None or per_epoch is None:
+            return Schedule()
+        done = epoch + 1
+        target_kl = getattr(args, "target_kl", None)
+        stop = None
+        if target_kl is not None and done < epochs:
+            stop = EarlyStop(
+                epoch=epoch,
+                minibatch=per_epoch - 1,
+                kl=approx_kl,
+                threshold=float(target_kl),
+                scope="epoch",
+                applied=True,
+            )
+        return Schedule(done, done * per_epoch, epochs * per_epoch, stop)
+
+    def reason(self) -> str | None:
+        """CleanRL's stop in words: it judges the epoch's last minibatch, not its mean."""
+        if self.stop is None:
+            return None
+        s = self.stop
+        return (
+            f"approx_kl {s.kl:.4f} > target_kl {s.threshold:.4f} at epoch {s.epoch} "
+            f"minibatch {s.minibatch} (CleanRL: the epoch's last minibatch, applied)"
+        )
+
+
+def _clip_fraction(clipfracs: Number | Iterable[Number]) -> float:
+    """The mean of CleanRL's per-minibatch list (a tensor or array of them, or one value)."""
+    tolist = getattr(clipfracs, "tolist", None)
+    values = tolist() if callable(tolist) else clipfracs
+    if isinstance(values, Iterable):
+        found = [as_float(v) for v in values]
+        return math.fsum(found) / len(found) if found else math.nan
+    return as_float(values)
+
+
+def _explained(value: Number | None) -> float | None:
+    explained = _optional(value)
+    return None if explained is None or math.isnan(explained) else explained
+
+
+def _normalized(entropy: float | None, action_count: int | None) -> float | None:
+    """Entropy over log(actions): 1 uniform, 0 deterministic."""
+    if entropy is None or action_count is None or action_count < 2:
+        return None
+    return entropy / math.log(action_count)
+
+
+def update_payload(
+    *,
+    update: int,
+    global_step: int,
+    approx_kl: Number,
+    clipfracs: Number | Iterable[Number],
+    pg_loss: Number | None = None,
+    v_loss: Number | None = None,
+    entropy_loss: Number | None = None,
+    explained_var: Number | None = None,
+    learning_rate: Number | None = None,
+    epoch: int | None = None,
+    args: Any = None,
+    action_count: int | None = None,
+) -> PPOUpdatePayload:
+    """One ``ppo_update`` from CleanRL's local variables (see the module doc)."""
+    kl, entropy = as_float(approx_kl), _optional(entropy_loss)
+    schedule = Schedule.of(args, epoch, kl)
+    ent_coef = getattr(args, "ent_coef", None)
+    return PPOUpdatePayload(
+        update=update,
+        global_step=global_step,
+        approx_kl=kl,
+        clip_fraction=_clip_fraction(clipfracs),
+        entropy=entropy,
+        entropy_coef=None if ent_coef is None else float(ent_coef),
+        entropy_normalized=_normalized(entropy, action_count),
+        policy_loss=_optional(pg_loss),
+        value_loss=_optional(v_loss),
+        explained_variance=_explained(explained_var),
+        learning_rate=_optional(learning_rate),
+        epochs_completed=schedule.epochs_completed,
+        minibatches_completed=schedule.minibatches_completed,
+        minibatches_planned=schedule.minibatches_planned,
+        early_stopped=schedule.stop is not None,
+        early_stop_reason=schedule.reason(),
+        early_stop=schedule.stop,
+    )
+
+
+def record_update(
+    rec: Recorder,
+    *,
+    update: int,
+    global_step: int,
+    approx_kl: Number,
+    clipfracs: Number | Iterable[Number],
+    episodes: Episodes | None = None,
+    sps: Number | None = None,
+    pg_loss: Number | None = None,
+    v_loss: Number | None = None,
+    entropy_loss: Number | None = None,
+    explained_var: Number | None = None,
+    learning_rate: Number | None = None,
+    epoch: int | None = None,
+    args: Any = None,
+    action_count: int | None = None,
+) -> PPOUpdatePayload:
+    """Record the rollout that fed ``update`` (the ``episodes`` finished since the last
+    call, and ``sps``) and the update itself; returns the update's payload."""
+    returns, lengths = episodes.drain() if episodes is not None else ([], [])
+    rec.emit(rollout_payload(update, global_step, returns, lengths, _optional(sps)))
+    payload = update_payload(
+        update=update,
+        global_step=global_step,
+        approx_kl=approx_kl,
+        clipfracs=clipfracs,
+        pg_loss=pg_loss,
+        v_loss=v_loss,
+        entropy_loss=entropy_loss,
+        explained_var=explained_var,
+        learning_rate=learning_rate,
+        epoch=epoch,
+        args=args,
+        action_count=action_count,
+    )
+    rec.emit(payload)
+    return payload
