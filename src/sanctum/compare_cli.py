@@ -7,9 +7,9 @@ Parsing is stdlib only; the comparison modules load when a command runs.
 from __future__ import annotations
 
 import argparse
-import math
 from typing import TYPE_CHECKING
 
+from sanctum.arg_types import count, finite_number
 from sanctum.runs import UsageError, resolve_run
 
 if TYPE_CHECKING:
@@ -34,30 +34,10 @@ GATE_OPTIONS = (
 """The check options that only mean something with ``--baseline``."""
 
 
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
 def _fraction(text: str) -> float:
-    value = _number(text)
+    value = finite_number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a fraction >= 0 (0.25 = 25%), got {text!r}")
-    return value
-
-
-def _episodes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
 
 
@@ -104,14 +84,14 @@ def add_gate_arguments(check: argparse.ArgumentParser) -> None:
     )
     gate.add_argument(
         "--return-threshold",
-        type=_number,
+        type=finite_number,
         metavar="R",
         help="return to reach (default: halfway from the baseline's median initial to its "
         "median final return)",
     )
     gate.add_argument(
         "--final-episodes",
-        type=_episodes,
+        type=count,
         metavar="N",
         help="episodes the final return is the mean of, at least (default 20)",
     )

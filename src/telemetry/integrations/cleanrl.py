@@ -50,11 +50,12 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, SupportsFloat
 
 from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload, TrainerInfo
+from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
 
 Number = SupportsFloat
@@ -164,30 +165,6 @@ class Episodes:
         return taken
 
 
-def rollout_payload(
-    update: int,
-    global_step: int,
-    returns: Sequence[float],
-    lengths: Sequence[float],
-    steps_per_second: float | None,
-) -> RolloutPayload:
-    """The rollout that fed ``update``, with the episodes that finished in it."""
-    if not returns:
-        return RolloutPayload(
-            update=update, global_step=global_step, steps_per_second=steps_per_second
-        )
-    return RolloutPayload(
-        update=update,
-        global_step=global_step,
-        episodes=len(returns),
-        episode_return_mean=math.fsum(returns) / len(returns),
-        episode_return_min=min(returns),
-        episode_return_max=max(returns),
-        episode_length_mean=math.fsum(lengths) / len(lengths),
-        steps_per_second=steps_per_second,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """What ran in one update, from CleanRL's settings and its epoch loop's variable."""
@@ -292,6 +269,19 @@ def update_payload(
     )
 
 
+def _rollout(
+    update: int, global_step: int, episodes: Episodes | None, sps: Number | None
+) -> RolloutPayload:
+    returns, lengths = episodes.drain() if episodes is not None else ([], [])
+    return rollout_payload(
+        update=update,
+        global_step=global_step,
+        returns=returns,
+        lengths=lengths,
+        steps_per_second=_optional(sps),
+    )
+
+
 def record_update(
     rec: Recorder,
     *,
@@ -312,8 +302,7 @@ def record_update(
 ) -> PPOUpdatePayload:
     """Record the rollout that fed ``update`` (the ``episodes`` finished since the last
     call, and ``sps``) and the update itself; returns the update's payload."""
-    returns, lengths = episodes.drain() if episodes is not None else ([], [])
-    rec.emit(rollout_payload(update, global_step, returns, lengths, _optional(sps)))
+    rec.emit(_rollout(update, global_step, episodes, sps))
     payload = update_payload(
         update=update,
         global_step=global_step,

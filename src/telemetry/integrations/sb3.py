@@ -80,11 +80,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from telemetry.integrations.sb3_figures import (
-    hyperparameters,
-    rollout_payload,
-    update_payload,
-)
+from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.sb3_figures import hyperparameters, update_payload
 
 if TYPE_CHECKING:
     from telemetry.integrations.sb3_callback import SanctumCallback

@@ -27,11 +27,11 @@ from torch.optim import Optimizer
 from torch.utils.hooks import RemovableHandle
 
 from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerInfo
+from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.sb3_figures import (
     Counts,
     Settings,
     hyperparameters,
-    rollout_payload,
     update_payload,
 )
 from telemetry.recorder import Recorder

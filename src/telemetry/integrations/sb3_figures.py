@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload
+from telemetry.events import EarlyStop, PPOUpdatePayload
 
 STOP_FACTOR: Final = 1.5
 """SB3 stops an update when a minibatch's approx_kl exceeds 1.5 x ``target_kl``."""
@@ -151,31 +151,6 @@ def update_payload(
         early_stop_reason=None if stop is None else stop[0],
         early_stop=None if stop is None else stop[1],
         update_seconds=seconds,
-    )
-
-
-def rollout_payload(
-    *,
-    update: int,
-    global_step: int,
-    returns: Sequence[float],
-    lengths: Sequence[int],
-    steps_per_second: float | None,
-) -> RolloutPayload:
-    """One ``rollout`` from the episodes the Monitor reported during it."""
-    if not returns:
-        return RolloutPayload(
-            update=update, global_step=global_step, steps_per_second=steps_per_second
-        )
-    return RolloutPayload(
-        update=update,
-        global_step=global_step,
-        episodes=len(returns),
-        episode_return_mean=math.fsum(returns) / len(returns),
-        episode_return_min=min(returns),
-        episode_return_max=max(returns),
-        episode_length_mean=math.fsum(lengths) / len(lengths),
-        steps_per_second=steps_per_second,
     )
 
 
