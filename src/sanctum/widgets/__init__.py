@@ -5,7 +5,7 @@ from sanctum.widgets.banner import StatusBanner
 from sanctum.widgets.base import SnapshotView
 from sanctum.widgets.health_panel import HealthStatusPanel, MetricTable
 from sanctum.widgets.help import HelpScreen
-from sanctum.widgets.kl_chart import KLChart, KLPanel
+from sanctum.widgets.kl_chart import KLChart
 from sanctum.widgets.returns import EpisodeReturnPanel
 from sanctum.widgets.timeline import TimelinePanel
 
@@ -14,7 +14,6 @@ __all__ = [
     "HealthStatusPanel",
     "HelpScreen",
     "KLChart",
-    "KLPanel",
     "MetricRow",
     "MetricTable",
     "SnapshotView",

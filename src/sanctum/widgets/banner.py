@@ -51,16 +51,28 @@ def trainer_down_text(ended: TrainerExit) -> tuple[str, str]:
 
 
 class ProgressText(Static):
-    """A text progress bar that fills whatever width the layout gives it."""
+    """A text progress bar that fills whatever width the layout gives it; repainted only
+    when what it draws changes (the fraction moves with every update, the bar rarely)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"progress--done", "progress--todo"}
-    fraction: reactive[float | None] = reactive(None)
+    fraction: reactive[float | None] = reactive(None, repaint=False)
+
+    def _parts(self, fraction: float | None) -> tuple[str, str]:
+        """The bar and the percentage ``fraction`` draws at the current width."""
+        if fraction is None:
+            return "", ""
+        percent = f" {fraction:4.0%}"
+        return progress_bar(fraction, max(0, self.size.width - len(percent))), percent
+
+    def watch_fraction(self, old: float | None, new: float | None) -> None:
+        if self._parts(old) != self._parts(new):
+            self.refresh()
+
+    def on_resize(self) -> None:
+        self.refresh()
 
     def render(self) -> Text:
-        if self.fraction is None:
-            return Text("")
-        percent = f" {self.fraction:4.0%}"
-        bar = progress_bar(self.fraction, max(0, self.size.width - len(percent)))
+        bar, percent = self._parts(self.fraction)
         done = bar.rstrip("░")
         return Text.assemble(
             (done, self.get_component_rich_style("progress--done")),

@@ -12,7 +12,7 @@ from textual.widgets import Footer
 from sanctum.thresholds import Thresholds
 from sanctum.widgets.banner import StatusBanner
 from sanctum.widgets.health_panel import HealthStatusPanel
-from sanctum.widgets.kl_chart import KLPanel
+from sanctum.widgets.kl_chart import KLChart
 from sanctum.widgets.returns import EpisodeReturnPanel
 from sanctum.widgets.timeline import TimelinePanel
 
@@ -25,7 +25,7 @@ def dashboard(
     with Horizontal(id="middle"):
         yield HealthStatusPanel(thresholds, id="health")
         with Vertical(id="side"):
-            yield KLPanel(id="kl-chart")
+            yield KLChart(id="kl-chart")
             yield EpisodeReturnPanel(id="returns")
     yield TimelinePanel(id="timeline")
     yield Footer()

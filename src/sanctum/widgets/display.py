@@ -7,6 +7,7 @@ and the ``level-*`` CSS classes (the stylesheet decides what each level looks li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from rich.cells import cell_len
@@ -14,6 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.dom import DOMNode
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
@@ -95,3 +97,43 @@ class ComponentStyles:
     def clear(self) -> None:
         """Forget them: call from the widget's ``notify_style_update`` (theme, CSS)."""
         self._styles.clear()
+
+
+class LineCache:
+    """What a strip-drawn widget shows, line by line, so a new picture repaints only the
+    lines it changed (a live chart or table changes a few lines per update; repainting a
+    line costs Textual as much as drawing it)."""
+
+    def __init__(self) -> None:
+        self.lines: list[Runs] | None = None
+        self.strips: list[Strip] | None = None
+        self.width = 0
+
+    def clear(self) -> None:
+        """Forget the picture: the next :meth:`line` draws it all (resize, new styles)."""
+        self.lines = self.strips = None
+
+    def show(self, widget: Widget, lines: list[Runs]) -> None:
+        """Take ``lines`` as the new picture and mark the changed lines for a repaint."""
+        width = widget.content_size.width
+        old, drawn = self.lines, self.strips
+        if old is None or drawn is None or len(old) != len(lines) or width != self.width:
+            self.lines, self.strips, self.width = lines, None, width
+            widget.refresh()
+            return
+        changed = [y for y, (was, now) in enumerate(zip(old, lines, strict=True)) if was != now]
+        new = strips([lines[y] for y in changed], width, widget.rich_style)
+        for y, strip in zip(changed, new, strict=True):
+            drawn[y] = strip
+        self.lines = lines
+        if changed:
+            widget.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def line(self, widget: Widget, y: int, draw: Callable[[], list[Runs]]) -> Strip:
+        """Line ``y`` as a strip, drawing the whole picture with ``draw`` when there is none."""
+        if self.strips is None:
+            self.width = widget.content_size.width
+            if self.lines is None:
+                self.lines = draw()
+            self.strips = strips(self.lines, max(1, self.width), widget.rich_style)
+        return self.strips[y] if y < len(self.strips) else Strip.blank(0, widget.rich_style)

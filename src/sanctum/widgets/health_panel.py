@@ -27,7 +27,7 @@ from sanctum.screen_text import MetricRow, facts_lines, metric_row, panel_metric
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from sanctum.widgets.base import SnapshotView, plain
-from sanctum.widgets.display import ComponentStyles, Runs, set_text, strips
+from sanctum.widgets.display import ComponentStyles, LineCache, Runs, set_text
 
 COLUMNS = (("metric", 18), ("value", 12), ("last 10", 11), ("", 2))
 """Header and width of each column; the value is right-aligned with one blank after it."""
@@ -49,32 +49,36 @@ class MetricTable(Widget):
     def __init__(self, rows: tuple[MetricRow, ...], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows = rows
-        self._strips: list[Strip] | None = None
+        self._picture = LineCache()
         self._component = ComponentStyles(self)
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._component.clear()
-        self._strips = None
+        self._picture.clear()
 
     def set_rows(self, rows: tuple[MetricRow, ...]) -> None:
-        """Show ``rows``; the screen is laid out again only when the row count changes."""
+        """Show ``rows``: only the lines that changed are drawn again; the screen is laid
+        out again only when the row count changes."""
         shown = sum(r.display for r in self.rows)
         self.rows = rows
-        self._strips = None
-        self.refresh(layout=sum(r.display for r in rows) != shown)
+        if sum(r.display for r in rows) != shown or self._picture.lines is None:
+            self._picture.clear()
+            self.refresh(layout=True)
+        else:
+            self._picture.show(self, self._lines())
 
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         return 1 + sum(r.display for r in self.rows)
 
     def on_resize(self) -> None:
-        self._strips = None
+        self._picture.clear()
 
     def render_line(self, y: int) -> Strip:
-        if self._strips is None:
-            lines = [self._header(), *(self._line(row) for row in self.rows if row.display)]
-            self._strips = strips(lines, max(1, self.content_size.width), self.rich_style)
-        return self._strips[y] if y < len(self._strips) else Strip.blank(0, self.rich_style)
+        return self._picture.line(self, y, self._lines)
+
+    def _lines(self) -> list[Runs]:
+        return [self._header(), *(self._line(row) for row in self.rows if row.display)]
 
     def _header(self) -> Runs:
         """Column titles, underlined (the words only), aligned like the values."""

@@ -18,7 +18,6 @@ import math
 from functools import cached_property
 from typing import ClassVar
 
-from textual.app import ComposeResult
 from textual.strip import Strip
 
 from sanctum.health import Level, level_of
@@ -26,7 +25,7 @@ from sanctum.renderables import ChartStyles, ThresholdChart
 from sanctum.screen_text import KL_METRIC, REF_KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.display import ComponentStyles, Runs, strips
+from sanctum.widgets.display import ComponentStyles, LineCache, Runs
 
 GAP = 2
 """Blank cells between the two charts."""
@@ -48,8 +47,9 @@ class KLChart(SnapshotView):
         "klchart--axis",
     }
 
-    _strips: list[Strip] | None = None
-    """The drawn rows, until the snapshot or the size changes."""
+    @cached_property
+    def _picture(self) -> LineCache:
+        return LineCache()
 
     @cached_property
     def _component(self) -> ComponentStyles:
@@ -58,23 +58,37 @@ class KLChart(SnapshotView):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._component.clear()
-        self._strips = None
+        self._picture.clear()
+
+    def on_mount(self) -> None:
+        self.border_title = "KL"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        self._strips = None
-        self.refresh()
+        self._titles(snapshot)
+        if self._picture.lines is None or not self.size:
+            self._picture.clear()
+            self.refresh()
+        else:  # only the rows the new update changed are drawn again
+            self._picture.show(self, self._rows(*self._extent()))
 
     def on_resize(self) -> None:
-        self._strips = None
+        self._picture.clear()
+
+    def _titles(self, snapshot: SanctumSnapshot) -> None:
+        """The border's titles, set only when they change (setting one repaints it all)."""
+        series = snapshot.metric(KL_METRIC).series
+        subtitle = "log · ┄ warning ━ critical" if snapshot.thresholds.rule(KL_METRIC) else ""
+        title = f"KL · {len(series)} updates" if series else "KL"
+        if (title, subtitle) != (self.border_title, self.border_subtitle):
+            self.border_title, self.border_subtitle = title, subtitle
+
+    def _extent(self) -> tuple[int, int]:
+        return max(1, self.content_size.width), max(1, self.content_size.height)
 
     def render_line(self, y: int) -> Strip:
-        """Runs ``y`` of the chart, drawn as strips of styled runs (no Rich rendering: this
+        """Row ``y`` of the chart, drawn as strips of styled runs (no Rich rendering: this
         is the dashboard's largest widget, redrawn with every update)."""
-        if self._strips is None:
-            width = max(1, self.content_size.width)
-            height = max(1, self.content_size.height)
-            self._strips = strips(self._rows(width, height), width, self.rich_style)
-        return self._strips[y] if y < len(self._strips) else Strip.blank(0, self.rich_style)
+        return self._picture.line(self, y, lambda: self._rows(*self._extent()))
 
     def _rows(self, width: int, height: int) -> list[Runs]:
         snapshot = self.snapshot
@@ -123,22 +137,3 @@ class KLChart(SnapshotView):
                 axis=self._component("klchart--axis"),
             ),
         )
-
-
-class KLPanel(SnapshotView):
-    """The KL chart in its frame: the border and its titles are this container's, drawn
-    again only when a title changes (a border drawn with the chart, every frame, cost a
-    third of the frame)."""
-
-    def compose(self) -> ComposeResult:
-        yield KLChart()
-
-    def on_mount(self) -> None:
-        self.border_title = "KL"
-
-    def show(self, snapshot: SanctumSnapshot) -> None:
-        series = snapshot.metric(KL_METRIC).series
-        subtitle = "log · ┄ warning ━ critical" if snapshot.thresholds.rule(KL_METRIC) else ""
-        title = f"KL · {len(series)} updates" if series else "KL"
-        if (title, subtitle) != (self.border_title, self.border_subtitle):
-            self.border_title, self.border_subtitle = title, subtitle
