@@ -118,6 +118,12 @@ def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
     return runs
 
 
+Cell = tuple[str, "Style | str"]
+"""One character cell of a chart and its style."""
+MEMO_LIMIT = 4096
+"""Columns a chart's memo keeps before it starts over."""
+
+
 @dataclass(frozen=True)
 class ThresholdChart:
     """One column per value (newest at the right) on a fixed scale, up to ``top``.
@@ -152,6 +158,12 @@ class ThresholdChart:
     styles: ChartStyles = field(default_factory=ChartStyles)
     log: bool = False
     """A logarithmic scale (positive values only; others sit below it)."""
+    memo: dict[tuple[float, float, float, int], list[Cell | None]] | None = field(
+        default=None, compare=False
+    )
+    """Columns already drawn, kept by the caller between frames (a live chart draws the
+    same values again each frame, shifted by one); valid for one rule and one set of
+    styles."""
 
     @property
     def _thresholds(self) -> list[float]:
@@ -268,10 +280,22 @@ class ThresholdChart:
         style: Style | str = getattr(self.styles, level, self.styles.healthy)
         return style
 
-    def _column(self, value: float, top: float) -> list[tuple[str, Style | str] | None]:
+    def _column(self, value: float, top: float) -> list[Cell | None]:
         """Cells of one value from the bottom; None where the background shows."""
+        key = (value, top, self.scale_bottom if self.log else 0.0, self.height)
+        memo = self.memo
+        if memo is not None and (drawn := memo.get(key)) is not None:
+            return drawn
+        cells = self._draw_column(value, top)
+        if memo is not None:
+            if len(memo) >= MEMO_LIMIT:
+                memo.clear()
+            memo[key] = cells
+        return cells
+
+    def _draw_column(self, value: float, top: float) -> list[Cell | None]:
         style = self._style_for(value)
-        cells: list[tuple[str, Style | str] | None] = [None] * self.height
+        cells: list[Cell | None] = [None] * self.height
         if math.isnan(value):
             cells[0] = (NONFINITE_MARK, style)
             return cells

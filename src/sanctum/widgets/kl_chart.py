@@ -21,7 +21,7 @@ from typing import ClassVar
 from textual.strip import Strip
 
 from sanctum.health import Level, level_of
-from sanctum.renderables import ChartStyles, ThresholdChart
+from sanctum.renderables import Cell, ChartStyles, ThresholdChart
 from sanctum.screen_text import KL_METRIC, REF_KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.widgets.base import SnapshotView
@@ -52,6 +52,11 @@ class KLChart(SnapshotView):
         return LineCache()
 
     @cached_property
+    def _columns(self) -> dict[str, dict[tuple[float, float, float, int], list[Cell | None]]]:
+        """Each chart's drawn columns, kept across frames (cleared with the styles)."""
+        return {}
+
+    @cached_property
     def _component(self) -> ComponentStyles:
         return ComponentStyles(self)
 
@@ -59,6 +64,7 @@ class KLChart(SnapshotView):
         super().notify_style_update()
         self._component.clear()
         self._picture.clear()
+        self._columns.clear()
 
     def on_mount(self) -> None:
         self.border_title = "KL"
@@ -130,6 +136,7 @@ class KLChart(SnapshotView):
             decimals=None if rule is None else rule.decimals,
             log=True,
             level_of=level,
+            memo=self._columns.setdefault(metric, {}),
             styles=ChartStyles(
                 healthy=self._component("klchart--healthy"),
                 warning=self._component("klchart--warning"),
