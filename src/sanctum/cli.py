@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sanctum.cli_parser import build_parser, with_default_command
+from sanctum.cli_parser import build_parser, refuse_command_typos, with_default_command
 from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
 from sanctum.runs import UsageError, resolve_run
 from sanctum.runs_cli import one_run, runs_app, several  # stdlib only
@@ -59,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _import(args)
         if args.command == "serve":
             return _serve(args)
+        if args.command == "watch":
+            refuse_command_typos(args.run)
         if args.command == "watch" and (args.once or args.json):
             return _once(args, thresholds)
         return _interactive(args, thresholds)

@@ -8,11 +8,13 @@ than the standard library (``--help`` starts fast and needs no terminal).
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
 from sanctum.arg_types import count, positive_number
 from sanctum.compare_cli import add_diff_parser, add_gate_arguments  # stdlib only
+from sanctum.runs import UsageError
 from sanctum.runs_cli import add_run_arguments  # stdlib only
 
 COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff", "schema", "import")
@@ -34,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog="sanctum",
-        usage="sanctum [--thresholds FILE] [RUN ... | --all DIR | {replay,check,summary} ...]",
+        usage="sanctum [--thresholds FILE] [RUN ... | --all DIR | COMMAND ...]",
         description="PPO training health from a run's event log: a live dashboard, a replay, "
         "a CI check (health, and learning against a baseline), a summary and a diff of two "
         "runs. RUN is a run folder or its events.jsonl; without RUN, the newest run under "
@@ -182,6 +184,21 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
             return args
         break
     return [*args[:i], "watch", *args[i:]]
+
+
+def refuse_command_typos(runs: Sequence[str]) -> None:
+    """A RUN that does not exist and reads like a misspelt command (``sanctum sumary``) is
+    an error, not a run to wait for; any other missing RUN is waited for, as a run that is
+    about to start."""
+    for run in runs:
+        if Path(run).exists() or "/" in run:
+            continue
+        close = difflib.get_close_matches(run, COMMANDS, n=1, cutoff=0.75)
+        if close:
+            raise UsageError(
+                f"unknown command {run!r}; did you mean {close[0]!r}? (to wait for a run of "
+                f"that name, give its path: ./{run})"
+            )
 
 
 def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sanctum.aggregator import SanctumAggregator
-from sanctum.formatting import visible_lines
+from sanctum.formatting import plural, visible_lines
 from sanctum.runs import UsageError
 from sanctum.screen_text import (
     clock_text,
@@ -49,7 +49,13 @@ def read_snapshot(
     aggregator = SanctumAggregator(thresholds)
     while batch := reader.read_new():
         aggregator.handle_batch(batch)
-    return aggregator.snapshot(now())
+    snapshot = aggregator.snapshot(now())
+    if snapshot.run.status is None and reader.line_no:  # lines, but never a run's first
+        raise UsageError(
+            f"{path}: no run_started event in {plural(reader.line_no, 'line')}; "
+            "not the event log of a run"
+        )
+    return snapshot
 
 
 def once_text(snapshot: SanctumSnapshot, path: Path) -> str:

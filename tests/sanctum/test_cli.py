@@ -68,7 +68,7 @@ def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    usage = "usage: sanctum [--thresholds FILE] [RUN ... | --all DIR | {replay,check,summary} ...]"
+    usage = "usage: sanctum [--thresholds FILE] [RUN ... | --all DIR | COMMAND ...]"
     assert usage in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
@@ -354,3 +354,17 @@ async def test_a_real_crash_sets_the_return_code_the_cli_reads(
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause(0.5)
     assert app.return_code == 1
+
+
+def test_a_misspelt_command_is_an_error_not_a_run_to_wait_for(
+    fake_app: list[tuple[Path, Thresholds, float | None]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["sumary", "runs/x"]) == 2
+    assert "unknown command 'sumary'; did you mean 'summary'?" in capsys.readouterr().err
+    assert main(["chek"]) == 2
+    assert main(["./sumary"]) == 0  # a path: waited for, as a run about to start
+    assert [path.parent.name for path, _, _ in fake_app] == ["sumary"]

@@ -92,3 +92,16 @@ def test_once_loads_no_textual(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_file_that_is_not_a_run_log_is_an_error_and_an_empty_one_is_waiting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(b"\x00\xff not json\n{}\n")
+    assert main([str(garbage), "--once"]) == 2
+    assert "no run_started event in 2 lines" in capsys.readouterr().err
+    empty = tmp_path / "events.jsonl"
+    empty.touch()  # a trainer that has only just created its log
+    assert main([str(empty), "--once", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["connection"] == "waiting"
