@@ -18,6 +18,7 @@ import ipaddress
 import shlex
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -26,6 +27,8 @@ from sanctum.formatting import visible
 from sanctum.runs import UsageError
 
 if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
+
     from textual_serve.server import Server
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -190,6 +193,7 @@ def serve(
         public_url=url,
     )
     print("\n".join(announcement(events, url, host)), flush=True)
+    sys.unraisablehook = _quiet_closed_loop(sys.unraisablehook)
     try:
         server.serve()
     except KeyboardInterrupt:  # before the server's own handler was in place
@@ -197,6 +201,24 @@ def serve(
     except OSError as exc:  # another process took the port after the probe
         raise UsageError(_bind_message(host, port, exc)) from None
     return EXIT_OK
+
+
+def _quiet_closed_loop(
+    previous: Callable[[UnraisableHookArgs], object],
+) -> Callable[[UnraisableHookArgs], object]:
+    """An unraisable-exception hook that drops one harmless shutdown artefact: on Ctrl+C
+    textual-serve closes its event loop before the transport of a tab's dashboard process
+    is collected, whose ``__del__`` then reports "Event loop is closed" with a traceback
+    (the process itself has been stopped). Everything else goes to ``previous``."""
+
+    def hook(unraisable: UnraisableHookArgs) -> object:
+        error = unraisable.exc_value
+        closed = isinstance(error, RuntimeError) and "Event loop is closed" in str(error)
+        if closed and "SubprocessTransport" in repr(unraisable.object):
+            return None
+        return previous(unraisable)
+
+    return hook
 
 
 def _server_class() -> type[Server]:
