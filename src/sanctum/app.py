@@ -1,13 +1,13 @@
 """SanctumApp: the dashboard over one event log, live or replayed.
 
 A thread worker runs :class:`~sanctum.reader_worker.SnapshotFeed` (read, aggregate,
-snapshot) and posts one :class:`SnapshotReady` per batch; the UI thread only hands the
-frozen snapshot to the widgets. A one-second tick recomputes the connection state from
-the snapshot on screen with the injected clock, so STALE appears even while no event (and
-so no snapshot) arrives; every widget on screen always shows the same snapshot (the tick
-changes only its clock and connection, never its figures). ``p`` freezes the display
-while reading goes on; ``app.snapshot`` is always the newest snapshot, paused or not (tests
-and the tail-latency benchmark read it).
+snapshot) and posts one :class:`SnapshotReady` when the app takes it, once per frame; the
+UI thread only hands the frozen snapshot to the widgets. A one-second tick recomputes the
+connection state from the snapshot on screen with the injected clock, so STALE appears
+even while no event (and so no snapshot) arrives; every widget on screen always shows the
+same snapshot (the tick changes only its clock and connection, never its figures). ``p``
+freezes the display while reading goes on; ``app.snapshot`` is the newest snapshot taken
+(while paused, every one is taken; tests and the tail-latency benchmark read it).
 The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
 for the next slot, 0.1 s by default): a trainer that updates twenty times a second gets ten
 frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of styled runs
@@ -35,6 +35,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.worker import get_current_worker
 
+from sanctum.formatting import visible
 from sanctum.health import Level
 from sanctum.reader_worker import POLL_INTERVAL, FeedCallbacks, Severity, SnapshotFeed
 from sanctum.snapshot import SanctumSnapshot, TimelineEntry, connection_of
@@ -185,7 +186,8 @@ class SanctumApp(App[None]):
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))
-        self.notify(message.text, severity=message.severity, timeout=10)
+        # a notice names the log's path: text, never markup (a folder may be "x[/]y")
+        self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)
         if message.severity == "error":  # the reader stopped: say so until the user quits
             self.query_one(StatusBanner).problem = message.text
 

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``sanctum`` console script; returns the exit code.
 
-    Exit 1 means only "a health rule failed". Unusable input, an unwritable ``--junit``
-    file and, for ``check`` and ``summary``, any unexpected error exit 2: an uncaught
-    exception would exit 1, which a CI job would read as an unhealthy run.
+    Exit 1 means only "a check failed". Unusable input, an unwritable ``--junit`` file
+    and, for the commands scripts read (``SCRIPTED``, and ``--once``), any unexpected error
+    exit 2: an uncaught exception would exit 1, which a CI job would read as a failed run.
     """
     args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
     from sanctum.rollouts_view import RolloutsError
@@ -45,34 +45,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         thresholds = load_thresholds(getattr(args, "thresholds", None))  # SUPPRESS: absent
-        if args.command == "check":
-            return _check(args, thresholds)
-        if args.command == "summary":
-            return _summary(args, thresholds)
-        if args.command == "diff":
-            return _diff(args, thresholds)
-        if args.command == "rollouts":
-            return _rollouts(args)
-        if args.command == "schema":
-            return _schema()
-        if args.command == "import":
-            return _import(args)
-        if args.command == "serve":
-            return _serve(args)
-        if args.command == "watch":
-            refuse_command_typos(args.run)
-        if args.command == "watch" and (args.once or args.json):
-            return _once(args, thresholds)
-        return _interactive(args, thresholds)
+        return _run(args, thresholds)
     except (UsageError, ThresholdsError, EventLogError, RolloutsError) as exc:
         return _unusable(args, str(exc))
     except Exception as exc:
-        if args.command not in ("check", "summary", "rollouts", "diff") and not _once_asked(args):
+        if args.command not in SCRIPTED and not _once_asked(args):
             raise  # the dashboard's own traceback; no CI reads its exit code
         traceback.print_exc()
         return _unusable(
             args, f"internal error ({type(exc).__name__}: {exc}); this is a bug in sanctum"
         )
+
+
+SCRIPTED = ("check", "summary", "rollouts", "diff", "import", "schema", "serve")
+"""Commands a script or CI job reads the exit code of: an internal error is exit 2 there."""
+
+
+def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    """Hand the parsed command over."""
+    plain = {"rollouts": _rollouts, "import": _import, "serve": _serve}
+    judged = {"check": _check, "summary": _summary, "diff": _diff}
+    if args.command in plain:
+        return plain[args.command](args)
+    if args.command in judged:
+        return judged[args.command](args, thresholds)
+    if args.command == "schema":
+        return _schema()
+    if args.command == "watch":
+        refuse_command_typos(args.run)
+        if args.once or args.json:
+            return _once(args, thresholds)
+    return _interactive(args, thresholds)
 
 
 def _unusable(args: argparse.Namespace, message: str) -> int:

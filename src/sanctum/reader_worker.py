@@ -111,7 +111,8 @@ class SnapshotFeed:
 
     def now(self) -> float:
         """The clock snapshots are taken with: the replay's virtual time while it replays."""
-        virtual = self._replay() if self._replay is not None else None
+        replay = self._replay  # read once: the reader thread ends the replay meanwhile
+        virtual = replay() if replay is not None else None
         return self._clock() if virtual is None else virtual
 
     def taken(self) -> None:

@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from sanctum.formatting import visible
 from sanctum.multi_run import run_labels
 from sanctum.reader_worker import POLL_INTERVAL, Severity
 from sanctum.runs_feed import FRAME_SECONDS, OVERLAY_METRICS, Board, BoardCallbacks, RunsFeed
@@ -168,7 +169,8 @@ class RunsApp(App[None]):
 
     def on_runs_notice(self, message: RunsNotice) -> None:
         self.notices.append((message.text, message.severity))
-        self.notify(message.text, severity=message.severity, timeout=10)
+        # a notice names the log's path: text, never markup (a folder may be "x[/]y")
+        self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)
 
     def _draw(self, board: Board) -> None:
         """Every widget of every screen open shows ``board``."""

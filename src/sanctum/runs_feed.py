@@ -136,11 +136,16 @@ class RunFollower:
 
     def _track(self, event: Event) -> None:
         payload = event.payload
-        if isinstance(payload, RolloutPayload) and payload.episode_return_mean is not None:
-            self.returns.append((payload.update, payload.episode_return_mean))
-        elif isinstance(payload, RunStartedPayload) and event.run_id != self._run_id:
+        if isinstance(payload, RunStartedPayload) and event.run_id != self._run_id:
             self._run_id = event.run_id  # the aggregator starts over for another run
             self.returns.clear()
+        elif (
+            isinstance(payload, RolloutPayload)
+            and payload.episode_return_mean is not None
+            and self._run_id in (None, event.run_id)  # another run's line: left out, as there
+            and (not self.returns or payload.update > self.returns[-1][0])
+        ):  # an update index going back is a logging bug (the verdict says so), not a point
+            self.returns.append((payload.update, payload.episode_return_mean))
 
     def row(self, now: float) -> RunRow:
         """The run's row at time ``now``."""
@@ -176,9 +181,11 @@ class RunFollower:
             column = self._column = _Column(metric, tamiyo)
         new = min(tamiyo.updates_seen - column.seen, len(tamiyo.series))
         if new > 0:
-            fresh = list(itertools.islice(reversed(tamiyo.series), new))[::-1]
-            column.updates.extend(p.update for p in fresh)
-            column.values.extend(getattr(p, metric) for p in fresh)
+            for payload in list(itertools.islice(reversed(tamiyo.series), new))[::-1]:
+                if column.updates and payload.update <= column.updates[-1]:
+                    continue  # an update index going back: a logging bug, not a point
+                column.updates.append(payload.update)
+                column.values.append(getattr(payload, metric))
             column.seen = tamiyo.updates_seen
         return OverlayLine(tuple(column.updates), tuple(column.values))
 

@@ -215,8 +215,11 @@ def import_tensorboard(opts: ImportOptions) -> list[str]:
     events = step_events(gather(log, mapping), mapping, opts.action_count)
     times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
     started = Timed(min(times), run_started(log, mapping, opts))
-    out.mkdir(parents=True, exist_ok=True)
-    finished = write_log(path, _run_id(out), started, events)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        finished = write_log(path, _run_id(out), started, events)
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
     return report(log, mapping, events, finished, out)
 
 

@@ -196,3 +196,24 @@ async def test_c_in_a_full_view_charts_that_run(tmp_path: Path) -> None:
         chart = app.screen.query_one(MetricChart).snapshot
         assert chart is not None and chart.run.run_id == SWEEP[0].run_id and chart.update == 10
     log.close()
+
+
+async def test_an_update_index_going_back_fails_as_a_bug_and_draws_no_point(
+    tmp_path: Path,
+) -> None:
+    """Updates 0, 1, 2, 100, 3: a logging bug. The run's row says so; the overlay (every
+    metric) skips the backward point instead of drawing it past its axis."""
+    log = sweep_with_a_live_run(tmp_path)
+    bad = RunLog(tmp_path / "bad-run" / "events.jsonl")
+    bad.start()
+    for update in (0, 1, 2, 100, 3):
+        bad.update(update)
+    bad.close()
+    app = RunsApp(events_in(tmp_path), DEFAULT_THRESHOLDS, now=lambda: log.now + 2.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda a: "Bug" in row_of(a, "bad-run"), "FAIL: Bug")
+        for _ in OVERLAY_METRICS:  # every overlay draws without an error
+            await pilot.press("o")
+            await pilot.pause(POLL)
+        assert app.is_running and app.return_code is None
+    log.close()

@@ -177,6 +177,7 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("bad toml", "not a TOML mapping file"),
         ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
         ("actions", "--actions must be at least 2, got 1"),
+        ("unwritable out", "cannot write the event log"),
     ],
 )
 def test_unusable_input_is_one_line_and_exit_2(
@@ -202,12 +203,17 @@ def test_unusable_input_is_one_line_and_exit_2(
         (tmp_path / "map.toml").write_text("[tags\n")
     if case == "actions":
         extra = ["--actions", "1"]
-    args = ["import", "tensorboard", str(logdir), "--out", str(tmp_path / "out"), *extra]
+    out = tmp_path / "out"
+    if case == "unwritable out":  # a file where the run folder would go
+        write_tb(logdir, {"train/approx_kl": [(1, 0.01)], "train/clip_fraction": [(1, 0.1)]}, 0.0)
+        out.write_text("a file\n")
+        out = out / "run"
+    args = ["import", "tensorboard", str(logdir), "--out", str(out), *extra]
     code, printed, err = sanctum(*args, capsys=capsys)
     assert (code, printed) == (2, "")
     assert err.startswith("sanctum: error: ") and err.count("\n") == 1
     assert message in err
-    assert not (tmp_path / "out" / "events.jsonl").exists()
+    assert not (out / "events.jsonl").exists()
 
 
 def test_without_tensorboard_the_error_names_the_extra(
