@@ -18,13 +18,11 @@ import os
 import time
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import stable_baselines3
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
-from torch.optim import Optimizer
-from torch.utils.hooks import RemovableHandle
 
 from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
@@ -35,6 +33,10 @@ from telemetry.integrations.sb3_figures import (
     update_payload,
 )
 from telemetry.recorder import Recorder
+
+if TYPE_CHECKING:  # torch comes with SB3; this module names its types only
+    from torch.optim import Optimizer
+    from torch.utils.hooks import RemovableHandle
 
 HEARTBEAT_SECONDS: Final = 5.0
 """A heartbeat is written when a rollout has been silent this long."""
