@@ -8,7 +8,7 @@ and the ``level-*`` CSS classes (the stylesheet decides what each level looks li
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Generic, TypeVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -99,41 +99,57 @@ class ComponentStyles:
         self._styles.clear()
 
 
-class LineCache:
+Line = TypeVar("Line")
+"""What a widget compares to find a changed line: styled runs, or runs with style keys."""
+
+
+def _as_is(lines: list[Runs]) -> list[Runs]:
+    return lines
+
+
+class LineCache(Generic[Line]):
     """What a strip-drawn widget shows, line by line, so a new picture repaints only the
     lines it changed (a live chart or table changes a few lines per update; repainting a
-    line costs Textual as much as drawing it)."""
+    line costs Textual as much as drawing it). ``paint`` turns lines into styled runs;
+    lines are compared before it, so only changed lines are painted."""
 
-    def __init__(self) -> None:
-        self.lines: list[Runs] | None = None
+    def __init__(self, paint: Callable[[list[Line]], list[Runs]]) -> None:
+        self.paint = paint
+        self.lines: list[Line] | None = None
         self.strips: list[Strip] | None = None
         self.width = 0
+
+    @classmethod
+    def of_runs(cls) -> LineCache[Runs]:
+        """A cache of lines that are styled runs already."""
+        return LineCache(_as_is)
 
     def clear(self) -> None:
         """Forget the picture: the next :meth:`line` draws it all (resize, new styles)."""
         self.lines = self.strips = None
 
-    def show(self, widget: Widget, lines: list[Runs]) -> None:
-        """Take ``lines`` as the new picture and mark the changed lines for a repaint."""
+    def show(self, widget: Widget, lines: list[Line]) -> None:
+        """Take ``lines`` as the new picture and mark the changed lines for a repaint (all
+        of them when the picture's shape changed)."""
         width = widget.content_size.width
         old, drawn = self.lines, self.strips
         if old is None or drawn is None or len(old) != len(lines) or width != self.width:
-            self.lines, self.strips, self.width = lines, None, width
+            self.clear()  # drawn again, whole, when the widget next paints
             widget.refresh()
             return
         changed = [y for y, (was, now) in enumerate(zip(old, lines, strict=True)) if was != now]
-        new = strips([lines[y] for y in changed], width, widget.rich_style)
+        new = strips(self.paint([lines[y] for y in changed]), width, widget.rich_style)
         for y, strip in zip(changed, new, strict=True):
             drawn[y] = strip
         self.lines = lines
         if changed:
             widget.refresh(*(Region(0, y, width, 1) for y in changed))
 
-    def line(self, widget: Widget, y: int, draw: Callable[[], list[Runs]]) -> Strip:
+    def line(self, widget: Widget, y: int, draw: Callable[[], list[Line]]) -> Strip:
         """Line ``y`` as a strip, drawing the whole picture with ``draw`` when there is none."""
         if self.strips is None:
             self.width = widget.content_size.width
             if self.lines is None:
                 self.lines = draw()
-            self.strips = strips(self.lines, max(1, self.width), widget.rich_style)
+            self.strips = strips(self.paint(self.lines), max(1, self.width), widget.rich_style)
         return self.strips[y] if y < len(self.strips) else Strip.blank(0, widget.rich_style)

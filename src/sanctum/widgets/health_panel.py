@@ -49,7 +49,7 @@ class MetricTable(Widget):
     def __init__(self, rows: tuple[MetricRow, ...], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows = rows
-        self._picture = LineCache()
+        self._picture = LineCache.of_runs()
         self._component = ComponentStyles(self)
 
     def notify_style_update(self) -> None:

@@ -48,8 +48,8 @@ class KLChart(SnapshotView):
     }
 
     @cached_property
-    def _picture(self) -> LineCache:
-        return LineCache()
+    def _picture(self) -> LineCache[Runs]:
+        return LineCache.of_runs()
 
     @cached_property
     def _columns(self) -> dict[str, dict[tuple[float, float, float, int], list[Cell | None]]]:

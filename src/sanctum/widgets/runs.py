@@ -15,7 +15,6 @@ from typing import ClassVar, Final
 
 from rich.style import Style
 from textual.containers import Vertical
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -32,7 +31,7 @@ from sanctum.runs_table import (
     layout,
     run_line,
 )
-from sanctum.widgets.display import Runs, strips
+from sanctum.widgets.display import LineCache, Runs
 
 PALETTE: Final = (
     "#4e9be6",
@@ -85,56 +84,40 @@ class _BoardView(Widget):
     a table or a chart is the same as the last, and Textual's cost is per line painted.
     """
 
-    _strips: list[Strip] | None = None
-    _lines: list[list[tuple[str, Key]]] | None = None
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.board: Board | None = None
         self.grouped = False
+        self._picture: LineCache[list[tuple[str, Key]]] = LineCache(self._styled)
 
     def on_resize(self) -> None:
-        self._strips = self._lines = None
+        self._picture.clear()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self._strips = self._lines = None
+        self._picture.clear()
 
     def redraw(self, layout: bool = False) -> None:
         """Show the current board: repaint the lines that changed (all on a new layout)."""
         width, height = self.content_size
-        old, strips_ = self._lines, self._strips
-        if layout or old is None or strips_ is None or width <= 0 or height <= 0:
-            self._strips = self._lines = None
+        if layout or width <= 0 or height <= 0:
+            self._picture.clear()
             self.refresh(layout=layout)
             return
-        lines = self.lines(width, height)
-        if len(lines) != len(old):
-            self._strips = self._lines = None
-            self.refresh()
-            return
-        changed = [y for y, (was, now) in enumerate(zip(old, lines, strict=True)) if was != now]
-        drawn = strips(self._styled([lines[y] for y in changed]), width, self.rich_style)
-        for y, strip in zip(changed, drawn, strict=True):
-            strips_[y] = strip
-        self._lines = lines
-        if changed:
-            self.refresh(*(Region(0, y, width, 1) for y in changed))
+        self._picture.show(self, self.lines(width, height))
 
     def render_line(self, y: int) -> Strip:
-        if self._strips is None:
-            width, height = max(1, self.content_size.width), max(1, self.content_size.height)
-            self._lines = self.lines(width, height)
-            self._strips = strips(self._styled(self._lines), width, self.rich_style)
-        return self._strips[y] if y < len(self._strips) else Strip.blank(0, self.rich_style)
+        return self._picture.line(self, y, lambda: self.lines(*self._extent()))
+
+    def _extent(self) -> tuple[int, int]:
+        return max(1, self.content_size.width), max(1, self.content_size.height)
 
     def lines(self, width: int, height: int) -> list[list[tuple[str, Key]]]:
         raise NotImplementedError
 
     def text(self) -> list[str]:
         """The lines of the current board at the current size, without their styles."""
-        width, height = max(1, self.content_size.width), max(1, self.content_size.height)
-        return ["".join(text for text, _ in line) for line in self.lines(width, height)]
+        return ["".join(text for text, _ in line) for line in self.lines(*self._extent())]
 
     def _styled(self, lines: list[list[tuple[str, Key]]]) -> list[Runs]:
         cache: dict[Key, Style] = {}
