@@ -126,16 +126,19 @@ def health_report(
     )
 
 
+def verdict_word(level: Level) -> str:
+    """The verdict's first word for ``level``: PENDING, OK, WARN or FAIL."""
+    return {Level.PENDING: "PENDING", Level.HEALTHY: "OK", Level.WARNING: "WARN"}.get(level, "FAIL")
+
+
 def verdict_of(
     levels: Mapping[str, Level], fired: tuple[str, ...], worst: Level, labels: Mapping[str, str]
 ) -> str:
     """``FAIL: KL (+2)``: the first item at the worst level, and how many others fired."""
-    if worst is Level.PENDING:
-        return "PENDING"
-    if worst is Level.HEALTHY:
-        return "OK"
+    if worst in (Level.PENDING, Level.HEALTHY):
+        return verdict_word(worst)
     first = next(m for m in fired if levels[m] is worst)
-    prefix = "FAIL" if worst is Level.CRITICAL else "WARN"
+    prefix = verdict_word(worst)
     others = len(fired) - 1
     label = labels.get(first, first)
     return f"{prefix}: {label} (+{others})" if others else f"{prefix}: {label}"

@@ -33,7 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sanctum.check import CheckRow
-from sanctum.compare import LoadedRun, config_differences, config_value, incomparable, load_run
+from sanctum.compare import (
+    SEED_KEYS,
+    LoadedRun,
+    config_differences,
+    config_value,
+    incomparable,
+    load_run,
+)
 from sanctum.formatting import format_value, plural
 from sanctum.return_curve import FINAL_EPISODES, final_return, initial_return, steps_to_reach
 from sanctum.runs import UsageError
@@ -244,7 +251,7 @@ def _notes(
     repeated seeds, runs that did not complete."""
     notes = []
     differences = config_differences(
-        candidates[0].run.config, baseline[0].run.config, ignore=("seed",)
+        candidates[0].run.config, baseline[0].run.config, ignore=SEED_KEYS
     )
     if differences:
         shown = ", ".join(

@@ -10,7 +10,7 @@ DIR`` is drawn from what is computed here, and tested without a screen.
   non-finite KL is worse than any number), or, with no KL rule in the thresholds file,
   the largest finite value (NaN once any was non-finite).
 - Seeds are the unit of replication, so runs whose ``run_started`` records the same
-  environment and the same config except :data:`GROUP_IGNORED` (the seed, and what only
+  environment and the same config except :data:`SEED_KEYS` (the seed, and what only
   names or places one run) form a group. A group shows the median and the spread of its
   members' figures, the spread as the smallest and the largest value (min..max: with the
   three to five seeds of a sweep, quartiles would be guesses).
@@ -24,19 +24,16 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from sanctum.chart_text import band_of
+from sanctum.compare import SEED_KEYS
 from sanctum.health import HealthReport, Level
 from sanctum.rule_judge import RuleJudge
 from sanctum.runs import UsageError, resolve_run
 from sanctum.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.thresholds import Thresholds
 from telemetry.recorder import EVENTS_FILE
-
-GROUP_IGNORED: Final = ("seed", "resumed_from", "run_id", "run_dir")
-"""Config keys two seeds of one configuration may differ in."""
-
 
 # -- which runs ----------------------------------------------------------------------------
 
@@ -180,8 +177,8 @@ def _int(value: object) -> int | None:
 
 
 def group_key(env_id: str | None, config: Mapping[str, Any]) -> str:
-    """The environment and the config without :data:`GROUP_IGNORED`, as canonical JSON."""
-    kept = {k: v for k, v in config.items() if k not in GROUP_IGNORED}
+    """The environment and the config without :data:`SEED_KEYS`, as canonical JSON."""
+    kept = {k: v for k, v in config.items() if k not in SEED_KEYS}
     return json.dumps({"env_id": env_id, "config": kept}, sort_keys=True, default=str)
 
 

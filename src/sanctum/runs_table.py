@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from sanctum.formatting import format_count, format_value, visible
-from sanctum.health import Level
+from sanctum.health import Level, verdict_word
 from sanctum.multi_run import GroupRow, RunRow, Spread
 from sanctum.screen_text import CONNECTION_MARK
 from sanctum.snapshot import Connection
@@ -203,8 +203,7 @@ def _group_cell(title: str, group: GroupRow, colour: int) -> tuple[str, Key]:
 
 def group_verdict(group: GroupRow) -> str:
     """``FAIL 1/3``: the worst member's level and how many members are at it."""
-    words = {Level.PENDING: "PENDING", Level.HEALTHY: "OK", Level.WARNING: "WARN"}
-    word = words.get(group.level, "FAIL")
+    word = verdict_word(group.level)
     n = len(group.members)
     return word if group.at_level == n else f"{word} {group.at_level}/{n}"
 
