@@ -37,7 +37,14 @@ from textual.worker import get_current_worker
 
 from sanctum.formatting import visible
 from sanctum.health import Level
-from sanctum.reader_worker import POLL_INTERVAL, FeedCallbacks, Severity, SnapshotFeed
+from sanctum.reader_worker import (
+    POLL_INTERVAL,
+    REFRESH_SECONDS,
+    TICK_SECONDS,
+    FeedCallbacks,
+    Severity,
+    SnapshotFeed,
+)
 from sanctum.snapshot import SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.supervisor import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.thresholds import Thresholds
@@ -50,14 +57,8 @@ from sanctum.widgets.chart_screen import ChartScreen
 from sanctum.widgets.dashboard import dashboard
 from sanctum.widgets.quit_dialog import QuitChoice, QuitDialog
 
-TICK_SECONDS = 1.0
-"""How often the connection state is recomputed without new events."""
 TRAINER_POLL_SECONDS = 0.2
 """How often the app checks whether its trainer process is still alive."""
-REFRESH_SECONDS = 0.1
-"""Shortest time between two redraws for new snapshots (the first one is drawn at once):
-an update is on screen within about 0.1 s (median, bench/sanctum_bench.py), and a trainer
-writing twenty updates a second gets ten frames, not twenty."""
 
 
 class SnapshotReady(Message):

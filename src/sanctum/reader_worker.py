@@ -30,6 +30,12 @@ from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, 
 from telemetry.events import Event
 
 Severity = Literal["information", "warning", "error"]
+REFRESH_SECONDS = 0.1
+"""Shortest time between two frames of a dashboard (one run or many): an update is on
+screen within about 0.1 s (median, bench/sanctum_bench.py), and a trainer writing twenty
+updates a second gets ten frames, not twenty."""
+TICK_SECONDS = 1.0
+"""Longest time between two frames while nothing is written: STALE shows on time."""
 POLL_INTERVAL = 0.02
 """Seconds between looks at a file with nothing new: bounds the tail latency."""
 MAX_REPLAY_GAP = 2.0

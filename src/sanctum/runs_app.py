@@ -28,8 +28,8 @@ from textual.worker import get_current_worker
 
 from sanctum.formatting import visible
 from sanctum.multi_run import run_labels
-from sanctum.reader_worker import POLL_INTERVAL, Severity
-from sanctum.runs_feed import FRAME_SECONDS, OVERLAY_METRICS, Board, BoardCallbacks, RunsFeed
+from sanctum.reader_worker import POLL_INTERVAL, REFRESH_SECONDS, Severity
+from sanctum.runs_feed import OVERLAY_METRICS, Board, BoardCallbacks, RunsFeed
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from sanctum.widgets import (
@@ -113,7 +113,7 @@ class RunsApp(App[None]):
         *,
         now: Callable[[], float] = time.time,
         poll_interval: float = POLL_INTERVAL,
-        refresh_seconds: float = FRAME_SECONDS,
+        refresh_seconds: float = REFRESH_SECONDS,
     ) -> None:
         super().__init__()
         self.paths = [Path(p) for p in paths]

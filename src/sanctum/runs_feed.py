@@ -29,7 +29,7 @@ from typing import Final
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.multi_run import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
-from sanctum.reader_worker import POLL_INTERVAL, Severity
+from sanctum.reader_worker import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS, Severity
 from sanctum.screen_text import KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.state import SERIES_LEN, TamiyoState
@@ -49,10 +49,6 @@ OVERLAY_METRICS: Final = (
     "grad_norm",
 )
 """What ``o`` cycles through, in this order."""
-FRAME_SECONDS: Final = 0.1
-"""Shortest time between two boards while logs grow."""
-TICK_SECONDS: Final = 1.0
-"""Longest time between two boards while nothing is written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +214,7 @@ class RunsFeed:
         *,
         clock: Callable[[], float] = time.time,
         poll_interval: float = POLL_INTERVAL,
-        frame_seconds: float = FRAME_SECONDS,
+        frame_seconds: float = REFRESH_SECONDS,
         tick_seconds: float = TICK_SECONDS,
     ) -> None:
         self.followers = [

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from sanctum.formatting import format_count, format_value, visible
+from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health import Level, verdict_word
 from sanctum.multi_run import GroupRow, RunRow, Spread
 from sanctum.screen_text import CONNECTION_MARK
@@ -117,7 +117,8 @@ def status_text(row: RunRow) -> str:
     """``● LIVE``, ``◐ STALE 0:42``, ``✖ UNREADABLE``..."""
     if row.problem is not None:
         return "✖ UNREADABLE"
-    return f"{CONNECTION_MARK[row.connection]} {row.connection.value.upper()}"
+    text = f"{CONNECTION_MARK[row.connection]} {row.connection.value.upper()}"
+    return text if row.silent is None else f"{text} {format_duration(row.silent)}"
 
 
 def connection_key(connection: Connection) -> str:

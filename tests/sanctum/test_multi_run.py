@@ -34,6 +34,7 @@ from sanctum.runs_table import (
     layout,
     range_text,
     run_line,
+    status_text,
 )
 from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS
@@ -314,3 +315,15 @@ def test_the_return_overlay_follows_the_rollouts_by_update(tmp_path: Path) -> No
     assert line.values == tuple(return_at(run, u) for u in range(run.updates))
     kl = follower.line("approx_kl")
     assert kl.values == tuple(kl_at(run, u) for u in range(run.updates))
+
+
+def test_a_silent_run_reads_stale_with_how_long_it_has_been_silent(tmp_path: Path) -> None:
+    path = tmp_path / "quiet" / "events.jsonl"
+    write_run(path, updates=3, finish=None)  # unfinished, then nothing more
+    follower = RunFollower(path, "quiet", DEFAULT_THRESHOLDS)
+    assert follower.read()[0]
+    last = follower.aggregator.run.last_event_ts
+    assert last is not None
+    row = follower.row(last + 42.0)
+    assert row.connection is Connection.STALE
+    assert status_text(row).startswith("◐ STALE 0:4")  # silent since its last event
