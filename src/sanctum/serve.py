@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import ipaddress
 import shlex
 import socket
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -27,8 +27,6 @@ from sanctum.formatting import visible
 from sanctum.runs import UsageError
 
 if TYPE_CHECKING:
-    from sys import UnraisableHookArgs
-
     from textual_serve.server import Server
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -193,7 +191,6 @@ def serve(
         public_url=url,
     )
     print("\n".join(announcement(events, url, host)), flush=True)
-    sys.unraisablehook = _quiet_closed_loop(sys.unraisablehook)
     try:
         server.serve()
     except KeyboardInterrupt:  # before the server's own handler was in place
@@ -203,27 +200,16 @@ def serve(
     return EXIT_OK
 
 
-def _quiet_closed_loop(
-    previous: Callable[[UnraisableHookArgs], object],
-) -> Callable[[UnraisableHookArgs], object]:
-    """An unraisable-exception hook that drops one harmless shutdown artefact: on Ctrl+C
-    textual-serve closes its event loop before the transport of a tab's dashboard process
-    is collected, whose ``__del__`` then reports "Event loop is closed" with a traceback
-    (the process itself has been stopped). Everything else goes to ``previous``."""
-
-    def hook(unraisable: UnraisableHookArgs) -> object:
-        error = unraisable.exc_value
-        closed = isinstance(error, RuntimeError) and "Event loop is closed" in str(error)
-        if closed and "SubprocessTransport" in repr(unraisable.object):
-            return None
-        return previous(unraisable)
-
-    return hook
+async def _collect(app: object) -> None:
+    """Collect the tabs' ended dashboard processes while the event loop still runs: their
+    transports, collected only after it closed, reported "Event loop is closed"."""
+    gc.collect()
 
 
 def _server_class() -> type[Server]:
     """textual-serve's Server, without its banner (``serve`` prints its own lines)."""
     try:
+        from aiohttp import web
         from textual_serve.server import Server
     except ImportError:
         raise UsageError(f"serving in a browser needs textual-serve: {INSTALL_HINT}") from None
@@ -231,5 +217,10 @@ def _server_class() -> type[Server]:
     class QuietServer(Server):
         async def on_startup(self, app: object) -> None:
             return None
+
+        async def _make_app(self) -> web.Application:
+            app = await super()._make_app()
+            app.on_cleanup.append(_collect)  # after the tabs' handlers have ended
+            return app
 
     return QuietServer

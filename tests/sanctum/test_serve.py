@@ -314,25 +314,3 @@ async def test_the_dashboard_draws_in_headless_chromium(tmp_path: Path) -> None:
         while live_processes(server.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert live_processes(server.pid) == []  # no dashboard left behind
-
-
-def test_only_the_closed_loop_artefact_of_a_tab_process_is_dropped_at_exit() -> None:
-    from types import SimpleNamespace
-
-    from sanctum.serve import _quiet_closed_loop
-
-    seen: list[object] = []
-    hook = _quiet_closed_loop(seen.append)
-
-    class BaseSubprocessTransport:
-        def __del__(self) -> None: ...
-
-    artefact = SimpleNamespace(
-        exc_value=RuntimeError("Event loop is closed"), object=BaseSubprocessTransport.__del__
-    )
-    hook(artefact)  # type: ignore[arg-type]
-    other = SimpleNamespace(exc_value=RuntimeError("Event loop is closed"), object=object())
-    real = SimpleNamespace(exc_value=ValueError("boom"), object=BaseSubprocessTransport.__del__)
-    hook(other)  # type: ignore[arg-type]
-    hook(real)  # type: ignore[arg-type]
-    assert seen == [other, real]
