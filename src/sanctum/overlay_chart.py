@@ -1,7 +1,7 @@
 """Pure drawing of the overlay chart: one metric of several runs on a shared axis of updates.
 
 Each run is a line of braille dots (two columns and four rows of dots a cell), so ten runs
-fit a terminal chart with room to see where they part. Runs share the x axis (update
+fit a terminal chart with room to see where they part. KeyedRuns share the x axis (update
 index) and the value axis, fitted to every run's values (:func:`sanctum.chart_scale.fit`;
 on a log scale it takes in the rule's warning and critical lines, drawn ``┄`` and ``━``
 where no dot is). A cell where lines cross takes the colour of the run drawn last (the
@@ -29,9 +29,8 @@ from itertools import groupby
 from typing import Final
 
 from sanctum.chart_scale import Scale, fit, nice_step
+from sanctum.renderables import KeyedRuns, StyleKey
 
-Key = int | str
-Runs = list[tuple[str, Key]]
 BRAILLE: Final = 0x2800
 DOTS: Final = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 """The dot bit of (left, right) column and row 0..3 from the top of a braille cell."""
@@ -198,7 +197,7 @@ class OverlayCanvas:
         *,
         log: bool = False,
         lines: tuple[float | None, float | None] = (None, None),
-    ) -> list[Runs]:
+    ) -> list[KeyedRuns]:
         """``height`` rows of exactly ``width`` cells: the plot with its value labels, the
         axis, and the update indices at its ends. ``lines``: (warning, critical)."""
         drawn = [(i, s) for i, s in enumerate(series) if s.updates]
@@ -206,7 +205,7 @@ class OverlayCanvas:
             self.clear()
             self._log = log
         if not drawn:
-            blank: Runs = [(" " * width, "")]
+            blank: KeyedRuns = [(" " * width, "")]
             return [[("no update yet".ljust(width)[:width], "axis")], *([blank] * (height - 1))]
         scale = fit(self._extents(drawn), lines, log=log)
         x0, x1 = x_axis(min(s.updates[0] for _, s in drawn), max(s.updates[-1] for _, s in drawn))
@@ -249,10 +248,10 @@ class OverlayCanvas:
 
     def _draw(
         self, drawn: list[tuple[int, Series]], geometry: Geometry
-    ) -> tuple[list[int], list[Key], dict[int, int]]:
+    ) -> tuple[list[int], list[StyleKey], dict[int, int]]:
         """Every run's dots on one canvas, later runs over earlier ones."""
         bits = [0] * (geometry.cols * geometry.rows)
-        keys: list[Key] = [""] * len(bits)
+        keys: list[StyleKey] = [""] * len(bits)
         marks: dict[int, int] = {}
         for i, s in drawn:
             line = self._lines.get(i)
@@ -279,7 +278,7 @@ def overlay_rows(
     *,
     log: bool = False,
     lines: tuple[float | None, float | None] = (None, None),
-) -> list[Runs]:
+) -> list[KeyedRuns]:
     """The overlay drawn once (see :meth:`OverlayCanvas.rows`)."""
     return OverlayCanvas().rows(series, width, height, log=log, lines=lines)
 
@@ -313,8 +312,13 @@ def _rule_rows(geometry: Geometry, lines: tuple[float | None, float | None]) -> 
 
 
 def _plot_row(
-    bits: list[int], keys: list[Key], cols: int, row: int, rule: str | None, marks: dict[int, int]
-) -> Runs:
+    bits: list[int],
+    keys: list[StyleKey],
+    cols: int,
+    row: int,
+    rule: str | None,
+    marks: dict[int, int],
+) -> KeyedRuns:
     """One row of cells as runs of one key each (a rule's line where no dot is)."""
     base = row * cols
     texts = [GLYPHS[b] for b in bits[base : base + cols]]
@@ -326,7 +330,7 @@ def _plot_row(
                 texts[col], row_keys[col] = line, rule
     for col, colour in marks.items():
         texts[col], row_keys[col] = NONFINITE_MARK, colour
-    runs: Runs = []
+    runs: KeyedRuns = []
     at = 0
     for key, same in groupby(row_keys):
         n = sum(1 for _ in same)

@@ -118,6 +118,11 @@ def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
     return runs
 
 
+StyleKey = int | str
+"""What a pure text renderer says about a cell's look, for its widget to turn into a style:
+a colour index (a run's colour) or a component-class name ("" for the plain style)."""
+KeyedRuns = list[tuple[str, StyleKey]]
+"""One line as runs of text with their style keys."""
 Cell = tuple[str, "Style | str"]
 """One character cell of a chart and its style."""
 MEMO_LIMIT = 4096
@@ -335,6 +340,8 @@ __all__ = [  # the formatters are re-exported for the widgets, which import them
     "TREND_UNKNOWN",
     "TREND_UP",
     "ChartStyles",
+    "KeyedRuns",
+    "StyleKey",
     "ThresholdChart",
     "format_count",
     "format_duration",

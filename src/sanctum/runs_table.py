@@ -18,11 +18,10 @@ from typing import Final
 from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health import Level, verdict_word
 from sanctum.multi_run import GroupRow, RunRow, Spread
+from sanctum.renderables import KeyedRuns, StyleKey
 from sanctum.screen_text import CONNECTION_MARK
 from sanctum.snapshot import Connection
 
-Key = int | str
-Runs = list[tuple[str, Key]]
 ABSENT: Final = "—"
 NAME_MIN: Final = 12
 SWATCH: Final = "━━"
@@ -83,14 +82,14 @@ def _name_room(columns: Sequence[Column], width: int) -> int:
     return width - sum(c.width for c in columns) - (len(columns) - 1)
 
 
-def header(columns: Sequence[Column]) -> Runs:
+def header(columns: Sequence[Column]) -> KeyedRuns:
     """The column titles."""
     return _line(columns, [(c.title, "header") for c in columns])
 
 
-def _line(columns: Sequence[Column], cells: Sequence[tuple[str, Key]]) -> Runs:
+def _line(columns: Sequence[Column], cells: Sequence[tuple[str, StyleKey]]) -> KeyedRuns:
     """Cells (by title order) cut or padded to their columns, one blank between two."""
-    line: Runs = []
+    line: KeyedRuns = []
     for i, (column, (text, key)) in enumerate(zip(columns, cells, strict=True)):
         if i:
             line.append((" ", ""))
@@ -126,10 +125,10 @@ def connection_key(connection: Connection) -> str:
     return f"connection-{connection.value}"
 
 
-def run_line(columns: Sequence[Column], row: RunRow, colour: int) -> Runs:
+def run_line(columns: Sequence[Column], row: RunRow, colour: int) -> KeyedRuns:
     """One run's line, for the columns kept."""
     kl = row.worst_kl
-    cells: dict[str, tuple[str, Key]] = {
+    cells: dict[str, tuple[str, StyleKey]] = {
         "": (SWATCH, colour),
         "run": (visible(row.label), ""),
         "status": (
@@ -164,9 +163,9 @@ def _band(level: Level) -> str:
 # -- groups ------------------------------------------------------------------------------------
 
 
-def group_line(columns: Sequence[Column], group: GroupRow, colour: int) -> Runs:
+def group_line(columns: Sequence[Column], group: GroupRow, colour: int) -> KeyedRuns:
     """One group's line, for the columns kept (the second ``min…max`` is the KL's)."""
-    cells: list[tuple[str, Key]] = []
+    cells: list[tuple[str, StyleKey]] = []
     ranges = 0
     for column in columns:
         if column.title == "min…max":
@@ -178,7 +177,7 @@ def group_line(columns: Sequence[Column], group: GroupRow, colour: int) -> Runs:
     return _line(columns, cells)
 
 
-def _group_cell(title: str, group: GroupRow, colour: int) -> tuple[str, Key]:
+def _group_cell(title: str, group: GroupRow, colour: int) -> tuple[str, StyleKey]:
     if title == "":
         return SWATCH, colour
     if title == "group":

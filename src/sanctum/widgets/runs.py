@@ -20,7 +20,8 @@ from textual.widget import Widget
 
 from sanctum.chart_scale import rule_lines
 from sanctum.formatting import plural, visible
-from sanctum.overlay_chart import Key, OverlayCanvas, Series
+from sanctum.overlay_chart import OverlayCanvas, Series
+from sanctum.renderables import KeyedRuns, StyleKey
 from sanctum.runs_feed import EPISODE_RETURN, Board
 from sanctum.runs_table import (
     GROUP_COLUMNS,
@@ -88,7 +89,7 @@ class _BoardView(Widget):
         super().__init__(id=id)
         self.board: Board | None = None
         self.grouped = False
-        self._picture: LineCache[list[tuple[str, Key]]] = LineCache(self._styled)
+        self._picture: LineCache[KeyedRuns] = LineCache(self._styled)
 
     def on_resize(self) -> None:
         self._picture.clear()
@@ -112,15 +113,15 @@ class _BoardView(Widget):
     def _extent(self) -> tuple[int, int]:
         return max(1, self.content_size.width), max(1, self.content_size.height)
 
-    def lines(self, width: int, height: int) -> list[list[tuple[str, Key]]]:
+    def lines(self, width: int, height: int) -> list[KeyedRuns]:
         raise NotImplementedError
 
     def text(self) -> list[str]:
         """The lines of the current board at the current size, without their styles."""
         return ["".join(text for text, _ in line) for line in self.lines(*self._extent())]
 
-    def _styled(self, lines: list[list[tuple[str, Key]]]) -> list[Runs]:
-        cache: dict[Key, Style] = {}
+    def _styled(self, lines: list[KeyedRuns]) -> list[Runs]:
+        cache: dict[StyleKey, Style] = {}
         styled: list[Runs] = []
         for line in lines:
             runs: Runs = []
@@ -132,7 +133,7 @@ class _BoardView(Widget):
             styled.append(runs)
         return styled
 
-    def _style(self, key: Key) -> Style:
+    def _style(self, key: StyleKey) -> Style:
         if isinstance(key, int):
             return colour_style(key)
         if not key:
@@ -201,7 +202,7 @@ class RunTable(_BoardView):
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         return 1 + max(1, self.count)
 
-    def lines(self, width: int, height: int) -> list[list[tuple[str, Key]]]:
+    def lines(self, width: int, height: int) -> list[KeyedRuns]:
         board = self.board
         if board is None:
             return [[("reading…", "muted")]]
@@ -220,13 +221,13 @@ class RunTable(_BoardView):
             shown[at] = self._highlight(shown[at], width)
         return [header(columns), *shown]
 
-    def _highlight(self, line: list[tuple[str, Key]], width: int) -> list[tuple[str, Key]]:
+    def _highlight(self, line: KeyedRuns, width: int) -> KeyedRuns:
         """The cursor's line: every run over the cursor's background, padded to the width."""
         used = sum(len(text) for text, _ in line)
-        marked: list[tuple[str, Key]] = [(text, f"cursor {key}") for text, key in line]
+        marked: KeyedRuns = [(text, f"cursor {key}") for text, key in line]
         return [*marked, (" " * max(0, width - used), "cursor ")]
 
-    def _style(self, key: Key) -> Style:
+    def _style(self, key: StyleKey) -> Style:
         if isinstance(key, str) and key.startswith("cursor "):
             inner = key[len("cursor ") :]
             base = super()._style(int(inner) if inner.isdigit() else inner)
@@ -269,7 +270,7 @@ class OverlayChart(_BoardView):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
 
-    def lines(self, width: int, height: int) -> list[list[tuple[str, Key]]]:
+    def lines(self, width: int, height: int) -> list[KeyedRuns]:
         board = self.board
         if board is None:
             return []
@@ -306,15 +307,15 @@ class OverlayChart(_BoardView):
             return [visible(g.label) for g in board.groups]
         return [visible(row.label) for row in board.rows]
 
-    def _legend(self, names: list[str], width: int, height: int) -> list[list[tuple[str, Key]]]:
+    def _legend(self, names: list[str], width: int, height: int) -> list[KeyedRuns]:
         """One name a row, after its colour; ``+N more`` when they do not all fit."""
-        rows: list[list[tuple[str, Key]]] = []
+        rows: list[KeyedRuns] = []
         fits = height if len(names) <= height else height - 1
         for i, name in enumerate(names[:fits]):
             rows.append([("  ━ ", i), (fit_middle(name, width - 4).ljust(width - 4), "")])
         if len(names) > fits:
             rows.append([(f"  +{len(names) - fits} more".ljust(width), "axis")])
-        blank: list[tuple[str, Key]] = [(" " * width, "")]
+        blank: KeyedRuns = [(" " * width, "")]
         return rows + [blank] * (height - len(rows))
 
 
