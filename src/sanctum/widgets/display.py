@@ -45,18 +45,18 @@ def _extent(content: object) -> tuple[int, int]:
     return max(map(cell_len, lines)), len(lines)
 
 
-def set_text(label: Static, content: str | Text, *, fixed_width: bool = False) -> None:
+def set_text(label: Static, content: str | Text) -> None:
     """Show ``content`` in ``label``, cheaply: nothing when it is unchanged, and the screen
-    is laid out again only when the text no longer fits the label's width (a label whose
-    width the stylesheet does not fix) or its number of lines changed. A narrower text
-    keeps the label's width until the next layout. A layout of this screen costs more
-    than drawing it, and most updates only change digits."""
+    is laid out again only when the text no longer fits the label's width or its number
+    of lines changed. A narrower text keeps the label's width until the next layout. A
+    layout of this screen costs more than drawing it, and most updates only change digits.
+    """
     old = label.content
     if type(old) is type(content) and old == content:
         return
     width, height = _extent(content)
     grows = width > label.content_size.width or height != _extent(old)[1]
-    label.update(content, layout=not fixed_width and (grows or not label.is_mounted))
+    label.update(content, layout=grows or not label.is_mounted)
 
 
 def _over(base: Style, style: Style | str) -> Style:
