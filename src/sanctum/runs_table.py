@@ -26,6 +26,8 @@ ABSENT: Final = "—"
 NAME_MIN: Final = 12
 SWATCH: Final = "━━"
 KL_DECIMALS: Final = 4
+"""The worst KL's decimals when the board's rule table has no KL rule (a rule's own
+``decimals`` win: a thresholds file that changes them changes the table too)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +127,9 @@ def connection_key(connection: Connection) -> str:
     return f"connection-{connection.value}"
 
 
-def run_line(columns: Sequence[Column], row: RunRow, colour: int) -> KeyedRuns:
+def run_line(
+    columns: Sequence[Column], row: RunRow, colour: int, kl_decimals: int | None = KL_DECIMALS
+) -> KeyedRuns:
     """One run's line, for the columns kept."""
     kl = row.worst_kl
     cells: dict[str, tuple[str, StyleKey]] = {
@@ -140,7 +144,7 @@ def run_line(columns: Sequence[Column], row: RunRow, colour: int) -> KeyedRuns:
         "update": (ABSENT if row.update is None else f"u{row.update}", ""),
         "steps/s": (_rate(row.steps_per_second), "muted"),
         "return": (format_value(row.last_return, absent=ABSENT), ""),
-        "worst KL": (format_value(kl.value, KL_DECIMALS, absent=ABSENT), _band(kl.level)),
+        "worst KL": (format_value(kl.value, kl_decimals, absent=ABSENT), _band(kl.level)),
     }
     return _line(columns, [cells[c.title] for c in columns])
 
@@ -163,7 +167,9 @@ def _band(level: Level) -> str:
 # -- groups ------------------------------------------------------------------------------------
 
 
-def group_line(columns: Sequence[Column], group: GroupRow, colour: int) -> KeyedRuns:
+def group_line(
+    columns: Sequence[Column], group: GroupRow, colour: int, kl_decimals: int | None = KL_DECIMALS
+) -> KeyedRuns:
     """One group's line, for the columns kept (the second ``min…max`` is the KL's)."""
     cells: list[tuple[str, StyleKey]] = []
     ranges = 0
@@ -173,11 +179,13 @@ def group_line(columns: Sequence[Column], group: GroupRow, colour: int) -> Keyed
             cells.append((range_text(spread, column.width), "muted"))
             ranges += 1
         else:
-            cells.append(_group_cell(column.title, group, colour))
+            cells.append(_group_cell(column.title, group, colour, kl_decimals))
     return _line(columns, cells)
 
 
-def _group_cell(title: str, group: GroupRow, colour: int) -> tuple[str, StyleKey]:
+def _group_cell(
+    title: str, group: GroupRow, colour: int, kl_decimals: int | None
+) -> tuple[str, StyleKey]:
     if title == "":
         return SWATCH, colour
     if title == "group":
@@ -196,7 +204,7 @@ def _group_cell(title: str, group: GroupRow, colour: int) -> tuple[str, StyleKey
         return _rate(group.steps_per_second.median), "muted"
     if title == "return":
         return format_value(group.last_return.median, absent=ABSENT), ""
-    return format_value(group.worst_kl.median, KL_DECIMALS, absent=ABSENT), _band(
+    return format_value(group.worst_kl.median, kl_decimals, absent=ABSENT), _band(
         group.worst_kl_level
     )
 

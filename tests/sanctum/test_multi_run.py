@@ -327,3 +327,12 @@ def test_a_silent_run_reads_stale_with_how_long_it_has_been_silent(tmp_path: Pat
     row = follower.row(last + 42.0)
     assert row.connection is Connection.STALE
     assert status_text(row).startswith("◐ STALE 0:4")  # silent since its last event
+
+
+def test_the_worst_kl_is_written_at_the_kl_rules_decimals(tmp_path: Path) -> None:
+    row = rows_of(tmp_path)[0]
+    assert row.worst_kl.value is not None
+    columns = layout(RUN_COLUMNS, 116)
+    for decimals in (2, 5):
+        text = "".join(t for t, _ in run_line(columns, row, 0, decimals))
+        assert text.rstrip().endswith(f"{row.worst_kl.value:.{decimals}f}")

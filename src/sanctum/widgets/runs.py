@@ -25,6 +25,7 @@ from sanctum.renderables import KeyedRuns, StyleKey
 from sanctum.runs_feed import EPISODE_RETURN, Board
 from sanctum.runs_table import (
     GROUP_COLUMNS,
+    KL_DECIMALS,
     RUN_COLUMNS,
     fit_middle,
     group_line,
@@ -32,6 +33,7 @@ from sanctum.runs_table import (
     layout,
     run_line,
 )
+from sanctum.screen_text import KL_METRIC
 from sanctum.widgets.display import LineCache, Runs
 
 PALETTE: Final = (
@@ -207,10 +209,12 @@ class RunTable(_BoardView):
         if board is None:
             return [[("reading…", "muted")]]
         columns = layout(GROUP_COLUMNS if self.grouped else RUN_COLUMNS, width)
+        rule = board.thresholds.rule(KL_METRIC)
+        decimals = KL_DECIMALS if rule is None else rule.decimals
         if self.grouped:
-            body = [group_line(columns, g, i) for i, g in enumerate(board.groups)]
+            body = [group_line(columns, g, i, decimals) for i, g in enumerate(board.groups)]
         else:
-            body = [run_line(columns, row, i) for i, row in enumerate(board.rows)]
+            body = [run_line(columns, row, i, decimals) for i, row in enumerate(board.rows)]
         room = max(1, height - 1)
         self._top = min(
             max(self._top, self.cursor - room + 1), self.cursor, max(0, len(body) - room)
