@@ -38,6 +38,7 @@ from sanctum.widgets import (
 )
 from sanctum.widgets.chart_screen import ChartScreen
 from sanctum.widgets.dashboard import dashboard
+from sanctum.widgets.help import RUNS_KEYS
 from sanctum.widgets.runs import Frame, OverlayChart, RunTable
 
 TABLE_ACTIONS = frozenset({"move", "open", "overlay", "group"})
@@ -234,4 +235,4 @@ class RunsApp(App[None]):
 
     def action_help(self) -> None:
         """Open the glossary."""
-        self.push_screen(HelpScreen(self.thresholds))
+        self.push_screen(HelpScreen(self.thresholds, RUNS_KEYS))

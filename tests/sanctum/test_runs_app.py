@@ -217,3 +217,19 @@ async def test_an_update_index_going_back_fails_as_a_bug_and_draws_no_point(
             await pilot.pause(POLL)
         assert app.is_running and app.return_code is None
     log.close()
+
+
+async def test_help_lists_the_run_tables_keys_not_the_dashboards(tmp_path: Path) -> None:
+    from textual.geometry import Region
+
+    log = sweep_with_a_live_run(tmp_path)
+    async with app_for(tmp_path, log).run_test(size=SIZE) as pilot:
+        app = await wait_for(pilot, lambda a: bool(board_of(a).rows), "the table")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        widget = app.screen.query_one("#help-text")
+        width, height = widget.size
+        text = "\n".join(s.text for s in widget.render_lines(Region(0, 0, width, height)))
+        assert "group the seeds" in text and "the next metric of the overlay" in text
+        assert "pause / resume" not in text  # a key of the one-run dashboard only
+    log.close()

@@ -187,10 +187,8 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     ),
     ("not measured", "The trainer did not report this field. It is never read as zero."),
 )
-KEYS: Final = (
-    ("?", "this help"),
-    ("p", "pause / resume the display"),
-    ("q", "quit (under ppo train, while training: stop it, detach, or cancel)"),
+KeyHelp = tuple[tuple[str, str], ...]
+CHART_KEYS: Final[KeyHelp] = (
     ("c", "chart any metric over every update kept (escape returns); on the chart:"),
     ("  m", "choose the metric"),
     ("  + - 0", "zoom in / out over updates (or the mouse wheel); 0 shows every update"),
@@ -198,6 +196,23 @@ KEYS: Final = (
     ("  [ ]", "move the cursor (or click): it reads the update, the value and its band"),
     ("  l", "log scale (refused for a metric with a value at or below zero)"),
 )
+KEYS: Final[KeyHelp] = (
+    ("?", "this help"),
+    ("p", "pause / resume the display"),
+    ("q", "quit (under ppo train, while training: stop it, detach, or cancel)"),
+    *CHART_KEYS,
+)
+"""The keys of the one-run dashboard."""
+RUNS_KEYS: Final[KeyHelp] = (
+    ("?", "this help"),
+    ("q", "quit"),
+    ("↑ ↓ / k j", "move the cursor"),
+    ("enter", "open the run's dashboard (escape returns); on a group: its runs"),
+    ("o", "the next metric of the overlay"),
+    ("g", "group the seeds of one configuration / show every run"),
+    ("c", "in a run's dashboard: chart any metric of that run (escape returns)"),
+)
+"""The keys of the run table (``sanctum RUN RUN ...``)."""
 
 
 def _two_columns(rows: tuple[tuple[str, str], ...], title: str) -> Table:
@@ -212,7 +227,7 @@ def _two_columns(rows: tuple[tuple[str, str], ...], title: str) -> Table:
     return table
 
 
-def help_renderable(thresholds: Thresholds) -> Group:
+def help_renderable(thresholds: Thresholds, keys: KeyHelp = KEYS) -> Group:
     """Keys, the rule table in force, and the glossary, as one Rich group."""
     rules = tuple((r.metric, f"{r.label}: {r.describe()}") for r in thresholds.rules)
     rules += (
@@ -220,7 +235,7 @@ def help_renderable(thresholds: Thresholds) -> Group:
         ("stall", f"no event for more than {thresholds.stall_seconds:g} s: critical"),
     )
     return Group(
-        _two_columns(KEYS, "Keys"),
+        _two_columns(keys, "Keys"),
         Text(""),
         _two_columns(rules, "Rules in force (warning / critical)"),
         Text(""),
@@ -237,13 +252,14 @@ class HelpScreen(ModalScreen[None]):
         Binding("escape,q,question_mark", "dismiss", "Close help"),
     ]
 
-    def __init__(self, thresholds: Thresholds) -> None:
+    def __init__(self, thresholds: Thresholds, keys: KeyHelp = KEYS) -> None:
         super().__init__(id="help")
         self.thresholds = thresholds
+        self.keys = keys
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_renderable(self.thresholds), id="help-text")
+            yield Static(help_renderable(self.thresholds, self.keys), id="help-text")
 
     def on_mount(self) -> None:
         self.query_one("#help-body").border_title = "Sanctum help"
