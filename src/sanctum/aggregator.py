@@ -230,6 +230,7 @@ class SanctumAggregator:
             run.episode_length = p.episode_length_mean
             run.episode_returns.append(p.episode_return_mean)
             run.episode_return_series.append(p.episode_return_mean)
+            run.episode_return_updates.append(p.update)
 
     def _anomaly(self, p: AnomalyPayload, event: Anomaly) -> None:
         if p.severity == "critical":

@@ -34,8 +34,7 @@ from sanctum.screen_text import KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.state import SERIES_LEN, TamiyoState
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
-from telemetry.events import Event, RolloutPayload, RunStartedPayload
+from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader
 
 EPISODE_RETURN: Final = "episode_return"
 """The overlay of the mean return of each rollout that finished an episode."""
@@ -98,11 +97,8 @@ class RunFollower:
         self.label = label
         self.reader = EventLogReader(path)
         self.aggregator = SanctumAggregator(thresholds)
-        self.returns: deque[tuple[int, float]] = deque(maxlen=SERIES_LEN)
-        """(update, mean return) of the rollouts that finished an episode."""
         self.problem: str | None = None
         """Why the log cannot be followed (it is no longer read)."""
-        self._run_id: str | None = None
         self._column: _Column | None = None
         self._group: tuple[object, str | None] = (None, None)
         """The config the group key was computed for, and the key."""
@@ -121,27 +117,7 @@ class RunFollower:
         if not batch:
             return False, []
         self.aggregator.handle_batch(batch)
-        self._track_returns(batch)
         return True, [] if batch.reset is None else [(f"{self.label}: {batch.reset}", "warning")]
-
-    def _track_returns(self, batch: ReadBatch) -> None:
-        if batch.reset is not None:
-            self.returns.clear()
-        for event in batch.events:
-            self._track(event)
-
-    def _track(self, event: Event) -> None:
-        payload = event.payload
-        if isinstance(payload, RunStartedPayload) and event.run_id != self._run_id:
-            self._run_id = event.run_id  # the aggregator starts over for another run
-            self.returns.clear()
-        elif (
-            isinstance(payload, RolloutPayload)
-            and payload.episode_return_mean is not None
-            and self._run_id in (None, event.run_id)  # another run's line: left out, as there
-            and (not self.returns or payload.update > self.returns[-1][0])
-        ):  # an update index going back is a logging bug (the verdict says so), not a point
-            self.returns.append((payload.update, payload.episode_return_mean))
 
     def row(self, now: float) -> RunRow:
         """The run's row at time ``now``."""
@@ -169,8 +145,9 @@ class RunFollower:
     def line(self, metric: str) -> OverlayLine:
         """The run's values of ``metric`` over the updates it keeps (cut from each update
         once: a frame reads only the updates that arrived since the last)."""
-        if metric == EPISODE_RETURN:
-            return OverlayLine(*_unzip(self.returns))
+        if metric == EPISODE_RETURN:  # the aggregator's own fold of the rollouts
+            run = self.aggregator.run
+            return _rising(run.episode_return_updates, run.episode_return_series)
         tamiyo = self.aggregator.tamiyo
         column = self._column
         if column is None or column.metric != metric or column.tamiyo is not tamiyo:
@@ -198,9 +175,16 @@ class _Column:
     values: deque[float | None] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
 
 
-def _unzip(pairs: Iterable[tuple[int, float]]) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    pairs = tuple(pairs)
-    return tuple(u for u, _ in pairs), tuple(v for _, v in pairs)
+def _rising(updates: Iterable[int], values: Iterable[float]) -> OverlayLine:
+    """The points whose update index rises: one going back is a logging bug (the verdict
+    says so), not a point to draw."""
+    kept_updates: list[int] = []
+    kept_values: list[float] = []
+    for update, value in zip(updates, values, strict=True):
+        if not kept_updates or update > kept_updates[-1]:
+            kept_updates.append(update)
+            kept_values.append(value)
+    return OverlayLine(tuple(kept_updates), tuple(kept_values))
 
 
 class RunsFeed:

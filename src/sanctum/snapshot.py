@@ -130,6 +130,8 @@ class RunFacts(Generic[Returns]):
     """Mean returns of the last HISTORY_LEN rollouts that finished an episode, oldest first."""
     episode_return_series: Returns
     """The same for the last SERIES_LEN such rollouts."""
+    episode_return_updates: Sequence[int]
+    """The update index of each of ``episode_return_series`` (aligned with it)."""
     anomalies_warning: int = 0
     anomalies_critical: int = 0
     events: int = 0

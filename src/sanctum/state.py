@@ -144,6 +144,7 @@ class RunState(RunFacts["deque[float]"]):
 
     episode_returns: deque[float] = field(default_factory=lambda: deque(maxlen=HISTORY_LEN))
     episode_return_series: deque[float] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+    episode_return_updates: deque[int] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
 
     def snapshot(self) -> RunSnapshot:
         """A frozen copy: every field by name, the deques as tuples."""
