@@ -145,6 +145,9 @@ class SanctumApp(App[None]):
             self.set_interval(TRAINER_POLL_SECONDS, self._watch_trainer)
         self._read()
 
+    def on_unmount(self) -> None:
+        self.feed.wake()  # the reader sleeps while a frame is drawn: let it see the end
+
     @work(thread=True, exclusive=True, name="sanctum-reader", group="reader")
     def _read(self) -> None:
         worker = get_current_worker()

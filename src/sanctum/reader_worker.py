@@ -1,14 +1,16 @@
-"""The reading loop behind the dashboard: file -> aggregator -> one frozen snapshot per batch.
+"""The reading loop behind the dashboard: file -> aggregator -> one frozen snapshot a frame.
 
 It runs in a thread (the app starts it with ``@work(thread=True)``) and owns the
 aggregator outright, so aggregation never races the UI and never blocks it. The UI gets
-a :class:`~sanctum.snapshot.SanctumSnapshot` through ``publish``; while the UI has not yet
-taken the previous one, new batches are folded but not posted, so a fast log (or a slow
-terminal) coalesces into fewer, newer snapshots instead of a growing message queue
-(the habit of toolong's ``log_lines.py``). The UI takes a snapshot when it is ready to
-draw the next one, which wakes the loop at once: a snapshot is built only for a frame, and
-it holds everything read until then. There is no Textual here: the loop is driven and
-tested with plain callables.
+a :class:`~sanctum.snapshot.SanctumSnapshot` through ``publish`` and asks for the next one
+with ``taken`` when its next frame may be drawn. Until then the loop reads on only while a
+backlog remains (a long log opened mid-run), then sleeps: the file is read again when the
+UI asks, so a snapshot is built per frame, not per batch, it holds everything written
+until that moment, and a trainer writing twenty updates a second costs one read per frame
+rather than a look every ``poll_interval`` (the habit of toolong's ``log_lines.py``:
+coalesce a fast log into fewer, newer snapshots, never a growing message queue). Only
+while the UI waits is the file polled, and the first new line is posted at once. There
+is no Textual here: the loop is driven and tested with plain callables.
 
 Replay paces events by their ``ts`` deltas divided by the speed, with long gaps capped,
 and keeps a virtual clock so "elapsed" and "stale" read as they did during the run.
@@ -16,6 +18,7 @@ and keeps a virtual clock so "elapsed" and "stale" read as they did during the r
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -38,6 +41,9 @@ TICK_SECONDS = 1.0
 """Longest time between two frames while nothing is written: STALE shows on time."""
 POLL_INTERVAL = 0.02
 """Seconds between looks at a file with nothing new: bounds the tail latency."""
+UI_WAIT_SECONDS = 0.25
+"""Longest sleep while the UI draws: it wakes the loop when it takes the snapshot, so
+this only bounds how long a closing app waits for the loop to notice."""
 MAX_REPLAY_GAP = 2.0
 """Longest real-time pause of a replay, in seconds, however long the recorded gap."""
 
@@ -135,8 +141,17 @@ class SnapshotFeed:
 
     @property
     def pending(self) -> bool:
-        """Events were folded that no published snapshot holds yet."""
-        return self._dirty
+        """Events were folded that no published snapshot holds yet, or the file changed
+        since it was last read (it is read again when the UI takes the next snapshot)."""
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            size = self.reader.size
+        return self._dirty or size != self.reader.size
+
+    def wake(self) -> None:
+        """Wake the loop now, so it sees at once that ``stopped`` turned true."""
+        self._wake.set()
 
     def _nap(self, seconds: float) -> None:
         """Sleep ``seconds``, or less when the UI takes a snapshot meanwhile."""
@@ -159,7 +174,7 @@ class SnapshotFeed:
             if not batch:
                 self._caught_up()
                 self._flush(callbacks)
-                self._sleep(self.poll_interval, callbacks)
+                self._idle(callbacks)
             elif self._replay is not None:
                 self._replay_batch(batch, self._replay, callbacks)
             else:
@@ -167,6 +182,16 @@ class SnapshotFeed:
                 self._dirty = True
                 self._flush(callbacks)
         self._flush(callbacks)
+
+    def _idle(self, callbacks: FeedCallbacks) -> None:
+        """Caught up. While the UI has not taken the last snapshot, sleep until it does:
+        the file is read then, so the next frame holds everything written until it, and a
+        trainer writing twenty updates a second costs one read per frame, not a look every
+        ``poll_interval``. Once the UI waits, look for new lines every ``poll_interval``."""
+        if self._ui_free.is_set():
+            self._sleep(self.poll_interval, callbacks)
+        while not (self._ui_free.is_set() or callbacks.stopped()):
+            self._sleep_for(UI_WAIT_SECONDS)
 
     def _caught_up(self) -> None:
         """At the end of the file a replay becomes a live follow on the wall clock."""

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.reader_worker import FeedCallbacks, ReplayClock, Severity, SnapshotFeed
+from sanctum.reader_worker import (
+    UI_WAIT_SECONDS,
+    FeedCallbacks,
+    ReplayClock,
+    Severity,
+    SnapshotFeed,
+)
 from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.logs import T0, RunLog, write_run
@@ -89,12 +95,22 @@ def test_snapshots_coalesce_while_the_ui_is_behind(tmp_path: Path) -> None:
     fake = FakeTime()
     feed = feed_for(path, fake)
     owner = Owner(feed, take=False)  # the UI never takes the first snapshot
-    owner.run(until=lambda o: o.loops > 3)
-    assert len(owner.published) == 1
-    for u in range(3):
-        log.update(u)
-    owner.run(until=lambda o: o.loops > 10)
+    looked = 0
+
+    def write_while_drawing(o: Owner) -> bool:
+        nonlocal looked
+        if o.loops == 4:  # the loop waits for the UI by now
+            assert len(o.published) == 1
+            looked = len(fake.sleeps)
+            for u in range(3):
+                log.update(u)
+        return o.loops > 10
+
+    owner.run(until=write_while_drawing)
     assert len(owner.published) == 1, "nothing may be posted before the UI took the last one"
+    assert feed.folded_update is None, "while the UI draws, the file is not read"
+    assert set(fake.sleeps[looked:]) == {UI_WAIT_SECONDS}, "nor polled: it waits for the UI"
+    assert feed.pending, "the file changed since it was read"
     feed.taken()
     owner.run(until=lambda o: len(o.published) == 2)
     assert owner.last.update == 2, "the next snapshot carries every batch folded meanwhile"
