@@ -372,7 +372,7 @@ class SanctumAggregator:
         if self._cached is not None and key == self._cache_key:
             return self._cached
         history_updates, history = metric_columns(tamiyo.history)
-        series_updates, series = metric_columns(tamiyo.series)
+        series_updates, series = tamiyo.series_columns()
         judges = self.judge.rules
         metrics = {}
         for m in PPO_METRICS:

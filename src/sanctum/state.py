@@ -3,10 +3,10 @@
 :class:`TamiyoState` is the policy-health state: it keeps the PPO policy's updates
 row-oriented, the last 10 payloads (the sparkline history of *every* metric) and the last
 600 (the chart series). A payload is already a frozen Struct, so recording an update costs
-two deque appends however many fields the contract grows, and the per-metric columns are
-cut once per snapshot, not once per event. Any metric's current value and history are
-``values()[metric]`` and ``history_of(metric)``; the KL record (value plus its 10-update
-history) also has its product names (TELE-110), ``kl_divergence`` and
+two deque appends however many fields the contract grows; the per-metric columns are cut
+when a snapshot asks, from the updates recorded since the last cut. Any metric's current
+value and history are ``values()[metric]`` and ``history_of(metric)``; the KL record (value
+plus its 10-update history) also has its product names (TELE-110), ``kl_divergence`` and
 ``kl_divergence_history``. ``None`` stays ``None`` all the way: "not measured" is never a
 zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies are in
 :mod:`sanctum.snapshot`.
@@ -14,6 +14,7 @@ zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -28,6 +29,8 @@ from sanctum.snapshot import RunFacts, RunSnapshot
 from sanctum.trend import least_squares_slope
 from telemetry.events import PPOUpdatePayload
 
+Columns = tuple[tuple[int, ...], dict[str, tuple[float | None, ...]]]
+"""Update indices, and one tuple of values per metric (None: not measured)."""
 HISTORY_LEN: Final = 10
 """Updates kept for sparklines and the drift rate."""
 SERIES_LEN: Final = 600
@@ -59,6 +62,8 @@ class TamiyoState:
         self.last_early_stop_reason: str | None = None
         self.max_kl: float | None = None
         """``max_kl`` declared in ``run_started.config``; None when the run has none."""
+        self._cut: Columns | None = None
+        self._cut_seen = 0
 
     def record(self, payload: PPOUpdatePayload) -> None:
         """Fold one update in (the hot path: a few attribute writes and two appends)."""
@@ -69,6 +74,25 @@ class TamiyoState:
         if payload.early_stopped:
             self.early_stops += 1
             self.last_early_stop_reason = early_stop_text(payload)
+
+    def series_columns(self) -> Columns:
+        """``metric_columns(self.series)``, cut only from the updates recorded since the
+        last call: a snapshot a frame would otherwise copy 600 values of every metric."""
+        new = self.updates_seen - self._cut_seen
+        if self._cut is None or new >= len(self.series):
+            self._cut = metric_columns(self.series)
+        elif new > 0:
+            fresh_updates, fresh = metric_columns(
+                list(itertools.islice(reversed(self.series), new))[::-1]
+            )
+            updates, columns = self._cut
+            drop = len(updates) + new - len(self.series)
+            self._cut = (
+                updates[drop:] + fresh_updates,
+                {m: column[drop:] + fresh[m] for m, column in columns.items()},
+            )
+        self._cut_seen = self.updates_seen
+        return self._cut
 
     def values(self) -> dict[str, float | None]:
         """Every metric of the latest update (empty before the first update)."""
@@ -109,9 +133,7 @@ _METRIC_GETTERS: Final = tuple((m, attrgetter(m)) for m in PPO_METRICS)
 _UPDATE_GETTER: Final = attrgetter("update")
 
 
-def metric_columns(
-    payloads: Sequence[PPOUpdatePayload],
-) -> tuple[tuple[int, ...], dict[str, tuple[float | None, ...]]]:
+def metric_columns(payloads: Sequence[PPOUpdatePayload]) -> Columns:
     """Update indices and one tuple per metric, cut from ``payloads`` column by column.
 
     One C-level ``map`` per column, and a few dozen objects per call rather than a tuple

@@ -8,6 +8,8 @@ from collections import deque
 from types import MappingProxyType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sanctum.aggregator import SanctumAggregator, empty_snapshot
 from sanctum.health import Level
@@ -174,6 +176,20 @@ def test_metric_columns_keep_none() -> None:
     assert columns["entropy"] == (None, 0.5)
     assert set(columns) == set(PPO_METRICS)
     assert metric_columns([]) == ((), {m: () for m in PPO_METRICS})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=9), min_size=1, max_size=12))
+def test_series_columns_cut_as_they_grow_equal_a_cut_of_the_whole_series(
+    batches: list[int],
+) -> None:
+    tamiyo = TamiyoState(series_len=7)
+    update = 0
+    for size in batches:  # a frame after each batch of updates, the window sliding past 7
+        for _ in range(size):
+            tamiyo.record(ppo_update(update, entropy=None if update % 3 else 0.1 * update))
+            update += 1
+        assert tamiyo.series_columns() == metric_columns(tamiyo.series)
 
 
 def test_empty_snapshot_is_waiting_and_pending() -> None:
