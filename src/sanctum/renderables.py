@@ -110,11 +110,18 @@ def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
     """Neighbouring cells of one style joined into one piece of text: a chart row is a few
     styled runs, not one segment per cell, which is what makes it cheap to draw."""
     runs: list[StyledText] = []
+    texts: list[str] = []
+    style: object = None
     for cell in cells:
-        if runs and runs[-1][1] == cell[1]:
-            runs[-1] = cast(StyledText, (runs[-1][0] + cell[0], cell[1]))
-        else:
-            runs.append(cell)
+        if runs and (cell[1] is style or cell[1] == style):  # one style object: no __eq__
+            texts.append(cell[0])
+            continue
+        if len(texts) > 1:
+            runs[-1] = cast(StyledText, ("".join(texts), style))
+        runs.append(cell)
+        texts, style = [cell[0]], cell[1]
+    if len(texts) > 1:
+        runs[-1] = cast(StyledText, ("".join(texts), style))
     return runs
 
 
