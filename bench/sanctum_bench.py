@@ -1,6 +1,7 @@
 """Sanctum figures: replay throughput, summary time, memory, and live tail latency.
 
     python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40] [--screen-only]
+        [--screen-seconds 10] [--screen-warmup 2]
 
 Generates realistic logs (per update: a rollout and a ppo_update with every field set,
 an early stop now and then, a heartbeat every 50 updates) through the real writer, then
@@ -17,8 +18,9 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
 - screen_latency_ms_median / _p95 and dashboard_cpu_share: the real ``sanctum`` command in a
   pseudo-terminal (120x36) while a writer appends 20 updates/s: from an update's line
   flushed to the terminal receiving its ``update N``, and the dashboard process's CPU time
-  over wall time (1.0 = a core); ``*_10_runs``: ``sanctum`` following ten such runs at once
-  (bench/screen_probe.py says how).
+  over wall time (1.0 = a core), after ``--screen-warmup`` seconds of writing (2: the steady
+  cost, not the first seconds of a dashboard that just started); ``*_10_runs``: ``sanctum``
+  following ten such runs at once (bench/screen_probe.py says how).
 
 The last line printed is one JSON object with every figure.
 """
@@ -265,6 +267,12 @@ def main() -> None:
         "--screen-seconds", type=float, default=10.0, help="length of each on-screen measurement"
     )
     parser.add_argument(
+        "--screen-warmup",
+        type=float,
+        default=2.0,
+        help="seconds of writing before each on-screen measurement (0: from the first update)",
+    )
+    parser.add_argument(
         "--screen-only", action="store_true", help="only the on-screen latency and CPU figures"
     )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -283,15 +291,16 @@ def main() -> None:
             tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
             tail_samples=len(latencies),
         )
-    figures.update(screen_figures(args.screen_seconds))
+    figures.update(screen_figures(args.screen_seconds, args.screen_warmup))
     print(json.dumps(figures))
 
 
-def screen_figures(seconds: float) -> dict[str, Any]:
+def screen_figures(seconds: float, warmup: float) -> dict[str, Any]:
     """The real ``sanctum`` in a pseudo-terminal: one run, then ten, at 20 updates/s each."""
     from screen_probe import measure
 
-    one, ten = measure(1, RATE, seconds), measure(10, RATE, seconds)
+    one = measure(1, RATE, seconds, warmup=warmup)
+    ten = measure(10, RATE, seconds, warmup=warmup)
     print(f"screen, 1 run: {one}\nscreen, 10 runs: {ten}", file=sys.stderr)
     return {
         "screen_latency_ms_median": one["screen_latency_ms_median"],
@@ -301,6 +310,7 @@ def screen_figures(seconds: float) -> dict[str, Any]:
         "screen_latency_ms_p95_10_runs": ten["screen_latency_ms_p95"],
         "dashboard_cpu_share_10_runs": ten["dashboard_cpu_share"],
         "screen_updates_per_second_per_run": RATE,
+        "screen_warmup_seconds": warmup,
     }
 
 

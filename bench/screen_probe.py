@@ -10,6 +10,12 @@ latency is from the append (flushed to the file) to the bytes that draw it. A ru
 
 CPU share is the dashboard process's user + system CPU time over the measured window
 divided by the window's wall time (1.0 = one full core), read with psutil.
+
+The window opens after ``warmup`` seconds of writing (2 s by default): the steady cost of
+following a run, not the first seconds of a dashboard that has just started, when its
+panels grow to their widths (each growth lays the screen out again, about 10 ms) and
+Python runs code paths for the first time. Latencies are taken in the window only.
+``warmup=0`` measures from the first update written, as this probe did before.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogWriter
 from telemetry.events import RunStartedPayload, TrainerInfo
 
+WARMUP_SECONDS = 2.0
+"""Seconds of writing before the measured window opens."""
 UPDATE_MARK = re.compile(rb"(?:update |\bu)(\d+)\b")
 
 
@@ -153,9 +161,11 @@ def measure(
     cols: int = 120,
     rows: int = 36,
     extra: tuple[str, ...] = (),
+    warmup: float = WARMUP_SECONDS,
 ) -> dict[str, float]:
-    """Follow ``runs`` live runs, each written at ``rate`` updates/s for ``seconds``, with
-    ``sanctum RUN... *extra`` (e.g. ``("--refresh", "0.25")``)."""
+    """Follow ``runs`` live runs, each written at ``rate`` updates/s for ``warmup`` and then
+    ``seconds`` (the measured window), with ``sanctum RUN... *extra`` (e.g.
+    ``("--refresh", "0.25")``)."""
     import statistics
     from tempfile import TemporaryDirectory
 
@@ -174,12 +184,13 @@ def measure(
             _wait_drawn(term, writers[0].start_update - 1)
             proc = psutil.Process(term.process.pid)
             stop = threading.Event()
-            threads = [
-                threading.Thread(target=w.run, args=(int(seconds * rate), stop)) for w in writers
-            ]
-            cpu0, t0 = proc.cpu_times(), time.perf_counter()
+            total = int((warmup + seconds) * rate)
+            threads = [threading.Thread(target=w.run, args=(total, stop)) for w in writers]
             for thread in threads:
                 thread.start()
+            time.sleep(warmup)
+            cpu0, t0 = proc.cpu_times(), time.perf_counter()
+            first = writers[0].start_update + int(warmup * rate)
             for thread in threads:
                 thread.join()
             cpu1, t1 = proc.cpu_times(), time.perf_counter()
@@ -188,7 +199,7 @@ def measure(
             term.close()
             for writer in writers:
                 writer.close()
-        latencies = _latencies(term, writers[0])
+        latencies = _latencies(term, writers[0], first)
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     return {
         "screen_latency_ms_median": round(statistics.median(latencies), 1),
@@ -210,10 +221,11 @@ def _wait_drawn(term: Terminal, update: int, timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
-def _latencies(term: Terminal, writer: Writer) -> list[float]:
+def _latencies(term: Terminal, writer: Writer, first: int) -> list[float]:
+    """Append-to-screen times of the updates from ``first`` on, in ms."""
     out = []
     for update, appended in writer.appended.items():
-        if update < writer.start_update:
+        if update < first:
             continue
         seen = term.first_seen(update)
         if seen is not None:
@@ -225,5 +237,8 @@ if __name__ == "__main__":
     import json
 
     # python bench/screen_probe.py RUNS RATE SECONDS [sanctum options...]
+    # (SCREEN_WARMUP=SECONDS in the environment changes the warm-up; 0: none)
     runs, rate, seconds, *options = sys.argv[1:]
-    print(json.dumps(measure(int(runs), float(rate), float(seconds), extra=tuple(options))))
+    warmup = float(os.environ.get("SCREEN_WARMUP", WARMUP_SECONDS))
+    figures = measure(int(runs), float(rate), float(seconds), extra=tuple(options), warmup=warmup)
+    print(json.dumps(figures))

@@ -9,9 +9,10 @@ same snapshot (the tick changes only its clock and connection, never its figures
 freezes the display while reading goes on; ``app.snapshot`` is the newest snapshot taken
 (while paused, every one is taken; tests and the tail-latency benchmark read it).
 The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
-for the next slot, 0.1 s by default): a trainer that updates twenty times a second gets ten
-frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of styled runs
-(no Rich layout), and a label lays the screen out again only when its text outgrows it.
+for the next slot, 0.125 s by default): a trainer that updates twenty times a second gets
+eight frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
+styled runs (no Rich layout), and a label lays the screen out again only when its text
+outgrows it.
 
 Given a :class:`~sanctum.supervisor.TrainerProcess` (``ppo train`` runs its trainer in a
 child process and this app in the parent), the app also watches the child: a child that

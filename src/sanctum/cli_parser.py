@@ -119,8 +119,8 @@ def _add_watch_and_replay(
             type=positive_number,
             metavar="SECONDS",
             default=argparse.SUPPRESS,
-            help="shortest time between two redraws (default 0.1: an update is on screen "
-            "within about 0.1 s; 0.5 costs about half the CPU)",
+            help="shortest time between two redraws (default 0.125: an update is on screen "
+            "in about 80 ms; 0.5 costs about a quarter of the CPU)",
         )
 
 
