@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import stable_baselines3
 from gymnasium import spaces
@@ -34,9 +35,19 @@ from telemetry.integrations.sb3_figures import (
 )
 from telemetry.recorder import Recorder
 
-if TYPE_CHECKING:  # torch comes with SB3; this module names its types only
-    from torch.optim import Optimizer
-    from torch.utils.hooks import RemovableHandle
+
+class _Handle(Protocol):
+    """What an optimizer hook's registration returns (torch's ``RemovableHandle``)."""
+
+    def remove(self) -> None: ...
+
+
+class Optimizer(Protocol):
+    """The one thing the callback needs of SB3's torch optimizer: a step hook (named
+    structurally, so this package never imports torch, not even for its types)."""
+
+    def register_step_post_hook(self, hook: Callable[..., None]) -> _Handle: ...
+
 
 HEARTBEAT_SECONDS: Final = 5.0
 """A heartbeat is written when a rollout has been silent this long."""
@@ -115,7 +126,7 @@ class SanctumCallback(BaseCallback):
         self._returns: list[float] = []
         self._lengths: list[int] = []
         self._steps = 0
-        self._hook: tuple[Optimizer, RemovableHandle] | None = None
+        self._hook: tuple[Optimizer, _Handle] | None = None
         self._mark = (0, 0.0)
         self._last_event = 0.0
 
