@@ -1,7 +1,7 @@
 """Sanctum figures: replay throughput, summary time, memory, and live tail latency.
 
     python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40] [--screen-only]
-        [--screen-seconds 10] [--screen-warmup 2]
+        [--screen-seconds 10] [--screen-warmup 2] [--screen-repeats 3]
 
 Generates realistic logs (per update: a rollout and a ppo_update with every field set,
 an early stop now and then, a heartbeat every 50 updates) through the real writer, then
@@ -20,7 +20,9 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
   flushed to the terminal receiving its ``update N``, and the dashboard process's CPU time
   over wall time (1.0 = a core), after ``--screen-warmup`` seconds of writing (2: the steady
   cost, not the first seconds of a dashboard that just started); ``*_10_runs``: ``sanctum``
-  following ten such runs at once (bench/screen_probe.py says how).
+  following ten such runs at once (bench/screen_probe.py says how). Each is the median of
+  ``--screen-repeats`` measurements (3): the CPU share of one measurement varies by about
+  a tenth between runs here; ``dashboard_cpu_share_range`` gives the lowest and highest.
 
 The last line printed is one JSON object with every figure.
 """
@@ -273,6 +275,12 @@ def main() -> None:
         help="seconds of writing before each on-screen measurement (0: from the first update)",
     )
     parser.add_argument(
+        "--screen-repeats",
+        type=int,
+        default=3,
+        help="on-screen measurements of each kind; the figures are their medians",
+    )
+    parser.add_argument(
         "--screen-only", action="store_true", help="only the on-screen latency and CPU figures"
     )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -291,26 +299,36 @@ def main() -> None:
             tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
             tail_samples=len(latencies),
         )
-    figures.update(screen_figures(args.screen_seconds, args.screen_warmup))
+    figures.update(screen_figures(args.screen_seconds, args.screen_warmup, args.screen_repeats))
     print(json.dumps(figures))
 
 
-def screen_figures(seconds: float, warmup: float) -> dict[str, Any]:
-    """The real ``sanctum`` in a pseudo-terminal: one run, then ten, at 20 updates/s each."""
+def screen_figures(seconds: float, warmup: float, repeats: int) -> dict[str, Any]:
+    """The real ``sanctum`` in a pseudo-terminal: one run, then ten, at 20 updates/s each;
+    every figure the median of ``repeats`` measurements."""
     from screen_probe import measure
 
-    one = measure(1, RATE, seconds, warmup=warmup)
-    ten = measure(10, RATE, seconds, warmup=warmup)
-    print(f"screen, 1 run: {one}\nscreen, 10 runs: {ten}", file=sys.stderr)
+    def medians(runs: int) -> dict[str, Any]:
+        rows = [measure(runs, RATE, seconds, warmup=warmup) for _ in range(max(repeats, 1))]
+        print(f"screen, {runs} run(s): {rows}", file=sys.stderr)
+        cpu = [row["dashboard_cpu_share"] for row in rows]
+        return {key: statistics.median(row[key] for row in rows) for key in rows[0]} | {
+            "cpu_range": [min(cpu), max(cpu)]
+        }
+
+    one, ten = medians(1), medians(10)
     return {
         "screen_latency_ms_median": one["screen_latency_ms_median"],
         "screen_latency_ms_p95": one["screen_latency_ms_p95"],
         "dashboard_cpu_share": one["dashboard_cpu_share"],
+        "dashboard_cpu_share_range": one["cpu_range"],
         "screen_latency_ms_median_10_runs": ten["screen_latency_ms_median"],
         "screen_latency_ms_p95_10_runs": ten["screen_latency_ms_p95"],
         "dashboard_cpu_share_10_runs": ten["dashboard_cpu_share"],
+        "dashboard_cpu_share_range_10_runs": ten["cpu_range"],
         "screen_updates_per_second_per_run": RATE,
         "screen_warmup_seconds": warmup,
+        "screen_repeats": max(repeats, 1),
     }
 
 

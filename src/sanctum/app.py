@@ -9,8 +9,9 @@ same snapshot (the tick changes only its clock and connection, never its figures
 freezes the display while reading goes on; ``app.snapshot`` is the newest snapshot taken
 (while paused, every one is taken; tests and the tail-latency benchmark read it).
 The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
-for the next slot, 0.125 s by default): a trainer that updates twenty times a second gets
-eight frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
+for the next slot, 0.15 s by default), and a frame is drawn as a line arrives where the
+trainer allows it (``SnapshotFeed.taken``): a trainer that updates twenty times a second
+gets five frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
 styled runs (no Rich layout), and a label lays the screen out again only when its text
 outgrows it.
 
@@ -128,9 +129,9 @@ class SanctumApp(App[None]):
         """Every reader notice so far, oldest first."""
         self._snapshot: SanctumSnapshot | None = None
         self._shown: SanctumSnapshot | None = None
+        """The snapshot every widget on screen shows."""
         self._drawn: SanctumSnapshot | None = None
         """The snapshot ``_shown`` was made from (the same, unless the trainer is down)."""
-        """The snapshot every widget on screen shows."""
 
     @property
     def snapshot(self) -> SanctumSnapshot | None:
@@ -187,7 +188,7 @@ class SanctumApp(App[None]):
         if not self.paused and self._snapshot is not None and self._snapshot is not self._drawn:
             self._show(self._snapshot)
         else:
-            self.feed.taken()
+            self.feed.taken(slot=self.refresh_seconds)
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))

@@ -9,8 +9,10 @@ UI asks, so a snapshot is built per frame, not per batch, it holds everything wr
 until that moment, and a trainer writing twenty updates a second costs one read per frame
 rather than a look every ``poll_interval`` (the habit of toolong's ``log_lines.py``:
 coalesce a fast log into fewer, newer snapshots, never a growing message queue). Only
-while the UI waits is the file polled, and the first new line is posted at once. There
-is no Textual here: the loop is driven and tested with plain callables.
+while the UI waits is the file polled, and the first new line is posted at once; lines
+that piled up during a slot of a fast trainer wait for its next line, so frames are drawn
+as lines arrive (:meth:`SnapshotFeed.taken`). There is no Textual here: the loop is
+driven and tested with plain callables.
 
 Replay paces events by their ``ts`` deltas divided by the speed, with long gaps capped,
 and keeps a virtual clock so "elapsed" and "stale" read as they did during the run.
@@ -21,8 +23,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
@@ -33,11 +36,12 @@ from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, 
 from telemetry.events import Event
 
 Severity = Literal["information", "warning", "error"]
-REFRESH_SECONDS = 0.125
+REFRESH_SECONDS = 0.15
 """Shortest time between two frames of a dashboard (one run or many): an update is on
 screen in about 80 ms (median, bench/sanctum_bench.py), and a trainer writing twenty
-updates a second gets eight frames, not twenty. A frame costs about 12 ms of CPU here, so
-this is the trade between latency (half a slot, plus a frame) and CPU (a frame a slot)."""
+updates a second gets five frames, not twenty. A frame costs about 12 ms of CPU here, so
+this is the trade between latency (half a slot, plus a frame) and CPU (a frame a slot):
+0.1 s gives about 65 ms at 11% of a core, 0.15 s 70 to 80 ms at 7.5%, 0.5 s 270 ms at 3%."""
 TICK_SECONDS = 1.0
 """Longest time between two frames while nothing is written: STALE shows on time."""
 POLL_INTERVAL = 0.02
@@ -45,6 +49,12 @@ POLL_INTERVAL = 0.02
 UI_WAIT_SECONDS = 0.25
 """Longest sleep while the UI draws: it wakes the loop when it takes the snapshot, so
 this only bounds how long a closing app waits for the loop to notice."""
+FRESH_SECONDS = POLL_INTERVAL
+"""A file written this recently when a slot opens ends with a line that just arrived."""
+HOLD_POLL_INTERVAL = 0.005
+"""Seconds between looks while lines wait for the next line (see ``SnapshotFeed.taken``),
+from the moment it is due: it is drawn about 2 ms after it arrives, for a few looks a
+frame."""
 MAX_REPLAY_GAP = 2.0
 """Longest real-time pause of a replay, in seconds, however long the recorded gap."""
 
@@ -59,6 +69,25 @@ class FeedCallbacks:
     """Receives one line for a human: the file was reset, or cannot be read at all."""
     stopped: Callable[[], bool]
     """True once the loop should end (the app is closing)."""
+
+
+def arrival_wait(now: float, stamps: Sequence[float], written: float | None, slot: float) -> float:
+    """Seconds the lines read as a redraw slot opens wait for the next line.
+
+    ``stamps`` are their ``ts`` in file order, ``written`` the file's last write. They
+    wait only when they came in several writes (gaps of ``FRESH_SECONDS`` or more: a
+    trainer faster than the slot) and the next write, due one gap after the last, comes
+    before the oldest of them is ``slot`` old (give or take ``FRESH_SECONDS``: a trainer's
+    pace jitters, and a pace that fills a slot exactly must not make frames alternate);
+    then until it is due, plus ``FRESH_SECONDS``, at most. Never when the last write is
+    fresh: a line has just arrived. Times are the wall clock; one that disagrees with the
+    writer's can shorten the wait to 0 or stretch it to ``slot``, no further."""
+    if written is not None and 0 <= now - written <= FRESH_SECONDS:
+        return 0.0
+    gap = max((b - a for a, b in pairwise(stamps)), default=0.0)
+    if gap < FRESH_SECONDS or stamps[-1] + gap > stamps[0] + slot + FRESH_SECONDS:
+        return 0.0
+    return min(max(stamps[-1] + gap + FRESH_SECONDS - now, 0.0), slot)
 
 
 class ReplayClock:
@@ -121,6 +150,12 @@ class SnapshotFeed:
         self._ui_free = threading.Event()
         self._ui_free.set()
         self._dirty = True  # the first snapshot (WAITING) is owed at once
+        self._opened = 0.0
+        """The redraw slot the UI has just opened (see :meth:`taken`); 0 once read."""
+        self._hold_until: float | None = None
+        """Monotonic time until which folded lines wait for the next line (None: no wait)."""
+        self._due = 0.0
+        """Monotonic time the next line is due while lines wait: the first look for it."""
 
     def now(self) -> float:
         """The clock snapshots are taken with: the replay's virtual time while it replays."""
@@ -128,9 +163,18 @@ class SnapshotFeed:
         virtual = replay() if replay is not None else None
         return self._clock() if virtual is None else virtual
 
-    def taken(self) -> None:
+    def taken(self, slot: float = 0.0) -> None:
         """The UI has used the last published snapshot and wants the next one: it is
-        posted as soon as anything new was read (at once when something already was)."""
+        posted as soon as anything new was read (at once when something already was).
+
+        With ``slot`` (a redraw slot that long has just opened), lines from several writes
+        during the slot wait for the trainer's next line when it is due soon (see
+        :func:`arrival_wait`), so the frame is drawn as a line arrives, not at a moment
+        unrelated to the trainer: a trainer writing every 50 ms into 150 ms slots gets a
+        frame every fourth update, drawn as that update arrives, and the three before it
+        waited 50, 100 and 150 ms; unaligned, every update waits on average half a frame
+        interval more. Waiting ends with the next line, or when it is overdue."""
+        self._opened = slot
         self._ui_free.set()
         self._wake.set()
 
@@ -162,6 +206,7 @@ class SnapshotFeed:
     def run(self, callbacks: FeedCallbacks) -> None:
         """Read until ``callbacks.stopped()``; returns early only on an unusable log."""
         while not callbacks.stopped():
+            opened, self._opened = self._opened, 0.0
             try:
                 batch = self.reader.read_new()
             except EventLogNotFound:
@@ -181,6 +226,7 @@ class SnapshotFeed:
             else:
                 self.aggregator.handle_batch(batch)
                 self._dirty = True
+                self._arrived(batch, opened)
                 self._flush(callbacks)
         self._flush(callbacks)
 
@@ -188,11 +234,39 @@ class SnapshotFeed:
         """Caught up. While the UI has not taken the last snapshot, sleep until it does:
         the file is read then, so the next frame holds everything written until it, and a
         trainer writing twenty updates a second costs one read per frame, not a look every
-        ``poll_interval``. Once the UI waits, look for new lines every ``poll_interval``."""
-        if self._ui_free.is_set():
+        ``poll_interval``. Once the UI waits, look for new lines every ``poll_interval``;
+        while folded lines wait for the next one, from when it is due, every
+        ``HOLD_POLL_INTERVAL``."""
+        if self._ui_free.is_set() and self._hold_until is not None:
+            self._sleep(max(self._due - self._monotonic(), HOLD_POLL_INTERVAL), callbacks)
+        elif self._ui_free.is_set():
             self._sleep(self.poll_interval, callbacks)
         while not (self._ui_free.is_set() or callbacks.stopped()):
             self._sleep_for(UI_WAIT_SECONDS)
+
+    def _arrived(self, batch: ReadBatch, opened: float) -> None:
+        """Lines were folded: read as a slot of ``opened`` seconds opened, they may wait
+        for the next line (see :meth:`taken`); read by a later look, they just arrived,
+        and end any wait."""
+        if opened <= 0:
+            self._hold_until = None
+            return
+        try:
+            written = os.stat(self.path).st_mtime
+        except OSError:
+            written = None
+        stamps = [event.ts for event in batch.events]
+        wait = arrival_wait(self._clock(), stamps, written, opened)
+        now = self._monotonic()
+        self._hold_until = now + wait if wait > 0 else None
+        self._due = now + wait - FRESH_SECONDS
+
+    def _holding(self) -> bool:
+        """Folded lines still wait for the next line (see :meth:`taken`)."""
+        until = self._hold_until
+        if until is not None and self._monotonic() >= until:
+            self._hold_until = until = None
+        return until is not None
 
     def _caught_up(self) -> None:
         """At the end of the file a replay becomes a live follow on the wall clock."""
@@ -201,7 +275,7 @@ class SnapshotFeed:
 
     def _flush(self, callbacks: FeedCallbacks) -> None:
         """Post a snapshot if something changed and the UI took the previous one."""
-        if self._dirty and self._ui_free.is_set():
+        if self._dirty and self._ui_free.is_set() and not self._holding():
             self._ui_free.clear()
             self._dirty = False
             callbacks.publish(self.aggregator.snapshot(self.now()))

@@ -94,8 +94,10 @@ def rollout(update: int, **fields: Any) -> RolloutPayload:
 class RunLog(LogBuilder):
     """The library's log builder (a fake clock: one second per event) with a run's parts."""
 
-    def __init__(self, path: Path, run_id: str = "run-test", t0: float = T0) -> None:
-        super().__init__(path, run_id=run_id, t0=t0)
+    def __init__(
+        self, path: Path, run_id: str = "run-test", t0: float = T0, tick: float = 1.0
+    ) -> None:
+        super().__init__(path, run_id=run_id, t0=t0, tick=tick)
 
     def start(  # type: ignore[override]
         self, config: Mapping[str, Any] | None = None, schema: int = 1, env_id: str = "CartPole-v1"

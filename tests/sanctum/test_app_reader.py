@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from sanctum.reader_worker import (
+    FRESH_SECONDS,
+    HOLD_POLL_INTERVAL,
     UI_WAIT_SECONDS,
     FeedCallbacks,
     ReplayClock,
     Severity,
     SnapshotFeed,
+    arrival_wait,
 )
 from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
@@ -190,3 +194,112 @@ def test_replay_clock_never_passes_the_next_event() -> None:
 def test_replay_speed_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="replay speed must be > 0, got 0"):
         SnapshotFeed(tmp_path / "x.jsonl", DEFAULT_THRESHOLDS, replay_speed=0.0)
+
+
+SLOT = 0.15
+
+
+@pytest.mark.parametrize(
+    ("stamps", "written", "wait"),
+    [
+        ([10.00, 10.05], 10.05, 0.04),  # due at 10.10 (one gap on): wait until 10.12
+        ([10.00, 10.00], 10.00, 0.0),  # one write (a rollout and its update): no wait
+        ([10.00], 10.00, 0.0),
+        ([10.00, 10.09, 10.095], 10.095, 0.0),  # due 10.185: oldest 0.185 old, > a slot
+        ([10.00, 10.05, 10.10], 10.10, 0.09),  # due at 10.15, the oldest a slot old: wait
+        ([9.97, 10.01, 10.05], 10.05, 0.03),  # due at 10.09: wait until 10.11
+        ([10.00, 10.05], 10.07, 0.0),  # the file was written 10 ms ago: a line just arrived
+        ([10.00, 10.05], 10.09, 0.04),  # ...or later than now (another clock): not fresh
+        ([9.00, 9.05], 9.05, 0.0),  # long overdue: draw now
+        ([20.00, 20.05], None, SLOT),  # the writer's clock runs ahead: a slot at most
+    ],
+)
+def test_arrival_wait(stamps: list[float], written: float | None, wait: float) -> None:
+    assert arrival_wait(10.08, stamps, written, SLOT) == pytest.approx(wait)
+
+
+class AlignedRun:
+    """A live run whose wall clock is the fake monotonic one, written in ~50 ms steps,
+    and a feed with ``SLOT`` redraw slots that has published its first snapshot."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.fake = FakeTime()
+        self.path = tmp_path / "run.jsonl"
+        self.log = RunLog(self.path, t0=T0, tick=0.0)
+        self.log.start()
+        self.feed = SnapshotFeed(
+            self.path,
+            DEFAULT_THRESHOLDS,
+            clock=lambda: T0 + self.fake.now,
+            monotonic=self.fake.monotonic,
+            sleep=self.fake.sleep,
+        )
+        self.owner = Owner(self.feed, take=False)
+        self.owner.run(until=lambda o: len(o.published) == 1)
+        self.start = self.fake.now
+
+    def write(self, update: int, at: float) -> None:
+        """Update ``update`` written ``at`` seconds after ``start`` (the file's mtime too)."""
+        self.log.now = T0 + self.start + at
+        self.log.update(update)
+        os.utime(self.path, (self.log.now, self.log.now))
+
+    def open_slot(self, at: float) -> None:
+        """The UI takes the snapshot as a slot opens, ``at`` seconds after ``start``."""
+        self.fake.now = self.start + at
+        self.feed.taken(slot=SLOT)
+
+
+@pytest.mark.parametrize(("late", "looks"), [(0.0, 0), (0.007, 2)])
+def test_lines_read_as_a_slot_opens_wait_for_the_next_line(
+    tmp_path: Path, late: float, looks: int
+) -> None:
+    run = AlignedRun(tmp_path)
+    run.write(0, at=0.00)
+    run.write(1, at=0.05)
+    run.open_slot(at=0.08)  # the next line is due at 0.10: wait for it, up to 0.12
+    slept = len(run.fake.sleeps)
+
+    def arrives(o: Owner) -> bool:
+        if run.fake.now >= run.start + 0.10 + late - 1e-6 and run.log.now < T0 + run.start + 0.1:
+            assert len(o.published) == 1, "held: nothing drawn before the next line"
+            run.write(2, at=0.10 + late)
+        return len(o.published) == 2
+
+    run.owner.run(until=arrives)
+    assert run.owner.last.update == 2, "the frame is drawn as the next line arrives"
+    expected = [0.02] + [HOLD_POLL_INTERVAL] * looks  # asleep until due, then a look each 5 ms
+    assert run.fake.sleeps[slept:] == pytest.approx(expected, abs=1e-6)
+
+
+def test_lines_wait_no_longer_than_the_next_line_is_due(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.write(0, at=0.00)
+    run.write(1, at=0.05)
+    run.open_slot(at=0.08)
+    run.owner.run(until=lambda o: len(o.published) == 2)  # the trainer went quiet
+    assert run.owner.last.update == 1
+    waited = run.fake.now - (run.start + 0.08)
+    assert 0.04 - 1e-6 <= waited < 0.04 + HOLD_POLL_INTERVAL
+
+
+@pytest.mark.parametrize(
+    ("writes", "slot_at", "slot"),
+    [
+        ([0.0], 0.08, SLOT),  # one write since the last frame: nothing is due soon
+        ([0.0, 0.05], 0.05 + FRESH_SECONDS / 2, SLOT),  # the last line has just arrived
+        ([0.0, 0.05], 0.08, 0.0),  # taken without a slot (paused, the first frame)
+    ],
+)
+def test_lines_are_drawn_at_once_when_waiting_cannot_help(
+    tmp_path: Path, writes: list[float], slot_at: float, slot: float
+) -> None:
+    run = AlignedRun(tmp_path)
+    for update, at in enumerate(writes):
+        run.write(update, at)
+    run.fake.now = run.start + slot_at
+    run.feed.taken(slot=slot)
+    slept = len(run.fake.sleeps)
+    run.owner.run(until=lambda o: len(o.published) == 2)
+    assert run.owner.last.update == len(writes) - 1
+    assert len(run.fake.sleeps) == slept, "published by the first read, without a look more"

@@ -51,6 +51,14 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
 ) -> None:
     path, log = at_update_0(tmp_path)
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=SLOT)
+    slots: list[float] = []
+    taken = app.feed.taken
+
+    def spy(slot: float = 0.0) -> None:
+        slots.append(slot)
+        taken(slot)
+
+    app.feed.taken = spy  # type: ignore[method-assign]
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")  # the first: at once
         assert shown_clock(app).startswith("update 0")
@@ -65,6 +73,7 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
         assert not app.display_pending
         assert shown_clock(app).startswith("update 2")
         assert app.frames == frames + 1  # one redraw, of the newest
+    assert SLOT in slots, "an opening slot tells the reader its length (lines may wait)"
     log.close()
 
 
