@@ -87,7 +87,8 @@ def arrival_wait(now: float, stamps: Sequence[float], written: float | None, slo
     gap = max((b - a for a, b in pairwise(stamps)), default=0.0)
     if gap < FRESH_SECONDS or stamps[-1] + gap > stamps[0] + slot + FRESH_SECONDS:
         return 0.0
-    return min(max(stamps[-1] + gap + FRESH_SECONDS - now, 0.0), slot)
+    wait = stamps[-1] + gap + FRESH_SECONDS - now
+    return min(wait, slot) if wait > 0 else 0.0  # NaN (a hostile ts): no wait
 
 
 class ReplayClock:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sanctum.reader_worker import (
     FRESH_SECONDS,
@@ -212,10 +214,24 @@ SLOT = 0.15
         ([10.00, 10.05], 10.09, 0.04),  # ...or later than now (another clock): not fresh
         ([9.00, 9.05], 9.05, 0.0),  # long overdue: draw now
         ([20.00, 20.05], None, SLOT),  # the writer's clock runs ahead: a slot at most
+        ([], None, 0.0),  # only skipped lines
     ],
 )
 def test_arrival_wait(stamps: list[float], written: float | None, wait: float) -> None:
     assert arrival_wait(10.08, stamps, written, SLOT) == pytest.approx(wait)
+
+
+@given(
+    now=st.floats(),
+    stamps=st.lists(st.floats(), max_size=6),
+    written=st.none() | st.floats(),
+    slot=st.floats(min_value=0.0, max_value=10.0),
+)
+def test_arrival_wait_is_never_negative_nor_longer_than_a_slot(
+    now: float, stamps: list[float], written: float | None, slot: float
+) -> None:
+    """Whatever times a log holds (NaN, Inf, a clock years off), a wait is in [0, slot]."""
+    assert 0.0 <= arrival_wait(now, stamps, written, slot) <= slot
 
 
 class AlignedRun:

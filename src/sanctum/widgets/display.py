@@ -66,7 +66,7 @@ def _over(base: Style, style: Style | str) -> Style:
 def strips(lines: list[Runs], width: int, base: Style) -> list[Strip]:
     """``lines`` as strips exactly ``width`` cells wide over the widget's ``base`` style:
     what a widget that draws with ``render_line`` returns, without Rich's text layout
-    (a big chart or table redrawn eight times a second spends most of a frame there)."""
+    (a big chart or table redrawn several times a second spends most of a frame there)."""
     return [
         Strip(
             [

@@ -9,7 +9,7 @@ A metric not measured by the trainer reads "not measured"; before the first upda
 row reads "pending", never a healthy zero.
 
 The table is one widget that renders all its rows at once: a widget (and a style lookup)
-per cell cost the dashboard most of a frame, and it redraws up to eight times a second.
+per cell cost the dashboard most of a frame, and it redraws up to seven times a second.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Both draw a :class:`~sanctum.runs_feed.Board` they are given, with ``render_line`` over
 strips cut from the pure text of :mod:`sanctum.runs_table` and
 :mod:`sanctum.overlay_chart`: a widget per cell (or a DataTable) would cost a frame its
-per-widget overhead many times over, and the screen is redrawn up to eight times a second.
+per-widget overhead many times over, and the screen is redrawn up to seven times a second.
 Each run (or group of seeds) has one colour, the same in the table's swatch and in its
 overlay line, so the table is the chart's legend too; the overlay repeats the names
 beside the plot.
