@@ -188,7 +188,7 @@ class SanctumApp(App[None]):
         if not self.paused and self._snapshot is not None and self._snapshot is not self._drawn:
             self._show(self._snapshot)
         else:
-            self.feed.taken(slot=self.refresh_seconds)
+            self.feed.taken(slot=0.0 if self.paused else self.refresh_seconds)
 
     def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))

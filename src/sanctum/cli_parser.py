@@ -120,7 +120,7 @@ def _add_watch_and_replay(
             metavar="SECONDS",
             default=argparse.SUPPRESS,
             help="shortest time between two redraws (default 0.15: an update is on screen "
-            "in about 80 ms; 0.5 costs about a third of the CPU, at 270 ms)",
+            "in about 75 ms; 0.5 costs about a third of the CPU, at 270 ms)",
         )
 
 

@@ -37,11 +37,12 @@ from telemetry.events import Event
 
 Severity = Literal["information", "warning", "error"]
 REFRESH_SECONDS = 0.15
-"""Shortest time between two frames of a dashboard (one run or many): an update is on
-screen in about 80 ms (median, bench/sanctum_bench.py), and a trainer writing twenty
-updates a second gets five frames, not twenty. A frame costs about 12 ms of CPU here, so
-this is the trade between latency (half a slot, plus a frame) and CPU (a frame a slot):
-0.1 s gives about 65 ms at 11% of a core, 0.15 s 70 to 80 ms at 7.5%, 0.5 s 270 ms at 3%."""
+"""Shortest time between two frames of a dashboard (one run or many). A frame costs about
+12 ms of CPU here, so this is the trade between latency and CPU (a frame a slot). One
+run's frames fall on the trainer's lines (``SnapshotFeed.taken``): at twenty updates a
+second it gets five frames, not twenty, and an update is on screen in about 71 ms median
+at 7.5% of a core (bench/sanctum_bench.py); 0.1 s gives about 65 ms at 11%, 0.5 s 270 ms
+at 3%. The run table draws on the slot alone: ten such runs, 86 ms at 6%."""
 TICK_SECONDS = 1.0
 """Longest time between two frames while nothing is written: STALE shows on time."""
 POLL_INTERVAL = 0.02
@@ -49,8 +50,13 @@ POLL_INTERVAL = 0.02
 UI_WAIT_SECONDS = 0.25
 """Longest sleep while the UI draws: it wakes the loop when it takes the snapshot, so
 this only bounds how long a closing app waits for the loop to notice."""
-FRESH_SECONDS = POLL_INTERVAL
-"""A file written this recently when a slot opens ends with a line that just arrived."""
+PACE_TOLERANCE = 0.02
+"""How near in time two moments of a trainer's pace count as one (see ``arrival_wait``):
+a file written this recently has just had a line; lines this close came in one write (a
+rollout and its update); a next write due this much past the slot still fits it, and
+one this late is overdue. One figure for all four, because each asks the same question
+of the same pace: a trainer's timing jitters by a few milliseconds, and anything finer
+than the look interval after a write (``HOLD_POLL_INTERVAL``) cannot be seen anyway."""
 HOLD_POLL_INTERVAL = 0.005
 """Seconds between looks while lines wait for the next line (see ``SnapshotFeed.taken``),
 from the moment it is due: it is drawn about 2 ms after it arrives, for a few looks a
@@ -75,19 +81,21 @@ def arrival_wait(now: float, stamps: Sequence[float], written: float | None, slo
     """Seconds the lines read as a redraw slot opens wait for the next line.
 
     ``stamps`` are their ``ts`` in file order, ``written`` the file's last write. They
-    wait only when they came in several writes (gaps of ``FRESH_SECONDS`` or more: a
+    wait only when they came in several writes (gaps of ``PACE_TOLERANCE`` or more: a
     trainer faster than the slot) and the next write, due one gap after the last, comes
-    before the oldest of them is ``slot`` old (give or take ``FRESH_SECONDS``: a trainer's
+    before the oldest of them is ``slot`` old (give or take ``PACE_TOLERANCE``: a trainer's
     pace jitters, and a pace that fills a slot exactly must not make frames alternate);
-    then until it is due, plus ``FRESH_SECONDS``, at most. Never when the last write is
-    fresh: a line has just arrived. Times are the wall clock; one that disagrees with the
-    writer's can shorten the wait to 0 or stretch it to ``slot``, no further."""
-    if written is not None and 0 <= now - written <= FRESH_SECONDS:
+    then until it is due, plus ``PACE_TOLERANCE``, at most. Never when the last write is
+    fresh: a line has just arrived. ``now``, the stamps and ``written`` are read as one
+    clock (the feed's: the wall clock outside tests); a writer whose clock disagrees, or
+    a file system with coarse mtimes, can shorten the wait to 0 or stretch it to
+    ``slot``, no further."""
+    if written is not None and 0 <= now - written <= PACE_TOLERANCE:
         return 0.0
     gap = max((b - a for a, b in pairwise(stamps)), default=0.0)
-    if gap < FRESH_SECONDS or stamps[-1] + gap > stamps[0] + slot + FRESH_SECONDS:
+    if gap < PACE_TOLERANCE or stamps[-1] + gap > stamps[0] + slot + PACE_TOLERANCE:
         return 0.0
-    wait = stamps[-1] + gap + FRESH_SECONDS - now
+    wait = stamps[-1] + gap + PACE_TOLERANCE - now
     return min(wait, slot) if wait > 0 else 0.0  # NaN (a hostile ts): no wait
 
 
@@ -152,11 +160,10 @@ class SnapshotFeed:
         self._ui_free.set()
         self._dirty = True  # the first snapshot (WAITING) is owed at once
         self._opened = 0.0
-        """The redraw slot the UI has just opened (see :meth:`taken`); 0 once read."""
+        """The redraw slot the UI has just opened (see :meth:`taken`); 0 once read. The
+        loop swaps it for 0 unlocked: a slot opened in between only goes without a wait."""
         self._hold_until: float | None = None
         """Monotonic time until which folded lines wait for the next line (None: no wait)."""
-        self._due = 0.0
-        """Monotonic time the next line is due while lines wait: the first look for it."""
 
     def now(self) -> float:
         """The clock snapshots are taken with: the replay's virtual time while it replays."""
@@ -176,6 +183,8 @@ class SnapshotFeed:
         waited 50, 100 and 150 ms; unaligned, every update waits on average half a frame
         interval more. Waiting ends with the next line, or when it is overdue."""
         self._opened = slot
+        if slot <= 0:  # paused, say: what waits is wanted now
+            self._hold_until = None
         self._ui_free.set()
         self._wake.set()
 
@@ -213,6 +222,7 @@ class SnapshotFeed:
             except EventLogNotFound:
                 batch = ReadBatch()
             except EventLogError as exc:  # unreadable or a newer schema: nothing to follow
+                self._hold_until = None  # what was read is all there will be: show it
                 self._flush(callbacks)
                 callbacks.notice(str(exc), "error")
                 return
@@ -236,10 +246,12 @@ class SnapshotFeed:
         the file is read then, so the next frame holds everything written until it, and a
         trainer writing twenty updates a second costs one read per frame, not a look every
         ``poll_interval``. Once the UI waits, look for new lines every ``poll_interval``;
-        while folded lines wait for the next one, from when it is due, every
-        ``HOLD_POLL_INTERVAL``."""
-        if self._ui_free.is_set() and self._hold_until is not None:
-            self._sleep(max(self._due - self._monotonic(), HOLD_POLL_INTERVAL), callbacks)
+        while folded lines wait for the next one, every ``HOLD_POLL_INTERVAL`` from when
+        it is due."""
+        until = self._hold_until
+        if self._ui_free.is_set() and until is not None:  # look every 20 ms until due
+            due = until - PACE_TOLERANCE - self._monotonic()
+            self._sleep(min(max(due, HOLD_POLL_INTERVAL), self.poll_interval), callbacks)
         elif self._ui_free.is_set():
             self._sleep(self.poll_interval, callbacks)
         while not (self._ui_free.is_set() or callbacks.stopped()):
@@ -258,9 +270,7 @@ class SnapshotFeed:
             written = None
         stamps = [event.ts for event in batch.events]
         wait = arrival_wait(self._clock(), stamps, written, opened)
-        now = self._monotonic()
-        self._hold_until = now + wait if wait > 0 else None
-        self._due = now + wait - FRESH_SECONDS
+        self._hold_until = self._monotonic() + wait if wait > 0 else None
 
     def _holding(self) -> bool:
         """Folded lines still wait for the next line (see :meth:`taken`)."""

@@ -9,7 +9,7 @@ aggregator's run facts and health alone, and only the focused run gets one.
 
 Cost is bounded by frames, not by events: while logs grow, the runs are read once per
 frame (``frame_seconds``) and a board is posted only when the UI took the previous one,
-so ten runs writing twenty updates a second each make eight boards a second, each holding
+so ten runs writing twenty updates a second each make about six boards a second, each holding
 everything read until then. While the logs are quiet they are polled every
 ``poll_interval``, and the first new line is posted at once. With nothing new, a board is
 still posted every ``tick_seconds``, so a silent run turns STALE on screen.

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sanctum.reader_worker import (
-    FRESH_SECONDS,
     HOLD_POLL_INTERVAL,
+    PACE_TOLERANCE,
+    POLL_INTERVAL,
     UI_WAIT_SECONDS,
     FeedCallbacks,
     ReplayClock,
@@ -299,11 +300,63 @@ def test_lines_wait_no_longer_than_the_next_line_is_due(tmp_path: Path) -> None:
     assert 0.04 - 1e-6 <= waited < 0.04 + HOLD_POLL_INTERVAL
 
 
+def test_a_line_before_it_is_due_is_seen_within_a_look(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.write(0, at=0.00)
+    run.write(1, at=0.06)
+    run.open_slot(at=0.085)  # due at 0.12 by the last gap; the trainer is early
+    slept = len(run.fake.sleeps)
+
+    def early(o: Owner) -> bool:
+        if len(run.fake.sleeps) > slept and run.log.now < T0 + run.start + 0.09:
+            run.write(2, at=0.09)  # while the reader sleeps after the slot's read
+        return len(o.published) == 2
+
+    run.owner.run(until=early)
+    assert run.owner.last.update == 2
+    assert run.fake.sleeps[slept:] == pytest.approx([POLL_INTERVAL]), "a look every 20 ms"
+
+
+def test_taking_without_a_slot_ends_a_wait(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.write(0, at=0.00)
+    run.write(1, at=0.05)
+    run.open_slot(at=0.08)
+
+    slept = len(run.fake.sleeps)
+
+    def paused(o: Owner) -> bool:
+        if len(run.fake.sleeps) == slept + 1:  # the wait has begun: the user pauses
+            run.feed.taken()
+        return len(o.published) == 2
+
+    run.owner.run(until=paused)
+    assert run.owner.last.update == 1
+    assert len(run.fake.sleeps) - slept <= 1, "published at the pause, not when due"
+
+
+def test_an_unreadable_log_shows_what_waited_before_the_error(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.write(0, at=0.00)
+    run.write(1, at=0.05)
+    run.open_slot(at=0.08)
+
+    def replaced(o: Owner) -> bool:
+        if run.path.is_file() and len(run.fake.sleeps) > 0:
+            run.path.unlink()
+            run.path.mkdir()  # not a regular file: the reader gives up
+        return False
+
+    run.owner.run(until=replaced)  # returns by itself, on the error
+    assert [severity for _, severity in run.owner.notices] == ["error"]
+    assert run.owner.last.update == 1, "the lines that waited are on screen"
+
+
 @pytest.mark.parametrize(
     ("writes", "slot_at", "slot"),
     [
         ([0.0], 0.08, SLOT),  # one write since the last frame: nothing is due soon
-        ([0.0, 0.05], 0.05 + FRESH_SECONDS / 2, SLOT),  # the last line has just arrived
+        ([0.0, 0.05], 0.05 + PACE_TOLERANCE / 2, SLOT),  # the last line has just arrived
         ([0.0, 0.05], 0.08, 0.0),  # taken without a slot (paused, the first frame)
     ],
 )

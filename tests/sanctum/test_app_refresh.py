@@ -42,6 +42,19 @@ def at_update_0(tmp_path: Path) -> tuple[Path, RunLog]:
     return path, log
 
 
+def slots_taken(app: SanctumApp) -> list[float]:
+    """Every ``slot`` the app passes to ``feed.taken`` from now on (0: no slot)."""
+    slots: list[float] = []
+    taken = app.feed.taken
+
+    def spy(slot: float = 0.0) -> None:
+        slots.append(slot)
+        taken(slot)
+
+    app.feed.taken = spy  # type: ignore[method-assign]
+    return slots
+
+
 def shown_clock(app: SanctumApp) -> str:
     return str(app.query_one(StatusBanner).query_one("#clock", Label).content)
 
@@ -51,14 +64,7 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
 ) -> None:
     path, log = at_update_0(tmp_path)
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=SLOT)
-    slots: list[float] = []
-    taken = app.feed.taken
-
-    def spy(slot: float = 0.0) -> None:
-        slots.append(slot)
-        taken(slot)
-
-    app.feed.taken = spy  # type: ignore[method-assign]
+    slots = slots_taken(app)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")  # the first: at once
         assert shown_clock(app).startswith("update 0")
@@ -74,6 +80,25 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
         assert shown_clock(app).startswith("update 2")
         assert app.frames == frames + 1  # one redraw, of the newest
     assert SLOT in slots, "an opening slot tells the reader its length (lines may wait)"
+    log.close()
+
+
+async def test_a_paused_app_takes_snapshots_without_a_slot(tmp_path: Path) -> None:
+    """Paused, every snapshot is wanted at once: no line may wait for the next one."""
+    path, log = at_update_0(tmp_path)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=0.2)
+    slots = slots_taken(app)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        app.action_toggle_pause()
+        slots.clear()
+        await pilot.pause(0.5)  # the slot of the last frame opens while paused
+        log.update(lively(1, kl=0.005))
+        log.update(lively(2, kl=0.006))
+        await wait_until(pilot, lambda s: s.update == 2, "update 2 taken while paused")
+        assert shown_clock(app).startswith("update 0"), "paused: the screen stays"
+    assert slots, "the slot opened, and snapshots were taken"
+    assert set(slots) == {0.0}
     log.close()
 
 
