@@ -41,8 +41,8 @@ REFRESH_SECONDS = 0.15
 12 ms of CPU here, so this is the trade between latency and CPU (a frame a slot). One
 run's frames fall on the trainer's lines (``SnapshotFeed.taken``): at twenty updates a
 second it gets five frames, not twenty, and an update is on screen in about 71 ms median
-at 7.5% of a core (bench/sanctum_bench.py); 0.1 s gives about 65 ms at 11%, 0.5 s 270 ms
-at 3%. The run table draws on the slot alone: ten such runs, 86 ms at 6%."""
+at 8% of a core (bench/sanctum_bench.py); 0.1 s gives about 65 ms at 11%, 0.5 s 270 ms
+at 3%. The run table draws on the slot alone: ten such runs, 87 ms at 6%."""
 TICK_SECONDS = 1.0
 """Longest time between two frames while nothing is written: STALE shows on time."""
 POLL_INTERVAL = 0.02
