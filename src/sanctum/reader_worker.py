@@ -180,8 +180,9 @@ class SnapshotFeed:
         :func:`arrival_wait`), so the frame is drawn as a line arrives, not at a moment
         unrelated to the trainer: a trainer writing every 50 ms into 150 ms slots gets a
         frame every fourth update, drawn as that update arrives, and the three before it
-        waited 50, 100 and 150 ms; unaligned, every update waits on average half a frame
-        interval more. Waiting ends with the next line, or when it is overdue."""
+        waited 50, 100 and 150 ms; at the same frame rate on a timer, an update waits
+        on average half a trainer interval more. Waiting ends with the next line, or when
+        it is overdue."""
         self._opened = slot
         if slot <= 0:  # paused, say: what waits is wanted now
             self._hold_until = None
