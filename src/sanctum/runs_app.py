@@ -26,6 +26,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
+from sanctum.app import ReaderNotice
 from sanctum.formatting import visible
 from sanctum.multi_run import run_labels
 from sanctum.reader_worker import POLL_INTERVAL, REFRESH_SECONDS, Severity
@@ -51,15 +52,6 @@ class BoardReady(Message):
     def __init__(self, board: Board) -> None:
         super().__init__()
         self.board = board
-
-
-class RunsNotice(Message):
-    """Something the user should know about one of the files (reset, unusable)."""
-
-    def __init__(self, text: str, severity: Severity) -> None:
-        super().__init__()
-        self.text = text
-        self.severity = severity
 
 
 class RunScreen(Screen[None]):
@@ -158,7 +150,7 @@ class RunsApp(App[None]):
             self.post_message(BoardReady(board))
 
         def notice(text: str, severity: Severity) -> None:
-            self.post_message(RunsNotice(text, severity))
+            self.post_message(ReaderNotice(text, severity))
 
         self.feed.run(BoardCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
 
@@ -168,7 +160,7 @@ class RunsApp(App[None]):
             self._draw(message.board)
         self.feed.taken()
 
-    def on_runs_notice(self, message: RunsNotice) -> None:
+    def on_reader_notice(self, message: ReaderNotice) -> None:
         self.notices.append((message.text, message.severity))
         # a notice names the log's path: text, never markup (a folder may be "x[/]y")
         self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)

@@ -233,3 +233,17 @@ async def test_help_lists_the_run_tables_keys_not_the_dashboards(tmp_path: Path)
         assert "group the seeds" in text and "the next metric of the overlay" in text
         assert "pause / resume" not in text  # a key of the one-run dashboard only
     log.close()
+
+
+async def test_a_log_it_cannot_follow_is_a_notice_naming_it(
+    tmp_path: Path, newer_schema_log: Path
+) -> None:
+    log = sweep_with_a_live_run(tmp_path)
+    paths = [*events_in(tmp_path), newer_schema_log]
+    app = RunsApp(paths, DEFAULT_THRESHOLDS, now=lambda: log.now + 2.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda a: bool(a.notices), "a notice")
+        text, severity = app.notices[0]
+        assert severity == "error"
+        assert "schema 2" in text and str(newer_schema_log) in text
+    log.close()
