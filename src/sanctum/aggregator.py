@@ -6,18 +6,29 @@ end of the reader's batch, or until a snapshot or the health report is asked for
 then go through the :class:`~sanctum.judge.HealthJudge` column by column. Everything
 per-metric for the screen happens in ``snapshot``, cached until the next update arrives.
 No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
+
+The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made here too, from the rows
+``sanctum check`` prints (:mod:`sanctum.verdict`), so every view says what ``check`` says.
+A stall is a silence longer than the run's own pace allows: ``stall_pace`` times the
+median of the recent intervals between its updates and heartbeats (its progress events:
+a rollout and the update it feeds come together, so counting every event would halve the
+pace), and never less than ``stall_seconds``. Until the run has a pace (a few intervals)
+no silence is judged a stall: a large model may load for minutes before its first update.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from types import MappingProxyType
+from typing import Final
 
-from sanctum.formatting import format_anomaly, format_duration, plural
+from sanctum.formatting import format_anomaly, plural
 from sanctum.health import HealthReport, Level, health_report
 from sanctum.judge import HealthJudge
 from sanctum.metrics import PPO_METRICS
 from sanctum.records import AnomalyRecord, EarlierRun, RunRecords
+from sanctum.rule_judge import RollingWindow
 from sanctum.snapshot import (
     MetricSnapshot,
     SanctumSnapshot,
@@ -38,6 +49,7 @@ from sanctum.state import (
 )
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.trend import least_squares_slope, trend_of
+from sanctum.verdict import PENDING, RunVerdict, judge_rows, over_words, seconds_text, verdict_of
 from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkippedLine
 from telemetry.events import (
     Anomaly,
@@ -59,6 +71,17 @@ BUG_LABEL, STALL_LABEL = "Bug", "Stall"
 
 _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
 
+PACE_WINDOW: Final = 25
+"""Intervals between progress events the pace is the median of: the recent ones, so a run
+whose pace changes is judged by its recent pace."""
+PACE_MIN_INTERVALS: Final = 3
+"""Intervals it takes before a run has a pace, and so before a silence can be a stall."""
+
+
+def may_be_an_update(line: SkippedLine) -> bool:
+    """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
+    return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+
 
 def new_run_reason(run_id: str) -> str:
     """Why the state started over at a ``run_started`` of another run in the same log."""
@@ -74,8 +97,11 @@ class SanctumAggregator:
         history_len: int = HISTORY_LEN,
         series_len: int = SERIES_LEN,
         timeline_len: int = TIMELINE_LEN,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         self.thresholds = thresholds
+        self.fail_on = fail_on
+        """The level at which a rule fails the run's verdict (``check --fail-on``)."""
         self._history_len = history_len
         self._series_len = series_len
         self.timeline: deque[TimelineEntry] = deque(maxlen=timeline_len)
@@ -85,6 +111,10 @@ class SanctumAggregator:
         self.last_reset: str | None = None
         self.skipped_lines: list[SkippedLine] = []
         """The first SKIPPED_KEPT lines the reader skipped (all are counted)."""
+        self.unreadable: list[SkippedLine] = []
+        """The first SKIPPED_KEPT skipped lines that may have been a ``ppo_update`` (one
+        that says so, or one that could not even say its type): updates not judged."""
+        self.unreadable_total = 0
         self.earlier_runs: list[EarlierRun] = []
         """Runs forgotten because the log started over after them, oldest first."""
         self._clear()
@@ -99,6 +129,14 @@ class SanctumAggregator:
         self._cached: (
             tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]] | None
         ) = None
+        self._pace = RollingWindow(PACE_WINDOW)
+        self._last_progress: float | None = None
+        """``ts`` of the latest update or heartbeat (the pace is measured between them)."""
+        self._stalled_since_progress = False
+        """A stall ended after the latest progress event: the interval that spans it is
+        left out of the pace (as a critical value is left out of a rule's baseline)."""
+        self._verdict_key: tuple[object, ...] | None = None
+        self._verdict: RunVerdict = PENDING
 
     def reset(self, reason: str, new_run: bool = False) -> None:
         """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
@@ -125,6 +163,10 @@ class SanctumAggregator:
                 self.unknown_kind += 1
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
+            if may_be_an_update(line):
+                self.unreadable_total += 1
+                if len(self.unreadable) < SKIPPED_KEPT:
+                    self.unreadable.append(line)
         if batch.skipped:
             n, first = len(batch.skipped), batch.skipped[0]
             text = f"{plural(n, 'line')} skipped from line {first.line_no}: {first.detail}"
@@ -166,7 +208,9 @@ class SanctumAggregator:
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
         if silent > self.thresholds.stall_seconds and run.status == "running":
-            self._stall(silent, event)
+            limit = self.stall_limit()
+            if limit is not None and silent > limit:
+                self._stall(silent, event)
         if last is None or event.ts > last:
             run.last_event_ts = event.ts
         if run.last_seq is not None and event.seq > run.last_seq + 1:
@@ -181,6 +225,7 @@ class SanctumAggregator:
                 self._rollout(p)
             case Heartbeat(payload=p):
                 self._advance(p.global_step)
+                self._progress(event.ts)
             case Anomaly(payload=p):
                 self._anomaly(p, event)
             case RunStarted(payload=p):
@@ -193,6 +238,7 @@ class SanctumAggregator:
         self._unjudged.append(p)
         self.run.updates += 1
         self._advance(p.global_step)
+        self._progress(event.ts)
         if p.early_stopped:
             text = early_stop_text(p)
             self.records.early_stop(p.update, text)
@@ -205,6 +251,46 @@ class SanctumAggregator:
         run = self.run
         if global_step is not None and (run.global_step is None or global_step > run.global_step):
             run.global_step = global_step
+
+    def _progress(self, ts: float) -> None:
+        """An update or a heartbeat at ``ts``: the interval since the last one joins the
+        pace (unless a stall ended within it, or the clock went back)."""
+        last = self._last_progress
+        if last is not None and not self._stalled_since_progress:
+            interval = ts - last
+            if interval >= 0 and math.isfinite(interval):
+                self._pace.push(interval)
+        self._stalled_since_progress = False
+        if last is None or ts > last:
+            self._last_progress = ts
+
+    @property
+    def pace(self) -> float | None:
+        """The median of the recent intervals between updates and heartbeats, in seconds;
+        None until there are PACE_MIN_INTERVALS of them."""
+        if len(self._pace) < PACE_MIN_INTERVALS:
+            return None
+        return self._pace.median()
+
+    def stall_limit(self) -> float | None:
+        """The longest silence that is not a stall: ``stall_pace`` times the run's pace,
+        at least ``stall_seconds``; None while the run has no pace (no stall is judged)."""
+        pace = self.pace
+        if pace is None:
+            return None
+        return max(self.thresholds.stall_seconds, self.thresholds.stall_pace * pace)
+
+    def is_live(self, now: float | None) -> bool:
+        """Whether the run may still be written at time ``now``: no ``run_finished`` yet,
+        and silent no longer than its stall limit (``stall_seconds`` before it has a
+        pace). A log silent longer was cut off, or its trainer hangs."""
+        run = self.run
+        if run.status != "running" or now is None or run.last_event_ts is None:
+            return False
+        limit = self.stall_limit()
+        if limit is None:
+            limit = self.thresholds.stall_seconds
+        return now - run.last_event_ts <= limit
 
     def _foreign(self, event: Event) -> None:
         run = self.run
@@ -289,12 +375,19 @@ class SanctumAggregator:
     def _stall(self, seconds: float, event: Event) -> None:
         run = self.run
         run.stalls += 1
-        run.longest_stall = max(seconds, run.longest_stall or 0.0)
         latest = self.tamiyo.latest
         update = 0 if latest is None else latest.update + 1
         if run.first_stall_update is None:
             run.first_stall_update = update
-        text = f"stall: no event for {format_duration(seconds)} during update {update}"
+        pace = self.pace
+        if run.longest_stall is None or seconds >= run.longest_stall:
+            run.longest_stall_pace = pace
+        run.longest_stall = max(seconds, run.longest_stall or 0.0)
+        self._stalled_since_progress = True
+        text = (
+            f"stall: no event for {seconds_text(seconds)} during update {update}, "
+            f"{over_words(self.thresholds, pace)}"
+        )
         self.timeline.append(
             TimelineEntry("stall", Level.CRITICAL, text, event.ts, event.seq, update)
         )
@@ -315,21 +408,40 @@ class SanctumAggregator:
     # -- snapshot --------------------------------------------------------------------------
 
     def health(self, now: float | None = None) -> HealthReport:
-        """The health report at the latest update (PENDING before the first); with ``now``,
-        an unfinished run silent for longer than the stall limit has stalled."""
+        """The health report at the latest update (PENDING before the first): what happens
+        now. With ``now``, an unfinished run silent past its stall limit has stalled."""
         self.judge_pending()
         checks: dict[str, tuple[str, Level]] = {}
         if self.judge.latest_violations:
             checks["bug"] = (BUG_LABEL, Level.CRITICAL)
         run = self.run
-        silent = None if now is None or run.last_event_ts is None else now - run.last_event_ts
+        limit = self.stall_limit()
         if (
             run.status == "running"
-            and silent is not None
-            and silent > self.thresholds.stall_seconds
+            and now is not None
+            and run.last_event_ts is not None
+            and limit is not None
+            and now - run.last_event_ts > limit
         ):
             checks["stall"] = (STALL_LABEL, Level.CRITICAL)
         return health_report(self.judge.levels(self.tamiyo.values()), self.thresholds, checks)
+
+    def run_verdict(self, now: float | None = None, fail_on: Level | None = None) -> RunVerdict:
+        """The run's verdict (``sanctum check``'s, under ``fail_on``, default the
+        aggregator's): a live run at ``now`` (see :meth:`is_live`) is judged so far, as
+        ``check --allow-unfinished`` judges it; any other as ``check`` does. Cached until an
+        event arrives or the run stops being live."""
+        self.judge_pending()
+        fail_on = self.fail_on if fail_on is None else fail_on
+        run = self.run
+        if run.status is None:
+            return PENDING
+        live = self.is_live(now)
+        key = (id(run), run.events, self.unreadable_total, live, fail_on)
+        if key != self._verdict_key:
+            rows = judge_rows(self, fail_on, allow_unfinished=live)
+            self._verdict, self._verdict_key = verdict_of(rows, so_far=live), key
+        return self._verdict
 
     def snapshot(self, now: float) -> SanctumSnapshot:
         """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
@@ -346,6 +458,7 @@ class SanctumAggregator:
             history_updates=history_updates,
             series_updates=series_updates,
             health=health,
+            run_verdict=self.run_verdict(now),
             return_direction=trend_of(run.episode_returns),
             early_stops=tamiyo.early_stops,
             last_early_stop_reason=tamiyo.last_early_stop_reason,

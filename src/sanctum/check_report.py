@@ -63,6 +63,7 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
             "(malformed or unknown kind); see sanctum summary"
         )
     failed = [r.label for r in result.rows if not r.passed]
+    lines.append(f"verdict  {result.verdict.text} (what every view shows for this run)")
     lines.append("")
     lines.append("PASS" if not failed else f"FAIL: {', '.join(failed)}")
     return visible_lines(lines)
@@ -81,6 +82,7 @@ def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dic
         "allow_skipped": result.allow_skipped,
         "updates": result.updates,
         "status": result.status,
+        **result.verdict.fields(),
         "skipped_lines": result.skipped_lines,
         "skipped": [
             {"line": s.line_no, "kind": s.kind, "type": s.event_type, "detail": s.detail}

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sanctum.check import CheckRow
 from sanctum.compare import (
     SEED_KEYS,
     LoadedRun,
@@ -45,6 +44,7 @@ from sanctum.formatting import format_value, plural
 from sanctum.return_curve import FINAL_EPISODES, final_return, initial_return, steps_to_reach
 from sanctum.runs import UsageError
 from sanctum.thresholds import Thresholds
+from sanctum.verdict import CheckRow
 
 RETURN_TOLERANCE = 0.25
 """Default: the candidates may lose a quarter of what the baseline learned."""

@@ -23,7 +23,7 @@ from sanctum.judge import MetricStats
 from sanctum.records import AnomalyRecord, EarlierRun
 from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import SKIPPED_KEPT, EventLogError, EventLogReader, ReadBatch, SkippedLine
+from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
 from telemetry.events import Event, RunStarted
 
 
@@ -38,10 +38,6 @@ class LogScan:
     path: Path
     thresholds: Thresholds
     aggregator: SanctumAggregator = field(init=False)
-    unreadable: list[SkippedLine] = field(default_factory=list)
-    """The first SKIPPED_KEPT skipped lines that may have been a ``ppo_update`` (one that says so,
-    or one that could not even say its type): updates that could not be judged."""
-    unreadable_total: int = 0
     torn_tail: tuple[int, int] | None = None
     """(line number, bytes) of a last line without its newline: torn by a crash, or still
     being written."""
@@ -52,9 +48,16 @@ class LogScan:
     def feed(self, batch: ReadBatch) -> None:
         """Fold one reader batch."""
         self.aggregator.handle_batch(batch)
-        unreadable = [line for line in batch.skipped if may_be_an_update(line)]
-        self.unreadable_total += len(unreadable)
-        self.unreadable.extend(unreadable[: max(0, SKIPPED_KEPT - len(self.unreadable))])
+
+    @property
+    def unreadable(self) -> list[SkippedLine]:
+        """The first skipped lines that may have been a ``ppo_update``: updates that could
+        not be judged (the aggregator keeps them: the live views judge them too)."""
+        return self.aggregator.unreadable
+
+    @property
+    def unreadable_total(self) -> int:
+        return self.aggregator.unreadable_total
 
     @property
     def skipped(self) -> list[SkippedLine]:
@@ -112,11 +115,6 @@ class LogScan:
     def earlier_runs(self) -> list[EarlierRun]:
         """Runs dropped because the log started over after them, oldest first."""
         return self.aggregator.earlier_runs
-
-
-def may_be_an_update(line: SkippedLine) -> bool:
-    """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
-    return line.kind == "malformed" and line.event_type in (None, "ppo_update")
 
 
 def run_starts(path: Path) -> list[tuple[int, str]]:

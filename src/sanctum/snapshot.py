@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 from sanctum.health import HealthReport, Level
 from sanctum.thresholds import Thresholds
 from sanctum.trend import Trend
+from sanctum.verdict import PENDING, RunVerdict
 from telemetry.eventlog import SkippedLine
 
 RunPhase = Literal["running", "completed", "failed", "interrupted"]
@@ -144,6 +145,9 @@ class RunFacts(Generic[Returns]):
     """Silences longer than the stall limit between two events of the unfinished run."""
     longest_stall: float | None = None
     """The longest such silence, in seconds."""
+    longest_stall_pace: float | None = None
+    """The run's pace (median interval between updates and heartbeats) when the longest
+    silence ended: the limit it went past was ``stall_pace`` times that, or the floor."""
     first_stall_update: int | None = None
     """The update in progress during the first stall (the one after the last recorded)."""
 
@@ -225,7 +229,7 @@ class SanctumSnapshot:
     series_updates: tuple[int, ...]
     """Update indices of the metric series."""
     health: HealthReport
-    """Levels and verdict of the latest update."""
+    """Levels and verdict of the latest update: what happens now."""
     return_direction: Trend
     """Which way the recent mean episode returns are going."""
     early_stops: int
@@ -238,6 +242,8 @@ class SanctumSnapshot:
     skipped: SkipCounts
     thresholds: Thresholds
     """The rule table in force: widgets draw thresholds from here, never from constants."""
+    run_verdict: RunVerdict = PENDING
+    """The run's verdict, ``sanctum check``'s (so far, while the run is live)."""
 
     def metric(self, name: str) -> MetricSnapshot:
         """The snapshot of metric ``name`` (KeyError names unknown metrics)."""
@@ -245,5 +251,6 @@ class SanctumSnapshot:
 
     @property
     def verdict(self) -> str:
-        """The banner verdict, e.g. ``FAIL: KL (+2)``."""
+        """The verdict at the latest update, e.g. ``FAIL: KL (+2)`` (the run's own is
+        ``run_verdict``)."""
         return self.health.verdict

@@ -45,7 +45,7 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
 Direction = Literal["above", "below"]
 Statistic = Literal["value", "median", "jump"]
 STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump")
-_TOP_KEYS: Final = ("stale_seconds", "stall_seconds")
+_TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
 """Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
 
@@ -213,8 +213,14 @@ class Thresholds:
     """Rules, in the order verdicts name them."""
     stale_seconds: float = 10.0
     """A running log with no event for longer than this is STALE (banner only)."""
-    stall_seconds: float = 60.0
-    """No event for longer than this while the run is unfinished is a stall: critical."""
+    stall_seconds: float = 120.0
+    """The stall limit's floor: no silence this long or shorter is a stall."""
+    stall_pace: float = 10.0
+    """No event for longer than this many times the run's own pace (the median of its
+    recent intervals between updates and heartbeats), and longer than ``stall_seconds``,
+    while the run is unfinished is a stall: critical. A run is silent for 10x its pace when
+    it has stalled; the 120 s floor lets a fast run take one slow step (a 70 s checkpoint
+    or evaluation) without failing. No stall is judged before a run has a pace."""
     _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -291,7 +297,8 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
         ),
     ),
     stale_seconds=10.0,
-    stall_seconds=60.0,
+    stall_seconds=120.0,
+    stall_pace=10.0,
 )
 """The rules as calibrated on real healthy and broken runs (``bench/health_calibration.py``;
 the README's health section has its figures). Healthy runs of the default config and of

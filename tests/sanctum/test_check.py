@@ -267,19 +267,81 @@ def test_a_recorded_stall_fails_with_its_update(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     log = RunLog(path)
     log.start()
-    log.update(0)
-    log.now += 90.0  # no event, not even a heartbeat, for 91 s
-    log.update(1)
+    for u in range(4):  # updates 2 s apart: the run's pace
+        log.update(u)
+    log.now += 130.0  # no event, not even a heartbeat, for 131 s: past the 120 s floor
+    log.update(4)
     log.finish()
     log.close()
     result = check(path)
     assert result.exit_code == 1
     stall = rows(result)["stall"]
-    assert stall["passed"] is False and stall["first_critical"] == 1
+    assert stall["passed"] is False and stall["first_critical"] == 4
     assert stall["message"] == (
-        "1 silence longer than 60 s while running; longest 1:31, first during update 1"
+        "1 silence past the stall limit while running; longest: no event for 131 s, over the "
+        "120 s floor; first during update 4"
     )
     assert format_text(result).endswith("\nFAIL: stall")
+    assert result.verdict.text == "FAIL: Stall 1x"
+
+
+def paced_run(path: Path, interval: float, silence: float, before: int = 6) -> Path:
+    """``before`` updates ``interval`` s apart, a silence of ``silence`` s, two more
+    updates, and the finish (a rollout and its update are half an interval apart)."""
+    log = RunLog(path, tick=interval / 2)
+    log.start()
+    for u in range(before):
+        log.update(u)
+    log.now += silence - interval / 2
+    for u in range(before, before + 2):
+        log.update(u)
+    log.finish()
+    log.close()
+    return path
+
+
+def test_one_slow_step_of_a_fast_run_is_not_a_stall(tmp_path: Path) -> None:
+    # updates 2 s apart, then one 70 s step (a checkpoint, an evaluation): 35x the pace,
+    # but not past the 120 s floor
+    result = check(paced_run(tmp_path / "e.jsonl", interval=2.0, silence=70.0))
+    assert result.exit_code == 0
+    assert rows(result)["stall"]["message"] == (
+        "no silence past the stall limit (120 s, or 10x the run's median interval if longer)"
+    )
+
+
+def test_a_run_silent_for_ten_times_its_pace_is_stalled(tmp_path: Path) -> None:
+    # updates 30 s apart: its limit is 10 x 30 = 300 s; silent for 412 s
+    slow = check(paced_run(tmp_path / "slow.jsonl", interval=30.0, silence=412.0))
+    stall = rows(slow)["stall"]
+    assert stall["passed"] is False
+    assert stall["message"] == (
+        "1 silence past the stall limit while running; longest: no event for 412 s, over 10x "
+        "the run's median interval of 30 s; first during update 6"
+    )
+    assert slow.verdict.text == "FAIL: Stall 1x"
+    # the same run silent for 290 s: under 10x its pace, though past the floor
+    assert check(paced_run(tmp_path / "ok.jsonl", interval=30.0, silence=290.0)).passed
+
+
+def test_no_stall_is_judged_before_the_run_has_a_pace(tmp_path: Path) -> None:
+    # a model that loads for 5 minutes before its second update: no pace yet
+    assert check(paced_run(tmp_path / "e.jsonl", interval=2.0, silence=300.0, before=1)).passed
+
+
+def test_a_stall_stays_out_of_the_pace(tmp_path: Path) -> None:
+    """The interval that spans a stall does not make the run's pace slower."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path, tick=1.0)
+    log.start()
+    for u in range(4):
+        log.update(u)
+    for u in range(4, 7):  # three stalls of 200 s in a row
+        log.now += 200.0
+        log.update(u)
+    log.finish()
+    log.close()
+    assert rows(check(path))["stall"]["updates_critical"] == 3
 
 
 def test_an_impossible_value_fails_as_a_logging_bug(tmp_path: Path) -> None:

@@ -54,7 +54,8 @@ def test_defaults_are_the_calibrated_table() -> None:
         "ref_kl",
         "max_length_rate",
     ]
-    assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 60.0)
+    assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 120.0)
+    assert DEFAULT_THRESHOLDS.stall_pace == 10.0
     assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
     assert DEFAULT_THRESHOLDS.rule("entropy") is None
     assert DEFAULT_THRESHOLDS.metrics == (
@@ -115,6 +116,7 @@ def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
         ("colour = 1\n", ["colour", "unknown key"]),
         ("stale_seconds = 0\n", ["stale_seconds", "> 0"]),
         ("stall_seconds = -5\n", ["stall_seconds", "> 0"]),
+        ("stall_pace = 0\n", ["stall_pace", "> 0"]),
         ('[approx_kl]\nstatistic = "mean"\n', ["[approx_kl] statistic", "value, median, jump"]),
         ("[grad_norm]\nwindow = 1\n", ["[grad_norm] window", "at least 2"]),
         ("[approx_kl]\npersist = 0\n", ["[approx_kl] persist", ">= 1"]),
