@@ -271,6 +271,7 @@ if __name__ == "__main__":
             # Optimizing the policy and value network
             b_inds = np.arange(args.batch_size)
             clipfracs = []
+            grad_norms = []  # record
             for epoch in range(args.update_epochs):  # noqa: B007 - recorded after the loop
                 np.random.shuffle(b_inds)
                 for start in range(0, args.batch_size, args.minibatch_size):
@@ -322,7 +323,7 @@ if __name__ == "__main__":
 
                     optimizer.zero_grad()
                     loss.backward()
-                    nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+                    grad_norms += [nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)]
                     optimizer.step()
 
                 if args.target_kl is not None and approx_kl > args.target_kl:
@@ -359,6 +360,8 @@ if __name__ == "__main__":
                 episodes=episodes,
                 epoch=epoch,
                 args=args,
+                returns=b_returns,
+                grad_norms=grad_norms,
                 action_count=int(envs.single_action_space.n),
             )
 

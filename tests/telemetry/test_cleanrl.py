@@ -13,6 +13,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -124,6 +125,30 @@ def test_an_update_from_cleanrl_variables() -> None:
     assert ran == (4, 16, 16)
     assert payload.early_stopped is False
     assert payload.early_stop is None
+
+
+def test_return_targets_and_pre_clip_gradient_norms() -> None:
+    returns = torch.tensor([[1.0, 2.0], [3.0, 6.0]])
+    norms = [torch.tensor(0.25), torch.tensor(2.0), np.float32(1.0)]
+    payload = update_payload(
+        update=0,
+        global_step=512,
+        approx_kl=0.01,
+        clipfracs=0.1,
+        args=SimpleNamespace(max_grad_norm=0.5),
+        returns=returns,
+        grad_norms=norms,
+    )
+    assert payload.return_mean == pytest.approx(3.0)
+    assert payload.return_std == pytest.approx(float(returns.std(unbiased=False)))
+    assert payload.grad_norm == pytest.approx(3.25 / 3)
+    assert payload.grad_norm_max == pytest.approx(2.0)
+    assert payload.grad_clip_scale == pytest.approx((1.0 + 0.25 + 0.5) / 3)  # max_grad_norm 0.5
+    nan = update_payload(
+        update=1, global_step=1024, approx_kl=0.01, clipfracs=0.1, grad_norms=[1.0, math.nan]
+    )
+    assert math.isnan(nan.grad_norm) and math.isnan(nan.grad_norm_max)
+    assert nan.grad_clip_scale is None and nan.return_std is None
 
 
 def test_explained_variance_nan_is_not_measured() -> None:

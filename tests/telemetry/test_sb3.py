@@ -68,6 +68,11 @@ class Trained:
     """SB3's own log dumps, in order (each holds the previous train()'s figures)."""
     evaluated: list[int] = field(default_factory=list)
     """Minibatches SB3 evaluated in each train() call."""
+    clipped: list[list[float]] = field(default_factory=list)
+    """What each of SB3's clip_grad_norm_ calls returned (the norm before clipping), by
+    train() call."""
+    targets: list[tuple[float, float]] = field(default_factory=list)
+    """Mean and standard deviation of the rollout buffer's returns at each train() call."""
 
     def of(self, kind: type[Any]) -> list[Any]:
         return [e.payload for e in self.events if isinstance(e, kind)]
@@ -86,12 +91,14 @@ def _train(run_dir: Path, run_id: str, log_interval: int | None, **settings: Any
         def write(self, key_values: dict[str, Any], key_excluded: Any, step: int = 0) -> None:
             dumps.append(dict(key_values))
 
-    threads = torch.get_num_threads()
+    threads, clip = torch.get_num_threads(), torch.nn.utils.clip_grad_norm_
     torch.set_num_threads(1)
     try:
         model = PPO("MlpPolicy", "CartPole-v1", **{**SMALL, **settings})
         model.set_logger(Logger(folder=None, output_formats=[Capture()]))
         evaluated: list[int] = []
+        clipped: list[list[float]] = []
+        targets: list[tuple[float, float]] = []
         evaluate, train = model.policy.evaluate_actions, model.train
 
         def counting_evaluate(*args: Any) -> Any:
@@ -100,15 +107,25 @@ def _train(run_dir: Path, run_id: str, log_interval: int | None, **settings: Any
 
         def counting_train() -> None:
             evaluated.append(0)
+            clipped.append([])
+            returns = model.rollout_buffer.returns
+            targets.append((float(returns.mean()), float(returns.std())))
             train()
 
+        def reporting_clip(*args: Any, **kwargs: Any) -> Any:
+            norm = clip(*args, **kwargs)
+            clipped[-1].append(float(norm))
+            return norm
+
         model.policy.evaluate_actions, model.train = counting_evaluate, counting_train
+        torch.nn.utils.clip_grad_norm_ = reporting_clip
         with SanctumCallback(run_dir=run_dir, run_id=run_id) as callback:
             model.learn(STEPS, callback=callback, log_interval=log_interval)
     finally:
+        torch.nn.utils.clip_grad_norm_ = clip
         torch.set_num_threads(threads)
     path = run_dir / run_id / "events.jsonl"
-    return Trained(path, read_events(path).events, model, dumps, evaluated)
+    return Trained(path, read_events(path).events, model, dumps, evaluated, clipped, targets)
 
 
 @pytest.fixture(scope="module")
@@ -181,6 +198,32 @@ def test_figures_are_what_sb3_logged(plain: Trained) -> None:
     ran = {(u.epochs_completed, u.minibatches_completed, u.minibatches_planned) for u in updates}
     assert ran == {(4, 16, 16)}
     assert not any(u.early_stopped for u in updates)
+
+
+@needs_sb3
+@pytest.mark.parametrize("run", ["plain", "stopping"])
+def test_gradient_norms_are_those_before_sb3_clipped_them(
+    run: str, request: pytest.FixtureRequest
+) -> None:
+    trained: Trained = request.getfixturevalue(run)
+    updates: list[PPOUpdatePayload] = trained.of(PPOUpdate)
+    assert len(updates) == len(trained.clipped)
+    for ours, norms in zip(updates, trained.clipped, strict=True):
+        assert norms, "every update applied at least one step here"
+        assert ours.grad_norm == pytest.approx(sum(norms) / len(norms), rel=1e-5)
+        assert ours.grad_norm_max == pytest.approx(max(norms), rel=1e-5)
+        scale = sum(min(1.0, 0.5 / n) for n in norms) / len(norms)  # max_grad_norm 0.5
+        assert ours.grad_clip_scale == pytest.approx(scale, rel=1e-5)
+    assert any(max(norms) > 0.5 for norms in trained.clipped), "some norms were clipped"
+
+
+@needs_sb3
+def test_return_targets_are_the_rollout_buffers(plain: Trained) -> None:
+    updates: list[PPOUpdatePayload] = plain.of(PPOUpdate)
+    for ours, (mean, std) in zip(updates, plain.targets, strict=True):
+        assert ours.return_mean == pytest.approx(mean)
+        assert ours.return_std == pytest.approx(std)
+        assert std > 0
 
 
 @needs_sb3

@@ -43,7 +43,12 @@ counts and CleanRL's ``target_kl`` stop: it breaks after an epoch whose *last mi
 approx_kl exceeds ``target_kl`` (no 1.5 factor; that step was applied), recorded as an early
 stop of scope ``epoch``. Without ``epoch`` every update is recorded as not stopped early.
 ``action_count`` (a discrete action space's size) adds ``entropy_normalized``, which the
-entropy health rule judges.
+entropy health rule judges. ``returns`` (CleanRL's ``b_returns``, the value targets) adds
+``return_mean`` and ``return_std``: explained variance is judged only when the returns vary,
+so without them its rule says "not judged". ``grad_norms`` (what each
+``nn.utils.clip_grad_norm_`` call returned: the norm before clipping) adds ``grad_norm``,
+``grad_norm_max`` and ``grad_clip_scale`` (with ``args.max_grad_norm``), which the gradient
+rule judges.
 """
 
 from __future__ import annotations
@@ -229,6 +234,30 @@ def _normalized(entropy: float | None, action_count: int | None) -> float | None
     return entropy / math.log(action_count)
 
 
+def _return_stats(returns: Any) -> tuple[float | None, float | None]:
+    """Mean and (population) standard deviation of the return targets; None without them."""
+    if returns is None or returns.numel() == 0:
+        return None, None
+    mean = as_float(returns.mean())
+    spread = as_float(((returns - returns.mean()) ** 2).mean()) ** 0.5
+    return mean, spread
+
+
+def _grad_figures(
+    grad_norms: Iterable[Number] | None, args: Any
+) -> tuple[float | None, float | None, float | None]:
+    """Mean and largest pre-clip norm, and the mean factor clipping scaled them by."""
+    norms = [as_float(n) for n in grad_norms or ()]
+    if not norms:
+        return None, None, None
+    nonfinite = [n for n in norms if not math.isfinite(n)]
+    limit = getattr(args, "max_grad_norm", None)
+    scale = None
+    if limit is not None and not nonfinite:
+        scale = math.fsum(1.0 if n <= limit else limit / n for n in norms) / len(norms)
+    return sum(norms) / len(norms), nonfinite[0] if nonfinite else max(norms), scale
+
+
 def update_payload(
     *,
     update: int,
@@ -243,9 +272,13 @@ def update_payload(
     epoch: int | None = None,
     args: Any = None,
     action_count: int | None = None,
+    returns: Any = None,
+    grad_norms: Iterable[Number] | None = None,
 ) -> PPOUpdatePayload:
     """One ``ppo_update`` from CleanRL's local variables (see the module doc)."""
     kl, entropy = as_float(approx_kl), _optional(entropy_loss)
+    return_mean, return_std = _return_stats(returns)
+    grad_norm, grad_norm_max, grad_clip_scale = _grad_figures(grad_norms, args)
     schedule = Schedule.of(args, epoch, kl)
     ent_coef = getattr(args, "ent_coef", None)
     return PPOUpdatePayload(
@@ -266,6 +299,11 @@ def update_payload(
         early_stopped=schedule.stop is not None,
         early_stop_reason=schedule.reason(),
         early_stop=schedule.stop,
+        return_mean=return_mean,
+        return_std=return_std,
+        grad_norm=grad_norm,
+        grad_norm_max=grad_norm_max,
+        grad_clip_scale=grad_clip_scale,
     )
 
 
@@ -299,6 +337,8 @@ def record_update(
     epoch: int | None = None,
     args: Any = None,
     action_count: int | None = None,
+    returns: Any = None,
+    grad_norms: Iterable[Number] | None = None,
 ) -> PPOUpdatePayload:
     """Record the rollout that fed ``update`` (the ``episodes`` finished since the last
     call, and ``sps``) and the update itself; returns the update's payload."""
@@ -316,6 +356,8 @@ def record_update(
         epoch=epoch,
         args=args,
         action_count=action_count,
+        returns=returns,
+        grad_norms=grad_norms,
     )
     rec.emit(payload)
     return payload

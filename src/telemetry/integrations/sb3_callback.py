@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Protocol
@@ -29,6 +29,7 @@ from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerI
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.sb3_figures import (
     Counts,
+    Measured,
     Settings,
     hyperparameters,
     update_payload,
@@ -40,6 +41,24 @@ class _Handle(Protocol):
     """What an optimizer hook's registration returns (torch's ``RemovableHandle``)."""
 
     def remove(self) -> None: ...
+
+
+class Gradient(Protocol):
+    """A gradient tensor, as far as the norm needs it."""
+
+    def detach(self) -> Gradient: ...
+    def pow(self, exponent: int) -> Gradient: ...
+    def sum(self) -> Gradient: ...
+    def __float__(self) -> float: ...
+    def __add__(self, other: Gradient) -> Gradient: ...
+
+
+class Parameter(Protocol):
+    """A parameter of SB3's policy, as far as the gradient hook needs it."""
+
+    requires_grad: bool
+
+    def register_hook(self, hook: Callable[[Gradient], None]) -> _Handle: ...
 
 
 class Optimizer(Protocol):
@@ -62,6 +81,8 @@ class _Pending:
     epochs_before: int
     steps_before: int
     started: float
+    return_mean: float | None
+    return_std: float | None
 
 
 def settings_of(model: Any) -> Settings:
@@ -127,6 +148,11 @@ class SanctumCallback(BaseCallback):
         self._lengths: list[int] = []
         self._steps = 0
         self._hook: tuple[Optimizer, _Handle] | None = None
+        self._grad_hooks: list[_Handle] = []
+        self._squares: list[Gradient] = []
+        """Squared norms of each parameter's gradient in the backward pass under way."""
+        self._norms: list[float] = []
+        """Pre-clip global gradient norm of each optimizer step of the update under way."""
         self._mark = (0, 0.0)
         self._last_event = 0.0
 
@@ -197,8 +223,17 @@ class SanctumCallback(BaseCallback):
         )
         self._returns, self._lengths, self._mark = [], [], (step, now)
         self._watch(self.model.policy.optimizer)
+        self._watch_gradients(self.model.policy.parameters())
+        self._norms, self._squares = [], []
+        mean, std = _return_stats(getattr(self.model, "rollout_buffer", None))
         self._pending = _Pending(
-            self.recorder.updates, step, self.model._n_updates, self._steps, time.monotonic()
+            self.recorder.updates,
+            step,
+            self.model._n_updates,
+            self._steps,
+            time.monotonic(),
+            mean,
+            std,
         )
 
     def _on_training_end(self) -> None:
@@ -220,6 +255,13 @@ class SanctumCallback(BaseCallback):
             return
         assert self._settings is not None
         counts = Counts(int(epochs) - pending.epochs_before, self._steps - pending.steps_before)
+        limit = getattr(self.model, "max_grad_norm", None)
+        measured = Measured(
+            grad_norms=tuple(self._norms),
+            max_grad_norm=None if limit is None else float(limit),
+            return_mean=pending.return_mean,
+            return_std=pending.return_std,
+        )
         self._emit(
             update_payload(
                 values,
@@ -228,6 +270,7 @@ class SanctumCallback(BaseCallback):
                 counts=counts,
                 settings=self._settings,
                 seconds=time.monotonic() - pending.started,
+                measured=measured,
             )
         )
 
@@ -240,11 +283,39 @@ class SanctumCallback(BaseCallback):
 
     def _count_step(self, optimizer: Optimizer, args: Any, kwargs: Any) -> None:
         self._steps += 1
+        if self._squares:  # the backward pass before this step: its norm before SB3 clipped
+            total = self._squares[0]
+            for square in self._squares[1:]:
+                total = total + square
+            self._norms.append(math.sqrt(float(total)))
+            self._squares = []
+
+    def _watch_gradients(self, parameters: Iterable[Parameter]) -> None:
+        """Measure each backward pass's gradient norm as it is computed, before SB3's
+        ``clip_grad_norm_`` scales the gradients in place (SB3 logs no gradient norm)."""
+        if self._grad_hooks:
+            return
+        self._grad_hooks = [p.register_hook(self._square) for p in parameters if p.requires_grad]
+
+    def _square(self, grad: Gradient) -> None:
+        self._squares.append(grad.detach().pow(2).sum())
 
     def _unhook(self) -> None:
         if self._hook is not None:
             self._hook[1].remove()
             self._hook = None
+        for handle in self._grad_hooks:
+            handle.remove()
+        self._grad_hooks = []
+
+
+def _return_stats(buffer: Any) -> tuple[float | None, float | None]:
+    """Mean and standard deviation of a rollout buffer's return targets (computed by SB3
+    before the rollout's end is reported), or None when it holds none."""
+    returns = getattr(buffer, "returns", None)
+    if returns is None or getattr(returns, "size", 0) == 0:
+        return None, None
+    return float(returns.mean()), float(returns.std())
 
 
 def _stale(pending: _Pending) -> AnomalyPayload:

@@ -39,6 +39,34 @@ class Settings:
 
 
 @dataclass(frozen=True, slots=True)
+class Measured:
+    """What the callback measured itself during one update, beside SB3's logger."""
+
+    grad_norms: tuple[float, ...] = ()
+    """Each applied minibatch's global gradient norm before SB3 clips it."""
+    max_grad_norm: float | None = None
+    """SB3's ``max_grad_norm``: the clip the norms were measured before."""
+    return_mean: float | None = None
+    """Mean of the rollout buffer's return targets (what the critic was fitted to)."""
+    return_std: float | None = None
+    """Their standard deviation: explained variance is judged only when they vary."""
+
+
+def grad_figures(measured: Measured) -> tuple[float | None, float | None, float | None]:
+    """``grad_norm``, ``grad_norm_max`` and ``grad_clip_scale`` of one update's norms."""
+    norms = measured.grad_norms
+    if not norms:
+        return None, None, None
+    limit = measured.max_grad_norm
+    scale = None
+    if limit is not None and all(math.isfinite(n) for n in norms):
+        scale = math.fsum(1.0 if n <= limit else limit / n for n in norms) / len(norms)
+    nonfinite = [n for n in norms if not math.isfinite(n)]
+    mean = sum(norms) / len(norms)  # NaN or Inf when a norm is
+    return mean, nonfinite[0] if nonfinite else max(norms), scale
+
+
+@dataclass(frozen=True, slots=True)
 class Counts:
     """What ran in one ``train()``, from counters SB3 keeps or we keep."""
 
@@ -121,8 +149,12 @@ def update_payload(
     counts: Counts,
     settings: Settings,
     seconds: float | None = None,
+    measured: Measured | None = None,
 ) -> PPOUpdatePayload:
-    """One ``ppo_update`` from the ``train/*`` values of SB3's logger after ``train()``."""
+    """One ``ppo_update`` from the ``train/*`` values of SB3's logger after ``train()``,
+    with what the callback ``measured`` itself (gradient norms, return targets)."""
+    own = measured or Measured()
+    grad_norm, grad_norm_max, grad_clip_scale = grad_figures(own)
     approx_kl = _required(values, "train/approx_kl")
     entropy_loss = _number(values, "train/entropy_loss")
     entropy = None if entropy_loss is None else -entropy_loss
@@ -151,6 +183,11 @@ def update_payload(
         early_stop_reason=None if stop is None else stop[0],
         early_stop=None if stop is None else stop[1],
         update_seconds=seconds,
+        return_mean=own.return_mean,
+        return_std=own.return_std,
+        grad_norm=grad_norm,
+        grad_norm_max=grad_norm_max,
+        grad_clip_scale=grad_clip_scale,
     )
 
 
