@@ -5,7 +5,9 @@ snapshot) and posts one :class:`SnapshotReady` when the app takes it, once per f
 UI thread only hands the frozen snapshot to the widgets. A one-second tick recomputes the
 connection state from the snapshot on screen with the injected clock, so STALE appears
 even while no event (and so no snapshot) arrives; every widget on screen always shows the
-same snapshot (the tick changes only its clock and connection, never its figures). ``p``
+same snapshot (the tick changes only its clock and connection, never its figures). While
+the run is STALE the tick also asks the reader for a snapshot judged now: a silence past
+the stall limit is a stall, and a run silent that long is judged as ``check`` judges it. ``p``
 freezes the display while reading goes on; ``app.snapshot`` is the newest snapshot taken
 (while paused, every one is taken; tests and the tail-latency benchmark read it).
 The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
@@ -47,7 +49,7 @@ from sanctum.reader_worker import (
     Severity,
     SnapshotFeed,
 )
-from sanctum.snapshot import SanctumSnapshot, TimelineEntry, connection_of
+from sanctum.snapshot import Connection, SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.supervisor import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.thresholds import Thresholds
 from sanctum.widgets import (
@@ -104,6 +106,7 @@ class SanctumApp(App[None]):
         trainer: TrainerProcess | None = None,
         stop_timeout: float = STOP_TIMEOUT,
         refresh_seconds: float = REFRESH_SECONDS,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         super().__init__()
         self.refresh_seconds = refresh_seconds
@@ -122,7 +125,12 @@ class SanctumApp(App[None]):
         self.thresholds = thresholds
         self.replay_speed = replay_speed
         self.feed = SnapshotFeed(
-            self.path, thresholds, replay_speed=replay_speed, clock=now, poll_interval=poll_interval
+            self.path,
+            thresholds,
+            replay_speed=replay_speed,
+            clock=now,
+            poll_interval=poll_interval,
+            fail_on=fail_on,
         )
         self.paused = False
         self.notices: list[tuple[str, Severity]] = []
@@ -210,6 +218,8 @@ class SanctumApp(App[None]):
         )
         if snapshot is self._drawn:  # the same figures: not a snapshot to draw again
             self._drawn = self._snapshot
+        if self._snapshot.connection is Connection.STALE:  # silent: is it a stall yet?
+            self.feed.rejudge()
         shown = self._shown
         if not self.paused and shown is not None:  # the screen's snapshot, not a newer one
             connection = connection_of(shown.run, now, stale_seconds)

@@ -28,6 +28,7 @@ from sanctum.runs_cli import one_run, runs_app, several  # stdlib only
 if TYPE_CHECKING:
     from textual.app import App
 
+    from sanctum.health import Level
     from sanctum.thresholds import Thresholds
 
 
@@ -78,6 +79,14 @@ def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return _interactive(args, thresholds)
 
 
+def fail_on(args: argparse.Namespace) -> Level:
+    """``--fail-on`` (critical when absent): the level at which a rule fails the run, for
+    ``check``'s exit code and for the verdict every view shows."""
+    from sanctum.health import Level
+
+    return Level(getattr(args, "fail_on", Level.CRITICAL.value))  # SUPPRESS: absent
+
+
 def _unusable(args: argparse.Namespace, message: str) -> int:
     """Say why, write the JUnit error case when asked for one, and exit 2."""
     from sanctum.formatting import visible
@@ -85,10 +94,9 @@ def _unusable(args: argparse.Namespace, message: str) -> int:
     print(f"sanctum: error: {visible(message)}", file=sys.stderr)
     if args.command == "check" and args.junit is not None:
         from sanctum.check_report import write_junit_error
-        from sanctum.health import Level
 
         try:
-            write_junit_error(message, Path(args.run), Level(args.fail_on), args.junit)
+            write_junit_error(message, Path(args.run), fail_on(args), args.junit)
         except OSError as exc:
             print(f"sanctum: error: {_junit_unwritable(args.junit, exc)}", file=sys.stderr)
     return EXIT_UNUSABLE
@@ -111,13 +119,12 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.check_report import format_text, to_dict, write_junit
     from sanctum.compare_cli import gate_options, judge_gate
     from sanctum.formatting import dumps
-    from sanctum.health import Level
     from sanctum.learning import check_rows
 
     result = run_check(
         resolve_run(args.run),
         thresholds,
-        Level(args.fail_on),
+        fail_on(args),
         args.allow_unfinished,
         args.allow_skipped,
     )
@@ -138,7 +145,7 @@ def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:
 def _diff(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.compare_cli import diff_text
 
-    _emit(diff_text(args, thresholds))
+    _emit(diff_text(args, thresholds, fail_on(args)))
     return EXIT_OK
 
 
@@ -146,7 +153,7 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.formatting import dumps
     from sanctum.summary import build_summary, format_text
 
-    doc = build_summary(resolve_run(args.run), thresholds)
+    doc = build_summary(resolve_run(args.run), thresholds, fail_on(args))
     _emit(dumps(doc) if args.json else format_text(doc))
     return EXIT_OK
 
@@ -180,7 +187,14 @@ def _serve(args: argparse.Namespace) -> int:
     from sanctum.serve import serve
 
     thresholds_file = getattr(args, "thresholds", None)  # SUPPRESS: absent
-    return serve(resolve_run(args.run), thresholds_file, args.host, args.port, args.public_url)
+    return serve(
+        resolve_run(args.run),
+        thresholds_file,
+        args.host,
+        args.port,
+        args.public_url,
+        getattr(args, "fail_on", None),
+    )
 
 
 def _once_asked(args: argparse.Namespace) -> bool:
@@ -194,16 +208,18 @@ def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.once import once_dict, once_text, read_snapshot
 
     path = resolve_run(one_run(args, "--once"))
-    snapshot = read_snapshot(path, thresholds)
+    snapshot = read_snapshot(path, thresholds, fail_on=fail_on(args))
     _emit(dumps(once_dict(snapshot)) if args.json else once_text(snapshot, path))
     return EXIT_OK
 
 
 def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    refresh: dict[str, Any] = {"refresh_seconds": args.refresh} if hasattr(args, "refresh") else {}
+    opts: dict[str, Any] = {"fail_on": fail_on(args)}
+    if hasattr(args, "refresh"):  # SUPPRESS: absent
+        opts["refresh_seconds"] = args.refresh
     app: App[None]
     if several(args):
-        app = runs_app(args, thresholds, refresh)
+        app = runs_app(args, thresholds, opts)
     else:
         path = resolve_run(one_run(args, "watch") if args.command == "watch" else args.run)
         speed: float | None = None
@@ -213,7 +229,7 @@ def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
             speed = args.speed
         from sanctum.app import SanctumApp  # Textual loads only for the dashboard
 
-        app = SanctumApp(path, thresholds, replay_speed=speed, **refresh)
+        app = SanctumApp(path, thresholds, replay_speed=speed, **opts)
     app.run()
     if app.return_code:  # Textual has printed what went wrong; the exit code must say so
         print(

@@ -25,7 +25,8 @@ WATCH_OPTIONS = ("--all", "--refresh", "--once", "--json")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """``sanctum [RUN]`` (watch), ``replay``, ``check`` and ``summary``; --thresholds on all."""
+    """``sanctum [RUN]`` (watch), ``replay``, ``check`` and ``summary``; --thresholds and
+    --fail-on on all that judge a run."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--thresholds",
@@ -34,9 +35,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="TOML file overriding the health rules, e.g. [approx_kl] warning = 0.01",
     )
+    common.add_argument(
+        "--fail-on",
+        choices=("warning", "critical"),
+        default=argparse.SUPPRESS,
+        help="the level at which a rule fails the run (default: critical): check's exit code "
+        "and the verdict every view shows (FAIL at it, WARN below it); a critical anomaly "
+        "always fails, and with warning so does an anomaly the trainer reported as a warning",
+    )
     parser = argparse.ArgumentParser(
         prog="sanctum",
-        usage="sanctum [--thresholds FILE] [RUN ... | --all DIR | COMMAND ...]",
+        usage="sanctum [--thresholds FILE] [--fail-on LEVEL] [RUN ... | --all DIR | COMMAND ...]",
         description="PPO training health from a run's event log: a live dashboard, a replay, "
         "a CI check (health, and learning against a baseline), a summary and a diff of two "
         "runs. RUN is a run folder or its events.jsonl; without RUN, the newest run under "
@@ -137,14 +146,6 @@ def _add_once(watch: argparse.ArgumentParser) -> None:
 def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument("run", metavar="RUN")
     check.add_argument(
-        "--fail-on",
-        choices=("warning", "critical"),
-        default="critical",
-        help="fail when an update reaches this level under a rule (default: critical); a "
-        "critical anomaly always fails, and with warning so does an anomaly the trainer "
-        "reported as a warning",
-    )
-    check.add_argument(
         "--allow-unfinished",
         action="store_true",
         help="pass a run without run_finished or interrupted (a failed run still fails)",
@@ -172,7 +173,7 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--thresholds":
+        if arg in ("--thresholds", "--fail-on"):
             i += 2
             continue
         if arg in ("-h", "--help"):

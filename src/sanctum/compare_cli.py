@@ -13,6 +13,7 @@ from sanctum.arg_types import count, finite_number
 from sanctum.runs import UsageError, resolve_run
 
 if TYPE_CHECKING:
+    from sanctum.health import Level
     from sanctum.learning import GateOptions, LearningVerdict
     from sanctum.thresholds import Thresholds
 
@@ -131,11 +132,11 @@ def judge_gate(
     return run_gate(candidates, baseline, thresholds, opts)
 
 
-def diff_text(args: argparse.Namespace, thresholds: Thresholds) -> str:
+def diff_text(args: argparse.Namespace, thresholds: Thresholds, fail_on: Level) -> str:
     """What ``sanctum diff`` prints: the text report or one JSON object."""
     from sanctum.diff import build_diff
     from sanctum.diff_report import format_text
     from sanctum.formatting import dumps
 
-    doc = build_diff(resolve_run(args.a), resolve_run(args.b), thresholds)
+    doc = build_diff(resolve_run(args.a), resolve_run(args.b), thresholds, fail_on)
     return dumps(doc) if args.json else format_text(doc)

@@ -9,17 +9,21 @@ their reasons, and the return curves sampled at the same environment steps (line
 interpolated between rollouts, each the windowed mean of :mod:`sanctum.return_curve`).
 Runs of another environment or major schema are described all the same, flagged
 ``comparable: false`` with the reasons. Like ``summary``, a log that holds several runs is
-described by its last run.
+described by its last run, and each run's verdict is ``check``'s under the same
+``--fail-on`` (so far, for a run still live).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from sanctum.compare import LoadedRun, config_differences, incomparable, load_run
 from sanctum.formatting import format_value
+from sanctum.health import Level
 from sanctum.return_curve import (
     FINAL_EPISODES,
     equal_steps,
@@ -34,17 +38,27 @@ CURVE_POINTS = 10
 """Steps at which the return curves are compared: evenly spaced up to the shorter run's end."""
 
 
-def build_diff(a: Path, b: Path, thresholds: Thresholds) -> dict[str, Any]:
-    """Load both runs and compare them. Raises EventLogError for unusable input."""
-    return diff_runs(load_run(a, thresholds), load_run(b, thresholds))
+def build_diff(
+    a: Path,
+    b: Path,
+    thresholds: Thresholds,
+    fail_on: Level = Level.CRITICAL,
+    now: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Load both runs and compare them, at time ``now()`` (a run still live is judged so
+    far). Raises EventLogError for unusable input."""
+    return diff_runs(load_run(a, thresholds), load_run(b, thresholds), fail_on, now())
 
 
-def diff_runs(a: LoadedRun, b: LoadedRun) -> dict[str, Any]:
+def diff_runs(
+    a: LoadedRun, b: LoadedRun, fail_on: Level = Level.CRITICAL, now: float | None = None
+) -> dict[str, Any]:
     """The diff document of two loaded runs (pure)."""
     reasons = incomparable(a.run, b.run)
     return {
-        "a": _facts(a),
-        "b": _facts(b),
+        "a": _facts(a, fail_on, now),
+        "b": _facts(b, fail_on, now),
+        "fail_on": fail_on.value,
         "comparable": not reasons,
         "incomparable": reasons,
         "config": [asdict(d) for d in config_differences(a.run.config, b.run.config)],
@@ -55,7 +69,7 @@ def diff_runs(a: LoadedRun, b: LoadedRun) -> dict[str, Any]:
     }
 
 
-def _facts(run: LoadedRun) -> dict[str, Any]:
+def _facts(run: LoadedRun, fail_on: Level, now: float | None) -> dict[str, Any]:
     r, agg = run.run, run.scan.aggregator
     return {
         "path": str(run.path),
@@ -69,7 +83,7 @@ def _facts(run: LoadedRun) -> dict[str, Any]:
         "updates": r.updates,
         "global_step": r.global_step,
         "episodes": r.episodes,
-        "verdict": agg.health().verdict,
+        **agg.run_verdict(now, fail_on).fields(),
         "earlier_runs": [x.run_id for x in run.scan.earlier_runs if x.new_run],
     }
 

@@ -38,7 +38,7 @@ def _header(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"{side.upper()}  {r['run_id']}  {r['path']}  (env {r['env_id']}, seed {r['seed']}, "
             f"schema {r['schema']}, {r['status']}, {plural(r['updates'], 'update')}, {steps}, "
-            f"verdict {r['verdict']})"
+            f"verdict {r['verdict_text']}{' so far' if r['verdict_so_far'] else ''})"
         )
         if r["earlier_runs"]:
             lines.append(

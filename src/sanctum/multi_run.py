@@ -3,9 +3,10 @@
 Pure functions, no Textual: the run table of ``sanctum RUN RUN ...`` and ``sanctum --all
 DIR`` is drawn from what is computed here, and tested without a screen.
 
-- A run's row holds what a sweep is watched for: connection, the verdict of the one rule
-  table, progress, steps per second, the latest update, the mean return of the latest
-  rollout that finished an episode, and the *worst KL*: the worst ``approx_kl`` the KL
+- A run's row holds what a sweep is watched for: connection, the run's verdict (``sanctum
+  check``'s under the same ``--fail-on``, so far while the run is live), progress, steps
+  per second, the latest update, the mean return of the latest rollout that finished an
+  episode, and the *worst KL*: the worst ``approx_kl`` the KL
   rule judged over the whole run (the same figure as ``sanctum summary``'s worst; a
   non-finite KL is worse than any number), or, with no KL rule in the thresholds file,
   the largest finite value (NaN once any was non-finite).
@@ -28,11 +29,12 @@ from typing import Any
 
 from sanctum.chart_text import band_of
 from sanctum.compare import SEED_KEYS
-from sanctum.health import HealthReport, Level
+from sanctum.health import Level
 from sanctum.rule_judge import RuleJudge
 from sanctum.runs import UsageError, resolve_run
 from sanctum.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.thresholds import Thresholds
+from sanctum.verdict import RunVerdict
 from telemetry.recorder import EVENTS_FILE
 
 # -- which runs ----------------------------------------------------------------------------
@@ -121,9 +123,8 @@ class RunRow:
     connection: Connection
     silent: float | None
     """Seconds without an event, while STALE."""
-    verdict: str
-    level: Level
-    """The worst level of the health report (colours the verdict)."""
+    verdict: RunVerdict
+    """The run's verdict (``sanctum check``'s; so far, while the run is live)."""
     progress: float | None
     update: int | None
     steps_per_second: float | None
@@ -136,11 +137,16 @@ class RunRow:
     problem: str | None = None
     """Why the log cannot be followed at all (then the figures are the last ones read)."""
 
+    @property
+    def level(self) -> Level:
+        """The verdict's level (colours it; a group is as bad as its worst member)."""
+        return self.verdict.level
+
 
 def run_row(
     label: str,
     run: RunSnapshot,
-    health: HealthReport,
+    verdict: RunVerdict,
     update: int | None,
     kl: WorstKL,
     now: float,
@@ -148,7 +154,7 @@ def run_row(
     problem: str | None = None,
     group: str | None = None,
 ) -> RunRow:
-    """The row of one run from its facts and health at time ``now`` (``group``: its
+    """The row of one run from its facts and verdict at time ``now`` (``group``: its
     :func:`group_key` when the caller has it already)."""
     connection = connection_of(run, now, thresholds.stale_seconds)
     silent = None
@@ -158,8 +164,7 @@ def run_row(
         label=label,
         connection=connection,
         silent=silent,
-        verdict=health.verdict,
-        level=health.worst,
+        verdict=verdict,
         progress=run.progress,
         update=update,
         steps_per_second=run.steps_per_second,

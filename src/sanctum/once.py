@@ -1,7 +1,9 @@
 """``sanctum RUN --once [--json]``: the dashboard's state, printed once, for scripts.
 
 The log is read to its end through the same reader and aggregator as the dashboard, and
-the snapshot is judged at the current time (so a silent unfinished run reads STALE).
+the snapshot is judged at the current time (so a silent unfinished run reads STALE). The
+verdict is the run's, ``sanctum check``'s under the same ``--fail-on`` (so far, while the
+run is live, with the level at the latest update beside it), as the banner shows it.
 The text is what the dashboard shows, line by line: the banner's two lines, one line per
 metric of the health panel, the panel's facts, the episode return and the last events of
 the timeline. ``--json`` prints the same as one object. No Textual: this is meant for
@@ -17,6 +19,7 @@ from typing import Any
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.formatting import plural, visible_lines
+from sanctum.health import Level
 from sanctum.runs import UsageError
 from sanctum.screen_text import (
     clock_text,
@@ -29,6 +32,7 @@ from sanctum.screen_text import (
     returns_lines,
     run_text,
     steps_text,
+    verdict_line,
 )
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
@@ -40,13 +44,16 @@ SPARK_WIDTH = 20
 
 
 def read_snapshot(
-    path: Path, thresholds: Thresholds, now: Callable[[], float] = time.time
+    path: Path,
+    thresholds: Thresholds,
+    now: Callable[[], float] = time.time,
+    fail_on: Level = Level.CRITICAL,
 ) -> SanctumSnapshot:
     """The whole log at ``path`` folded into one snapshot, judged at ``now()``."""
     if not path.exists():
         raise UsageError(f"{path}: no such event log")
     reader = EventLogReader(path)
-    aggregator = SanctumAggregator(thresholds)
+    aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
     while batch := reader.read_new():
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
@@ -62,7 +69,8 @@ def once_text(snapshot: SanctumSnapshot, path: Path) -> str:
     """The dashboard as plain lines: banner, metric table, facts, returns, last events."""
     banner = [
         f"{connection_text(snapshot)}  {run_text(snapshot, path)}  {clock_text(snapshot)}",
-        f"{snapshot.verdict}  {kl_text(snapshot)}  {_progress(snapshot)}{steps_text(snapshot)}",
+        f"{verdict_line(snapshot)}  {kl_text(snapshot)}  {_progress(snapshot)}"
+        f"{steps_text(snapshot)}",
     ]
     rows = [metric_row(snapshot, name) for name in _metrics(snapshot)]
     table = [
@@ -97,8 +105,10 @@ def once_dict(snapshot: SanctumSnapshot) -> dict[str, Any]:
         "run_id": run.run_id,
         "env_id": run.env_id,
         "connection": snapshot.connection.value,
-        "verdict": snapshot.verdict,
-        "worst_level": snapshot.health.worst.value,
+        **snapshot.run_verdict.fields(),
+        "worst_level": snapshot.run_verdict.level.value,
+        "now_verdict": snapshot.health.verdict,
+        "now_level": snapshot.health.worst.value,
         "update": snapshot.update,
         "global_step": run.global_step,
         "total_steps": run.total_steps,

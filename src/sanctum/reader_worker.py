@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from sanctum.aggregator import SanctumAggregator
+from sanctum.health import Level
 from sanctum.snapshot import SanctumSnapshot
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
@@ -143,12 +144,13 @@ class SnapshotFeed:
         max_replay_gap: float = MAX_REPLAY_GAP,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] | None = None,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         if replay_speed is not None and not replay_speed > 0:
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
         self.path = path
         self.reader = EventLogReader(path)
-        self.aggregator = SanctumAggregator(thresholds)
+        self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
         self.poll_interval = poll_interval
         self.max_replay_gap = max_replay_gap
         self._clock = clock
@@ -204,6 +206,12 @@ class SnapshotFeed:
         except OSError:
             size = self.reader.size
         return self._dirty or size != self.reader.size
+
+    def rejudge(self) -> None:
+        """Post a snapshot judged at the current time though nothing new was read: a
+        silent run's stall and verdict depend on how long it has been silent."""
+        self._dirty = True
+        self._wake.set()
 
     def wake(self) -> None:
         """Wake the loop now, so it sees at once that ``stopped`` turned true."""

@@ -1,14 +1,15 @@
 """RunsApp: several runs in one dashboard (``sanctum RUN RUN ...``, ``sanctum --all DIR``).
 
-A run table (status, verdict, progress, steps per second, the latest update, the last
-return, the worst KL) over an overlay of one metric of every run. One thread worker runs
-:class:`~sanctum.runs_feed.RunsFeed` over all the logs and posts a frozen
-:class:`~sanctum.runs_feed.Board` per frame; the UI only hands it to the widgets, so the
-table, the overlay and an open full view always show the same board. ``enter`` opens the
-full view of the run under the cursor (the single-run dashboard's widgets, fed the run's
-full snapshot from each board), ``escape`` comes back; ``o`` cycles the overlay metric;
-``g`` groups the seeds of one configuration (median and min..max); with seeds grouped,
-``enter`` goes back to the runs with the cursor on the group's first run.
+A run table (status, the run's verdict as ``sanctum check`` gives it, progress, steps per
+second, the latest update, the last return, the worst KL) over an overlay of one metric of
+every run. One thread worker runs :class:`~sanctum.runs_feed.RunsFeed` over all the logs
+and posts a frozen :class:`~sanctum.runs_feed.Board` per frame; the UI only hands it to
+the widgets, so the table, the overlay and an open full view always show the same board.
+``enter`` opens the full view of the run under the cursor (the single-run dashboard's
+widgets, fed the run's full snapshot from each board), ``escape`` comes back; ``o``
+cycles the overlay metric; ``g`` groups the seeds of one configuration (median and
+min..max); with seeds grouped, ``enter`` goes back to the runs with the cursor on the
+group's first run.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from textual.worker import get_current_worker
 
 from sanctum.app import ReaderNotice
 from sanctum.formatting import visible
+from sanctum.health import Level
 from sanctum.multi_run import run_labels
 from sanctum.reader_worker import POLL_INTERVAL, REFRESH_SECONDS, Severity
 from sanctum.runs_feed import OVERLAY_METRICS, Board, BoardCallbacks, RunsFeed
@@ -107,6 +109,7 @@ class RunsApp(App[None]):
         now: Callable[[], float] = time.time,
         poll_interval: float = POLL_INTERVAL,
         refresh_seconds: float = REFRESH_SECONDS,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         super().__init__()
         self.paths = [Path(p) for p in paths]
@@ -118,6 +121,7 @@ class RunsApp(App[None]):
             clock=now,
             poll_interval=poll_interval,
             frame_seconds=refresh_seconds,
+            fail_on=fail_on,
         )
         self.grouped = False
         self.cursor = 0

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Final
 
 from sanctum.aggregator import SanctumAggregator
+from sanctum.health import Level
 from sanctum.multi_run import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
 from sanctum.reader_worker import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS, Severity
 from sanctum.screen_text import KL_METRIC
@@ -92,11 +93,13 @@ class BoardCallbacks:
 class RunFollower:
     """One run: its reader, its aggregator, and its episode returns by update."""
 
-    def __init__(self, path: Path, label: str, thresholds: Thresholds) -> None:
+    def __init__(
+        self, path: Path, label: str, thresholds: Thresholds, fail_on: Level = Level.CRITICAL
+    ) -> None:
         self.path = path
         self.label = label
         self.reader = EventLogReader(path)
-        self.aggregator = SanctumAggregator(thresholds)
+        self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
         self.problem: str | None = None
         """Why the log cannot be followed (it is no longer read)."""
         self._column: _Column | None = None
@@ -133,7 +136,7 @@ class RunFollower:
         return run_row(
             self.label,
             run,
-            agg.health(now),
+            agg.run_verdict(now),
             update,
             kl,
             now,
@@ -200,9 +203,11 @@ class RunsFeed:
         poll_interval: float = POLL_INTERVAL,
         frame_seconds: float = REFRESH_SECONDS,
         tick_seconds: float = TICK_SECONDS,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         self.followers = [
-            RunFollower(path, label, thresholds) for path, label in zip(paths, labels, strict=True)
+            RunFollower(path, label, thresholds, fail_on)
+            for path, label in zip(paths, labels, strict=True)
         ]
         self.thresholds = thresholds
         self.poll_interval = poll_interval

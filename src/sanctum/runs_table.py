@@ -21,10 +21,14 @@ from sanctum.multi_run import GroupRow, RunRow, Spread
 from sanctum.renderables import KeyedRuns, StyleKey
 from sanctum.screen_text import CONNECTION_MARK
 from sanctum.snapshot import Connection
+from sanctum.verdict import RunVerdict
 
 ABSENT: Final = "—"
 NAME_MIN: Final = 12
 SWATCH: Final = "━━"
+VERDICT_WIDTH: Final = 17
+"""``FAIL: KL 22x (+1)``, ``FAIL: interrupted``. An 80-column table drops the steps per
+second and the progress (the update is there) and keeps the status."""
 KL_DECIMALS: Final = 4
 """The worst KL's decimals when the board's rule table has no KL rule (a rule's own
 ``decimals`` win: a thresholds file that changes them changes the table too)."""
@@ -44,9 +48,9 @@ class Column:
 RUN_COLUMNS: Final = (
     Column("", 2),
     Column("run", 0),
-    Column("status", 13, drop=3),
-    Column("verdict", 13),
-    Column("prog", 4, right=True, drop=2),
+    Column("status", 13, drop=2),
+    Column("verdict", VERDICT_WIDTH),
+    Column("prog", 4, right=True, drop=3),
     Column("update", 7, right=True),
     Column("steps/s", 7, right=True, drop=4),
     Column("return", 8, right=True),
@@ -139,7 +143,10 @@ def run_line(
             status_text(row),
             "critical" if row.problem else connection_key(row.connection),
         ),
-        "verdict": (row.verdict if row.problem is None else ABSENT, row.level.value),
+        "verdict": (
+            verdict_text(row.verdict, VERDICT_WIDTH) if row.problem is None else ABSENT,
+            row.level.value,
+        ),
         "prog": (_percent(row.progress), "muted"),
         "update": (ABSENT if row.update is None else f"u{row.update}", ""),
         "steps/s": (_rate(row.steps_per_second), "muted"),
@@ -147,6 +154,15 @@ def run_line(
         "worst KL": (format_value(kl.value, kl_decimals, absent=ABSENT), _band(kl.level)),
     }
     return _line(columns, [cells[c.title] for c in columns])
+
+
+def verdict_text(verdict: RunVerdict, width: int) -> str:
+    """The run's verdict in ``width`` cells: its first row and how many more (``FAIL: KL
+    22x (+1)``), without the count of the others when that does not fit."""
+    text = verdict.short
+    if len(text) > width and verdict.items:
+        text = f"{verdict.word}: {verdict.items[0]}"
+    return text
 
 
 def _percent(fraction: float | None) -> str:

@@ -4,7 +4,7 @@ A scan feeds each reader batch to the same :class:`SanctumAggregator` the dashbo
 and reads its results: the rule tallies and per-metric statistics of its
 :class:`~sanctum.judge.HealthJudge`, its records of early stops and anomalies, and the
 runs it forgot when the log started over. There is one fold and one reset rule; the scan
-only adds what belongs to the file rather than to the run: the skipped lines, listed.
+only adds what the reader alone knows of the file: a last line torn off.
 
 A scan describes one run: the last in the file. ``check`` refuses a file that holds
 several, ``summary`` says which runs it left out.

@@ -72,6 +72,28 @@ def clock_text(snapshot: SanctumSnapshot, replay_speed: float | None = None) -> 
     return text if replay_speed is None else f"replay ×{replay_speed:g}  {text}"
 
 
+def now_verdict_text(snapshot: SanctumSnapshot) -> str | None:
+    """``now WARN: KL``: the verdict at the latest update, while the run is unfinished
+    (what is happening now); None once it finished, or before it started."""
+    return f"now {snapshot.verdict}" if snapshot.run.status == "running" else None
+
+
+def run_verdict_text(snapshot: SanctumSnapshot) -> str:
+    """The run's verdict, ``sanctum check``'s, with its first failing (or warning) row and
+    how many more: ``run FAIL: KL 22x (+1)`` while the run is unfinished (its verdict so
+    far), ``FAIL: KL 22x (+1)`` once it finished (``--json`` and ``check`` list them all)."""
+    text = snapshot.run_verdict.short
+    return f"run {text}" if snapshot.run.status == "running" else text
+
+
+def verdict_line(snapshot: SanctumSnapshot) -> str:
+    """``now OK · run FAIL: KL 22x`` while the run is unfinished (a spike that has passed
+    stays in sight), the run's verdict alone once it finished: the banner's verdict."""
+    now = now_verdict_text(snapshot)
+    run = run_verdict_text(snapshot)
+    return run if now is None else f"{now} · {run}"
+
+
 def kl_text(snapshot: SanctumSnapshot) -> str:
     """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
     metric = snapshot.metric(KL_METRIC)

@@ -124,11 +124,16 @@ def server_url(host: str, port: int, this_machine: str) -> str:
     return f"http://{name}:{port}"
 
 
-def dashboard_command(events: Path, thresholds: Path | None, python: str) -> str:
-    """The shell command each browser tab runs: the terminal dashboard of ``events``."""
+def dashboard_command(
+    events: Path, thresholds: Path | None, python: str, fail_on: str | None = None
+) -> str:
+    """The shell command each browser tab runs: the terminal dashboard of ``events``, with
+    the same ``--thresholds`` and ``--fail-on`` (so it gives the run the same verdict)."""
     words = [python, "-m", "sanctum", "watch", str(events.absolute())]
     if thresholds is not None:
         words += ["--thresholds", str(thresholds.absolute())]
+    if fail_on is not None:
+        words += ["--fail-on", fail_on]
     return shlex.join(words)
 
 
@@ -175,7 +180,12 @@ def _bind_message(host: str, port: int, exc: OSError) -> str:
 
 
 def serve(
-    events: Path, thresholds: Path | None, host: str, port: int, url: str | None = None
+    events: Path,
+    thresholds: Path | None,
+    host: str,
+    port: int,
+    url: str | None = None,
+    fail_on: str | None = None,
 ) -> int:
     """Serve the dashboard of ``events`` until Ctrl+C; raise UsageError when it cannot."""
     server_class = _server_class()
@@ -184,7 +194,7 @@ def serve(
         raise UsageError(problem)
     url = url or server_url(host, port, socket.gethostname())
     server = server_class(
-        dashboard_command(events, thresholds, sys.executable),
+        dashboard_command(events, thresholds, sys.executable, fail_on),
         host=host,
         port=port,
         title=f"sanctum: {visible(str(events))}",

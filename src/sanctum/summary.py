@@ -2,12 +2,15 @@
 
 Built as one JSON-ready document from a :class:`LogScan` (so ``--json`` and the text show
 the same facts), then printed. Final and worst values come from the same rule table as the
-dashboard and ``check``; "not measured" metrics say so instead of showing a zero.
+dashboard and ``check``; "not measured" metrics say so instead of showing a zero. The
+verdict is the run's, ``check``'s under the same ``--fail-on`` (so far, for a run still
+live when the summary is made), beside the level at the latest update.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,9 +26,15 @@ TEXT_LIST_LIMIT = 20
 fold kept: ``records.KEPT`` early stops and anomalies, ``SKIPPED_KEPT`` skipped lines)."""
 
 
-def build_summary(path: Path, thresholds: Thresholds) -> dict[str, Any]:
-    """Scan ``path`` and summarise it. Raises EventLogError for unusable input."""
-    return summarize(scan_log(path, thresholds))
+def build_summary(
+    path: Path,
+    thresholds: Thresholds,
+    fail_on: Level = Level.CRITICAL,
+    now: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Scan ``path`` and summarise it, at time ``now()`` (a run silent no longer than its
+    stall limit is live: judged so far). Raises EventLogError for unusable input."""
+    return summarize(scan_log(path, thresholds), fail_on, now())
 
 
 _RUN_FACTS = (
@@ -46,8 +55,11 @@ _RUN_FACTS = (
 )
 
 
-def summarize(scan: LogScan) -> dict[str, Any]:
-    """The summary document of a scanned log (pure)."""
+def summarize(
+    scan: LogScan, fail_on: Level = Level.CRITICAL, now: float | None = None
+) -> dict[str, Any]:
+    """The summary document of a scanned log (pure); ``now``: when it is made (None: the
+    log is judged as a finished file, as ``check`` judges it)."""
     agg = scan.aggregator
     run = agg.snapshot(agg.run.last_event_ts or 0.0).run
     facts = {name: getattr(run, name) for name in _RUN_FACTS}
@@ -60,7 +72,9 @@ def summarize(scan: LogScan) -> dict[str, Any]:
     return {
         "path": str(scan.path),
         "run": facts,
-        "verdict": agg.health().verdict,
+        **agg.run_verdict(now, fail_on).fields(),
+        "fail_on": fail_on.value,
+        "latest_verdict": agg.health().verdict,
         "rules": [_rule_row(scan, tally) for tally in scan.tallies.values()],
         "metrics": {metric: asdict(stats) for metric, stats in scan.stats.items()},
         "early_stops": {
@@ -145,9 +159,15 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"returns   {plural(r['episodes'], 'episode')}; last mean "
         f"{format_value(r['episode_return_final'], 2, 'none')}, "
         f"best mean {format_value(r['episode_return_best'], 2, 'none')}",
-        f"health    final verdict {doc['verdict']}; {plural(e['count'], 'early stop')}; "
+        f"verdict   {doc['verdict_text']}{_so_far(doc)} (as sanctum check --fail-on "
+        f"{doc['fail_on']}); latest update {doc['latest_verdict']}",
+        f"health    {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
+
+
+def _so_far(doc: dict[str, Any]) -> str:
+    return " so far (live: no run_finished yet)" if doc["verdict_so_far"] else ""
 
 
 def _earlier(doc: dict[str, Any]) -> list[str]:

@@ -44,13 +44,15 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 2, "update 2")
-        assert banner_text(app, "verdict").strip() == "OK"
+        assert banner_text(app, "now-verdict") == "now OK ·"
+        assert banner_text(app, "verdict").strip() == "run OK"
         assert banner_text(app, "connection") == "● LIVE"
         assert kl_row_level(app) is Level.HEALTHY
 
         log.update(lively(3, kl=KL_FAR, early_stopped=True))  # written while the app follows
         await wait_until(pilot, lambda s: s.update == 3, "update 3")
-        assert banner_text(app, "verdict").strip().startswith("FAIL: KL")
+        assert banner_text(app, "now-verdict") == "now FAIL: KL ·"
+        assert banner_text(app, "verdict").strip() == "run FAIL: KL 1x"
         assert banner_text(app, "kl") == "KL 0.600↑!"
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
@@ -105,7 +107,8 @@ async def test_a_nonfinite_metric_outside_the_table_gets_a_critical_row(tmp_path
         row = app.query_one(HealthStatusPanel).row("advantage_std")
         assert row.level is Level.CRITICAL
         assert row.value == "NaN"
-        assert banner_text(app, "verdict").strip() == "FAIL: advantage_std"
+        assert banner_text(app, "now-verdict") == "now FAIL: advantage_std ·"
+        assert banner_text(app, "verdict").strip() == "run FAIL: non-finite 1x"
     log.close()
 
 
@@ -122,7 +125,8 @@ async def test_a_value_out_of_its_possible_range_fails_as_a_bug_without_a_crash(
         await pilot.pause()
         assert app.is_running and app.snapshot is not None
         assert "bug" in app.snapshot.health.fired
-        assert banner_text(app, "verdict").strip().startswith("FAIL: Bug")
+        assert banner_text(app, "now-verdict").startswith("now FAIL: Bug")
+        assert banner_text(app, "verdict").strip() == "run FAIL: Bug 1x"
         with pytest.raises(KeyError):
             app.query_one(HealthStatusPanel).row("bug")
     log.close()
@@ -196,8 +200,8 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
     log.update(lively(0, kl=0.003))  # healthy by default, a warning under the strict table
     log.close()
     for thresholds, verdict, level in (
-        (DEFAULT_THRESHOLDS, "OK", Level.HEALTHY),
-        (strict, "WARN: KL", Level.WARNING),
+        (DEFAULT_THRESHOLDS, "run OK", Level.HEALTHY),
+        (strict, "run WARN: KL 1x", Level.WARNING),
     ):
         app = SanctumApp(path, thresholds, now=lambda: log.now)
         async with app.run_test(size=SIZE) as pilot:
@@ -262,5 +266,6 @@ async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path
         chart = drawn(app.query_one(KLChart))
         assert "policy  (old ‖ new)" in chart and "reference  (θ ‖ ref)" in chart
         assert "1.0000" in chart and "0.6000" in chart  # the reference rule's lines
-        assert banner_text(app, "verdict").strip().startswith("FAIL: RefKL")
+        assert banner_text(app, "now-verdict") == "now FAIL: RefKL ·"
+        assert banner_text(app, "verdict").strip() == "run FAIL: RefKL 3x"
     log.close()

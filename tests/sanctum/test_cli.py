@@ -16,6 +16,7 @@ import pytest
 
 from sanctum.aggregator import SanctumAggregator
 from sanctum.cli import main, with_default_command
+from sanctum.health import Level
 from sanctum.runs import resolve_run
 from sanctum.thresholds import Thresholds, load_thresholds
 from telemetry.eventlog import EventLogReader
@@ -68,7 +69,9 @@ def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    usage = "usage: sanctum [--thresholds FILE] [RUN ... | --all DIR | COMMAND ...]"
+    usage = (
+        "usage: sanctum [--thresholds FILE] [--fail-on LEVEL] [RUN ... | --all DIR | COMMAND ...]"
+    )
     assert usage in result.stdout
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
@@ -91,7 +94,7 @@ def test_one_thresholds_file_moves_check_summary_and_health(
     summary = run_sanctum("summary", healthy_log, "--json", "--thresholds", toml)
     assert summary.returncode == 0
     doc = json.loads(summary.stdout)
-    assert (doc["verdict"], doc["rules"][0]["final_level"]) == ("FAIL: KL", "critical")
+    assert (doc["verdict_text"], doc["rules"][0]["final_level"]) == ("FAIL: KL 19x", "critical")
     agg = SanctumAggregator(load_thresholds(toml))
     for batch in EventLogReader(healthy_log / "events.jsonl").batches():
         agg.handle_batch(batch)
@@ -257,6 +260,7 @@ class FakeApp:
 
     calls: ClassVar[list[tuple[Path, Thresholds, float | None]]] = []
     refresh: ClassVar[list[float]] = []
+    fail_on: ClassVar[list[Level]] = []
     return_code = 0
 
     def __init__(
@@ -265,8 +269,10 @@ class FakeApp:
         thresholds: Thresholds,
         replay_speed: float | None = None,
         refresh_seconds: float | None = None,
+        fail_on: Level = Level.CRITICAL,
     ) -> None:
         FakeApp.calls.append((path, thresholds, replay_speed))
+        FakeApp.fail_on.append(fail_on)
         if refresh_seconds is not None:
             FakeApp.refresh.append(refresh_seconds)
 
@@ -281,6 +287,7 @@ def fake_app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Thresholds, fl
     monkeypatch.setitem(sys.modules, "sanctum.app", module)
     FakeApp.calls = []
     FakeApp.refresh = []
+    FakeApp.fail_on = []
     return FakeApp.calls
 
 
@@ -295,6 +302,10 @@ def test_watch_and_replay_open_the_dashboard(
     assert main(["--thresholds", str(toml), str(healthy_log)]) == 0
     assert main(["replay", str(healthy_log), "--speed", "10", "--refresh", "0.5"]) == 0
     assert FakeApp.refresh == [0.5]  # only when asked: the app's default otherwise
+    assert main(["--fail-on", "warning", str(healthy_log)]) == 0  # before RUN, or after it
+    assert main(["replay", str(healthy_log), "--fail-on", "warning"]) == 0
+    assert FakeApp.fail_on == [Level.CRITICAL, Level.CRITICAL, Level.WARNING, Level.WARNING]
+    del fake_app[2:]
     assert main([str(tmp_path / "future-run")]) == 0  # waits for it: no error
     monkeypatch.chdir(healthy_log.parent.parent)
     (healthy_log.parent.parent / "runs").mkdir()

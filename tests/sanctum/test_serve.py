@@ -111,6 +111,8 @@ def test_each_tab_runs_the_terminal_dashboard_with_the_same_thresholds(tmp_path:
     ]
     relative = shlex.split(dashboard_command(Path("runs/a/events.jsonl"), None, "python"))
     assert relative[-1] == str(Path.cwd() / "runs/a/events.jsonl")  # tabs may start elsewhere
+    strict = shlex.split(dashboard_command(events, None, "python", "warning"))
+    assert strict[-2:] == ["--fail-on", "warning"]  # the same verdict as check --fail-on
 
 
 @pytest.mark.parametrize(

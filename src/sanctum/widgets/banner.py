@@ -1,7 +1,9 @@
 """StatusBanner: the two lines that answer "is my run alive, and is it healthy?".
 
 Top line: connection state, run id, environment, latest update, elapsed time. Bottom
-line: the verdict of the one rule table, KL (3 decimals, trend arrow, ``!`` past warning),
+line: the run's verdict (``sanctum check``'s; while the run is unfinished, its verdict so
+far after the verdict at the latest update: ``now OK · run FAIL: KL 22x``, so a spike
+that has passed stays in sight), KL (3 decimals, trend arrow, ``!`` past warning),
 progress and throughput. Colours come from CSS classes named after the connection state
 and the health level, so the stylesheet, not this code, decides what red means. When the
 dashboard runs its own trainer (``ppo train``), what the log cannot say is shown here too:
@@ -28,7 +30,9 @@ from sanctum.screen_text import (
     clock_text,
     connection_text,
     kl_text,
+    now_verdict_text,
     run_text,
+    run_verdict_text,
     steps_text,
 )
 from sanctum.snapshot import Connection, SanctumSnapshot
@@ -108,6 +112,7 @@ class StatusBanner(SnapshotView):
             yield Label("⏹ STOPPING: saving a checkpoint…", id="stopping")
             yield Label(id="clock")
         with Horizontal(classes="banner-line"):
+            yield Label(id="now-verdict")
             yield Label(id="verdict")
             yield Label(id="kl")
             yield ProgressText(id="progress")
@@ -139,9 +144,16 @@ class StatusBanner(SnapshotView):
             if self.problem is None:
                 self._set_run(run_text(snapshot, self.path))
         set_text(self.query_one("#clock", Label), clock_text(snapshot, self.replay_speed))
+        now = self.query_one("#now-verdict", Label)
+        now_text = now_verdict_text(snapshot)
+        if now.display != (now_text is not None):  # a layout only when it comes or goes
+            now.display = now_text is not None
+        if now_text is not None:
+            set_text(now, plain(f"{now_text} ·"))
+            set_one_class(now, LEVEL_CLASSES, level_class(snapshot.health.worst))
         verdict = self.query_one("#verdict", Label)
-        set_text(verdict, plain(f" {snapshot.verdict} "))
-        set_one_class(verdict, LEVEL_CLASSES, level_class(snapshot.health.worst))
+        set_text(verdict, plain(f" {run_verdict_text(snapshot)} "))
+        set_one_class(verdict, LEVEL_CLASSES, level_class(snapshot.run_verdict.level))
         kl = self.query_one("#kl", Label)
         set_text(kl, kl_text(snapshot))
         set_one_class(kl, LEVEL_CLASSES, level_class(snapshot.metric(KL_METRIC).level))

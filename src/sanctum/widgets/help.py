@@ -152,12 +152,18 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     ),
     (
         "Stall",
-        "No event for longer than the stall limit while the run is unfinished: critical.",
+        "No event for longer than the stall limit while the run is unfinished: critical. "
+        "The limit is 10x the run's own pace (the median of its recent intervals between "
+        "updates and heartbeats), never under the floor; no stall before the run has a pace.",
     ),
     (
         "verdict",
-        "OK, WARN: KL (+1) or FAIL: KL (+2): the first rule at the worst level, "
-        "and how many other metrics fired.",
+        "The run's verdict, what sanctum check says: OK, WARN: KL 3x (a rule reached "
+        "warning in 3 updates), FAIL: KL 22x, Stall 1x (every check that fails, with its "
+        "count), or FAIL: interrupted. While the run is unfinished the banner reads "
+        "now OK · run FAIL: KL 22x: the level at the latest update (the first rule at the "
+        "worst level, and how many others fired: WARN: KL (+1)), then the run's verdict so "
+        "far, so a spike that has passed stays in sight.",
     ),
     (
         "connection",
@@ -232,7 +238,11 @@ def help_renderable(thresholds: Thresholds, keys: KeyHelp = KEYS) -> Group:
     rules = tuple((r.metric, f"{r.label}: {r.describe()}") for r in thresholds.rules)
     rules += (
         ("stale", f"no event for more than {thresholds.stale_seconds:g} s (banner only)"),
-        ("stall", f"no event for more than {thresholds.stall_seconds:g} s: critical"),
+        (
+            "stall",
+            f"no event for more than {thresholds.stall_pace:g}x the run's median interval, "
+            f"and more than {thresholds.stall_seconds:g} s, while unfinished: critical",
+        ),
     )
     return Group(
         _two_columns(keys, "Keys"),
