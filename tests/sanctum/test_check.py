@@ -329,6 +329,24 @@ def test_no_stall_is_judged_before_the_run_has_a_pace(tmp_path: Path) -> None:
     assert check(paced_run(tmp_path / "e.jsonl", interval=2.0, silence=300.0, before=1)).passed
 
 
+def test_heartbeats_set_the_pace_of_a_run_with_long_updates(tmp_path: Path) -> None:
+    """Updates 300 s apart, with a heartbeat every 5 s between them (the trainer's own, or
+    SB3's during rollouts): the run's pace is 5 s, so a 130 s silence is a stall."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path, tick=5.0)
+    log.start()
+    for u in range(3):
+        log.beats(*[u * 512 + 8 * i for i in range(59)])
+        log.update(u)
+    log.now += 125.0
+    log.update(3)
+    log.finish()
+    log.close()
+    stall = rows(check(path))["stall"]
+    assert stall["passed"] is False
+    assert "no event for 130 s, over the 120 s floor" in str(stall["message"])
+
+
 def test_a_stall_stays_out_of_the_pace(tmp_path: Path) -> None:
     """The interval that spans a stall does not make the run's pace slower."""
     path = tmp_path / "e.jsonl"
