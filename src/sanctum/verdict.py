@@ -26,15 +26,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sanctum.formatting import format_anomaly, plural
 from sanctum.health import Level
 from sanctum.rule_judge import RuleTally
+from sanctum.thresholds import Rule
 
 if TYPE_CHECKING:
     from sanctum.aggregator import SanctumAggregator
     from sanctum.thresholds import Thresholds
+
+_describe = lru_cache(maxsize=256)(Rule.describe)
+"""A rule in words, once per rule: the live views make the rows every frame."""
 
 Word = Literal["PENDING", "OK", "WARN", "FAIL"]
 
@@ -192,7 +197,7 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         label=rule.label,
         passed=failing == 0,
         message=message,
-        rule=rule.describe(),
+        rule=_describe(rule),
         worst=t.worst,
         worst_update=t.worst_update,
         updates_measured=t.measured,
