@@ -43,7 +43,11 @@ def band_words(rule: Rule | None, value: float, level: Level) -> str:
     if level is Level.PENDING:
         return f"warm-up (judged from update {rule.warmup_updates})"
     if level is Level.CRITICAL:
-        return f"critical band ({_sign(rule)} {rule.critical:g})"
+        return (
+            f"critical band ({_sign(rule)} {rule.critical:g})"
+            if rule.critical is not None
+            else "critical"
+        )
     if level is Level.WARNING:
         return f"warning band ({_sign(rule)} {rule.warning:g})"
     return "healthy band"

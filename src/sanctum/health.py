@@ -56,7 +56,8 @@ def level_of(rule: Rule, value: float | None, update_index: int | None) -> Level
 
     None -> PENDING (not measured); non-finite -> CRITICAL (always); inside the rule's
     warm-up (``update_index < warmup_updates``, or no update index) -> PENDING; otherwise
-    strictly past ``critical`` -> CRITICAL, strictly past ``warning`` -> WARNING, else HEALTHY.
+    strictly past ``critical`` -> CRITICAL (never, for a rule that only warns), strictly past
+    ``warning`` -> WARNING, else HEALTHY.
     """
     if value is None:
         return Level.PENDING
@@ -64,7 +65,7 @@ def level_of(rule: Rule, value: float | None, update_index: int | None) -> Level
         return Level.CRITICAL
     if rule.warmup_updates and (update_index is None or update_index < rule.warmup_updates):
         return Level.PENDING
-    if rule.is_worse(value, rule.critical):
+    if rule.critical is not None and rule.is_worse(value, rule.critical):
         return Level.CRITICAL
     return Level.WARNING if rule.is_worse(value, rule.warning) else Level.HEALTHY
 
@@ -78,7 +79,8 @@ def unruled_level(value: float | None) -> Level:
 
 @dataclass(frozen=True, slots=True)
 class HealthReport:
-    """Levels at the latest update and the verdict for the banner."""
+    """Levels at the latest update and their verdict: what happens now (the health panel,
+    and the banner's ``now``). The run's own verdict is :mod:`sanctum.verdict`'s."""
 
     levels: Mapping[str, Level]
     """Every judged item -> its level (read-only): each PPO metric, then the run-wide

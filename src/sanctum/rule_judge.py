@@ -131,7 +131,9 @@ class RuleJudge:
         self.rule = rule
         self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
         self._need = values_needed(rule)
-        self._past_critical = rule.worse_than(rule.critical)
+        self._past_critical = (
+            rule.worse_than(rule.critical) if rule.critical is not None else _never
+        )
         self.streak_warning = 0
         self.streak_critical = 0
         self.measured = 0
@@ -332,6 +334,11 @@ class RuleJudge:
             math.isfinite(worst) and (not math.isfinite(value) or self.rule.is_worse(value, worst))
         ):
             self.worst, self.worst_update = value, update
+
+
+def _never(value: float) -> bool:
+    """A warn-only rule's critical line: never past."""
+    return False
 
 
 def _any_between(judged: Sequence[int], low: int, high: int) -> bool:

@@ -71,8 +71,9 @@ class Rule:
     """``above`` or ``below``: which way is worse."""
     warning: float
     """Past this (strictly) the metric is at warning."""
-    critical: float
-    """Past this (strictly) the metric is critical."""
+    critical: float | None
+    """Past this (strictly) the metric is critical. None (``critical = false`` in a
+    thresholds file): the rule only warns, it never fails a run."""
     warmup_updates: int = 0
     """Updates with a 0-based index below this are not judged (pending)."""
     decimals: int = 3
@@ -125,14 +126,16 @@ class Rule:
         """The rule in words, for tables and help, e.g. ``approx_kl > 0.02 / > 0.05, 2
         updates in a row (at once past 0.15)``."""
         sign = ">" if self.direction == "above" else "<"
+        unit = "x" if self.statistic == "jump" else ""
         if self.statistic == "jump":
             subject = f"{self.metric} / median of previous {self.window}"
-            bands = f"{sign} {self.warning:g}x / {sign} {self.critical:g}x"
         else:
             subject = self.metric
             if self.statistic == "median":
                 subject = f"median of {self.window} {self.metric}"
-            bands = f"{sign} {self.warning:g} / {sign} {self.critical:g}"
+        bands = f"{sign} {self.warning:g}{unit} (warns only)"
+        if self.critical is not None:
+            bands = f"{sign} {self.warning:g}{unit} / {sign} {self.critical:g}{unit}"
         text = f"{subject} {bands}"
         if self.persist > 1:
             text += f", {self.persist} updates in a row"
@@ -153,9 +156,12 @@ def _rule_problem(rule: Rule) -> tuple[str, str] | None:
         return "direction", f"must be 'above' or 'below', got {rule.direction!r}"
     for key in ("warning", "critical"):
         value = getattr(rule, key)
+        if key == "critical" and value is None:
+            continue
         if not _is_number(value) or not math.isfinite(value):
-            return key, f"must be a finite number, got {value!r}"
-    if rule.is_worse(rule.warning, rule.critical):
+            hint = " (or false: the rule only warns)" if key == "critical" else ""
+            return key, f"must be a finite number{hint}, got {value!r}"
+    if rule.critical is not None and rule.is_worse(rule.warning, rule.critical):
         relation = "above" if rule.direction == "above" else "below"
         return "warning", (
             f"warning {rule.warning:g} is {relation} critical {rule.critical:g}; "
@@ -178,10 +184,12 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
             return key, f"must be an integer >= 1, got {value!r}"
     if rule.statistic != "value" and rule.window < 2:
         return "window", f"a {rule.statistic} needs a window of at least 2, got {rule.window!r}"
+    if rule.far is not None and rule.critical is None:
+        return "far", "needs a critical line (the rule only warns: critical = false)"
     if rule.far is not None and (
         not _is_number(rule.far)
         or not math.isfinite(rule.far)
-        or rule.is_worse(rule.critical, rule.far)
+        or rule.is_worse(rule.critical, rule.far)  # type: ignore[arg-type]
     ):
         return (
             "far",
@@ -365,6 +373,8 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             raise ThresholdsError(
                 f"[{metric}] {key}: unknown key; expected one of {', '.join(_RULE_KEYS)}"
             )
+    if table.get("critical") is False:  # TOML has no null: false is "no critical line"
+        table = {**table, "critical": None}
     existing = next((i for i, r in enumerate(rules) if r.metric == metric), None)
     if existing is not None:
         rules[existing] = replace(rules[existing], **table)

@@ -32,6 +32,12 @@ EV = Rule(
 )
 
 
+WARN_ONLY = Rule(
+    "clip_fraction", "Clip", "above", 0.4, None, statistic="median", window=10, persist=2
+)
+"""A rule that only warns: no critical line."""
+
+
 def levels(rule: Rule, values: Sequence[float | None], start: int = 0) -> list[Level]:
     """The level of each update when folded one batch per value."""
     judge = RuleJudge(rule)
@@ -193,7 +199,12 @@ def reference(rule: Rule, values: Sequence[float | None]) -> tuple[list[Level], 
 
 
 def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
-    base = {"approx_kl": (0.0, 0.3), "grad_norm": (5.0, 50.0), "explained_variance": (-1, 1)}
+    base = {
+        "approx_kl": (0.0, 0.3),
+        "grad_norm": (5.0, 50.0),
+        "explained_variance": (-1, 1),
+        "clip_fraction": (0.0, 1.0),
+    }
     low, high = base[rule.metric]
     out: list[float | None] = []
     for _ in range(n):
@@ -209,7 +220,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
     return out
 
 
-@pytest.mark.parametrize("rule", [KL, GRAD, EV], ids=lambda r: r.metric)
+@pytest.mark.parametrize("rule", [KL, GRAD, EV, WARN_ONLY], ids=lambda r: r.metric)
 def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
     rng = random.Random(rule.metric)
     for trial in range(40):
@@ -222,6 +233,16 @@ def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
             start = end
         assert (judge.judged, judge.at_critical) == (judged, critical), trial
         assert levels(rule, values) == expected, trial  # value by value, too
+
+
+def test_a_warn_only_rule_warns_and_never_fails() -> None:
+    assert levels(WARN_ONLY, [0.9] * 12)[-1] is W
+    judge = RuleJudge(WARN_ONLY)
+    judge.fold(list(range(12)), [1.0] * 12)
+    assert (judge.at_critical, judge.first_critical, judge.first_warning) == (0, None, 5)
+    assert levels(WARN_ONLY, [0.1, math.nan])[-1] is C  # non-finite is critical all the same
+    jump = Rule("grad_norm", "Grad", "above", 100.0, None, statistic="jump", window=20)
+    assert levels(jump, [1.0, 1.0, 1.0, 1e9, 1e9])[-2:] == [W, W]
 
 
 def test_a_healthy_column_takes_the_fast_path_and_keeps_the_worst() -> None:

@@ -84,6 +84,20 @@ def test_override_changes_only_what_the_file_names(tmp_path: Path) -> None:
     assert loaded.metrics == DEFAULT_THRESHOLDS.metrics
 
 
+def test_a_rule_that_only_warns(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text("[clip_fraction]\nwarning = 0.5\ncritical = false\n")
+    rule = load_thresholds(path).rule("clip_fraction")
+    assert rule is not None and rule.critical is None
+    assert rule.describe().endswith("> 0.5 (warns only)") or "(warns only)" in rule.describe()
+    path.write_text("[approx_kl]\ncritical = false\nfar = 2.0\n")
+    with pytest.raises(ThresholdsError, match=r"\[approx_kl\] far: needs a critical line"):
+        load_thresholds(path)
+    path.write_text("[approx_kl]\ncritical = true\n")
+    with pytest.raises(ThresholdsError, match=r"critical: must be a finite number \(or false"):
+        load_thresholds(path)
+
+
 def test_integer_thresholds_are_accepted(tmp_path: Path) -> None:
     loaded = load_thresholds(write(tmp_path, "[grad_norm]\nwarning = 2\ncritical = 4\n"))
     rule = loaded.rule("grad_norm")
