@@ -117,8 +117,13 @@ async def test_the_clock_tick_never_shows_a_newer_snapshot_than_the_panels(
         log.update(lively(1, kl=0.05))
         app.action_toggle_pause()  # paused, every snapshot is taken: update 1 is read
         app.action_toggle_pause()  # and waits for the slot (60 s) to be drawn
-        await settle(
-            pilot, lambda a: a.feed.folded_update == 1, "update 1 read", WAIT_LIMIT, shown=False
+        await settle(  # taken by the app (read is not enough: between the reader posting
+            # it and the app taking it, nothing is pending on either side)
+            pilot,
+            lambda a: a.snapshot is not None and a.snapshot.update == 1,
+            "update 1 taken",
+            WAIT_LIMIT,
+            shown=False,
         )
         assert app.display_pending
         await pilot.pause(TICK_SECONDS * 1.5)  # a tick falls while update 1 waits for its slot
