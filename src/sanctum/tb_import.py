@@ -7,7 +7,7 @@ written at every step with a rollout figure (SPS, SB3's episode means) or with f
 episodes: each episode counts in the first such step at or after the step it was logged
 at, which for CleanRL is the update the rollout fed. Events carry TensorBoard's wall
 times, so a replay keeps the run's pace (and a gap between two logged steps longer than
-``stall_seconds`` reads as a stall).
+the stall limit, 10x the run's pace and at least ``stall_seconds``, reads as a stall).
 
 What a log lacks is written honestly: a step with update figures but no approx_kl or
 clip_fraction is not an update (a warning anomaly says so); ``early_stopped``, required by
