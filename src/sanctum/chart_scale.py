@@ -71,8 +71,9 @@ def nice_step(raw: float) -> float:
 
 def rule_lines(rule: Rule | None) -> tuple[float | None, float | None]:
     """The (warning, critical) lines to draw in the metric's own units: none without a
-    rule, and none for a rule that judges a jump (its thresholds are ratios)."""
-    if rule is None or rule.statistic == "jump":
+    rule, and none for a rule whose thresholds are ratios (a jump, a quantity per another
+    metric)."""
+    if rule is None or not rule.in_metric_units:
         return None, None
     return rule.warning, rule.critical
 

@@ -25,7 +25,7 @@ from sanctum.thresholds import Rule
 
 def band_of(rule: Rule | None, value: float | None, update: int) -> Level:
     """The level a charted value is drawn with (see the module docstring)."""
-    if rule is not None and rule.statistic == "value":
+    if rule is not None and rule.statistic == "value" and rule.per is None:
         return level_of(rule, value, update)
     return unruled_level(value)
 
@@ -38,7 +38,7 @@ def band_words(rule: Rule | None, value: float, level: Level) -> str:
     """``warning band (> 0.04)``, ``critical: non-finite``, ``healthy`` ... for a value."""
     if not math.isfinite(value):
         return "critical: non-finite"
-    if rule is None or rule.statistic != "value":
+    if rule is None or rule.statistic != "value" or rule.per is not None:
         return ""
     if level is Level.PENDING:
         return f"warm-up (judged from update {rule.warmup_updates})"
@@ -84,12 +84,13 @@ def legend(rule: Rule | None, scale: Scale, values: Sequence[float | None], per:
     updates, how to read its envelope; joined with two spaces."""
     parts: list[str] = []
     warning, critical = rule_lines(rule)
-    if warning is not None and critical is not None:
-        parts += [
-            _line_words("warning", "┄", warning, scale),
-            _line_words("critical", "━", critical, scale),
-        ]
-    if rule is not None and rule.statistic == "median":
+    if warning is not None:
+        parts.append(_line_words("warning", "┄", warning, scale))
+    if critical is not None:
+        parts.append(_line_words("critical", "━", critical, scale))
+    if rule is not None and rule.per is not None:
+        parts.append(f"{rule.label} judges {rule.metric} per {rule.per}, not these values")
+    elif rule is not None and rule.statistic == "median":
         parts.append(f"{rule.label} judges the median of {rule.window} updates")
     elif rule is not None and rule.statistic == "jump":
         parts.append(f"{rule.label} judges the jump over the median of {rule.window}")

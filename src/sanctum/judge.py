@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sanctum import contracts
 from sanctum.health import Level, unruled_level
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
-from sanctum.rule_judge import RuleJudge, measured
+from sanctum.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
 from sanctum.thresholds import Thresholds
 
 
@@ -102,7 +102,9 @@ class HealthJudge:
             gate = None
             if spread is not None:
                 gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
-            judge.fold(updates, columns[metric], gate)
+            rule = judge.rule
+            others = columns[rule.per] if rule.per is not None else None
+            judge.fold(updates, columns[metric], gate, rule.judged_column(columns[metric], others))
         extremes = self._stats(updates, columns)
         found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
@@ -166,10 +168,14 @@ class HealthJudge:
 
 def returns_vary(
     stds: Sequence[float | None], means: Sequence[float | None], spread: float
-) -> list[bool]:
-    """Per update: is ``return_std`` at least ``spread`` times ``|return_mean|`` (and not
-    0)? An update that does not report both is judged as usual."""
+) -> list[str | None]:
+    """Per update, why it is not judged (None: it is): ``return_std`` under ``spread``
+    times ``|return_mean|`` (or 0), or not recorded at all (a gate never judges blind)."""
     return [
-        std is None or mean is None or not (std < spread * abs(mean) or std == 0.0)
+        RETURNS_UNKNOWN
+        if std is None or mean is None
+        else RETURNS_FLAT
+        if std < spread * abs(mean) or std == 0.0
+        else None
         for std, mean in zip(stds, means, strict=True)
     ]

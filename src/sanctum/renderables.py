@@ -188,7 +188,11 @@ class ThresholdChart:
             return self.top
         thresholds = self._thresholds
         if self.log:
-            highest = 3 * max(thresholds, default=0.1)
+            if thresholds:
+                highest = 3 * max(thresholds)
+            else:  # no lines in the metric's units: the scale follows the values
+                finite = [v for v in self.values if math.isfinite(v) and v > 0]
+                highest = max(finite, default=0.1)
             return float(10 ** math.ceil(math.log10(highest)))
         return 1.5 * max(thresholds) if thresholds else 1.0
 

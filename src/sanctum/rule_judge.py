@@ -34,6 +34,9 @@ def values_needed(rule: Rule) -> int:
 
 
 RETURNS_FLAT: Final = "not judged: returns nearly constant"
+RETURNS_UNKNOWN: Final = "not judged: return spread not recorded"
+"""A rule gated on the returns' spread cannot tell flat returns from varied ones when the
+trainer records no ``return_std``: it does not judge blind."""
 WARMUP: Final = "warm-up"
 
 
@@ -168,15 +171,19 @@ class RuleJudge:
         self,
         updates: Sequence[int],
         values: Sequence[float | None],
-        judgeable: Sequence[bool] | None = None,
+        unjudged: Sequence[str | None] | None = None,
+        inputs: Sequence[float | None] | None = None,
     ) -> None:
-        """Judge a column of values, in update order. ``judgeable[i]`` False: the update
-        fails the rule's gate (returns nearly constant) and is not judged."""
+        """Judge a column of values, in update order. ``unjudged[i]``: why update ``i``
+        fails the rule's gate and is not judged (None: it is judged). ``inputs``: what the
+        statistic is computed from when it is not the values themselves (a rule ``per``
+        another metric: :meth:`Rule.judged_column`)."""
         if not values:
             return
         numbers, _ = measured(values)
         self.measured += len(numbers)
-        statistics, note = self._statistics(updates, values, judgeable)
+        source = values if inputs is None else inputs
+        statistics, note = self._statistics(updates, source, unjudged)
         judged: Sequence[int] = range(len(values))
         if statistics is not values or len(numbers) != len(values):
             judged = [i for i, s in enumerate(statistics) if s is not None]
@@ -198,7 +205,7 @@ class RuleJudge:
         self,
         updates: Sequence[int],
         values: Sequence[float | None],
-        judgeable: Sequence[bool] | None,
+        unjudged: Sequence[str | None] | None,
     ) -> tuple[Sequence[float | None], str | None]:
         """What the rule judges at each update (None: pending), and why the last is pending.
 
@@ -206,7 +213,7 @@ class RuleJudge:
         value is judged as it is, even in the warm-up: it is critical at once.
         """
         rule = self.rule
-        if self.window is None and judgeable is None and updates[0] >= rule.warmup_updates:
+        if self.window is None and unjudged is None and updates[0] >= rule.warmup_updates:
             return values, None
         out: list[float | None] = []
         note: str | None = None
@@ -217,9 +224,9 @@ class RuleJudge:
             elif updates[i] < rule.warmup_updates:
                 out.append(None)
                 note = WARMUP
-            elif judgeable is not None and not judgeable[i]:
+            elif unjudged is not None and unjudged[i] is not None:
                 out.append(None)
-                note = RETURNS_FLAT
+                note = unjudged[i]
             else:
                 statistic = self._statistic(value)
                 if statistic is None:  # the window is still filling

@@ -191,9 +191,11 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
     rule = snapshot.thresholds.rule(metric.name)
     if rule is None:
         return format_value(metric.value)
-    if rule.statistic != "value" and metric.statistic is not None:
+    if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:
         text = rule.format(metric.statistic)
-        return text if rule.statistic == "jump" else f"med {text}"
+        if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats
+            text = f"{text}/{rule.per.split('_')[0]}"
+        return text if rule.statistic in ("jump", "value") else f"med {text}"
     return format_value(metric.value, rule.decimals)
 
 

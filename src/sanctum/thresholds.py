@@ -93,6 +93,13 @@ class Rule:
     only_when_measured: bool = False
     """The metric exists only in some runs (a reference KL only when fine-tuning): the
     dashboard shows its row only in runs that measure it."""
+    per: str | None = None
+    """Judge the metric per unit of this other metric of the same update: value /
+    max(other, ``per_floor``) (an absent other counts as ``per_floor``). The KL rule judges
+    approx_kl per clip fraction: a policy that moves far while the clip bounds almost
+    nothing is PPO's trust region gone, whatever the run's healthy KL is."""
+    per_floor: float = 0.01
+    """The smallest divisor ``per`` uses (a clip fraction of 0 counts as this)."""
 
     def __post_init__(self) -> None:
         problem = _rule_problem(self)
@@ -115,11 +122,35 @@ class Rule:
         """The worst of finite ``values`` (the largest for ``above``, smallest for ``below``)."""
         return max(values) if self.direction == "above" else min(values)
 
+    @property
+    def in_metric_units(self) -> bool:
+        """Whether the lines are in the metric's own units (not a jump's ratio, not a
+        quantity per another metric), so a chart of the metric can draw them."""
+        return self.statistic != "jump" and self.per is None
+
+    def judged_column(
+        self, values: Sequence[float | None], others: Sequence[float | None] | None
+    ) -> Sequence[float | None]:
+        """What the rule's statistic is computed from: ``values`` themselves, or each per
+        unit of ``others`` (see ``per``). Absent and non-finite values stay as they are."""
+        if self.per is None:
+            return values
+        floor, isfinite = self.per_floor, math.isfinite
+        others = others if others is not None else [None] * len(values)
+        return [
+            v if v is None or not isfinite(v) else v / max(o if o is not None else 0.0, floor)
+            for v, o in zip(values, others, strict=True)
+        ]
+
     def format(self, value: float | None, absent: str = NOT_MEASURED) -> str:
-        """A judged statistic as text: ``x12.3`` for a jump, else the value at ``decimals``
-        (``NaN``/``+Inf`` spelled out; None is ``absent``)."""
-        if self.statistic == "jump" and value is not None and math.isfinite(value):
-            return f"x{format_value(value, 1)}"
+        """A judged statistic as text: ``x12.3`` for a jump, ``12.3`` for a quantity per
+        another metric, else the value at ``decimals`` (``NaN``/``+Inf`` spelled out; None
+        is ``absent``)."""
+        if value is not None and math.isfinite(value):
+            if self.statistic == "jump":
+                return f"x{format_value(value, 1)}"
+            if self.per is not None:
+                return format_value(value, 1)
         return format_value(value, self.decimals, absent)
 
     def describe(self) -> str:
@@ -127,12 +158,15 @@ class Rule:
         updates in a row (at once past 0.15)``."""
         sign = ">" if self.direction == "above" else "<"
         unit = "x" if self.statistic == "jump" else ""
+        measure = self.metric
+        if self.per is not None:
+            measure = f"{self.metric} / {self.per} (at least {self.per_floor:g})"
         if self.statistic == "jump":
-            subject = f"{self.metric} / median of previous {self.window}"
+            subject = f"{measure} / median of previous {self.window}"
         else:
-            subject = self.metric
+            subject = measure
             if self.statistic == "median":
-                subject = f"median of {self.window} {self.metric}"
+                subject = f"median of {self.window} {measure}"
         bands = f"{sign} {self.warning:g}{unit} (warns only)"
         if self.critical is not None:
             bands = f"{sign} {self.warning:g}{unit} / {sign} {self.critical:g}{unit}"
@@ -202,6 +236,10 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
         return "label", f"must be a non-empty string, got {rule.label!r}"
     if not isinstance(rule.only_when_measured, bool):
         return "only_when_measured", f"must be true or false, got {rule.only_when_measured!r}"
+    if rule.per is not None and (rule.per not in PPO_METRICS or rule.per == rule.metric):
+        return "per", f"must name another ppo_update metric, got {rule.per!r}"
+    if not _is_number(rule.per_floor) or not 0 < rule.per_floor < math.inf:
+        return "per_floor", f"must be a finite number > 0, got {rule.per_floor!r}"
     return None
 
 
@@ -255,15 +293,34 @@ class Thresholds:
 
 DEFAULT_THRESHOLDS: Final = Thresholds(
     rules=(
-        Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5),
-        Rule("clip_fraction", "Clip", "above", 0.4, 0.6, decimals=3, persist=2),
+        Rule(
+            "approx_kl",
+            "KL",
+            "above",
+            5.0,
+            20.0,
+            decimals=4,
+            statistic="median",
+            window=5,
+            per="clip_fraction",
+        ),
+        Rule(
+            "clip_fraction",
+            "Clip",
+            "above",
+            0.5,
+            None,
+            decimals=3,
+            statistic="median",
+            window=10,
+        ),
         Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2),
         Rule(
             "explained_variance",
             "EV",
             "below",
-            -0.1,
             -0.5,
+            None,
             warmup_updates=10,
             decimals=3,
             statistic="median",
@@ -276,7 +333,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             "Entropy",
             "below",
             0.1,
-            0.03,
+            0.02,
             decimals=3,
             statistic="jump",
             window=20,

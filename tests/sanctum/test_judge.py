@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import pytest
 
 from sanctum.health import Level, level_of
-from sanctum.judge import HealthJudge, MetricStats
+from sanctum.judge import HealthJudge, MetricStats, returns_vary
 from sanctum.metrics import PPO_METRICS
-from sanctum.rule_judge import RuleJudge, measured
+from sanctum.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
 
 KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)
@@ -90,11 +90,22 @@ def test_warm_up_and_flat_returns_are_pending_with_a_reason() -> None:
     judge.fold(list(range(10)), [-5.0] * 10)
     assert judge.latest is not None
     assert (judge.latest.level, judge.latest.note, judge.judged) == (P, "warm-up", 0)
-    judge.fold([10, 11, 12], [-5.0] * 3, [False] * 3)
+    judge.fold([10, 11, 12], [-5.0] * 3, [RETURNS_FLAT] * 3)
     assert judge.latest is not None
     assert judge.latest.level is P
     assert judge.latest.note == "not judged: returns nearly constant"
     assert judge.at_critical == 0
+
+
+def test_a_gate_on_the_returns_never_judges_blind() -> None:
+    gate = returns_vary([None, 1.0, 0.0, 0.01, 5.0], [10.0, None, 0.0, 10.0, 10.0], 0.05)
+    assert gate == [RETURNS_UNKNOWN, RETURNS_UNKNOWN, RETURNS_FLAT, RETURNS_FLAT, None]
+    judge = HealthJudge(Thresholds(rules=(EV,)))
+    column = dict.fromkeys(PPO_METRICS, [None] * 12)
+    judge.fold(list(range(12)), {**column, "explained_variance": [-5.0] * 12})
+    latest = judge.rules["explained_variance"].latest
+    assert latest is not None and latest.level is P
+    assert latest.note == "not judged: return spread not recorded"
 
 
 def test_median_statistic_smooths_single_updates() -> None:
@@ -243,6 +254,36 @@ def test_a_warn_only_rule_warns_and_never_fails() -> None:
     assert levels(WARN_ONLY, [0.1, math.nan])[-1] is C  # non-finite is critical all the same
     jump = Rule("grad_norm", "Grad", "above", 100.0, None, statistic="jump", window=20)
     assert levels(jump, [1.0, 1.0, 1.0, 1e9, 1e9])[-2:] == [W, W]
+
+
+def test_a_rule_per_another_metric_judges_their_quotient() -> None:
+    """KL per clip fraction: a large KL with clipping at work is healthy, a moderate KL the
+    clip bounds nothing of is PPO's trust region gone."""
+    rule = Rule(
+        "approx_kl", "KL", "above", 5.0, 20.0, statistic="median", window=5, per="clip_fraction"
+    )
+    judge = HealthJudge(Thresholds(rules=(rule,)))
+    column = dict.fromkeys(PPO_METRICS, [None] * 4)
+    judge.fold(
+        [0, 1, 2, 3],
+        {**column, "approx_kl": [2.0, 3.0, 2.5, 2.0], "clip_fraction": [0.8, 0.7, 0.9, 0.8]},
+    )
+    kl = judge.rules["approx_kl"]
+    assert kl.latest is not None and kl.latest.level is H
+    assert kl.latest.value == 2.0 and kl.latest.statistic == pytest.approx((2.5 + 2.5 / 0.9) / 2)
+    judge.fold(
+        [4, 5, 6],
+        {
+            **dict.fromkeys(PPO_METRICS, [None] * 3),
+            "approx_kl": [0.3] * 3,
+            "clip_fraction": [0.0, None, 0.005],
+        },
+    )
+    assert kl.latest is not None and kl.latest.level is C  # 0.3 / 0.01 = 30, thrice of five
+    assert kl.tally.worst == pytest.approx(30.0) and kl.tally.first_critical == 6
+    assert rule.format(kl.tally.worst) == "30.0"
+    assert rule.describe() == ("median of 5 approx_kl / clip_fraction (at least 0.01) > 5 / > 20")
+    assert not rule.in_metric_units
 
 
 def test_a_healthy_column_takes_the_fast_path_and_keeps_the_worst() -> None:

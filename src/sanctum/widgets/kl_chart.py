@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from textual.strip import Strip
 
-from sanctum.health import Level, level_of
+from sanctum.health import level_of, unruled_level
 from sanctum.renderables import Cell, ChartStyles, ThresholdChart
 from sanctum.screen_text import KL_METRIC, REF_KL_METRIC
 from sanctum.snapshot import SanctumSnapshot
@@ -123,14 +123,15 @@ class KLChart(SnapshotView):
         values = [math.nan if v is None else v for v in series]
 
         def level(value: float) -> str:
-            if rule is None:
-                return Level.HEALTHY.value
+            if rule is None or not rule.in_metric_units:  # lines in other units: none here
+                return unruled_level(value).value
             return level_of(rule, value, rule.warmup_updates).value  # judged as past warm-up
 
+        lines = rule is not None and rule.in_metric_units
         return ThresholdChart(
             values,
-            warning=None if rule is None else rule.warning,
-            critical=None if rule is None else rule.critical,
+            warning=rule.warning if lines and rule is not None else None,
+            critical=rule.critical if lines and rule is not None else None,
             height=height,
             width=width,
             decimals=None if rule is None else rule.decimals,
