@@ -59,7 +59,6 @@ def _contracts() -> tuple[Contract, ...]:
         "grad_norm_critic",
         "advantage_std",
         "return_std",
-        "learning_rate",
         "entropy_coef",
         "kl_coef",
         "epochs_completed",
@@ -82,7 +81,9 @@ def _contracts() -> tuple[Contract, ...]:
 
 
 CONTRACTS: Final = _contracts()
-"""Bounds that hold for every trainer, whatever its settings."""
+"""Bounds that hold for every trainer, whatever its settings. The learning rate has none:
+SB3 with RL Zoo's ``lin_`` schedules runs its last update at a slightly negative rate (the
+last rollout overshoots ``total_timesteps``, so the progress remaining is below 0)."""
 
 KL_FIELDS: Final = {
     "kl_estimator": ("approx_kl", "approx_kl_max", "kl_final"),

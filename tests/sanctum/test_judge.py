@@ -360,6 +360,8 @@ def test_possible_values_at_their_bounds_are_not_bugs() -> None:
     edges = dict(clip_fraction=1.0, approx_kl=0.0, explained_variance=1.0, entropy=-0.5)
     assert fold_one(judge, 0, **edges) == []  # a Gaussian's entropy may be negative
     assert fold_one(judge, 1, clip_fraction=math.nan) == []  # non-finite: its own rule
+    # SB3 with RL Zoo's lin_ schedule: the last rollout overshoots, the rate goes below 0
+    assert fold_one(judge, 2, learning_rate=-9.6e-7) == []
 
 
 def test_a_k1_run_may_log_a_negative_kl() -> None:
