@@ -103,13 +103,23 @@ class WorstKL:
 
 
 def worst_kl(judge: RuleJudge | None, maximum: float | None, nonfinite: int) -> WorstKL:
-    """From the KL rule's judge (its worst judged value), else from the metric's finite
-    ``maximum`` and count of ``nonfinite`` values."""
-    if judge is not None:
+    """From the KL rule's judge (its worst judged value) when the rule judges KL in nats,
+    else the metric's finite ``maximum`` (or NaN when a value was ``nonfinite``), coloured
+    by the worst level the rule reached (a rule judging KL per clip fraction)."""
+    if judge is not None and judge.rule.in_metric_units:
         if judge.worst is None:
             return WorstKL()
         level = band_of(judge.rule, judge.worst, judge.worst_update or 0)
         return WorstKL(judge.worst, judge.worst_update, level)
+    if judge is not None and maximum is not None and not nonfinite:
+        reached = (
+            Level.CRITICAL
+            if judge.at_critical
+            else Level.WARNING
+            if judge.at_warning
+            else Level.HEALTHY
+        )
+        return WorstKL(maximum, None, reached if judge.judged else Level.PENDING)
     if nonfinite:
         return WorstKL(math.nan, None, Level.CRITICAL)
     return WorstKL(maximum, None, Level.PENDING if maximum is None else Level.HEALTHY)

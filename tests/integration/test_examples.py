@@ -49,10 +49,11 @@ def test_unstable_example_fails_the_check_on_kl_with_early_stops(tmp_path: Path)
     updates = [
         e.payload for e in read_events(folder / "events.jsonl").events if isinstance(e, PPOUpdate)
     ]
-    assert any(0.015 < u.approx_kl <= 0.03 for u in updates)  # warning before critical
+    # the clip (range 5) bounds almost nothing: KL per clip fraction past 20 early on
+    assert sum(u.approx_kl > 20 * max(u.clip_fraction, 0.01) for u in updates[:10]) >= 3
     stops = [u for u in updates if u.early_stopped]
     assert stops and all(
-        u.early_stop_reason and "> max_kl 0.1" in u.early_stop_reason for u in stops
+        u.early_stop_reason and "> max_kl 0.5" in u.early_stop_reason for u in stops
     )
 
 
