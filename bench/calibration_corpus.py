@@ -44,6 +44,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from peer_runs import record_cleanrl, record_sb3, zoo_settings
 from ppo.agent import PPOAgent
 from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
@@ -101,6 +102,27 @@ TOKENS: dict[str, Any] = example("token_ppo")
 
 
 @dataclass(frozen=True)
+class Target:
+    """The score a healthy run of a setting reaches, and where that figure is published."""
+
+    score: float
+    """A healthy run's final return (mean of its last 20 episodes) is at least this."""
+    source: str
+
+
+CARTPOLE_SOLVED = Target(475.0, "Gymnasium's CartPole-v1 reward_threshold")
+ACROBOT_SOLVED = Target(-100.0, "Gymnasium's Acrobot-v1 reward_threshold")
+
+
+def zoo_band(mean: float, std: float, env: str) -> Target:
+    """RL Zoo's published PPO score for ``env``, less two of its standard deviations."""
+    return Target(
+        round(mean - 2 * std, 1),
+        f"RL Zoo benchmark.md (commit 0088472b8cb6), ppo {env}: {mean:g} +- {std:g}, minus 2 std",
+    )
+
+
+@dataclass(frozen=True)
 class Case:
     """One run of the corpus."""
 
@@ -111,30 +133,65 @@ class Case:
     """0-based update from which the run is broken (None for healthy runs)."""
     fault: str | None = None
     fault_args: dict[str, Any] = field(default_factory=dict)
+    trainer: str = "ppo"
+    """``ppo`` (ours), ``sb3`` (Stable-Baselines3 through SanctumCallback) or ``cleanrl``
+    (a CleanRL-structure script)."""
+    setting: str = "default"
+    """Which settings: ``default`` (the trainer's own), ``zoo`` (RL Zoo's tuned ones) ..."""
+    split: str = "tune"
+    """``tune``: the rules were fitted to this run; ``heldout``: they were not."""
+    target: Target | None = None
+    """The score a healthy run reaches (None: no published score for this setting)."""
+
+    @property
+    def env_id(self) -> str:
+        if self.config.get("algorithm") == "token_ppo":
+            return "digit-sum (tokens)"
+        return str(self.config.get("env_id", "CartPole-v1"))
 
 
-DEFAULT_SEEDS = (1, 2, 3, 4)
+DEFAULT_SEEDS = (1, 2, 3)
+
+
+PENDULUM_BAND = zoo_band(-172.225, 104.159, "Pendulum-v1")
 
 
 def healthy_cases(quick: bool, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[Case]:
-    """At least 12 healthy runs (3 with ``quick``): CartPole, Acrobot, Pendulum, by seed."""
+    """Our trainer's healthy runs: CartPole, Acrobot, Pendulum by seed, fine-tuning and
+    token-level PPO (a few with ``quick``)."""
     seeds = seeds[:1] if quick else seeds
     cases = []
     for seed in seeds:
-        cases.append(Case(f"cartpole-s{seed}", True, {"seed": seed}))
-        cases.append(Case(f"acrobot-s{seed}", True, {"env_id": "Acrobot-v1", "seed": seed}))
-        cases.append(Case(f"pendulum-s{seed}", True, {**PENDULUM_ZOO, "seed": seed}))
+        cases.append(Case(f"cartpole-s{seed}", True, {"seed": seed}, target=CARTPOLE_SOLVED))
+        cases.append(
+            Case(
+                f"acrobot-s{seed}",
+                True,
+                {"env_id": "Acrobot-v1", "seed": seed},
+                target=ACROBOT_SOLVED,
+            )
+        )
+        cases.append(
+            Case(
+                f"pendulum-s{seed}",
+                True,
+                {**PENDULUM_ZOO, "seed": seed},
+                setting="zoo",
+                target=PENDULUM_BAND,
+            )
+        )
     return cases + finetune_cases(quick) + token_cases(quick)
 
 
 def finetune_cases(quick: bool) -> list[Case]:
     """Healthy fine-tuning: the example on two seeds, a 5x looser target, no control."""
-    cases = [Case("finetune-s7", True, FINETUNE)]
+    tuned = {"setting": "finetune", "target": CARTPOLE_SOLVED}
+    cases = [Case("finetune-s7", True, FINETUNE, **tuned)]
     if not quick:
         cases += [
-            Case("finetune-s8", True, {**FINETUNE, "seed": 8}),
-            Case("finetune-target0.1", True, {**FINETUNE, "ref_kl_target": 0.1}),
-            Case("finetune-free", True, FREE_FINETUNE),
+            Case("finetune-s8", True, {**FINETUNE, "seed": 8}, **tuned),
+            Case("finetune-target0.1", True, {**FINETUNE, "ref_kl_target": 0.1}, **tuned),
+            Case("finetune-free", True, FREE_FINETUNE, **tuned),
         ]
     return cases
 
@@ -142,7 +199,158 @@ def finetune_cases(quick: bool) -> list[Case]:
 def token_cases(quick: bool) -> list[Case]:
     """Healthy token-level PPO: the example on two seeds (one with ``quick``)."""
     seeds = (1,) if quick else (1, 2)
-    return [Case(f"tokens-s{seed}", True, {**TOKENS, "seed": seed}) for seed in seeds]
+    return [
+        Case(f"tokens-s{seed}", True, {**TOKENS, "seed": seed}, setting="tokens") for seed in seeds
+    ]
+
+
+def _sb3(
+    name: str, env_id: str, seed: int, steps: int, setting: str, target: Target, split: str
+) -> Case:
+    """A healthy SB3 run: ``setting`` is ``zoo``, ``zoo, 1 env`` or ``default``."""
+    settings: dict[str, Any] = {}
+    if setting.startswith("zoo"):
+        settings = zoo_settings(env_id, **({"n_envs": 1} if setting == "zoo, 1 env" else {}))
+    config = {"env_id": env_id, "seed": seed, "total_steps": steps, "sb3": settings}
+    return Case(name, True, config, trainer="sb3", setting=setting, split=split, target=target)
+
+
+def _cleanrl(name: str, script: str, env_id: str, seed: int, steps: int, target: Target) -> Case:
+    config = {"env_id": env_id, "seed": seed, "total_steps": steps, "script": script}
+    return Case(
+        name, True, config, trainer="cleanrl", setting="default", split="heldout", target=target
+    )
+
+
+ZOO_BANDS = {
+    "Pendulum-v1": PENDULUM_BAND,
+    "MountainCarContinuous-v0": zoo_band(88.343, 2.572, "MountainCarContinuous-v0"),
+    "Acrobot-v1": zoo_band(-73.506, 18.201, "Acrobot-v1"),
+    "LunarLander-v3": zoo_band(242.119, 31.823, "LunarLander-v2"),
+}
+INVERTED_PENDULUM = Target(950.0, "Gymnasium's InvertedPendulum-v5 reward_threshold")
+INVERTED_DOUBLE = Target(9100.0, "Gymnasium's InvertedDoublePendulum-v5 reward_threshold")
+
+
+def peer_cases(quick: bool) -> list[Case]:
+    """Healthy runs of the peers. Fitted to (``tune``): SB3 with RL Zoo's settings on
+    CartPole, Pendulum and MountainCarContinuous (the runs the old rules failed), one of
+    them on a single env, and SB3's defaults on CartPole. Held out: every other env and
+    every CleanRL-structure run."""
+    tune, held = "tune", "heldout"
+    cases = [
+        _sb3("sb3-zoo-cartpole-s1", "CartPole-v1", 1, 100_000, "zoo", CARTPOLE_SOLVED, tune),
+        _sb3("sb3-zoo-pendulum-s1", "Pendulum-v1", 1, 100_000, "zoo", PENDULUM_BAND, tune),
+        _sb3(
+            "sb3-zoo-mountaincarc-s1",
+            "MountainCarContinuous-v0",
+            1,
+            20_000,
+            "zoo",
+            ZOO_BANDS["MountainCarContinuous-v0"],
+            tune,
+        ),
+        _sb3(
+            "sb3-zoo-invpendulum-s1",
+            "InvertedPendulum-v5",
+            1,
+            50_000,
+            "zoo",
+            INVERTED_PENDULUM,
+            held,
+        ),
+        _cleanrl(
+            "cleanrl-cartpole-s1", "cleanrl_ppo.py", "CartPole-v1", 1, 500_000, CARTPOLE_SOLVED
+        ),
+    ]
+    if quick:
+        return cases
+    cases += [
+        _sb3("sb3-zoo-cartpole-s2", "CartPole-v1", 2, 100_000, "zoo", CARTPOLE_SOLVED, tune),
+        _sb3("sb3-zoo-cartpole-s3", "CartPole-v1", 3, 100_000, "zoo", CARTPOLE_SOLVED, tune),
+        _sb3("sb3-zoo-pendulum-s2", "Pendulum-v1", 2, 100_000, "zoo", PENDULUM_BAND, tune),
+        _sb3("sb3-zoo-pendulum-s3", "Pendulum-v1", 3, 100_000, "zoo", PENDULUM_BAND, tune),
+        _sb3(
+            "sb3-zoo-mountaincarc-s2",
+            "MountainCarContinuous-v0",
+            2,
+            20_000,
+            "zoo",
+            ZOO_BANDS["MountainCarContinuous-v0"],
+            tune,
+        ),
+        _sb3(
+            "sb3-zoo1-cartpole-s1", "CartPole-v1", 1, 100_000, "zoo, 1 env", CARTPOLE_SOLVED, tune
+        ),
+        _sb3("sb3-zoo1-pendulum-s2", "Pendulum-v1", 2, 100_000, "zoo, 1 env", PENDULUM_BAND, tune),
+        _sb3(
+            "sb3-default-cartpole-s1", "CartPole-v1", 1, 100_000, "default", CARTPOLE_SOLVED, tune
+        ),
+        _sb3("sb3-zoo-acrobot-s1", "Acrobot-v1", 1, 200_000, "zoo", ZOO_BANDS["Acrobot-v1"], held),
+        _sb3(
+            "sb3-zoo-invpendulum-s2",
+            "InvertedPendulum-v5",
+            2,
+            50_000,
+            "zoo",
+            INVERTED_PENDULUM,
+            held,
+        ),
+        _sb3(
+            "sb3-zoo-lunarlander-s1",
+            "LunarLander-v3",
+            1,
+            1_000_000,
+            "zoo",
+            ZOO_BANDS["LunarLander-v3"],
+            held,
+        ),
+        _sb3(
+            "sb3-zoo-invdouble-s1",
+            "InvertedDoublePendulum-v5",
+            1,
+            200_000,
+            "zoo",
+            INVERTED_DOUBLE,
+            held,
+        ),
+        _sb3("sb3-default-acrobot-s1", "Acrobot-v1", 1, 100_000, "default", ACROBOT_SOLVED, held),
+        _cleanrl("cleanrl-acrobot-s1", "cleanrl_ppo.py", "Acrobot-v1", 1, 500_000, ACROBOT_SOLVED),
+        _cleanrl(
+            "cleanrl-invpendulum-s1",
+            "cleanrl_ppo_continuous.py",
+            "InvertedPendulum-v5",
+            1,
+            100_000,
+            INVERTED_PENDULUM,
+        ),
+    ]
+    return cases
+
+
+SB3_BROKEN_BASE: dict[str, Any] = {
+    "env_id": "CartPole-v1",
+    "seed": 1,
+    "total_steps": 40_000,
+    "sb3": zoo_settings("CartPole-v1"),
+}
+"""SB3's broken runs break RL Zoo's CartPole run (8 envs x 32 steps: 156 updates)."""
+
+
+def peer_broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
+    """The faults of our trainer's corpus, injected into SB3 runs (callback or wrapper)."""
+    base, wide = SB3_BROKEN_BASE, {**SB3_BROKEN_BASE["sb3"], "n_epochs": 40, "clip_range": 10.0}
+    sb3 = {"trainer": "sb3", "setting": "zoo"}
+    cases = [
+        Case("sb3-lr_spike", False, base, 30, "lr_spike", {"factor": 100.0}, **sb3),
+        Case("sb3-wide_clip", False, {**base, "sb3": wide}, 0, **sb3),
+        Case("sb3-nan_obs", False, base, 30, "nan_obs", **sb3),
+        Case("sb3-entropy_collapse", False, base, 30, "entropy_collapse", {"factor": 1e3}, **sb3),
+        Case("sb3-value_scale", False, base, 30, "value_scale", {"factor": 1e4}, **sb3),
+    ]
+    if not quick:
+        cases.append(Case("sb3-stall", False, base, 30, "stall", {"seconds": stall_seconds}, **sb3))
+    return cases
 
 
 def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
@@ -302,6 +510,24 @@ class TokenFaultTrainer(TokenTrainer):
 def record(case: Case, run_dir: Path) -> Path:
     """Train ``case`` (its starting policy first, for fine-tuning) and return its events file."""
     torch.set_num_threads(1)
+    if case.trainer == "sb3":
+        c = case.config
+        return record_sb3(
+            case.name,
+            c["env_id"],
+            c["sb3"],
+            c["seed"],
+            c["total_steps"],
+            run_dir,
+            case.fault,
+            case.onset,
+            case.fault_args,
+        )
+    if case.trainer == "cleanrl":
+        c = case.config
+        return record_cleanrl(
+            case.name, c["script"], c["env_id"], c["seed"], c["total_steps"], run_dir
+        )
     if case.config.get("algorithm") == "token_ppo":
         config = TokenPPOConfig.from_mapping({**case.config, "torch_threads": 1})
         token_run = TokenFaultTrainer(config, case, run_dir=run_dir, run_id=case.name)
