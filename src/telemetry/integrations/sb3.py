@@ -43,6 +43,12 @@ optimizer steps (a hook)       ``minibatches_completed``,        SB3 does not lo
                                ``early_stop``
 ``train/clip_range(_vf)``      ``run_started.config``            no ppo_update field
 ``train/std``                  not recorded                      no field in schema 1
+gradients (a hook per param)   ``grad_norm``, ``grad_norm_max``, SB3 logs none; each applied
+                               ``grad_clip_scale``               step's global norm before
+                                                                 ``clip_grad_norm_``
+``rollout_buffer.returns``     ``return_mean``, ``return_std``   SB3 logs none; the critic's
+                                                                 targets (normalised rewards
+                                                                 under VecNormalize)
 ``ent_coef`` (setting)         ``entropy_coef``                  none
 Monitor ``episode`` r, l       ``rollout`` episodes, return      SB3's ``rollout/ep_rew_mean``
                                mean/min/max, length mean         is a 100-episode window; ours
@@ -52,8 +58,11 @@ Monitor ``episode`` r, l       ``rollout`` episodes, return      SB3's ``rollout
 ``steps_per_second`` is the rollout's steps over the time since the previous rollout ended
 (SB3's ``time/fps`` averages the whole run); ``update_seconds`` is the time from the
 rollout's end to the update's recording, ``train()`` and SB3's log dump. Not measured by
-SB3, so absent: gradient norms, ratio statistics, ``approx_kl_max``, ``kl_final``,
-advantage and return statistics.
+SB3, so absent: ratio statistics, ``approx_kl_max``, ``kl_final``, advantage statistics.
+The gradient norms and return targets are measured by the callback itself: a hook on each
+parameter's gradient adds up the squared norms of a backward pass, read at the optimizer
+step (SB3 clips the gradients in place between the two), and the return targets are read
+from the rollout buffer when the rollout ends (SB3 has computed them by then).
 
 Early stops: SB3 stops when one minibatch's k3 exceeds 1.5 x ``target_kl`` (the threshold
 sanctum-ppo calls ``max_kl``, written as such in the config), before that minibatch's
