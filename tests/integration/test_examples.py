@@ -97,3 +97,20 @@ def test_continuous_control_presets_train_and_pass_the_check(
     state = torch.load(saved, weights_only=True)
     normalised = tomllib.loads(config.read_text()).get("normalize_obs", False)
     assert ("observations" in state) == normalised
+
+
+@pytest.mark.slow
+def test_the_continuous_cleanrl_example_records_what_the_rules_need(tmp_path: Path) -> None:
+    args = ["--env-id", "Pendulum-v1", "--total-timesteps", "4096", "--run-dir", str(tmp_path)]
+    script = run([str(EXAMPLES / "cleanrl_ppo_continuous.py"), "--no-cuda", *args])
+    assert script.returncode == 0, script.stderr
+    (events,) = tmp_path.glob("*/events.jsonl")
+    assert_valid_log(events)
+    updates = [e.payload for e in read_events(events).events if isinstance(e, PPOUpdate)]
+    assert [u.update for u in updates] == [0, 1]  # 2 rollouts of 2048 steps
+    for u in updates:  # the Grad rule's figure and the EV gate's, recorded beside CleanRL's
+        assert u.grad_norm is not None and u.grad_norm > 0 and u.grad_clip_scale is not None
+        assert u.return_std is not None and u.return_std > 0
+        assert u.entropy_normalized is None  # a Gaussian policy: no normalised entropy
+    check = run(["-m", "sanctum", "check", str(events.parent), "--json"])
+    assert check.returncode == 0, check.stdout
