@@ -333,7 +333,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             "Entropy",
             "below",
             0.1,
-            0.02,
+            0.01,
             decimals=3,
             statistic="jump",
             window=20,
