@@ -92,6 +92,8 @@ def legend(rule: Rule | None, scale: Scale, values: Sequence[float | None], per:
         parts.append(f"{rule.label} judges {rule.metric} per {rule.per}, not these values")
     elif rule is not None and rule.statistic == "median":
         parts.append(f"{rule.label} judges the median of {rule.window} updates")
+    elif rule is not None and rule.statistic == "shift":
+        parts.append(f"{rule.label} judges the shift from the median of {rule.window}")
     elif rule is not None and rule.statistic == "jump":
         parts.append(f"{rule.label} judges the jump over the median of {rule.window}")
     shown = [v for v in values if v is not None]

@@ -30,7 +30,7 @@ JUMP_BASELINE: Final = 3
 def values_needed(rule: Rule) -> int:
     """Values a rolling statistic needs before it judges: a jump's baseline, or half the
     window for a median (a median of one or two values is no smoother than the value)."""
-    return JUMP_BASELINE if rule.statistic == "jump" else (rule.window + 1) // 2
+    return JUMP_BASELINE if rule.statistic in ("jump", "shift") else (rule.window + 1) // 2
 
 
 RETURNS_FLAT: Final = "not judged: returns nearly constant"
@@ -248,12 +248,15 @@ class RuleJudge:
             window.push(value)
             return None
         baseline = window.median()
-        if baseline <= 0:
+        if self.rule.statistic == "shift":
+            statistic = abs(value - baseline)
+        elif baseline <= 0:
             return None
-        ratio = value / baseline
-        if not self._past_critical(ratio):
+        else:
+            statistic = value / baseline
+        if not self._past_critical(statistic):
             window.push(value)
-        return ratio
+        return statistic
 
     def _fire(
         self,

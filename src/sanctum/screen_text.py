@@ -195,7 +195,7 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
         text = rule.format(metric.statistic)
         if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats
             text = f"{text}/{rule.per.split('_')[0]}"
-        return text if rule.statistic in ("jump", "value") else f"med {text}"
+        return f"med {text}" if rule.statistic == "median" else text
     return format_value(metric.value, rule.decimals)
 
 

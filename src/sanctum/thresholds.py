@@ -43,8 +43,8 @@ else:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib
 
 Direction = Literal["above", "below"]
-Statistic = Literal["value", "median", "jump"]
-STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump")
+Statistic = Literal["value", "median", "jump", "shift"]
+STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift")
 _TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
 """Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
@@ -80,7 +80,9 @@ class Rule:
     """Decimals to show values of this metric with."""
     statistic: Statistic = "value"
     """What is judged: the ``value``; the ``median`` of the last ``window`` judged values;
-    or the ``jump``, the value over the median of the ``window`` measured values before it."""
+    the ``jump``, the value over the median of the ``window`` measured values before it; or
+    the ``shift``, how far the value lies from that median, either way, in the metric's
+    units (``abs(value - median)``)."""
     window: int = 1
     """Updates in the rolling statistic (``median`` and ``jump``)."""
     persist: int = 1
@@ -126,7 +128,7 @@ class Rule:
     def in_metric_units(self) -> bool:
         """Whether the lines are in the metric's own units (not a jump's ratio, not a
         quantity per another metric), so a chart of the metric can draw them."""
-        return self.statistic != "jump" and self.per is None
+        return self.statistic in ("value", "median") and self.per is None
 
     def judged_column(
         self, values: Sequence[float | None], others: Sequence[float | None] | None
@@ -149,6 +151,8 @@ class Rule:
         if value is not None and math.isfinite(value):
             if self.statistic == "jump":
                 return f"x{format_value(value, 1)}"
+            if self.statistic == "shift":
+                return f"±{format_value(value, 2)}"
             if self.per is not None:
                 return format_value(value, 1)
         return format_value(value, self.decimals, absent)
@@ -163,6 +167,8 @@ class Rule:
             measure = f"{self.metric} / {self.per} (at least {self.per_floor:g})"
         if self.statistic == "jump":
             subject = f"{measure} / median of previous {self.window}"
+        elif self.statistic == "shift":
+            subject = f"|{measure} - median of previous {self.window}|"
         else:
             subject = measure
             if self.statistic == "median":
@@ -336,6 +342,17 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             0.01,
             decimals=3,
             statistic="jump",
+            window=20,
+            persist=2,
+        ),
+        Rule(
+            "entropy",
+            "Entropy shift",
+            "above",
+            2.0,
+            4.0,
+            decimals=3,
+            statistic="shift",
             window=20,
             persist=2,
         ),

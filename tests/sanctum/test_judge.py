@@ -32,6 +32,8 @@ EV = Rule(
 )
 
 
+SHIFT = Rule("entropy", "Shift", "above", 2.0, 4.0, statistic="shift", window=20, persist=2)
+"""A Gaussian policy's entropy, in nats: a shift of 4 either way from its recent median."""
 WARN_ONLY = Rule(
     "clip_fraction", "Clip", "above", 0.4, None, statistic="median", window=10, persist=2
 )
@@ -188,8 +190,11 @@ def reference(rule: Rule, values: Sequence[float | None]) -> tuple[list[Level], 
             window = [*window, value][-rule.window :]
             need = (rule.window + 1) // 2
             stat: float | None = statistics.median(window) if len(window) >= need else None
-        elif rule.statistic == "jump":
-            stat = value / statistics.median(window) if len(window) >= 3 else None
+        elif rule.statistic in ("jump", "shift"):
+            stat = None
+            if len(window) >= 3:
+                base = statistics.median(window)
+                stat = value / base if rule.statistic == "jump" else abs(value - base)
             band_now = None if stat is None else level_of(rule, stat, update)
             if band_now is not C:
                 window = [*window, value][-rule.window :]
@@ -215,6 +220,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
         "grad_norm": (5.0, 50.0),
         "explained_variance": (-1, 1),
         "clip_fraction": (0.0, 1.0),
+        "entropy": (-1.0, 1.5),
     }
     low, high = base[rule.metric]
     out: list[float | None] = []
@@ -231,7 +237,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
     return out
 
 
-@pytest.mark.parametrize("rule", [KL, GRAD, EV, WARN_ONLY], ids=lambda r: r.metric)
+@pytest.mark.parametrize("rule", [KL, GRAD, EV, WARN_ONLY, SHIFT], ids=lambda r: r.metric)
 def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
     rng = random.Random(rule.metric)
     for trial in range(40):
@@ -244,6 +250,18 @@ def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
             start = end
         assert (judge.judged, judge.at_critical) == (judged, critical), trial
         assert levels(rule, values) == expected, trial  # value by value, too
+
+
+def test_a_shift_either_way_from_the_recent_median() -> None:
+    """A Gaussian policy's entropy (nats) drifting down is healthy; leaping up 5 nats (a
+    learning rate gone 100x widened the noise) or down 5 (a collapse) is critical, and a
+    shift past critical does not join its baseline, so it keeps firing."""
+    drift = [1.4 - 0.05 * i for i in range(30)]
+    assert set(levels(SHIFT, drift)[3:]) == {H}
+    assert levels(SHIFT, [1.5] * 5 + [6.9, 6.8, 6.7, 6.6]) == [P, P, P] + [H] * 3 + [C, C, C]
+    assert levels(SHIFT, [1.5] * 5 + [-4.0] * 3)[-1] is C
+    assert SHIFT.format(5.25) == "±5.25" and not SHIFT.in_metric_units
+    assert SHIFT.describe() == ("|entropy - median of previous 20| > 2 / > 4, 2 updates in a row")
 
 
 def test_a_warn_only_rule_warns_and_never_fails() -> None:

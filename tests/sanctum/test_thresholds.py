@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,11 @@ def test_defaults_are_the_calibrated_table() -> None:
         for r in DEFAULT_THRESHOLDS.rules
     }
     assert table == {
-        "approx_kl": ("KL", "above", 0.04, 0.1, 0),
-        "clip_fraction": ("Clip", "above", 0.4, 0.6, 0),
+        "approx_kl": ("KL", "above", 5.0, 20.0, 0),
+        "clip_fraction": ("Clip", "above", 0.5, None, 0),
         "grad_norm": ("Grad", "above", 100.0, 1000.0, 0),
-        "explained_variance": ("EV", "below", -0.1, -0.5, 10),
-        "entropy_normalized": ("Entropy", "below", 0.1, 0.03, 0),
+        "explained_variance": ("EV", "below", -0.5, None, 10),
+        "entropy_normalized": ("Entropy", "below", 0.1, 0.01, 0),
         "ref_kl": ("RefKL", "above", 0.6, 1.0, 0),
         "max_length_rate": ("Length", "above", 0.25, 0.5, 0),
     }
@@ -42,14 +43,16 @@ def test_defaults_are_the_calibrated_table() -> None:
         for r in DEFAULT_THRESHOLDS.rules
     }
     assert how == {
-        "approx_kl": ("value", 1, 2, 0.5, None),
-        "clip_fraction": ("value", 1, 2, None, None),
+        "approx_kl": ("median", 5, 1, None, None),
+        "clip_fraction": ("median", 10, 1, None, None),
         "grad_norm": ("jump", 20, 2, None, None),
         "explained_variance": ("median", 10, 3, None, 0.05),
         "entropy_normalized": ("jump", 20, 2, None, None),
         "ref_kl": ("value", 1, 2, 3.0, None),
         "max_length_rate": ("value", 1, 3, None, None),
     }
+    per = {r.metric: (r.per, r.per_floor) for r in DEFAULT_THRESHOLDS.rules if r.per is not None}
+    assert per == {"approx_kl": ("clip_fraction", 0.01)}
     assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == [
         "ref_kl",
         "max_length_rate",
@@ -98,6 +101,21 @@ def test_a_rule_that_only_warns(tmp_path: Path) -> None:
         load_thresholds(path)
 
 
+def test_a_rule_per_another_metric(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_text('[clip_fraction]\nper = "approx_kl"\nper_floor = 0.001\n')
+    rule = load_thresholds(path).rule("clip_fraction")
+    assert rule is not None and (rule.per, rule.per_floor) == ("approx_kl", 0.001)
+    for text, key in (
+        ('per = "bogus"', "per"),
+        ('per = "clip_fraction"', "per"),
+        ("per_floor = 0", "per_floor"),
+    ):
+        path.write_text(f"[clip_fraction]\n{text}\n")
+        with pytest.raises(ThresholdsError, match=rf"\[clip_fraction\] {key}: "):
+            load_thresholds(path)
+
+
 def test_integer_thresholds_are_accepted(tmp_path: Path) -> None:
     loaded = load_thresholds(write(tmp_path, "[grad_norm]\nwarning = 2\ncritical = 4\n"))
     rule = loaded.rule("grad_norm")
@@ -106,10 +124,10 @@ def test_integer_thresholds_are_accepted(tmp_path: Path) -> None:
 
 
 def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
-    text = '[entropy]\ndirection = "below"\nwarning = 0.1\ncritical = 0.01\nlabel = "Ent"\n'
+    text = '[advantage_std]\ndirection = "below"\nwarning = 0.1\ncritical = 0.01\nlabel = "Adv"\n'
     loaded = load_thresholds(write(tmp_path, text))
-    assert loaded.metrics[-1] == "entropy"
-    assert loaded.rule("entropy") == Rule("entropy", "Ent", "below", 0.1, 0.01)
+    assert loaded.metrics[-1] == "advantage_std"
+    assert loaded.rule("advantage_std") == Rule("advantage_std", "Adv", "below", 0.1, 0.01)
 
 
 @pytest.mark.parametrize(
@@ -120,12 +138,18 @@ def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
         ('[approx_kl]\nwarning = "high"\n', ["[approx_kl] warning", "finite number", "'high'"]),
         ("[approx_kl]\nwarning = true\n", ["[approx_kl] warning", "finite number", "True"]),
         ("[approx_kl]\ncritical = nan\n", ["[approx_kl] critical", "finite number", "nan"]),
-        ("[approx_kl]\nwarning = 0.2\n", ["[approx_kl] warning", "0.2", "above critical 0.1"]),
+        (
+            "[approx_kl]\nwarning = 0.2\ncritical = 0.1\n",
+            ["[approx_kl] warning", "0.2", "above critical 0.1"],
+        ),
         ("[explained_variance]\ncritical = 0.5\n", ["[explained_variance] warning", "below"]),
         ("[explained_variance]\nwarmup_updates = -1\n", ["[explained_variance] warmup_updates"]),
         ("[approx_kl]\ndecimals = 1.5\n", ["[approx_kl] decimals"]),
         ('[approx_kl]\ndirection = "up"\n', ["[approx_kl] direction", "'up'"]),
-        ("[entropy]\nwarning = 0.1\ncritical = 0.0\n", ["[entropy] direction", "new rule"]),
+        (
+            "[advantage_std]\nwarning = 0.1\ncritical = 0.0\n",
+            ["[advantage_std] direction", "new rule"],
+        ),
         ("approx_kl = 0.01\n", ["approx_kl", "must be a table"]),
         ("colour = 1\n", ["colour", "unknown key"]),
         ("stale_seconds = 0\n", ["stale_seconds", "> 0"]),
@@ -134,7 +158,10 @@ def test_a_file_can_add_a_rule_for_another_metric(tmp_path: Path) -> None:
         ('[approx_kl]\nstatistic = "mean"\n', ["[approx_kl] statistic", "value, median, jump"]),
         ("[grad_norm]\nwindow = 1\n", ["[grad_norm] window", "at least 2"]),
         ("[approx_kl]\npersist = 0\n", ["[approx_kl] persist", ">= 1"]),
-        ("[approx_kl]\nfar = 0.05\n", ["[approx_kl] far", "past critical 0.1"]),
+        (
+            "[approx_kl]\nwarning = 0.04\ncritical = 0.1\nfar = 0.05\n",
+            ["[approx_kl] far", "past critical 0.1"],
+        ),
         ("[explained_variance]\nmin_return_spread = -1\n", ["min_return_spread", ">= 0"]),
         ("[approx_kl\nwarning = 1\n", ["not valid TOML"]),
     ],
@@ -175,16 +202,36 @@ def test_rule_validation_applies_to_code_too() -> None:
 
 
 def test_describe_states_the_thresholds() -> None:
-    ev = DEFAULT_THRESHOLDS.rule("explained_variance")
-    assert ev is not None
+    ev = Rule(
+        "explained_variance",
+        "EV",
+        "below",
+        -0.1,
+        -0.5,
+        warmup_updates=10,
+        statistic="median",
+        window=10,
+        persist=3,
+        min_return_spread=0.05,
+    )
     assert ev.describe() == (
         "median of 10 explained_variance < -0.1 / < -0.5, 3 updates in a row, "
         "after 10 updates, when returns vary"
     )
-    assert DEFAULT_THRESHOLDS.rule("approx_kl").describe() == (  # type: ignore[union-attr]
-        "approx_kl > 0.04 / > 0.1, 2 updates in a row (at once past 0.5)"
+    assert replace(ev, warning=-0.5, critical=None).describe() == (
+        "median of 10 explained_variance < -0.5 (warns only), 3 updates in a row, "
+        "after 10 updates, when returns vary"
     )
-    assert DEFAULT_THRESHOLDS.rule("grad_norm").describe() == (  # type: ignore[union-attr]
+    kl = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)
+    assert kl.describe() == "approx_kl > 0.04 / > 0.1, 2 updates in a row (at once past 0.5)"
+    per_clip = Rule(
+        "approx_kl", "KL", "above", 5.0, 20.0, statistic="median", window=5, per="clip_fraction"
+    )
+    assert per_clip.describe() == (
+        "median of 5 approx_kl / clip_fraction (at least 0.01) > 5 / > 20"
+    )
+    grad = Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2)
+    assert grad.describe() == (
         "grad_norm / median of previous 20 > 100x / > 1000x, 2 updates in a row"
     )
     assert Rule("approx_kl", "KL", "above", 0.01, 0.02).describe() == "approx_kl > 0.01 / > 0.02"
