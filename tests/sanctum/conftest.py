@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sanctum.logs import KL_FAR, KL_WARNING, RunLog, kl_spike, write_run
+from tests.sanctum.logs import KL_CRITICAL, KL_WARNING, RunLog, kl_breach, write_run
 
 
 @pytest.fixture
@@ -18,14 +18,16 @@ def healthy_log(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def critical_kl_log(tmp_path: Path) -> Path:
-    """approx_kl 0.6 (past the far line 0.5: critical at once) at update 7 only."""
-    return write_run(tmp_path / "kl.jsonl", updates=12, overrides=kl_spike(7, KL_FAR))
+    """approx_kl 0.5 with clip fraction 0 (50 per clip fraction, past critical) for
+    ``KL_HOLDS`` (3) updates from update 7: critical from the third, for as many updates."""
+    return write_run(tmp_path / "kl.jsonl", updates=12, overrides=kl_breach(7, KL_CRITICAL))
 
 
 @pytest.fixture
 def warning_kl_log(tmp_path: Path) -> Path:
-    """approx_kl 0.06 (past warning 0.04, below critical) at updates 3 and 4: it persisted."""
-    return write_run(tmp_path / "warn.jsonl", updates=12, overrides=kl_spike(3, KL_WARNING, 2))
+    """approx_kl 0.1 with clip fraction 0 (10 per clip fraction: past warning, below
+    critical) for ``KL_HOLDS`` (3) updates from update 3: a warning from the third."""
+    return write_run(tmp_path / "warn.jsonl", updates=12, overrides=kl_breach(3, KL_WARNING))
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.events import (
     AnomalyPayload,
     EarlyStop,
@@ -47,6 +48,7 @@ HEALTHY: dict[str, Any] = {
     "advantage_mean": 0.02,
     "advantage_std": 1.1,
     "return_mean": 20.0,
+    "return_std": 8.0,
     "value_mean": 19.0,
     "epochs_completed": 4,
     "minibatches_completed": 16,
@@ -55,7 +57,8 @@ HEALTHY: dict[str, Any] = {
     "nonfinite_ratios": 0,
     "update_seconds": 0.05,
 }
-"""A healthy update: every rule well inside its limits, every optional field measured."""
+"""A healthy update: every rule well inside its limits, every optional field measured (the
+returns' spread too, so the EV rule, gated on it, judges)."""
 
 
 def ppo_update(update: int, **fields: Any) -> PPOUpdatePayload:
@@ -158,10 +161,18 @@ def write_run(
     return path
 
 
-KL_FAR = 0.6
-"""Past the KL rule's far line (0.5): critical at once, in a single update."""
-KL_WARNING = 0.06
-"""Past the KL warning line (0.04), under critical (0.1): a warning once it persists."""
+KL_CRITICAL: Final[Mapping[str, float]] = {"approx_kl": 0.5, "clip_fraction": 0.0}
+"""A KL the clip bounds nothing of: 0.5 per clip fraction 0 (counted as the rule's floor,
+0.01) is 50, far past the KL rule's critical line (20 per clip fraction)."""
+KL_WARNING: Final[Mapping[str, float]] = {"approx_kl": 0.1, "clip_fraction": 0.0}
+"""10 per clip fraction: past the KL rule's warning line (5), under critical (20)."""
+_KL_RULE = DEFAULT_THRESHOLDS.rule("approx_kl")
+assert _KL_RULE is not None
+KL_HOLDS: Final = _KL_RULE.window // 2 + 1
+"""Updates in a row a KL breach must last for the KL rule to reach its level: the rule's
+median of 5 (of KL per clip fraction) crosses a line at the third, once 3 of its 5 values
+are past it, and stays past it for as many updates as the breach lasted (when its window
+was full before the breach)."""
 
 
 def kl_spike(at: int, value: float, updates: int = 1) -> Callable[[int], Mapping[str, Any]]:
@@ -169,13 +180,22 @@ def kl_spike(at: int, value: float, updates: int = 1) -> Callable[[int], Mapping
     return lambda u: {"approx_kl": value} if at <= u < at + updates else {}
 
 
+def kl_breach(
+    at: int, breach: Mapping[str, float] = KL_CRITICAL, updates: int = KL_HOLDS
+) -> Callable[[int], Mapping[str, Any]]:
+    """Overrides that give ``updates`` updates from ``at`` the fields of ``breach`` (a KL
+    past a line of the KL rule: :data:`KL_CRITICAL`, :data:`KL_WARNING`)."""
+    return lambda u: dict(breach) if at <= u < at + updates else {}
+
+
 def write_two_runs(path: Path) -> int:
-    """Run ``run-a`` (6 updates: KL 0.5 at update 2, an early stop at 3, value_loss NaN at 4,
-    a critical anomaly; completed), then run ``run-b`` appended to the same file (4 healthy
-    updates, KL 0.001; completed). Returns the line number of run-b's ``run_started``."""
+    """Run ``run-a`` (6 updates: KL critical from update 2 (:data:`KL_CRITICAL` at updates
+    0-2), an early stop at 3, value_loss NaN at 4, a critical anomaly; completed), then run
+    ``run-b`` appended to the same file (4 healthy updates, KL 0.001; completed). Returns
+    the line number of run-b's ``run_started``."""
 
     def unhealthy(u: int) -> Mapping[str, Any]:
-        return {2: {"approx_kl": 0.5}, 4: {"value_loss": float("nan")}}.get(u, {})
+        return {4: {"value_loss": float("nan")}}.get(u, kl_breach(0)(u))
 
     first = RunLog(path, run_id="run-a")
     first.start()

@@ -30,17 +30,21 @@ class SweepRun:
     """How much the KL grows per update, as a fraction of its scale."""
     return_offset: float
     finish: bool = False
+    clip_fraction: float | None = None
+    """The clip fraction of every update (None: the rising one of a learning run)."""
 
 
 SWEEP = (
     SweepRun("lr3e-4-s1", 1, 3e-4, 14, 0.004, 0.0, 0.0),
     SweepRun("lr3e-4-s2", 2, 3e-4, 14, 0.005, 0.0, 6.0),
     SweepRun("lr3e-4-s3", 3, 3e-4, 14, 0.006, 0.0, 3.0),
-    SweepRun("lr3e-3-s1", 1, 3e-3, 12, 0.012, 0.5, -4.0, finish=True),
-    SweepRun("lr3e-3-s2", 2, 3e-3, 12, 0.012, 0.8, -9.0),
+    SweepRun("lr3e-3-s1", 1, 3e-3, 12, 0.024, 0.5, -4.0, finish=True, clip_fraction=0.0),
+    SweepRun("lr3e-3-s2", 2, 3e-3, 12, 0.024, 3.0, -9.0, clip_fraction=0.0),
 )
-"""Three healthy seeds, still running; two seeds of a 10x learning rate whose KL climbs:
-one finished at a KL warning, one still running past the critical line."""
+"""Three healthy seeds, still running; two seeds of a 10x learning rate whose KL climbs
+while the clip bounds nothing (the KL rule's median of KL per clip fraction: 6 to 10 for
+the first, past warning, never critical; past critical from update 4 for the second): one
+finished at a KL warning, one still running past the critical line."""
 
 
 def kl_at(run: SweepRun, update: int) -> float:
@@ -71,7 +75,8 @@ def start(path: Path, run: SweepRun) -> RunLog:
 
 def step(log: RunLog, run: SweepRun, update: int) -> None:
     """One rollout (with the run's return) and one update (with the run's KL)."""
-    payload = lively(update, kl_at(run, update))
+    clip = {} if run.clip_fraction is None else {"clip_fraction": run.clip_fraction}
+    payload = lively(update, kl_at(run, update), **clip)
     ret = return_at(run, update)
     log.emit(
         rollout(

@@ -8,18 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.aggregator import SanctumAggregator
+from sanctum.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
 from sanctum.health import Level
+from sanctum.rule_judge import values_needed
 from sanctum.snapshot import Connection, SanctumSnapshot
 from sanctum.state import HISTORY_LEN
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogReader
 from telemetry.events import PPOUpdate, RolloutPayload
 from tests.sanctum.logs import (
-    KL_FAR,
+    KL_CRITICAL,
+    KL_HOLDS,
     T0,
     RunLog,
     early_stop_update,
+    kl_breach,
     kl_spike,
     ppo_update,
     write_run,
@@ -75,14 +78,18 @@ def test_not_measured_stays_none_and_zero_stays_zero(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     log = RunLog(path)
     log.start()
-    log.update(
-        ppo_update(0, grad_norm=None, entropy=None, explained_variance=None, clip_fraction=0.0)
-    )
+    clip_rule = DEFAULT_THRESHOLDS.rule("clip_fraction")
+    assert clip_rule is not None
+    updates = values_needed(clip_rule)  # the Clip rule judges its median from then on
+    for u in range(updates):
+        log.update(
+            ppo_update(u, grad_norm=None, entropy=None, explained_variance=None, clip_fraction=0.0)
+        )
     log.close()
     snap = fold(path)
     assert snap.metric("grad_norm").value is None
     assert snap.metric("grad_norm").level is Level.PENDING
-    assert snap.metric("entropy").history == (None,)
+    assert snap.metric("entropy").history == (None,) * updates
     assert snap.metric("clip_fraction").value == 0.0
     assert snap.metric("clip_fraction").level is Level.HEALTHY
     assert snap.connection is Connection.LIVE
@@ -90,13 +97,12 @@ def test_not_measured_stays_none_and_zero_stays_zero(tmp_path: Path) -> None:
 
 
 def test_critical_kl_and_nan(tmp_path: Path) -> None:
-    snap = fold(
-        write_run(
-            tmp_path / "e.jsonl",
-            updates=5,
-            overrides=lambda u: {"approx_kl": KL_FAR, "value_loss": math.nan} if u == 4 else {},
-        )
-    )
+    kl = kl_breach(5 - KL_HOLDS)  # KL critical at the last update, 4
+
+    def unhealthy(u: int) -> dict[str, float]:
+        return {**kl(u), "value_loss": math.nan} if u == 4 else {**kl(u)}
+
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=unhealthy))
     assert snap.verdict == "FAIL: KL (+1)"
     assert snap.metric("approx_kl").level is Level.CRITICAL
     assert math.isnan(snap.metric("value_loss").value)  # type: ignore[arg-type]
@@ -105,9 +111,11 @@ def test_critical_kl_and_nan(tmp_path: Path) -> None:
 
 
 def test_health_is_of_the_latest_update(tmp_path: Path) -> None:
-    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(2, KL_FAR)))
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=12, overrides=kl_breach(5)))
     assert snap.verdict == "OK"  # the dashboard shows now; check judges the whole run
-    assert max(snap.metric("approx_kl").history) == KL_FAR  # type: ignore[type-var]
+    assert snap.run_verdict.text == f"FAIL: KL {KL_HOLDS}x"
+    kl = snap.metric("approx_kl").history
+    assert max(kl) == KL_CRITICAL["approx_kl"]  # type: ignore[type-var]
 
 
 def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
@@ -215,7 +223,7 @@ def test_seq_gap_is_reported(tmp_path: Path) -> None:
 
 
 def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_spike(4, KL_FAR))
+    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_breach(5 - KL_HOLDS))
     agg = SanctumAggregator()
     reader = EventLogReader(path)
     for batch in reader.batches():
@@ -226,14 +234,14 @@ def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
     for batch in reader.batches():
         agg.handle_batch(batch)
     snap = agg.snapshot(T0)
-    assert snap.verdict == "OK"
+    assert snap.verdict == "PENDING"  # two updates: too few to judge, nothing kept from before
     assert snap.run.updates == 2
     assert snap.skipped.resets == 1
     assert any(e.kind == "reset" for e in snap.timeline)
 
 
 def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, KL_FAR), finish=None)
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_breach(0), finish=None)
     log = RunLog(path, run_id="run-two")
     log.start()
     log.update(0)
@@ -241,7 +249,7 @@ def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
     snap = fold(path)
     assert snap.run.run_id == "run-two"
     assert snap.run.updates == 1
-    assert snap.verdict == "OK"
+    assert snap.verdict == "PENDING"  # one update: too few to judge, nothing kept of run one
     assert snap.run.events == 3
 
 
@@ -257,13 +265,19 @@ def test_stale_when_silent_while_running(tmp_path: Path) -> None:
 
 def test_snapshot_does_not_change_after_more_events(tmp_path: Path) -> None:
     agg = SanctumAggregator()
-    agg.handle(PPOUpdate(run_id="r", seq=1, ts=0.0, payload=ppo_update(0, approx_kl=0.001)))
+    healthy, breach = [0.001] * KL_HOLDS, [KL_CRITICAL["approx_kl"]] * KL_HOLDS
+    for u in range(KL_HOLDS):
+        agg.handle(
+            PPOUpdate(run_id="r", seq=u, ts=float(u), payload=ppo_update(u, approx_kl=0.001))
+        )
     before = agg.snapshot(0.0)
-    agg.handle(PPOUpdate(run_id="r", seq=2, ts=1.0, payload=ppo_update(1, approx_kl=KL_FAR)))
+    for u in range(KL_HOLDS, 2 * KL_HOLDS):
+        payload = ppo_update(u, **KL_CRITICAL)
+        agg.handle(PPOUpdate(run_id="r", seq=u, ts=float(u), payload=payload))
     after = agg.snapshot(0.0)
-    assert before.metric("approx_kl").history == (0.001,)
+    assert before.metric("approx_kl").history == tuple(healthy)
     assert before.verdict == "OK"
-    assert after.metric("approx_kl").history == (0.001, KL_FAR)
+    assert after.metric("approx_kl").history == tuple(healthy + breach)
     assert after.verdict == "FAIL: KL"
 
 
@@ -315,13 +329,14 @@ def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Pa
     fold(path, agg)
     last = agg.run.last_event_ts
     assert last is not None and agg.pace is None and agg.stall_limit() is None
-    snap = agg.snapshot(last + 10_000)
-    assert (snap.verdict, snap.run_verdict.text) == ("OK", "FAIL: unfinished")
+    snap = agg.snapshot(last + 10_000)  # not judged yet (one update), and no stall either
+    assert (snap.verdict, snap.run_verdict.text) == ("PENDING", "FAIL: unfinished")
 
 
 def test_a_finished_run_never_stalls(tmp_path: Path) -> None:
     agg = SanctumAggregator()
-    fold(write_run(tmp_path / "e.jsonl", updates=2), agg)
+    fold(write_run(tmp_path / "e.jsonl", updates=PACE_MIN_INTERVALS + 1), agg)
+    assert agg.pace is not None  # a pace to judge a silence by, and none judged
     assert agg.snapshot(T0 + 10_000).verdict == "OK"
 
 

@@ -15,7 +15,7 @@ from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
-from tests.sanctum.logs import KL_FAR, T0, RunLog
+from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, T0, RunLog
 from tests.waiting import settle
 
 SIZE = (120, 36)
@@ -49,14 +49,18 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         assert banner_text(app, "connection") == "● LIVE"
         assert kl_row_level(app) is Level.HEALTHY
 
-        log.update(lively(3, kl=KL_FAR, early_stopped=True))  # written while the app follows
-        await wait_until(pilot, lambda s: s.update == 3, "update 3")
+        last = 3 + KL_HOLDS - 1  # KL is critical once its median of 5 is
+        for u in range(3, last + 1):  # written while the app follows
+            log.update(
+                lively(u, kl=KL_CRITICAL["approx_kl"], clip_fraction=0.0, early_stopped=u == 3)
+            )
+        await wait_until(pilot, lambda s: s.update == last, f"update {last}")
         assert banner_text(app, "now-verdict") == "now FAIL: KL ·"
         assert banner_text(app, "verdict").strip() == "run FAIL: KL 1x"
-        assert banner_text(app, "kl") == "KL 0.600↑!"
+        assert banner_text(app, "kl") == "KL 0.500↑!"
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
-        assert row.value == "0.6000"
+        assert row.value == "med 50.0/clip"  # what the rule judges: KL per clip fraction
         facts = str(app.query_one("#health-facts", Static).content)
         assert "early stops   1, last at update 3" in facts
     log.close()
@@ -136,20 +140,23 @@ async def test_pause_freezes_the_display_while_reading_goes_on(tmp_path: Path) -
     path = tmp_path / "events.jsonl"
     log = RunLog(path)
     log.start()
-    log.update(lively(0, kl=0.004))
+    for u in range(KL_HOLDS):  # enough for the KL rule's median to judge
+        log.update(lively(u, kl=0.004))
+    shown, last = KL_HOLDS - 1, 2 * KL_HOLDS - 1
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        await wait_until(pilot, lambda s: s.update == shown, f"update {shown}")
         await pilot.press("p")
         assert app.query_one("#paused", Label).display
-        log.update(lively(1, kl=KL_FAR))
-        await wait_until(pilot, lambda s: s.update == 1, "update 1 read while paused")
-        assert banner_text(app, "clock").startswith("update 0"), "the display stays frozen"
+        for u in range(shown + 1, last + 1):  # KL critical at the last of them
+            log.update(lively(u, kl=KL_CRITICAL["approx_kl"], clip_fraction=0.0))
+        await wait_until(pilot, lambda s: s.update == last, f"update {last} read while paused")
+        assert banner_text(app, "clock").startswith(f"update {shown}"), "the display stays frozen"
         assert kl_row_level(app) is Level.HEALTHY
         await pilot.press("p")
         await pilot.pause()
         assert not app.query_one("#paused", Label).display
-        assert banner_text(app, "clock").startswith("update 1")
+        assert banner_text(app, "clock").startswith(f"update {last}")
         assert kl_row_level(app) is Level.CRITICAL
     log.close()
 
@@ -177,7 +184,8 @@ async def test_help_screen_explains_the_metrics_and_closes(tmp_path: Path) -> No
         assert isinstance(app.screen, HelpScreen)
         text = drawn(app.screen.query_one("#help-text"))
         assert "k3 = (r-1) - log r" in text
-        assert "approx_kl > 0.04 / > 0.1" in text
+        kl = DEFAULT_THRESHOLDS.rule("approx_kl")
+        assert kl is not None and kl.describe() in " ".join(text.split())  # wrapped to fit
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -191,13 +199,19 @@ async def test_q_quits(tmp_path: Path) -> None:
 
 
 async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Path) -> None:
+    """The KL rule's lines are per clip fraction, not in the KL chart's nats: the chart
+    draws the lines of the reference KL's rule (in nats) beside it, and the file moves them."""
     toml = tmp_path / "strict.toml"
-    toml.write_text("[approx_kl]\nwarning = 0.002\ncritical = 0.004\npersist = 1\n")
+    toml.write_text(
+        "[approx_kl]\nwarning = 0.02\ncritical = 0.1\n\n[ref_kl]\nwarning = 0.02\ncritical = 0.04\n"
+    )
     strict = load_thresholds(toml)
     path = tmp_path / "events.jsonl"
     log = RunLog(path)
     log.start()
-    log.update(lively(0, kl=0.003))  # healthy by default, a warning under the strict table
+    last = KL_HOLDS - 1  # the KL rule's median judges from there
+    for u in range(last + 1):  # KL 0.003 per clip fraction 0.08: 0.0375, a warning if strict
+        log.update(lively(u, kl=0.003, clip_fraction=0.08, ref_kl=0.01))
     log.close()
     for thresholds, verdict, level in (
         (DEFAULT_THRESHOLDS, "run OK", Level.HEALTHY),
@@ -205,16 +219,18 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
     ):
         app = SanctumApp(path, thresholds, now=lambda: log.now)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda s: s.update == 0, "update 0")
+            await wait_until(pilot, lambda s: s.update == last, f"update {last}")
             assert banner_text(app, "verdict").strip() == verdict
-            assert banner_text(app, "kl") == ("KL 0.003!" if level is Level.WARNING else "KL 0.003")
+            alarm = "!" if level is Level.WARNING else ""
+            assert banner_text(app, "kl") == f"KL 0.003→{alarm}"  # KL steady
             assert kl_row_level(app) is level
             chart = drawn(app.query_one(KLChart))
-            critical = thresholds.rule("approx_kl").critical  # type: ignore[union-attr]
+            critical = thresholds.rule("ref_kl").critical  # type: ignore[union-attr]
             assert f"{critical:.4f}┤" in chart  # the line the chart draws is the table's
             await pilot.press("question_mark")
-            rules = drawn(app.screen.query_one("#help-text"))
-            assert thresholds.rule("approx_kl").describe() in rules  # type: ignore[union-attr]
+            rules = " ".join(drawn(app.screen.query_one("#help-text")).split())
+            for metric in ("approx_kl", "ref_kl"):
+                assert thresholds.rule(metric).describe() in rules  # type: ignore[union-attr]
 
 
 async def test_replay_plays_the_run_back_and_says_so(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from sanctum.cli import main
 from sanctum.compare import load_run
 from sanctum.learning import GateError, GateOptions, judge_learning
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import KL_FAR, RunLog, ppo_update, rollout, write_two_runs
+from tests.sanctum.logs import RunLog, kl_breach, ppo_update, rollout, write_two_runs
 from tests.sanctum.recorded import RECORDED, recorded, run_cli
 
 BASELINE = [str(RECORDED / f"base-s{seed}") for seed in (1, 2, 3)]
@@ -279,7 +279,7 @@ def test_a_health_failure_and_a_learning_pass_are_judged_apart(
     log.start()
     for u, value in enumerate(RISING):
         log.emit(rollout(u, episodes=20, episode_return_mean=value))
-        log.emit(ppo_update(u, approx_kl=KL_FAR if u == 2 else 0.005))
+        log.emit(ppo_update(u, **kl_breach(2)(u)))  # a critical KL from update 2 on
     log.finish()
     log.close()
     base = returns_run(tmp_path / "base.jsonl", RISING)

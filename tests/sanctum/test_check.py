@@ -17,7 +17,7 @@ from sanctum.health import Level
 from sanctum.scan import LogScan, NoRunStarted
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import EventLogNotFound, ReadBatch, SchemaVersionError, read_events
-from tests.sanctum.logs import KL_FAR, RunLog, write_run, write_two_runs
+from tests.sanctum.logs import HEALTHY, KL_CRITICAL, KL_HOLDS, RunLog, write_run, write_two_runs
 
 
 def check(path: Path, **kwargs: object) -> CheckResult:
@@ -32,13 +32,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
     result = check(healthy_log)
     assert result.exit_code == 0
     assert [r.name for r in result.rows] == [
-        "approx_kl",
-        "clip_fraction",
-        "grad_norm",
-        "explained_variance",
-        "entropy_normalized",
-        "ref_kl",
-        "max_length_rate",
+        *DEFAULT_THRESHOLDS.metrics,  # a row per rule, in the table's order
         "nonfinite",
         "bug",
         "stall",
@@ -46,8 +40,9 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "skipped",
         "run_finished",
     ]
-    kl = rows(result)["approx_kl"]
-    assert (kl["worst"], kl["updates_measured"], kl["updates_critical"]) == (0.005, 20, 0)
+    kl = rows(result)["approx_kl"]  # its worst is what it judges: KL per clip fraction
+    per_clip = HEALTHY["approx_kl"] / HEALTHY["clip_fraction"]
+    assert (kl["worst"], kl["updates_measured"], kl["updates_critical"]) == (per_clip, 20, 0)
     assert rows(result)["explained_variance"]["updates_measured"] == 20
     assert format_text(result).endswith("\nPASS")
 
@@ -57,8 +52,16 @@ def test_critical_kl_fails_with_its_update(critical_kl_log: Path) -> None:
     assert result.exit_code == 1
     kl = rows(result)["approx_kl"]
     assert kl["passed"] is False
-    assert (kl["worst"], kl["worst_update"]) == (KL_FAR, 7)
-    assert (kl["updates_warning"], kl["updates_critical"], kl["first_critical"]) == (0, 1, 7)
+    # KL_CRITICAL from update 7: its median of 5 per clip fraction is past the line from
+    # the third such update, for as many updates as the breach lasted
+    first = 7 + KL_HOLDS - 1
+    per_clip = KL_CRITICAL["approx_kl"] / 0.01  # a clip fraction of 0 counts as 0.01
+    assert (kl["worst"], kl["worst_update"]) == (pytest.approx(per_clip), first)
+    assert (kl["updates_warning"], kl["updates_critical"], kl["first_critical"]) == (
+        0,
+        KL_HOLDS,
+        first,
+    )
     assert [r.name for r in result.rows if not r.passed] == ["approx_kl"]
     assert format_text(result).endswith("\nFAIL: KL")
 
@@ -68,9 +71,14 @@ def test_warning_fails_only_with_fail_on_warning(warning_kl_log: Path) -> None:
     strict = check(warning_kl_log, fail_on=Level.WARNING)
     assert strict.exit_code == 1
     kl = rows(strict)["approx_kl"]
-    # 0.06 at updates 3 and 4: a warning once it held two updates in a row
-    assert (kl["updates_warning"], kl["first_warning"], kl["first_critical"]) == (1, 4, None)
-    assert "reached warning in 1 update, first at update 4" in str(kl["message"])
+    # KL_WARNING from update 3: a warning once the median of 5 crossed, at the third
+    first = 3 + KL_HOLDS - 1
+    assert (kl["updates_warning"], kl["first_warning"], kl["first_critical"]) == (
+        KL_HOLDS,
+        first,
+        None,
+    )
+    assert f"reached warning in {KL_HOLDS} updates, first at update {first}" in str(kl["message"])
 
 
 def test_nan_metric_fails_and_json_spells_it(nan_log: Path) -> None:
@@ -192,8 +200,10 @@ def test_explained_variance_warm_up(tmp_path: Path) -> None:
     late = write_run(
         tmp_path / "late.jsonl", updates=20, overrides=lambda u: {"explained_variance": -1.0}
     )
-    # judged from update 10, on the median of at least 5 values, 3 updates in a row
-    assert rows(check(late))["explained_variance"]["first_critical"] == 16
+    # judged from update 10, on the median of at least 5 values, 3 updates in a row; the
+    # EV rule only warns
+    ev = rows(check(late))["explained_variance"]
+    assert (ev["first_warning"], ev["first_critical"]) == (16, None)
 
 
 def test_a_metric_never_measured_is_said_so(tmp_path: Path) -> None:
@@ -210,12 +220,12 @@ def test_junit_has_one_case_per_row(critical_kl_log: Path, tmp_path: Path) -> No
     write_junit(result, out)
     suite = ET.parse(out).getroot().find("testsuite")
     assert suite is not None
-    assert (suite.get("tests"), suite.get("failures")) == ("13", "1")
+    assert (suite.get("tests"), suite.get("failures")) == (str(len(result.rows)), "1")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     assert list(cases) == [r.name for r in result.rows]
     failure = cases["approx_kl"].find("failure")
     assert failure is not None
-    assert "first at update 7" in (failure.get("message") or "")
+    assert f"first at update {7 + KL_HOLDS - 1}" in (failure.get("message") or "")
     assert cases["clip_fraction"].find("failure") is None
 
 

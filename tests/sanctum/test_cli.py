@@ -17,6 +17,7 @@ import pytest
 from sanctum.aggregator import SanctumAggregator
 from sanctum.cli import main, with_default_command
 from sanctum.health import Level
+from sanctum.rule_judge import values_needed
 from sanctum.runs import resolve_run
 from sanctum.thresholds import Thresholds, load_thresholds
 from telemetry.eventlog import EventLogReader
@@ -79,28 +80,36 @@ def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
 def test_one_thresholds_file_moves_check_summary_and_health(
     healthy_log: Path, tmp_path: Path
 ) -> None:
-    """KL 0.005 is healthy by default; a file that puts critical at 0.004 fails it everywhere."""
+    """KL 0.005 per clip fraction 0.08 (0.0625) is healthy by default; a file that puts
+    critical at 0.05 fails it everywhere."""
     toml = tmp_path / "strict.toml"
-    toml.write_text("[approx_kl]\nwarning = 0.002\ncritical = 0.004\n", encoding="utf-8")
+    toml.write_text("[approx_kl]\nwarning = 0.02\ncritical = 0.05\n", encoding="utf-8")
     assert run_sanctum("check", healthy_log).returncode == 0
     strict = run_sanctum("--thresholds", toml, "check", healthy_log, "--json")
     assert strict.returncode == 1
     kl = json.loads(strict.stdout)["rows"][0]
+    rule = load_thresholds(toml).rule("approx_kl")
+    assert rule is not None
+    judged = 20 - values_needed(rule) + 1  # every update its median judges is past critical
     assert (kl["name"], kl["updates_critical"], kl["rule"]) == (
         "approx_kl",
-        19,  # every update past critical, from the second on: 2 in a row
-        "approx_kl > 0.002 / > 0.004, 2 updates in a row (at once past 0.5)",
+        judged,
+        rule.describe(),
     )
+    assert "> 0.02 / > 0.05" in kl["rule"]
     summary = run_sanctum("summary", healthy_log, "--json", "--thresholds", toml)
     assert summary.returncode == 0
     doc = json.loads(summary.stdout)
-    assert (doc["verdict_text"], doc["rules"][0]["final_level"]) == ("FAIL: KL 19x", "critical")
+    assert (doc["verdict_text"], doc["rules"][0]["final_level"]) == (
+        f"FAIL: KL {judged}x",
+        "critical",
+    )
     agg = SanctumAggregator(load_thresholds(toml))
     for batch in EventLogReader(healthy_log / "events.jsonl").batches():
         agg.handle_batch(batch)
     snap = agg.snapshot(0.0)
     assert snap.verdict == "FAIL: KL"
-    assert snap.thresholds.rule("approx_kl").critical == 0.004  # type: ignore[union-attr]
+    assert snap.thresholds.rule("approx_kl").critical == 0.05  # type: ignore[union-attr]
 
 
 def test_bad_thresholds_file_is_exit_2(

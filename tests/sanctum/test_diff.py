@@ -22,7 +22,14 @@ from sanctum.return_curve import (
     smoothed,
 )
 from telemetry.events import Rollout, RolloutPayload
-from tests.sanctum.logs import KL_FAR, KL_WARNING, RunLog, early_stop_update
+from tests.sanctum.logs import (
+    KL_CRITICAL,
+    KL_HOLDS,
+    KL_WARNING,
+    RunLog,
+    early_stop_update,
+    kl_breach,
+)
 from tests.sanctum.recorded import recorded, run_cli
 
 
@@ -111,20 +118,23 @@ def test_health_timelines_and_early_stops_of_each_run(
     log.close()
     log = RunLog(wild, run_id="wild")
     log.start()
-    for u in range(12):
+    warning, critical = kl_breach(6, KL_WARNING), kl_breach(11, KL_CRITICAL)
+    for u in range(16):
         if u == 5:
             log.update(early_stop_update(u))
         else:
-            kl = {3: KL_WARNING, 4: KL_WARNING, 8: KL_FAR}.get(u)
-            log.update(u, **({} if kl is None else {"approx_kl": kl}))
+            log.update(u, **warning(u), **critical(u))
     log.finish()
     log.close()
     doc = diff_json(capsys, str(calm), str(wild))
     kl = next(r for r in doc["rules"] if r["metric"] == "approx_kl")
     assert (kl["a"]["first_warning"], kl["a"]["first_critical"]) == (None, None)
-    assert kl["b"]["first_warning"] in (3, 4)  # the rule's persistence decides which
-    assert kl["b"]["first_critical"] == 8
-    assert kl["b"]["worst"] == KL_FAR and kl["b"]["worst_update"] == 8
+    # each breach reaches its level at its third update, when the median of 5 crosses
+    first_warning, first_critical = 6 + KL_HOLDS - 1, 11 + KL_HOLDS - 1
+    assert (kl["b"]["first_warning"], kl["b"]["first_critical"]) == (first_warning, first_critical)
+    per_clip = KL_CRITICAL["approx_kl"] / 0.01  # a clip fraction of 0 counts as 0.01
+    assert kl["b"]["worst"] == pytest.approx(per_clip)
+    assert kl["b"]["worst_update"] == first_critical
     stops = doc["early_stops"]
     assert stops["a"] == {"count": 0, "listed": []}
     assert stops["b"]["count"] == 1
@@ -134,7 +144,7 @@ def test_health_timelines_and_early_stops_of_each_run(
     assert "early stops: A 0, B 1" in out
     assert "  B update 5: approx_kl 0.0412 > max_kl 0.0300" in out
     row = next(line for line in out.splitlines() if "KL approx_kl" in line)
-    assert row.split()[-2:] == [f"-/{kl['b']['first_warning']}", "-/8"]
+    assert row.split()[-2:] == [f"-/{first_warning}", f"-/{first_critical}"]
 
 
 def test_runs_of_another_env_and_schema_are_flagged_incomparable(

@@ -38,7 +38,7 @@ from sanctum.runs_table import (
 )
 from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import KL_WARNING, write_run
+from tests.sanctum.logs import KL_HOLDS, KL_WARNING, kl_breach, kl_spike, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, kl_at, return_at, write_sweep
 
 NOW_AFTER = 2.0
@@ -138,18 +138,22 @@ CONFIG_TOTAL = 20 * 512
 
 
 def test_the_worst_kl_is_the_rules_worst_over_the_whole_run(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "w.jsonl", updates=12, overrides=lambda u: spike(u))
+    """The KL rule judges KL per clip fraction, not in nats: the column shows the run's
+    largest KL, coloured by the worst level the rule reached over the whole run (after the
+    run is healthy again, and not by a single large value the rule's median passes over)."""
+    path = write_run(tmp_path / "w.jsonl", updates=12, overrides=kl_breach(3, KL_WARNING))
     follower = RunFollower(path, "w", DEFAULT_THRESHOLDS)
     follower.read()
     row = follower.row(1e12)
-    assert row.worst_kl.value == pytest.approx(KL_WARNING)
-    assert row.worst_kl.update == 3
+    assert row.worst_kl.value == pytest.approx(KL_WARNING["approx_kl"])
     assert row.worst_kl.level is Level.WARNING
-    assert row.verdict.text == "OK"  # one update past warning: it did not persist
-
-
-def spike(update: int) -> dict[str, float]:
-    return {"approx_kl": KL_WARNING} if update == 3 else {}
+    assert row.verdict.text == f"WARN: KL {KL_HOLDS}x"
+    spike = write_run(tmp_path / "s.jsonl", updates=12, overrides=kl_spike(3, 0.5))
+    follower = RunFollower(spike, "s", DEFAULT_THRESHOLDS)
+    follower.read()
+    row = follower.row(1e12)
+    assert (row.worst_kl.value, row.worst_kl.level) == (0.5, Level.HEALTHY)
+    assert row.verdict.text == "OK"  # one update of the median's five: it did not last
 
 
 def test_a_nonfinite_kl_is_the_worst(tmp_path: Path) -> None:

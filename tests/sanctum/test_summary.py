@@ -12,12 +12,25 @@ from sanctum.check import run_check
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import RunLog, early_stop_update, kl_spike, write_run, write_two_runs
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
+from tests.sanctum.logs import (
+    HEALTHY,
+    RunLog,
+    early_stop_update,
+    kl_breach,
+    write_run,
+    write_two_runs,
+)
+
+PLAIN_KL = Thresholds(
+    rules=(Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5),)
+)
+"""A KL rule on the value itself, with persistence and a far line: the final and worst
+values below follow its mechanics, whatever the default KL rule judges."""
 
 
-def summary(path: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(dumps(build_summary(path, DEFAULT_THRESHOLDS)))
+def summary(path: Path, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(dumps(build_summary(path, thresholds)))
     return doc
 
 
@@ -55,7 +68,7 @@ def test_final_and_worst_values(tmp_path: Path) -> None:
             "value_loss": math.inf if u == 1 else 3.0,
         },
     )
-    doc = summary(path)
+    doc = summary(path, PLAIN_KL)
     kl_rule = doc["rules"][0]
     assert (
         kl_rule["final"],
@@ -71,7 +84,7 @@ def test_final_and_worst_values(tmp_path: Path) -> None:
     assert (loss["nonfinite"], loss["first_nonfinite"], loss["maximum"]) == (1, 1, 3.0)
     assert doc["metrics"]["kl_coef"]["measured"] == 0
     assert doc["metrics"]["kl_coef"]["final"] is None
-    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    text = format_text(build_summary(path, PLAIN_KL))
     assert "kl_coef                not measured" in text
     assert "value_loss" in text
     assert "1, first at update 1" in text
@@ -159,7 +172,8 @@ def test_a_log_holding_two_runs_summarises_the_last_and_names_the_earlier(
     doc = summary(path)
     assert (doc["run"]["run_id"], doc["run"]["updates"]) == ("run-b", 4)
     kl = doc["rules"][0]
-    assert (kl["worst"], kl["updates_critical"]) == (0.001, 0)  # run-a's KL 0.5 is not here
+    # run-b's KL per clip fraction; run-a's critical KL is not here
+    assert (kl["worst"], kl["updates_critical"]) == (0.001 / HEALTHY["clip_fraction"], 0)
     assert doc["metrics"]["value_loss"]["nonfinite"] == 0
     assert (doc["early_stops"]["count"], doc["anomalies"]["critical"]) == (0, 0)
     assert doc["earlier_runs"] == [
@@ -175,7 +189,8 @@ def test_a_log_holding_two_runs_summarises_the_last_and_names_the_earlier(
 
 
 def test_summary_and_check_write_the_worst_kl_alike(tmp_path: Path) -> None:
-    path = write_run(tmp_path / "e.jsonl", overrides=kl_spike(5, 0.04123, updates=3))
+    breach = {"approx_kl": 0.41234, "clip_fraction": 0.0}  # 41.234 per clip fraction
+    path = write_run(tmp_path / "e.jsonl", overrides=kl_breach(5, breach))
     check_text = check_report.format_text(run_check(path, DEFAULT_THRESHOLDS))
     summary_text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
     kl_rows = [
@@ -184,4 +199,4 @@ def test_summary_and_check_write_the_worst_kl_alike(tmp_path: Path) -> None:
         if line.startswith("KL approx_kl")
     ]
     assert len(kl_rows) == 2
-    assert "0.0412" in kl_rows[0] and "0.0412" in kl_rows[1]  # the rule's 4 decimals in both
+    assert "41.2" in kl_rows[0] and "41.2" in kl_rows[1]  # the rule's format in both

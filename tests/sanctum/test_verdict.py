@@ -29,22 +29,21 @@ from sanctum.widgets import StatusBanner
 from sanctum.widgets.runs import RunTable
 from telemetry.eventlog import EventLogReader
 from tests.sanctum.app_support import wait_until
-from tests.sanctum.logs import KL_WARNING, RunLog, kl_spike, write_run
+from tests.sanctum.logs import KL_WARNING, RunLog, kl_breach, write_run
 from tests.sanctum.test_runs_app import wait_for
-
-KL_CRITICAL = 0.2
-"""Past the KL critical line (0.1), under the far line: critical once it held 2 updates."""
 
 FIXTURES: dict[str, dict[str, Any]] = {
     "healthy": {},
-    "warned": {"overrides": kl_spike(3, KL_WARNING, 2)},
-    "failed": {"overrides": kl_spike(8, KL_CRITICAL, 4)},
-    "recovered": {"overrides": kl_spike(4, KL_CRITICAL, 4)},
+    "warned": {"overrides": kl_breach(3, KL_WARNING)},  # at warning for updates 5-7
+    "failed": {"overrides": kl_breach(7, updates=5)},  # critical for updates 9-11
+    "recovered": {"overrides": kl_breach(3)},  # critical for updates 5-7, then healthy
     "interrupted": {"updates": 8, "finish": "interrupted"},
 }
+"""Each KL breach lasts 3 updates or more: the KL rule's median of 5 per clip fraction is
+past a line from the third such update, and for 2 updates after it ends."""
 EXPECTED = {
     "healthy": ("OK", "OK"),
-    "warned": ("WARN", "WARN: KL 1x"),
+    "warned": ("WARN", "WARN: KL 3x"),
     "failed": ("FAIL", "FAIL: KL 3x"),
     "recovered": ("FAIL", "FAIL: KL 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
@@ -52,7 +51,7 @@ EXPECTED = {
 """(word, text) of each run's verdict under ``--fail-on critical``."""
 STRICT = {
     "healthy": ("OK", "OK"),
-    "warned": ("FAIL", "FAIL: KL 1x"),
+    "warned": ("FAIL", "FAIL: KL 3x"),
     "failed": ("FAIL", "FAIL: KL 3x"),
     "recovered": ("FAIL", "FAIL: KL 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
@@ -166,7 +165,7 @@ async def test_a_live_run_shows_now_and_the_verdict_so_far(tmp_path: Path) -> No
     log = RunLog(path)
     log.start()
     for u in range(12):
-        log.update(u, **kl_spike(4, KL_CRITICAL, 4)(u))
+        log.update(u, **kl_breach(4)(u))  # critical for updates 6-8
     clock = {"now": log.now}
     app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: clock["now"])
     async with app.run_test(size=(120, 36)) as pilot:
