@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ from sanctum.chart_window import (
     zoom,
 )
 from sanctum.health import Level
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule
 from sanctum.widgets.chart_screen import ChartScreen, MetricPicker
 from sanctum.widgets.metric_chart import MetricChart
 from sanctum.zoom_chart import ZoomChart
@@ -39,8 +40,16 @@ from tests.sanctum.logs import RunLog
 
 UPDATES = tuple(range(100))
 KL = DEFAULT_THRESHOLDS.rule("approx_kl")
+"""Judges KL per clip fraction: its lines are not in nats, so a chart of KL draws none."""
 EV = DEFAULT_THRESHOLDS.rule("explained_variance")
 GRAD = DEFAULT_THRESHOLDS.rule("grad_norm")
+VALUE_KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5)
+"""A KL rule on the value in nats: the lines and bands a chart of KL draws for such a rule."""
+VALUE_KL_TABLE = replace(
+    DEFAULT_THRESHOLDS,
+    rules=tuple(VALUE_KL if r.metric == "approx_kl" else r for r in DEFAULT_THRESHOLDS.rules),
+)
+"""The default table with :data:`VALUE_KL` for KL, for the chart screen's bands and lines."""
 
 
 def view(**fields: object) -> ChartView:
@@ -151,9 +160,11 @@ def test_a_log_scale_is_refused_for_values_at_or_below_zero() -> None:
 
 
 def test_rule_lines_are_drawn_in_the_metric_units_only() -> None:
-    assert rule_lines(KL) == (0.04, 0.1)
-    assert rule_lines(EV) == (-0.1, -0.5)  # the median is in the metric's units
+    assert rule_lines(VALUE_KL) == (0.04, 0.1)
+    assert EV is not None and EV.critical is None
+    assert rule_lines(EV) == (EV.warning, None)  # the median is in the metric's units
     assert rule_lines(GRAD) == (None, None)  # a jump's thresholds are ratios
+    assert rule_lines(KL) == (None, None)  # KL per clip fraction: not in nats
     assert rule_lines(None) == (None, None)
 
 
@@ -163,7 +174,7 @@ def sample_chart(cursor: int | None = 2) -> ZoomChart:
     return ZoomChart(
         values=values,
         updates=range(10, 18),
-        levels=[band_of(KL, v, 10 + i) for i, v in enumerate(values)],
+        levels=[band_of(VALUE_KL, v, 10 + i) for i, v in enumerate(values)],
         scale=Scale(0.0, 0.15),
         height=7,
         cursor=cursor,
@@ -219,13 +230,17 @@ def test_a_wide_window_draws_each_column_as_the_envelope_of_its_updates() -> Non
 
 # ------------------------------------------------------------------ the words
 def test_the_cursor_reads_the_update_the_value_and_its_band() -> None:
-    assert reading(KL, "approx_kl", 57, 0.0523) == (
+    assert reading(VALUE_KL, "approx_kl", 57, 0.0523) == (
         "update 57 · approx_kl 0.0523 · warning band (> 0.04)"
     )
-    assert reading(KL, "approx_kl", 3, 0.2) == "update 3 · approx_kl 0.2000 · critical band (> 0.1)"
-    assert reading(KL, "approx_kl", 3, 0.001) == "update 3 · approx_kl 0.0010 · healthy band"
+    critical = "update 3 · approx_kl 0.2000 · critical band (> 0.1)"
+    assert reading(VALUE_KL, "approx_kl", 3, 0.2) == critical
+    assert reading(VALUE_KL, "approx_kl", 3, 0.001) == "update 3 · approx_kl 0.0010 · healthy band"
     nan = "update 6 · approx_kl NaN · critical: non-finite"
+    assert reading(VALUE_KL, "approx_kl", 6, math.nan) == nan
     assert reading(KL, "approx_kl", 6, math.nan) == nan
+    assert reading(KL, "approx_kl", 3, 0.2) == "update 3 · approx_kl 0.2000"  # no band in nats
+    assert band_of(KL, 0.2, 3) is Level.HEALTHY  # its rule judges KL per clip fraction
     assert reading(None, "value_loss", 2, 12.5) == "update 2 · value_loss 12.50"
     assert reading(None, "kl_final", 2, None) == "update 2 · kl_final not measured"
     assert reading(EV, "explained_variance", 4, 0.3) == "update 4 · explained_variance 0.300"
@@ -236,8 +251,11 @@ def test_the_window_and_the_legend_in_words() -> None:
     assert span_text(Window(40, 80, 79), UPDATES, 100) == "updates 40..79 of 100"
     assert span_text(Window(0, 2, 1), (700, 701), 1300) == "updates 700..701 of 1300 (last 2 kept)"
     linear = Scale(0.0, 0.02)
-    assert legend(KL, linear, [0.01, math.nan], 1) == (
+    assert legend(VALUE_KL, linear, [0.01, math.nan], 1) == (
         "┄ warning 0.04 (above the axis)  ━ critical 0.1 (above the axis)  × NaN"
+    )
+    assert legend(KL, linear, [0.01, math.nan], 1) == (
+        "KL judges approx_kl per clip_fraction, not these values  × NaN"
     )
     assert legend(GRAD, linear, [1.0], 3) == (
         "Grad judges the jump over the median of 20  "
@@ -280,7 +298,7 @@ async def test_c_opens_the_chart_and_the_keys_zoom_pan_and_move_the_cursor(
     tmp_path: Path,
 ) -> None:
     log = write_long_run(tmp_path / "events.jsonl")
-    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == LONG - 1, "the last update")
         await pilot.press("c")
@@ -305,7 +323,7 @@ async def test_c_opens_the_chart_and_the_keys_zoom_pan_and_move_the_cursor(
 
 async def test_the_chart_follows_a_live_run_with_the_dashboard(tmp_path: Path) -> None:
     log = write_long_run(tmp_path / "events.jsonl", updates=20)
-    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=0.0)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now, refresh_seconds=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 19, "update 19")
         await pilot.press("c", "plus")
@@ -365,7 +383,7 @@ async def test_a_click_puts_the_cursor_on_the_update_under_the_pointer(tmp_path:
 async def test_the_chart_waits_for_the_first_update_without_failing(tmp_path: Path) -> None:
     log = RunLog(tmp_path / "events.jsonl")
     log.start()
-    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=0.0)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now, refresh_seconds=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.run.events == 1, "run_started")
         await pilot.press("c", "plus", "left", "left_square_bracket", "l", "m", "escape", "0")

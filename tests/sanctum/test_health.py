@@ -54,6 +54,10 @@ def test_each_edge_exactly_at_and_just_past(rule: Rule) -> None:
     u = rule.warmup_updates  # first judged update
     assert level_of(rule, rule.warning, u) is Level.HEALTHY
     assert level_of(rule, past(rule.warning, rule.direction), u) is Level.WARNING
+    if rule.critical is None:  # a rule that only warns: however far past its line
+        far = rule.warning + (1e9 if rule.direction == "above" else -1e9)
+        assert level_of(rule, far, u) is Level.WARNING
+        return
     assert level_of(rule, rule.critical, u) is Level.WARNING
     assert level_of(rule, past(rule.critical, rule.direction), u) is Level.CRITICAL
 
@@ -62,8 +66,8 @@ def test_not_measured_is_pending_and_zero_is_judged() -> None:
     assert level_of(KL, None, 5) is Level.PENDING
     assert level_of(KL, 0.0, 5) is Level.HEALTHY
     assert level_of(EV, None, 50) is Level.PENDING
-    assert level_of(EV, -0.5, 50) is Level.WARNING  # at -0.5: below -0.1, not past -0.5
-    assert level_of(EV, -0.5 - 1e-9, 50) is Level.CRITICAL
+    assert level_of(EV, EV.warning, 50) is Level.HEALTHY  # at the line, not past it
+    assert level_of(EV, past(EV.warning, "below"), 50) is Level.WARNING
     assert level_of(EV, 0.0, 50) is Level.HEALTHY
 
 
@@ -77,9 +81,11 @@ def test_non_finite_is_critical_always(value: float) -> None:
 def test_warm_up_is_pending_until_its_last_update() -> None:
     assert level_of(EV, -5.0, 0) is Level.PENDING
     assert level_of(EV, -5.0, 9) is Level.PENDING
-    assert level_of(EV, -5.0, 10) is Level.CRITICAL
+    assert level_of(EV, -5.0, 10) is Level.WARNING  # judged from update 10 (EV only warns)
     assert level_of(EV, -5.0, None) is Level.PENDING
-    assert level_of(KL, 1.0, None) is Level.CRITICAL  # no warm-up: judged without an index
+    assert KL.critical is not None
+    too_far = past(KL.critical, KL.direction)
+    assert level_of(KL, too_far, None) is Level.CRITICAL  # no warm-up: judged without an index
 
 
 def test_levels_are_ordered_and_named_for_css() -> None:

@@ -35,6 +35,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "grad_norm": ("Grad", "above", 100.0, 1000.0, 0),
         "explained_variance": ("EV", "below", -0.5, None, 10),
         "entropy_normalized": ("Entropy", "below", 0.1, 0.01, 0),
+        "entropy": ("Entropy shift", "above", 2.0, 4.0, 0),
         "ref_kl": ("RefKL", "above", 0.6, 1.0, 0),
         "max_length_rate": ("Length", "above", 0.25, 0.5, 0),
     }
@@ -48,6 +49,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "grad_norm": ("jump", 20, 2, None, None),
         "explained_variance": ("median", 10, 3, None, 0.05),
         "entropy_normalized": ("jump", 20, 2, None, None),
+        "entropy": ("shift", 20, 2, None, None),
         "ref_kl": ("value", 1, 2, 3.0, None),
         "max_length_rate": ("value", 1, 3, None, None),
     }
@@ -60,13 +62,14 @@ def test_defaults_are_the_calibrated_table() -> None:
     assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 120.0)
     assert DEFAULT_THRESHOLDS.stall_pace == 10.0
     assert DEFAULT_THRESHOLDS.rule("approx_kl").decimals == 4  # type: ignore[union-attr]
-    assert DEFAULT_THRESHOLDS.rule("entropy") is None
+    assert DEFAULT_THRESHOLDS.rule("advantage_std") is None
     assert DEFAULT_THRESHOLDS.metrics == (
         "approx_kl",
         "clip_fraction",
         "grad_norm",
         "explained_variance",
         "entropy_normalized",
+        "entropy",
         "ref_kl",
         "max_length_rate",
     )
