@@ -38,10 +38,15 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write(
-    kls: tuple[float, ...], finish: bool = False, ref: tuple[float, ...] = (), **last: Any
+    kls: tuple[float, ...],
+    finish: bool = False,
+    ref: tuple[float, ...] = (),
+    clip: tuple[float, ...] = (),
+    **last: Any,
 ) -> RunLog:
     """A run with one update per KL value (and reference KL, when ``ref`` holds one per
-    update); ``last`` overrides fields of the final update."""
+    update); ``clip`` the clip fractions of the last ``len(clip)`` updates (the others a
+    learning run's); ``last`` overrides fields of the final update."""
     LOG.parent.mkdir(parents=True, exist_ok=True)
     log = RunLog(LOG, run_id="CartPole-v1-20261121-153012-a3f9")
     log.start()
@@ -49,6 +54,8 @@ def write(
         fields = last if u == len(kls) - 1 else {}
         if ref:
             fields = {"ref_kl": ref[u], "ref_kl_coef": round(0.05 * 1.1**u, 6), **fields}
+        if u >= len(kls) - len(clip):
+            fields = {"clip_fraction": clip[u - len(kls)], **fields}
         if kl > 0.03:
             fields = {"early_stopped": True, **fields}
         log.update(lively(u, kl, **fields))
@@ -94,15 +101,18 @@ def test_healthy(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
 
 
 def test_warning_kl(snap_compare: SnapCompare) -> None:
-    log = write((*HEALTHY_KL, 0.052, 0.061))  # past warning 0.04, two updates in a row
-    assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(25))
+    # KL about 10 per clip fraction (a clip fraction of 0 counts as 0.01) three updates in
+    # a row: the median of 5 past the warning line (5), under critical (20)
+    log = write((*HEALTHY_KL, 0.085, 0.11, 0.095), clip=(0.0, 0.0, 0.0))
+    assert snap_compare(app_for(log), terminal_size=LARGE, run_before=settled(27))
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_critical_kl_and_nan(snap_compare: SnapCompare, size: tuple[int, int]) -> None:
-    # KL past critical twice (fires), clip fraction past critical once (not yet), a NaN
-    log = write((*HEALTHY_KL, 0.13, 0.21), grad_norm=math.nan, clip_fraction=0.65)
-    assert snap_compare(app_for(log), terminal_size=size, run_before=settled(25))
+    # KL 30 to 60 per clip fraction three updates in a row (the clip bounds nothing): the
+    # median of 5 past the critical line (20); a NaN gradient norm at the last update
+    log = write((*HEALTHY_KL, 0.3, 0.45, 0.6), clip=(0.0, 0.0, 0.0), grad_norm=math.nan)
+    assert snap_compare(app_for(log), terminal_size=size, run_before=settled(27))
 
 
 def test_finished(snap_compare: SnapCompare) -> None:

@@ -2,7 +2,9 @@
 
 The log is written through the real writer (one second per event) into an empty folder
 and opened by a relative path, so the pictures are the same on every machine; regenerate
-with ``pytest --snapshot-update`` and look at them.
+with ``pytest --snapshot-update`` and look at them. The chart draws a rule's lines and
+bands only in the metric's own units, and the default KL rule judges KL per clip fraction:
+the pictures judge KL by a rule on its value (``VALUE_KL``), whose lines they show.
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from sanctum.app import SanctumApp
-from sanctum.thresholds import DEFAULT_THRESHOLDS
 from tests.sanctum.app_support import lively
 from tests.sanctum.logs import RunLog
+from tests.sanctum.test_chart import VALUE_KL_TABLE
 from tests.sanctum.test_snapshots import LARGE, SMALL, settled
 
 SnapCompare = Callable[..., bool]
@@ -50,7 +52,7 @@ def long_run() -> SanctumApp:
     log.finish()
     log.close()
     frozen = log.now + 2.0
-    return SanctumApp(LOG, DEFAULT_THRESHOLDS, now=lambda: frozen)
+    return SanctumApp(LOG, VALUE_KL_TABLE, now=lambda: frozen)
 
 
 ZOOMED = ["c", "plus", "plus", *["left_square_bracket"] * 6, "l"]
