@@ -194,7 +194,7 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
     if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:
         text = rule.format(metric.statistic)
         if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats
-            text = f"{text}/{rule.per.split('_')[0]}"
+            return f"{text}/{rule.per.split('_')[0]}"
         return f"med {text}" if rule.statistic == "median" else text
     return format_value(metric.value, rule.decimals)
 

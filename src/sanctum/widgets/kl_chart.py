@@ -83,7 +83,12 @@ class KLChart(SnapshotView):
     def _titles(self, snapshot: SanctumSnapshot) -> None:
         """The border's titles, set only when they change (setting one repaints it all)."""
         series = snapshot.metric(KL_METRIC).series
-        subtitle = "log · ┄ warning ━ critical" if snapshot.thresholds.rule(KL_METRIC) else ""
+        rule = snapshot.thresholds.rule(KL_METRIC)
+        subtitle = "log"
+        if rule is not None and rule.in_metric_units:
+            subtitle = "log · ┄ warning ━ critical"
+        elif rule is not None and rule.per is not None:  # the lines are not in nats
+            subtitle = f"log · {rule.label} judged per {rule.per.split('_')[0]}"
         title = f"KL · {len(series)} updates" if series else "KL"
         if (title, subtitle) != (self.border_title, self.border_subtitle):
             self.border_title, self.border_subtitle = title, subtitle
