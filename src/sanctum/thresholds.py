@@ -395,6 +395,8 @@ below 0 for hundreds of updates. The reference KL and the length rate are judged
 own units (fine-tuning and token-level runs)."""
 
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
+_OFF_KEYS: Final = ("critical", "far", "per")
+"""Keys a thresholds file may turn off with ``false``."""
 
 
 def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) -> Thresholds:
@@ -443,8 +445,8 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             raise ThresholdsError(
                 f"[{metric}] {key}: unknown key; expected one of {', '.join(_RULE_KEYS)}"
             )
-    if table.get("critical") is False:  # TOML has no null: false is "no critical line"
-        table = {**table, "critical": None}
+    # TOML has no null: false is "none" (no critical line, no far line, judged on its own)
+    table = {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
     existing = next((i for i, r in enumerate(rules) if r.metric == metric), None)
     if existing is not None:
         rules[existing] = replace(rules[existing], **table)

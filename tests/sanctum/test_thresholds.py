@@ -119,6 +119,19 @@ def test_a_rule_per_another_metric(tmp_path: Path) -> None:
             load_thresholds(path)
 
 
+def test_a_file_turns_per_and_far_off_with_false(tmp_path: Path) -> None:
+    """A KL rule judged in nats again, as before the per-clip rule."""
+    path = tmp_path / "t.toml"
+    path.write_text(
+        '[approx_kl]\nper = false\nstatistic = "value"\nwindow = 1\nwarning = 0.04\n'
+        "critical = 0.1\npersist = 2\n[ref_kl]\nfar = false\n"
+    )
+    loaded = load_thresholds(path)
+    kl, ref = loaded.rule("approx_kl"), loaded.rule("ref_kl")
+    assert kl is not None and kl.per is None and kl.in_metric_units
+    assert ref is not None and ref.far is None
+
+
 def test_integer_thresholds_are_accepted(tmp_path: Path) -> None:
     loaded = load_thresholds(write(tmp_path, "[grad_norm]\nwarning = 2\ncritical = 4\n"))
     rule = loaded.rule("grad_norm")

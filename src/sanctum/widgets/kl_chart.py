@@ -1,13 +1,15 @@
-"""KLChart: the longer KL history on a log scale, with the warning and critical lines; the
-reference KL beside it when the run measures one.
+"""KLChart: the longer KL history on a log scale, with the rule's lines when they are in
+nats; the reference KL beside it when the run measures one.
 
 A sparkline rescales to its data, so a KL that doubles looks the same at 0.002 and at
 0.2. KL also spans decades: a healthy run sits near 1e-5 and a broken one past 0.1, and a
 linear scale sized for the thresholds draws the healthy run as a flat line on the floor.
-So the chart is logarithmic, topped a decade above the critical line and reaching two
-decades below the warning line (further down when the values are smaller), with both
-lines always drawn and labelled. Bars are coloured by the same rule that colours the
-panel. A fine-tuning run (one that reports ``ref_kl``) gets two charts side by side, each
+So the chart is logarithmic. When the rule's lines are in nats (a rule on the value, as the
+reference KL's) it is topped a decade above the critical line and reaches two decades below
+the warning line (further down when the values are smaller), both lines drawn and
+labelled, and bars are coloured by the same rule that colours the panel. The default KL
+rule judges KL per clip fraction, which has no line in nats: the chart then scales to the
+values, draws no line and says so in its border. A fine-tuning run (one that reports ``ref_kl``) gets two charts side by side, each
 under a caption: the policy's KL between updates on the left, its KL to the frozen
 reference on the right, each with its own rule's lines.
 """

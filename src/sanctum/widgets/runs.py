@@ -268,8 +268,9 @@ class OverlayChart(_BoardView):
             self._drawing = (board.metric, grouped)
         self.board, self.grouped = board, grouped
         scale = "log" if board.metric in LOG_METRICS else "linear"
-        if any(line is not None for line in self._rule_lines(board)):
-            scale += " · ┄ warning ━ critical"
+        warning, critical = self._rule_lines(board)
+        if warning is not None:
+            scale += " · ┄ warning" + (" ━ critical" if critical is not None else "")
         if isinstance(self.parent, Frame):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
