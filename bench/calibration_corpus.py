@@ -227,6 +227,7 @@ ZOO_BANDS = {
     "MountainCarContinuous-v0": zoo_band(88.343, 2.572, "MountainCarContinuous-v0"),
     "Acrobot-v1": zoo_band(-73.506, 18.201, "Acrobot-v1"),
     "LunarLander-v3": zoo_band(242.119, 31.823, "LunarLander-v2"),
+    "MountainCar-v0": zoo_band(-110.423, 19.473, "MountainCar-v0"),
 }
 INVERTED_PENDULUM = Target(950.0, "Gymnasium's InvertedPendulum-v5 reward_threshold")
 INVERTED_DOUBLE = Target(9100.0, "Gymnasium's InvertedDoublePendulum-v5 reward_threshold")
@@ -309,9 +310,18 @@ def peer_cases(quick: bool) -> list[Case]:
             "sb3-zoo-invdouble-s1",
             "InvertedDoublePendulum-v5",
             1,
-            200_000,
+            500_000,
             "zoo",
             INVERTED_DOUBLE,
+            held,
+        ),
+        _sb3(
+            "sb3-zoo-mountaincar-s1",
+            "MountainCar-v0",
+            1,
+            1_000_000,
+            "zoo",
+            ZOO_BANDS["MountainCar-v0"],
             held,
         ),
         _sb3("sb3-default-acrobot-s1", "Acrobot-v1", 1, 100_000, "default", ACROBOT_SOLVED, held),
@@ -348,6 +358,15 @@ def peer_broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
         Case("sb3-entropy_collapse", False, base, 30, "entropy_collapse", {"factor": 1e3}, **sb3),
         Case("sb3-value_scale", False, base, 30, "value_scale", {"factor": 1e4}, **sb3),
     ]
+    pendulum = {
+        "env_id": "Pendulum-v1",
+        "seed": 1,
+        "total_steps": 80_000,
+        "sb3": zoo_settings("Pendulum-v1"),
+    }
+    cases.append(  # continuous actions: no normalised entropy, gSDE noise
+        Case("sb3-pendulum-lr_spike", False, pendulum, 10, "lr_spike", {"factor": 100.0}, **sb3)
+    )
     if not quick:
         cases.append(Case("sb3-stall", False, base, 30, "stall", {"seconds": stall_seconds}, **sb3))
     return cases

@@ -73,6 +73,16 @@ ZOO: dict[str, dict[str, Any]] = {
         "use_sde": True,
         "policy_kwargs": {"log_std_init": -3.29, "ortho_init": False},
     },
+    "MountainCar-v0": {
+        "normalize": True,
+        "n_envs": 16,
+        "n_timesteps": 1e6,
+        "n_steps": 16,
+        "gae_lambda": 0.98,
+        "gamma": 0.99,
+        "n_epochs": 4,
+        "ent_coef": 0.0,
+    },
     "Acrobot-v1": {
         "normalize": True,
         "n_envs": 16,
