@@ -1,6 +1,6 @@
 """How often Sanctum's health rules fire on real healthy runs, and how fast on broken ones.
 
-    python bench/health_calibration.py                 # the whole corpus, about an hour
+    python bench/health_calibration.py                 # the whole corpus, about 80 minutes
     python bench/health_calibration.py --quick         # a subset, under 5 minutes
     python bench/health_calibration.py --keep DIR      # record into DIR (kept)
     python bench/health_calibration.py --reuse DIR     # judge the runs already in DIR
@@ -11,7 +11,7 @@ real environments: our trainer (CartPole, Acrobot, Pendulum with RL Zoo's settin
 fine-tuning with a reference KL, token-level PPO); Stable-Baselines3 PPO through the shipped
 ``SanctumCallback`` with SB3's defaults and with RL Zoo's tuned settings (CartPole,
 Pendulum, MountainCarContinuous, Acrobot, LunarLander, InvertedPendulum,
-InvertedDoublePendulum; on a single env too); CleanRL-structure scripts
+InvertedDoublePendulum, MountainCar; on a single env too); CleanRL-structure scripts
 (``examples/cleanrl_ppo.py``, ``examples/cleanrl_ppo_continuous.py``). Broken runs inject
 the same faults into our trainer and into SB3, each from a known update (the onset).
 
@@ -346,7 +346,7 @@ def main() -> None:
         type=int,
         nargs="+",
         default=list(DEFAULT_SEEDS),
-        help="seeds of our trainer's healthy runs (default 1 2); others check the table on "
+        help="seeds of our trainer's healthy runs (default 1 2 3); others check the table on "
         "runs it was not tuned on",
     )
     args = parser.parse_args()
