@@ -310,7 +310,7 @@ def peer_cases(quick: bool) -> list[Case]:
             "sb3-zoo-invdouble-s1",
             "InvertedDoublePendulum-v5",
             1,
-            500_000,
+            200_000,
             "zoo",
             INVERTED_DOUBLE,
             held,
