@@ -133,6 +133,8 @@ class RuleJudge:
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
         self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
+        self._low_baseline = False
+        """The last statistic was not judged: its jump's baseline is under ``min_baseline``."""
         self._need = values_needed(rule)
         self._past_critical = (
             rule.worse_than(rule.critical) if rule.critical is not None else _never
@@ -229,7 +231,9 @@ class RuleJudge:
                 note = unjudged[i]
             else:
                 statistic = self._statistic(value)
-                if statistic is None:  # the window is still filling
+                if statistic is None and self._low_baseline:
+                    note = f"not judged: recent median under {rule.min_baseline:g}"
+                elif statistic is None:  # the window is still filling
                     what = "median" if rule.statistic == "median" else "baseline"
                     note = f"{what} {len(self.window or ())}/{self._need}"
                 out.append(statistic)
@@ -238,6 +242,7 @@ class RuleJudge:
     def _statistic(self, value: float) -> float | None:
         """The value, the median including it, or its ratio to the median before it. A
         jump joins its baseline unless it is past critical: a fault keeps firing."""
+        self._low_baseline = False
         window = self.window
         if window is None:
             return value
@@ -248,6 +253,11 @@ class RuleJudge:
             window.push(value)
             return None
         baseline = window.median()
+        floor = self.rule.min_baseline
+        self._low_baseline = floor is not None and baseline < floor
+        if self._low_baseline:  # not judged; the value joins, so the baseline can recover
+            window.push(value)
+            return None
         if self.rule.statistic == "shift":
             statistic = abs(value - baseline)
         elif baseline <= 0:

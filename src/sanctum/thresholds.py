@@ -92,6 +92,10 @@ class Rule:
     min_return_spread: float | None = None
     """Judge only updates whose ``return_std`` is at least this share of ``|return_mean|``
     (when the update reports both): explained variance is noise when returns barely vary."""
+    min_baseline: float | None = None
+    """A jump is judged only while the median it is measured against is at least this: a
+    policy whose normalised entropy already sits near 0 (MountainCar converging to a
+    deterministic policy) has nothing left to collapse, and its dips are noise."""
     only_when_measured: bool = False
     """The metric exists only in some runs (a reference KL only when fine-tuning): the
     dashboard shows its row only in runs that measure it."""
@@ -185,6 +189,8 @@ class Rule:
             text += f", after {self.warmup_updates} updates"
         if self.min_return_spread is not None:
             text += ", when returns vary"
+        if self.min_baseline is not None:
+            text += f", while the median is at least {self.min_baseline:g}"
         return text
 
 
@@ -235,6 +241,11 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
             "far",
             f"must be a finite number at or past critical {rule.critical:g}, got {rule.far!r}",
         )
+    low = rule.min_baseline
+    if low is not None and (
+        rule.statistic != "jump" or not _is_number(low) or not 0 < low < math.inf
+    ):
+        return "min_baseline", f"needs statistic = 'jump' and a finite number > 0, got {low!r}"
     spread = rule.min_return_spread
     if spread is not None and (not _is_number(spread) or not 0 <= spread < math.inf):
         return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
@@ -344,6 +355,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             statistic="jump",
             window=20,
             persist=2,
+            min_baseline=0.05,
         ),
         Rule(
             "entropy",

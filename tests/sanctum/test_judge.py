@@ -14,7 +14,7 @@ from sanctum.health import Level, level_of
 from sanctum.judge import HealthJudge, MetricStats, returns_vary
 from sanctum.metrics import PPO_METRICS
 from sanctum.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
-from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds, ThresholdsError
 
 KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)
 GRAD = Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2)
@@ -262,6 +262,30 @@ def test_a_shift_either_way_from_the_recent_median() -> None:
     assert levels(SHIFT, [1.5] * 5 + [-4.0] * 3)[-1] is C
     assert SHIFT.format(5.25) == "±5.25" and not SHIFT.in_metric_units
     assert SHIFT.describe() == ("|entropy - median of previous 20| > 2 / > 4, 2 updates in a row")
+
+
+def test_a_jump_off_a_baseline_already_near_zero_is_not_judged() -> None:
+    """A policy converged near-deterministic (normalised entropy 0.02, MountainCar) dips to
+    0.0001 and back: not a collapse. The same dip from 0.5 is one."""
+    rule = Rule(
+        "entropy_normalized",
+        "Entropy",
+        "below",
+        0.1,
+        0.01,
+        statistic="jump",
+        window=20,
+        persist=2,
+        min_baseline=0.05,
+    )
+    judge = RuleJudge(rule)
+    judge.fold(list(range(8)), [0.02, 0.02, 0.02, 0.02, 1e-4, 1e-4, 0.02, 0.02])
+    assert (judge.at_critical, judge.judged) == (0, 0)
+    assert judge.latest is not None and judge.latest.note == "not judged: recent median under 0.05"
+    assert levels(rule, [0.5] * 4 + [1e-4] * 3)[-2:] == [C, C]
+    assert rule.describe().endswith("while the median is at least 0.05")
+    with pytest.raises(ThresholdsError, match="min_baseline"):
+        Rule("approx_kl", "KL", "above", 0.1, 0.2, min_baseline=0.05)
 
 
 def test_a_warn_only_rule_warns_and_never_fails() -> None:

@@ -9,9 +9,10 @@ reference KL's) it is topped a decade above the critical line and reaches two de
 the warning line (further down when the values are smaller), both lines drawn and
 labelled, and bars are coloured by the same rule that colours the panel. The default KL
 rule judges KL per clip fraction, which has no line in nats: the chart then scales to the
-values, draws no line and says so in its border. A fine-tuning run (one that reports ``ref_kl``) gets two charts side by side, each
-under a caption: the policy's KL between updates on the left, its KL to the frozen
-reference on the right, each with its own rule's lines.
+values, draws no line and says so in its border. A fine-tuning run (one that reports
+``ref_kl``) gets two charts side by side, each under a caption: the policy's KL between
+updates on the left, its KL to the frozen reference on the right, each with its own rule's
+lines.
 """
 
 from __future__ import annotations
