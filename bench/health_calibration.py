@@ -300,7 +300,6 @@ QUICK = (
     "pendulum-s1",
     "tokens-s1",
     "sb3-zoo-cartpole-s1",
-    "sb3-zoo-pendulum-s1",
     "lr_spike",
     "wide_clip",
     "value_scale",
