@@ -308,7 +308,7 @@ QUICK = (
     "sb3-entropy_collapse",
     "sb3-nan_obs",
 )
-"""``--quick``: a few runs of each kind and trainer, about 4 minutes on 2 cores (a smoke
+"""``--quick``: a few runs of each kind and trainer, under 5 minutes on 2 cores (a smoke
 test of the rules and the bench; the figures to publish come from the whole corpus)."""
 
 
