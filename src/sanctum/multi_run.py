@@ -6,10 +6,9 @@ DIR`` is drawn from what is computed here, and tested without a screen.
 - A run's row holds what a sweep is watched for: connection, the run's verdict (``sanctum
   check``'s under the same ``--fail-on``, so far while the run is live), progress, steps
   per second, the latest update, the mean return of the latest rollout that finished an
-  episode, and the *worst KL*: the worst ``approx_kl`` the KL
-  rule judged over the whole run (the same figure as ``sanctum summary``'s worst; a
-  non-finite KL is worse than any number), or, with no KL rule in the thresholds file,
-  the largest finite value (NaN once any was non-finite).
+  episode, and the *worst KL*: the largest ``approx_kl`` of the
+  whole run in nats (NaN once any was non-finite), coloured by the worst level the KL rule
+  reached; with a KL rule judged in nats (a thresholds file's), the worst value it judged.
 - Seeds are the unit of replication, so runs whose ``run_started`` records the same
   environment and the same config except :data:`SEED_KEYS` (the seed, and what only
   names or places one run) form a group. A group shows the median and the spread of its
