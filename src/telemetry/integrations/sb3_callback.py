@@ -151,8 +151,9 @@ class SanctumCallback(BaseCallback):
         self._grad_hooks: list[_Handle] = []
         self._squares: list[Gradient] = []
         """Squared norms of each parameter's gradient in the backward pass under way."""
-        self._norms: list[float] = []
-        """Pre-clip global gradient norm of each optimizer step of the update under way."""
+        self._norms: list[Gradient] = []
+        """Squared pre-clip global gradient norm of each optimizer step of the update under
+        way, still on the device: read once, when the update is recorded (no sync a step)."""
         self._mark = (0, 0.0)
         self._last_event = 0.0
 
@@ -257,7 +258,7 @@ class SanctumCallback(BaseCallback):
         counts = Counts(int(epochs) - pending.epochs_before, self._steps - pending.steps_before)
         limit = getattr(self.model, "max_grad_norm", None)
         measured = Measured(
-            grad_norms=tuple(self._norms),
+            grad_norms=tuple(math.sqrt(float(square)) for square in self._norms),
             max_grad_norm=None if limit is None else float(limit),
             return_mean=pending.return_mean,
             return_std=pending.return_std,
@@ -287,7 +288,7 @@ class SanctumCallback(BaseCallback):
             total = self._squares[0]
             for square in self._squares[1:]:
                 total = total + square
-            self._norms.append(math.sqrt(float(total)))
+            self._norms.append(total)
             self._squares = []
 
     def _watch_gradients(self, parameters: Iterable[Parameter]) -> None:
