@@ -156,10 +156,9 @@ DEFAULT_SEEDS = (1, 2, 3)
 PENDULUM_BAND = zoo_band(-172.225, 104.159, "Pendulum-v1")
 
 
-def healthy_cases(quick: bool, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[Case]:
+def healthy_cases(seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[Case]:
     """Our trainer's healthy runs: CartPole, Acrobot, Pendulum by seed, fine-tuning and
-    token-level PPO (a few with ``quick``)."""
-    seeds = seeds[:1] if quick else seeds
+    token-level PPO."""
     cases = []
     for seed in seeds:
         cases.append(Case(f"cartpole-s{seed}", True, {"seed": seed}, target=CARTPOLE_SOLVED))
@@ -180,25 +179,23 @@ def healthy_cases(quick: bool, seeds: tuple[int, ...] = DEFAULT_SEEDS) -> list[C
                 target=PENDULUM_BAND,
             )
         )
-    return cases + finetune_cases(quick) + token_cases(quick)
+    return cases + finetune_cases() + token_cases()
 
 
-def finetune_cases(quick: bool) -> list[Case]:
+def finetune_cases() -> list[Case]:
     """Healthy fine-tuning: the example on two seeds, a 5x looser target, no control."""
     tuned = {"setting": "finetune", "target": CARTPOLE_SOLVED}
-    cases = [Case("finetune-s7", True, FINETUNE, **tuned)]
-    if not quick:
-        cases += [
-            Case("finetune-s8", True, {**FINETUNE, "seed": 8}, **tuned),
-            Case("finetune-target0.1", True, {**FINETUNE, "ref_kl_target": 0.1}, **tuned),
-            Case("finetune-free", True, FREE_FINETUNE, **tuned),
-        ]
-    return cases
+    return [
+        Case("finetune-s7", True, FINETUNE, **tuned),
+        Case("finetune-s8", True, {**FINETUNE, "seed": 8}, **tuned),
+        Case("finetune-target0.1", True, {**FINETUNE, "ref_kl_target": 0.1}, **tuned),
+        Case("finetune-free", True, FREE_FINETUNE, **tuned),
+    ]
 
 
-def token_cases(quick: bool) -> list[Case]:
-    """Healthy token-level PPO: the example on two seeds (one with ``quick``)."""
-    seeds = (1,) if quick else (1, 2)
+def token_cases() -> list[Case]:
+    """Healthy token-level PPO: the example on two seeds."""
+    seeds = (1, 2)
     return [
         Case(f"tokens-s{seed}", True, {**TOKENS, "seed": seed}, setting="tokens") for seed in seeds
     ]
@@ -233,7 +230,7 @@ INVERTED_PENDULUM = Target(950.0, "Gymnasium's InvertedPendulum-v5 reward_thresh
 INVERTED_DOUBLE = Target(9100.0, "Gymnasium's InvertedDoublePendulum-v5 reward_threshold")
 
 
-def peer_cases(quick: bool) -> list[Case]:
+def peer_cases() -> list[Case]:
     """Healthy runs of the peers. Fitted to (``tune``): SB3 with RL Zoo's settings on
     CartPole, Pendulum and MountainCarContinuous (the runs the old rules failed), one of
     them on a single env, and SB3's defaults on CartPole. Held out: every other env and
@@ -264,8 +261,6 @@ def peer_cases(quick: bool) -> list[Case]:
             "cleanrl-cartpole-s1", "cleanrl_ppo.py", "CartPole-v1", 1, 500_000, CARTPOLE_SOLVED
         ),
     ]
-    if quick:
-        return cases
     cases += [
         _sb3("sb3-zoo-cartpole-s2", "CartPole-v1", 2, 100_000, "zoo", CARTPOLE_SOLVED, tune),
         _sb3("sb3-zoo-cartpole-s3", "CartPole-v1", 3, 100_000, "zoo", CARTPOLE_SOLVED, tune),
@@ -347,7 +342,7 @@ SB3_BROKEN_BASE: dict[str, Any] = {
 """SB3's broken runs break RL Zoo's CartPole run (8 envs x 32 steps: 156 updates)."""
 
 
-def peer_broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
+def peer_broken_cases(stall_seconds: float) -> list[Case]:
     """The faults of our trainer's corpus, injected into SB3 runs (callback or wrapper)."""
     base, wide = SB3_BROKEN_BASE, {**SB3_BROKEN_BASE["sb3"], "n_epochs": 40, "clip_range": 10.0}
     sb3 = {"trainer": "sb3", "setting": "zoo"}
@@ -367,13 +362,12 @@ def peer_broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
     cases.append(  # continuous actions: no normalised entropy, gSDE noise
         Case("sb3-pendulum-lr_spike", False, pendulum, 10, "lr_spike", {"factor": 100.0}, **sb3)
     )
-    if not quick:
-        cases.append(Case("sb3-stall", False, base, 30, "stall", {"seconds": stall_seconds}, **sb3))
+    cases.append(Case("sb3-stall", False, base, 30, "stall", {"seconds": stall_seconds}, **sb3))
     return cases
 
 
-def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
-    """The six faults, each with its onset; ``quick`` leaves out the stall (it waits)."""
+def broken_cases(stall_seconds: float) -> list[Case]:
+    """Our trainer's faults, each with its onset."""
     cases = [
         Case("lr_spike", False, BROKEN_BASE, 30, "lr_spike", {"factor": 200.0}),
         Case(
@@ -389,8 +383,7 @@ def broken_cases(quick: bool, stall_seconds: float) -> list[Case]:
         Case("length_bonus", False, {**TOKENS, "length_penalty": -0.3}, 0),
         Case("token_entropy_collapse", False, TOKENS, 20, "lm_head_scale", {"factor": 1e3}),
     ]
-    if not quick:
-        cases.append(Case("stall", False, BROKEN_BASE, 30, "stall", {"seconds": stall_seconds}))
+    cases.append(Case("stall", False, BROKEN_BASE, 30, "stall", {"seconds": stall_seconds}))
     return cases
 
 

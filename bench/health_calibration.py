@@ -314,8 +314,8 @@ test of the rules and the bench; the figures to publish come from the whole corp
 
 def corpus(quick: bool, seeds: tuple[int, ...], stall_seconds: float) -> list[Case]:
     """Every case: healthy runs of each trainer, then broken ones."""
-    cases = healthy_cases(False, seeds) + peer_cases(False)
-    cases += broken_cases(False, stall_seconds) + peer_broken_cases(False, stall_seconds)
+    cases = healthy_cases(seeds) + peer_cases()
+    cases += broken_cases(stall_seconds) + peer_broken_cases(stall_seconds)
     return [c for c in cases if c.name in QUICK] if quick else cases
 
 
