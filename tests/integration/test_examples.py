@@ -100,6 +100,11 @@ def test_continuous_control_presets_train_and_pass_the_check(
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None,
+    reason="needs the tensorboard extra (CleanRL's script logs to TensorBoard too): "
+    "pip install 'sanctum-ppo[tensorboard]'",
+)
 def test_the_continuous_cleanrl_example_records_what_the_rules_need(tmp_path: Path) -> None:
     args = ["--env-id", "Pendulum-v1", "--total-timesteps", "4096", "--run-dir", str(tmp_path)]
     script = run([str(EXAMPLES / "cleanrl_ppo_continuous.py"), "--no-cuda", *args])
