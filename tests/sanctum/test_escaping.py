@@ -20,13 +20,15 @@ from pathlib import Path
 import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from textual.content import Content
 from textual.widgets import Label
 
 from sanctum.app import SanctumApp
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner, TimelinePanel
+from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.widgets import KLChart, StatusBanner, TimelinePanel
+from sanctum.widgets.help import HelpScreen
 from telemetry.events import AnomalyPayload
 from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible
@@ -167,6 +169,28 @@ async def test_the_dashboard_shows_a_hostile_run_id_and_reason_escaped(tmp_path:
         assert "[b]x[/b]" in shown  # markup shown as typed, never parsed
         timeline = app.query_one(TimelinePanel).render()
         assert visible(BATTERY) in str(timeline) and not hidden(str(timeline))
+        assert app.return_code is None
+
+
+async def test_a_rule_label_with_markup_is_shown_as_typed(tmp_path: Path) -> None:
+    """A label from a thresholds file names its rule in the KL chart's title and the help:
+    shown as typed, never read as markup (``[/]`` closed nothing and stopped the app)."""
+    toml = tmp_path / "thresholds.toml"
+    toml.write_text('[approx_kl]\nlabel = "[/]K[red]"\n')
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    log.finish("completed")
+    log.close()
+    app = SanctumApp(path, load_thresholds(toml), now=lambda: 1_700_000_100.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(pilot, lambda s: s.run.status == "completed", "the finished run")
+        subtitle = Content.from_markup(app.query_one(KLChart).border_subtitle or "")
+        assert "[/]K[red] judged per" in subtitle.plain
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
         assert app.return_code is None
 
 
