@@ -1,7 +1,7 @@
 """What ``sanctum check`` prints and writes: the text table, one JSON object, JUnit XML.
 
 Every string that came from the log (run ids, reasons, messages, paths) is made visible
-before it is printed or written (:func:`sanctum.formatting.visible`): a log cannot send
+before it is printed or written (:func:`telemetry.text.visible`): a log cannot send
 commands to the terminal, and the XML stays valid whatever the log holds.
 """
 
@@ -120,13 +120,14 @@ def write_junit(result: CheckResult, path: Path) -> None:
     )
     classname = f"sanctum.check.{visible(result.run_id or 'run')}"
     for row in result.rows:
-        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": row.name})
+        name = visible(row.name)
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})
         if row.passed:
             ET.SubElement(case, "system-out").text = visible(row.message)
         else:
-            message = visible(row.message)
-            failure = ET.SubElement(case, "failure", {"message": message, "type": row.label})
-            failure.text = message if row.rule is None else f"{row.rule}\n{message}"
+            message, label = visible(row.message), visible(row.label)
+            failure = ET.SubElement(case, "failure", {"message": message, "type": label})
+            failure.text = message if row.rule is None else f"{visible(row.rule)}\n{message}"
     _write(suite, path)
 
 

@@ -40,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     exit 2: an uncaught exception would exit 1, which a CI job would read as a failed run.
     """
     args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
+    from sanctum.formatting import visible_lines
     from sanctum.rollouts_view import RolloutsError
     from sanctum.thresholds import ThresholdsError, load_thresholds
     from telemetry.eventlog import EventLogError
@@ -52,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.command not in SCRIPTED and not _once_asked(args):
             raise  # the dashboard's own traceback; no CI reads its exit code
-        traceback.print_exc()
+        print(visible_lines(traceback.format_exc().rstrip("\n").split("\n")), file=sys.stderr)
         return _unusable(
             args, f"internal error ({type(exc).__name__}: {exc}); this is a bug in sanctum"
         )
@@ -103,7 +104,9 @@ def _unusable(args: argparse.Namespace, message: str) -> int:
 
 
 def _junit_unwritable(path: Path, exc: OSError) -> str:
-    return f"cannot write JUnit file {path}: {exc.strerror or exc}"
+    from sanctum.formatting import visible
+
+    return visible(f"cannot write JUnit file {path}: {exc.strerror or exc}")
 
 
 def _emit(text: str) -> None:

@@ -11,17 +11,28 @@ import argparse
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from sanctum.arg_types import count, positive_number
 from sanctum.compare_cli import add_diff_parser, add_gate_arguments  # stdlib only
 from sanctum.runs import UsageError
 from sanctum.runs_cli import add_run_arguments  # stdlib only
+from telemetry.text import visible
 
 COMMANDS = ("watch", "replay", "check", "summary", "rollouts", "serve", "diff", "schema", "import")
 
 
 WATCH_OPTIONS = ("--all", "--refresh", "--once", "--json")
 """Options of ``watch`` alone: given before any RUN, they start the ``watch`` command."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors show what the user typed escaped (an unrecognized
+    argument or a path may hold terminal commands). Its subcommands' parsers are of this
+    class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(visible(message))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and the verdict every view shows (FAIL at it, WARN below it); a critical anomaly "
         "always fails, and with warning so does an anomaly the trainer reported as a warning",
     )
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = Parser(
         prog="sanctum",
         usage="sanctum [--thresholds FILE] [--fail-on LEVEL] [RUN ... | --all DIR | COMMAND ...]",
         description="PPO training health from a run's event log: a live dashboard, a replay, "

@@ -7,48 +7,37 @@ significant digits (or a rule's fixed decimals), integers exactly, ``NaN``, ``+I
 short of room may pass ``absent="-"`` and must say in its header what ``-`` means.
 JSON output writes non-finite floats as the event log does ("NaN", "Infinity",
 "-Infinity") and ``None`` as ``null``. Nothing here imports Rich or Textual.
+
+Text from outside (run ids, reasons, file names, library errors) is shown through
+:func:`telemetry.text.visible`, the project's one escaping function, re-exported here with
+:func:`~telemetry.text.visible_lines` for the views that already import this module.
 """
 
 from __future__ import annotations
 
+import json
 import math
-import re
 from typing import Any, Final
 
 import msgspec
 
 from telemetry.codec import spell_nonfinite
+from telemetry.text import json_visible, visible, visible_lines
+
+__all__ = [
+    "NOT_MEASURED",
+    "dumps",
+    "format_anomaly",
+    "format_count",
+    "format_duration",
+    "format_value",
+    "plural",
+    "visible",
+    "visible_lines",
+]
 
 NOT_MEASURED: Final = "not measured"
 """Shown for a field the trainer did not report; never a zero."""
-
-
-_UNICODE_HIDDEN: Final = "\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
-_HIDDEN: Final = re.compile(f"[\x00-\x1f{_UNICODE_HIDDEN}]")
-"""Characters a log may hold that must never reach a terminal or an XML file as they are:
-C0 and C1 controls (ESC starts terminal commands that retitle or clear it), invisible and
-direction-changing characters (which can make text read differently from what it is), and
-lone surrogates (which cannot even be written as UTF-8)."""
-_HIDDEN_IN_JSON: Final = re.compile(f"[{_UNICODE_HIDDEN}]")
-"""The same without C0 controls: the JSON encoder escapes those inside strings already,
-and outside strings the only ones are the document's own newlines."""
-
-
-def _escaped(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def visible(text: str) -> str:
-    """``text`` from a log, safe to show: each hidden or control character written as an
-    escape (``\\x1b``, ``\\u202e``), so it is seen, never obeyed; the rest unchanged."""
-    return _HIDDEN.sub(_escaped, text)
-
-
-def visible_lines(lines: list[str]) -> str:
-    """Lines of a text report joined by newlines, every line made :func:`visible` (the
-    report's own newlines are the only control characters it keeps)."""
-    return "\n".join(visible(line) for line in lines)
 
 
 def format_value(
@@ -116,7 +105,8 @@ def plural(count: int, word: str) -> str:
 
 def dumps(document: dict[str, Any]) -> str:
     """Strict JSON text of ``document``: NaN/Inf never silently become ``null``, and hidden
-    characters from a log are ``\\uXXXX`` escapes (the same string to a JSON reader, but
-    nothing a terminal acts on)."""
-    text = msgspec.json.format(msgspec.json.encode(spell_nonfinite(document)), indent=2).decode()
-    return _HIDDEN_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    characters from a log (:mod:`telemetry.text`) are ``\\uXXXX`` escapes: the same string
+    to a JSON reader, nothing a terminal acts on, and valid UTF-8 even for a lone surrogate
+    (which a log's ``"\\ud800"`` decodes to)."""
+    plain = msgspec.to_builtins(spell_nonfinite(document))
+    return json_visible(json.dumps(plain, ensure_ascii=False, indent=2, allow_nan=False))

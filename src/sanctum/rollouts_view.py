@@ -2,7 +2,8 @@
 
 Reads ``rollouts.jsonl`` beside the run's event log. Token names come from the run's
 ``run_started.config["vocab"]`` when the trainer recorded one (else ids are shown). Every
-string from the files is untrusted: it is printed with control characters made visible.
+string from the files or their folder's name is untrusted: it is printed made visible
+(:func:`telemetry.text.visible`), a line break in it too.
 """
 
 from __future__ import annotations
@@ -102,4 +103,4 @@ def render(run_dir: Path, events_path: Path, last: int | None, worst: int | None
     head += " (applied: x counts toward the reward, . is a zero digit keep_prob dropped)"
     if skipped:
         head += f"; {skipped} unreadable lines skipped"
-    return "\n\n".join([head, *(describe(r, vocab) for r in chosen)])
+    return "\n\n".join([visible(head), *(describe(r, vocab) for r in chosen)])

@@ -52,16 +52,17 @@ def connection_text(snapshot: SanctumSnapshot) -> str:
 
 
 def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
-    """Run id and environment; while waiting, which file is awaited; after a failure, why."""
+    """Run id and environment; while waiting, which file is awaited; after a failure, why:
+    one line, made visible (a line break in a run id or a reason is shown escaped)."""
     run = snapshot.run
     if snapshot.connection is Connection.WAITING:
-        return f"waiting for {path}…"
+        return visible(f"waiting for {path}…")
     parts = [run.run_id or "(no run id)"]
     if run.env_id:
         parts.append(run.env_id)
     if run.reason and snapshot.connection in (Connection.FAILED, Connection.INTERRUPTED):
         parts.append(run.reason)
-    return "  ".join(parts)
+    return visible("  ".join(parts))
 
 
 def clock_text(snapshot: SanctumSnapshot, replay_speed: float | None = None) -> str:

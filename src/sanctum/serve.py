@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from sanctum.exits import EXIT_OK
-from sanctum.formatting import visible
+from sanctum.formatting import visible, visible_lines
 from sanctum.runs import UsageError
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def serve(
         title=f"sanctum: {visible(str(events))}",
         public_url=url,
     )
-    print("\n".join(announcement(events, url, host)), flush=True)
+    print(visible_lines(announcement(events, url, host)), flush=True)
     try:
         server.serve()
     except KeyboardInterrupt:  # before the server's own handler was in place

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from sanctum.formatting import NOT_MEASURED, format_value
+from sanctum.formatting import NOT_MEASURED, format_value, visible
 from sanctum.metrics import PPO_METRICS
 
 if sys.version_info >= (3, 11):
@@ -249,8 +249,8 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
     spread = rule.min_return_spread
     if spread is not None and (not _is_number(spread) or not 0 <= spread < math.inf):
         return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
-    if not isinstance(rule.label, str) or not rule.label:
-        return "label", f"must be a non-empty string, got {rule.label!r}"
+    if not isinstance(rule.label, str) or not rule.label or visible(rule.label) != rule.label:
+        return "label", f"must be a non-empty string of visible characters, got {rule.label!r}"
     if not isinstance(rule.only_when_measured, bool):
         return "only_when_measured", f"must be true or false, got {rule.only_when_measured!r}"
     if rule.per is not None and (rule.per not in PPO_METRICS or rule.per == rule.metric):

@@ -30,6 +30,7 @@ from telemetry.events import (
     RunStatus,
     TrainerInfo,
 )
+from telemetry.text import visible
 
 EVENTS_FILE = "events.jsonl"
 # bytes kept free beside the log for run_finished (a line of a few hundred bytes; a page or
@@ -147,8 +148,8 @@ class Recorder:
         if not self._append and writer.size > 0:
             writer.close()
             raise LogInUse(
-                f"{self.path}: an event log is already there; choose another run id or path "
-                "(a Recorder adds a run to it only with append=True)"
+                f"{visible(str(self.path))}: an event log is already there; choose another run "
+                "id or path (a Recorder adds a run to it only with append=True)"
             )
         self._writer = writer
         self.bus.subscribe(self._writer, name=self._writer.name)

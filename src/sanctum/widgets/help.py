@@ -225,8 +225,8 @@ def _two_columns(rows: tuple[tuple[str, str], ...], title: str) -> Table:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(ratio=1)
-    for name, text in rows:
-        table.add_row(name, text)
+    for name, text in rows:  # as text, never markup: a rule's label is a thresholds file's
+        table.add_row(Text(name), Text(text))
     table.title = title
     table.title_justify = "left"
     table.title_style = "bold underline"

@@ -21,6 +21,7 @@ import math
 from functools import cached_property
 from typing import ClassVar
 
+from textual.markup import escape
 from textual.strip import Strip
 
 from sanctum.health import level_of, unruled_level
@@ -91,7 +92,8 @@ class KLChart(SnapshotView):
         if rule is not None and rule.in_metric_units:
             subtitle = "log · ┄ warning ━ critical"
         elif rule is not None and rule.per is not None:  # the lines are not in nats
-            subtitle = f"log · {rule.label} judged per {rule.per.split('_')[0]}"
+            label = escape(rule.label)  # from a thresholds file: a title is read as markup
+            subtitle = f"log · {label} judged per {rule.per.split('_')[0]}"
         title = f"KL · {len(series)} updates" if series else "KL"
         if (title, subtitle) != (self.border_title, self.border_subtitle):
             self.border_title, self.border_subtitle = title, subtitle

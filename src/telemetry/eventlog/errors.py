@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from telemetry.events import SCHEMA_MAJOR
+from telemetry.text import visible
 
 
 class EventLogError(Exception):
@@ -25,7 +26,7 @@ class SchemaVersionError(EventLogError):
 
     def __init__(self, path: Path, line_no: int, found: int) -> None:
         super().__init__(
-            f"{path}:{line_no}: event log schema {found} is newer than the supported "
+            f"{visible(str(path))}:{line_no}: event log schema {found} is newer than the supported "
             f"schema {SCHEMA_MAJOR}; upgrade sanctum-ppo to read it"
         )
         self.found = found

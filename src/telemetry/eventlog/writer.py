@@ -17,6 +17,7 @@ import msgspec
 from telemetry.codec import LineEncoder
 from telemetry.eventlog.errors import EventLogError, LogInUse
 from telemetry.events import Event
+from telemetry.text import visible
 
 
 class EventLogWriter:
@@ -44,8 +45,8 @@ class EventLogWriter:
         except OSError:
             os.close(self._fd)
             raise LogInUse(
-                f"{self.path}: another process is writing this event log; pick another "
-                "run id (or wait for that run to end)"
+                f"{visible(str(self.path))}: another process is writing this event log; pick "
+                "another run id (or wait for that run to end)"
             ) from None
         self._encoder = LineEncoder()
         self._lock = threading.Lock()
@@ -92,7 +93,7 @@ class EventLogWriter:
         part-way, the part written is removed again and the error raised."""
         with self._lock:
             if self._fd is None:
-                raise EventLogError(f"{self.path}: event log writer is closed")
+                raise EventLogError(f"{visible(str(self.path))}: event log writer is closed")
             line = self._encoder.encode(event)
             written = 0
             try:
