@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from sanctum.exits import EXIT_OK
-from sanctum.formatting import visible
+from sanctum.formatting import plural, visible
 from sanctum.runs import UsageError
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import MAX_LINE_BYTES, EventLogReader
 from telemetry.events import RunStarted
 
 if TYPE_CHECKING:
@@ -227,17 +227,21 @@ def tabs_full_message(max_tabs: int) -> str:
 
 def check_run(events: Path) -> None:
     """Refuse, before anything listens, a RUN that is not the event log of a run: missing,
-    not a regular file (a folder, a FIFO, a device), unreadable, or holding lines of
-    which none in its first MiB is a ``run_started``. An empty log is served (a run
-    about to start: the dashboard waits for its first line). Raises EventLogError or
-    UsageError."""
+    not a regular file (a folder, a FIFO, a device), unreadable, or with no ``run_started``
+    among the lines of its first MiB. A log with no complete line yet, shorter than a line
+    may be, is served (a run about to start: the dashboard waits for its first line).
+    Raises EventLogError or UsageError."""
     reader = EventLogReader(events)
     batch = reader.read_new(RUN_PROBE_BYTES)  # the reader's own checks: regular files only
-    if reader.line_no and not any(isinstance(event, RunStarted) for event in batch.events):
-        raise UsageError(
-            f"{events}: no run_started event in its first {reader.line_no} line(s); "
-            "not the event log of a run"
-        )
+    if any(isinstance(event, RunStarted) for event in batch.events):
+        return
+    if reader.line_no:
+        found = f"no run_started event in its first {plural(reader.line_no, 'line')}"
+    elif reader.size >= MAX_LINE_BYTES:
+        found = f"no complete line in its first {MAX_LINE_BYTES // 1024**2} MiB"
+    else:
+        return
+    raise UsageError(f"{events}: {found}; not the event log of a run")
 
 
 def announcement(events: Path, url: str, host: str) -> list[str]:

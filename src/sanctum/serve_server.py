@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shlex
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -218,8 +219,14 @@ class SanctumServer(Server):
         """Tabs admitted and not yet ended (their process included)."""
 
     def initialize_logging(self) -> None:
-        """No log handlers: a request's headers never reach the terminal (``serve`` prints
-        its own lines)."""
+        """aiohttp's and textual-serve's complaints (a malformed request, a client gone) as
+        one escaped line each, never a traceback; no access log (``serve`` prints its own
+        lines, and a request's headers never reach the terminal)."""
+        for name in ("aiohttp", "textual-serve"):
+            logger = logging.getLogger(name)
+            logger.handlers[:] = [_OneLine()]
+            logger.setLevel(logging.WARNING)
+            logger.propagate = False
 
     async def on_startup(self, app: web.Application) -> None:
         """No banner: ``serve`` prints its own lines."""
@@ -269,9 +276,9 @@ class SanctumServer(Server):
             download_manager=self.download_manager,
             quit_seconds=self.quit_seconds,
         )
+        await websocket.prepare(request)  # a bad handshake: aiohttp answers 400, no tab
         self.tabs[websocket] = tab
         try:
-            await websocket.prepare(request)
             await tab.start(width, height)
             await _process_messages(websocket, tab)
         except asyncio.CancelledError:
@@ -284,6 +291,19 @@ class SanctumServer(Server):
         finally:
             await tab.stop()
             del self.tabs[websocket]
+
+
+class _OneLine(logging.Handler):
+    """A log record as ``sanctum: serve: MESSAGE (ExceptionType)`` on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = visible(record.getMessage())
+        except Exception:  # noqa: BLE001 - a record that cannot be formatted: say that much
+            text = "a log record that could not be formatted"
+        if record.exc_info and record.exc_info[0] is not None:
+            text += f" ({record.exc_info[0].__name__})"
+        print(f"sanctum: serve: {text}", file=sys.stderr, flush=True)
 
 
 async def _process_messages(websocket: web.WebSocketResponse, tab: TabProcess) -> None:

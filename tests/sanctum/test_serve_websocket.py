@@ -383,7 +383,16 @@ async def test_sanctum_serve_refuses_strangers_caps_the_terminal_and_ends_a_vani
     assert b"Traceback" not in out + err
 
 
-BAD_RUNS = ["missing", "fifo", "folder", "not a log", "thresholds missing", "thresholds folder"]
+BAD_RUNS = [
+    "missing",
+    "fifo",
+    "folder",
+    "device",
+    "not a log",
+    "one endless line",
+    "thresholds missing",
+    "thresholds folder",
+]
 
 
 @pytest.mark.parametrize("case", BAD_RUNS)
@@ -400,6 +409,11 @@ def test_a_bad_run_or_thresholds_file_is_one_line_and_exit_2_before_listening(
     elif case == "folder":
         run = tmp_path / "folder.jsonl"
         run.mkdir()
+    elif case == "device":
+        run = Path(os.devnull)
+    elif case == "one endless line":
+        run = tmp_path / "endless.jsonl"
+        run.write_bytes(b"x" * (17 * 1024 * 1024))  # past the 16 MiB line limit
     elif case == "not a log":
         run = tmp_path / "notes.txt"
         run.write_text("dear diary\nnothing to see\n", encoding="utf-8")
@@ -418,3 +432,45 @@ def test_a_bad_run_or_thresholds_file_is_one_line_and_exit_2_before_listening(
     assert done.stdout == ""  # no URL: nothing ever listened
     (line,) = done.stderr.splitlines()
     assert line.startswith("sanctum: error: ") and "Traceback" not in done.stderr
+
+
+JUNK_REQUESTS = [
+    b"\x1b]0;pwned\x07\x1b[2J not http\r\n\r\n",
+    b"GET /\x1b[2J HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /ws?width=99999999999999999999 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+    b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n",  # no key: no handshake
+    b"GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: \x1b]0;pwned\x07\r\n\r\n",
+]
+
+
+async def test_malformed_requests_get_an_http_error_and_the_server_terminal_no_traceback(
+    tmp_path: Path,
+) -> None:
+    run = write_finished_run(tmp_path / "run")
+    port = free_port()
+    with serve_process(run, "--port", port) as server:
+        await asyncio.to_thread(wait_listening, port, server, time.monotonic() + LIMIT)
+        for request in JUNK_REQUESTS:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            status = await asyncio.wait_for(reader.readline(), LIMIT)
+            assert status.startswith((b"HTTP/1.0 4", b"HTTP/1.1 4", b"HTTP/1.1 200")), status
+            writer.close()
+        assert children(server.pid) == []  # no tab for a request that is not one
+        server.send_signal(signal.SIGINT)
+        out, err = await asyncio.to_thread(server.communicate, timeout=LIMIT)
+    assert server.returncode == 0
+    assert b"Traceback" not in err and b"\x1b" not in out + err
+    assert all(line.startswith(b"sanctum: ") for line in err.splitlines()), err
+
+
+def test_a_log_not_written_yet_is_served(tmp_path: Path) -> None:
+    """An empty log (a run about to start) is served: the dashboard waits for its lines."""
+    run = tmp_path / "run" / "events.jsonl"
+    run.parent.mkdir()
+    run.touch()
+    port = free_port()
+    with serve_process(run, "--port", port) as server:
+        wait_listening(port, server, time.monotonic() + LIMIT)
+        server.send_signal(signal.SIGINT)
+        assert server.wait(LIMIT) == 0
