@@ -148,15 +148,17 @@ class TabProcess(AppService):
         stderr_task = asyncio.create_task(read_stderr())
         try:
             if await self._started(stdout):
-                await self._relay(stdout)
+                with contextlib.suppress(asyncio.IncompleteReadError):
+                    await self._relay(stdout)
             else:
                 print("sanctum: a tab's dashboard did not start", file=sys.stderr, flush=True)
-                await self._close_client()
             while await stdout.read(65536):  # what is left, so the pipe closes
                 pass
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except ConnectionError:
             pass
         finally:
+            if not self._client_gone:  # the process ended on its own: so does the tab
+                await self._close_client()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(stderr_task), self.quit_seconds)
             stderr_task.cancel()

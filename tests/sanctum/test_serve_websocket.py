@@ -65,6 +65,9 @@ def size(width, height):
     send(b"D", json.dumps(["size", width, height]).encode())
 out.write(b"__GANGLION__\\n")
 size(int(os.environ["COLUMNS"]), int(os.environ["ROWS"]))
+if sys.argv[1] == "crash":  # ends without a word, as a dashboard that crashed
+    sys.stderr.write("boom \x1b[2J\\n")
+    sys.exit(3)
 if sys.argv[1] == "stubborn":  # deaf to quit and to SIGTERM: only SIGKILL ends it
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
@@ -286,6 +289,24 @@ async def test_a_tab_process_ends_when_its_client_vanishes(mode: str, tmp_path: 
         writer.transport.abort()  # no close frame: the TCP connection just goes
         await eventually(lambda: not alive(pid), f"the tab's process ({mode}) end")
         await eventually(lambda: server._open == 0, "the tab counted as closed")
+
+
+async def test_a_tab_whose_process_ends_is_closed(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A dashboard that exits without saying so (a crash) closes its tab, instead of
+    leaving a frozen page counted against the cap; its stderr reaches the server's
+    terminal escaped."""
+    import aiohttp
+
+    async with running(tmp_path, "crash") as (server, port), aiohttp.ClientSession() as session:
+        ws = await session.ws_connect(f"http://127.0.0.1:{port}/ws")
+        assert await next_size(ws) == [80, 24]
+        closing = await asyncio.wait_for(ws.receive(), LIMIT)
+        assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+        await eventually(lambda: server._open == 0, "the tab counted as closed")
+        await ws.close()
+    assert "boom \\x1b[2J" in capfd.readouterr().err
 
 
 # -- the tab cap ----------------------------------------------------------------------------
