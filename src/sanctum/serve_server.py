@@ -103,7 +103,7 @@ class TabProcess(AppService):
         self._task = None
         self._client_gone = True
         await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.send_meta({"type": "quit"}), self.quit_seconds)
         for end in (process.terminate, process.kill):
             if await self._exited(self.quit_seconds):
@@ -112,7 +112,7 @@ class TabProcess(AppService):
                 end()
         await self._exited(None)
         # the relay reads the process's output to its end, so the pipes close with it
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(task), self.quit_seconds)
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -159,7 +159,7 @@ class TabProcess(AppService):
         finally:
             if not self._client_gone:  # the process ended on its own: so does the tab
                 await self._close_client()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(stderr_task), self.quit_seconds)
             stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
