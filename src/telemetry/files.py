@@ -18,11 +18,15 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 from typing import Any, Final
 
-import tomllib
-
 from telemetry.text import visible
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 KIB: Final = 1024
 MIB: Final = 1024 * KIB

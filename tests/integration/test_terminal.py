@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import signal
 import struct
 import subprocess
 import sys
@@ -79,3 +80,43 @@ def test_ppo_train_on_a_terminal_shows_the_dashboard_and_q_quits_when_finished(
     last = read_events(tmp_path / "runs" / "tty" / "events.jsonl").events[-1]
     assert isinstance(last, RunFinished) and last.payload.status == "completed"
     os.close(terminal.master)
+
+
+def process_state(pid: int) -> str:
+    """The state letter of process ``pid`` in /proc (``T``: stopped)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads process states from /proc (Linux)")
+def test_the_dashboard_draws_itself_again_after_sigtstp_and_sigcont(tmp_path: Path) -> None:
+    """``kill -TSTP`` then ``fg`` (SIGCONT): the whole dashboard is drawn again on its own,
+    not only once a key is pressed; the panels below the banner included."""
+    from tests.sanctum.logs import RunLog
+
+    log = RunLog(tmp_path / "events.jsonl", run_id="sigcont-run")
+    log.start()
+    for update in range(6):
+        log.update(update)
+    log.finish()
+    log.close()
+    terminal = Terminal()
+    proc = terminal.start([sys.executable, "-m", "sanctum", "watch", str(log.path)], tmp_path)
+    try:
+        terminal.wait_for(b"Timeline")
+        proc.send_signal(signal.SIGTSTP)  # what Ctrl+Z sends; the dashboard stops itself
+        wait_until(lambda: process_state(proc.pid) == "T", "the dashboard stopped", WAIT_LIMIT)
+        resumed = len(terminal.output)
+        proc.send_signal(signal.SIGCONT)  # what fg sends
+        wait_until(
+            lambda: (
+                b"Timeline" in terminal.output[resumed:] and b"Health" in terminal.output[resumed:]
+            ),
+            "the panels drawn again after SIGCONT",
+            WAIT_LIMIT,
+        )
+        os.write(terminal.master, b"q")
+        assert proc.wait(WAIT_LIMIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

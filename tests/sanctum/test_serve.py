@@ -7,7 +7,6 @@ import argparse
 import contextlib
 import importlib.util
 import os
-import shlex
 import signal
 import socket
 import struct
@@ -100,7 +99,7 @@ def test_each_tab_runs_the_terminal_dashboard_with_the_same_thresholds(tmp_path:
     events = tmp_path / "run 'a' $HOME" / "events.jsonl"
     toml = tmp_path / "my rules.toml"
     command = dashboard_command(events, toml, "/opt/py thon/bin/python")
-    assert shlex.split(command) == [
+    assert command == [
         "/opt/py thon/bin/python",
         "-m",
         "sanctum",
@@ -109,9 +108,9 @@ def test_each_tab_runs_the_terminal_dashboard_with_the_same_thresholds(tmp_path:
         "--thresholds",
         str(toml),
     ]
-    relative = shlex.split(dashboard_command(Path("runs/a/events.jsonl"), None, "python"))
+    relative = dashboard_command(Path("runs/a/events.jsonl"), None, "python")
     assert relative[-1] == str(Path.cwd() / "runs/a/events.jsonl")  # tabs may start elsewhere
-    strict = shlex.split(dashboard_command(events, None, "python", "warning"))
+    strict = dashboard_command(events, None, "python", "warning")
     assert strict[-2:] == ["--fail-on", "warning"]  # the same verdict as check --fail-on
 
 
@@ -170,7 +169,8 @@ def test_cli_bad_options_exit_2(
 def test_cli_port_in_use_is_one_line_and_exit_2(
     listening: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", str(tmp_path), "--port", str(listening)]) == 2
+    run = write_finished_run(tmp_path)
+    assert main(["serve", str(run), "--port", str(listening)]) == 2
     captured = capsys.readouterr()
     assert captured.err == (
         f"sanctum: error: cannot serve on 127.0.0.1:{listening}: the port is in use; "
@@ -316,3 +316,14 @@ async def test_the_dashboard_draws_in_headless_chromium(tmp_path: Path) -> None:
         while live_processes(server.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert live_processes(server.pid) == []  # no dashboard left behind
+
+
+def test_help_states_the_tab_cap_the_size_cap_and_the_origin_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "at most 8 tabs at once" in text
+    assert "a terminal of at most 500x200" in text
+    assert "the websocket only from the page's own address" in text
