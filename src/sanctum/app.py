@@ -82,6 +82,13 @@ class ReaderNotice(Message):
         self.severity = severity
 
 
+def repaint_after_resume(app: App[None]) -> None:
+    """Have ``app`` draw its whole screen again after SIGTSTP and SIGCONT (``fg``): the
+    driver is back in the alternate screen, which the terminal shows blank, and Textual
+    redraws only what changed since (nothing, for a finished run) until a key is pressed."""
+    app.app_resume_signal.subscribe(app, lambda resumed: resumed.screen.refresh(layout=True))
+
+
 class SanctumApp(App[None]):
     """Live (or replayed) PPO health dashboard for the event log at ``path``."""
 
@@ -150,17 +157,11 @@ class SanctumApp(App[None]):
         yield from dashboard(self.path, self.thresholds, self.replay_speed)
 
     def on_mount(self) -> None:
-        self.app_resume_signal.subscribe(self, self._repaint_all)
+        repaint_after_resume(self)
         self.set_interval(TICK_SECONDS, self._tick)
         if self.trainer is not None:
             self.set_interval(TRAINER_POLL_SECONDS, self._watch_trainer)
         self._read()
-
-    def _repaint_all(self, _app: App[None]) -> None:
-        """Draw the whole screen again: after SIGTSTP and SIGCONT (``fg``) the driver is back
-        in the alternate screen, which the terminal shows blank, and Textual redraws only
-        what changed since (nothing, for a finished run) until a key is pressed."""
-        self.screen.refresh(layout=True)
 
     def on_unmount(self) -> None:
         self.feed.wake()  # the reader sleeps while a frame is drawn: let it see the end

@@ -27,7 +27,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 from textual.worker import get_current_worker
 
-from sanctum.app import ReaderNotice
+from sanctum.app import ReaderNotice, repaint_after_resume
 from sanctum.formatting import visible
 from sanctum.health import Level
 from sanctum.multi_run import run_labels
@@ -144,6 +144,7 @@ class RunsApp(App[None]):
     def on_mount(self) -> None:
         self._table = self.query_one(RunTable)
         self._overlay = self.query_one(OverlayChart)
+        repaint_after_resume(self)
         self._read()
 
     @work(thread=True, exclusive=True, name="sanctum-runs-reader", group="reader")

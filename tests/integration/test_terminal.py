@@ -88,29 +88,36 @@ def process_state(pid: int) -> str:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads process states from /proc (Linux)")
-def test_the_dashboard_draws_itself_again_after_sigtstp_and_sigcont(tmp_path: Path) -> None:
-    """``kill -TSTP`` then ``fg`` (SIGCONT): the whole dashboard is drawn again on its own,
-    not only once a key is pressed; the panels below the banner included."""
+@pytest.mark.parametrize(
+    ("view", "drawn"),
+    [("watch", (b"Timeline", b"Health")), ("--all", (b"sigcont-run", b"Overlay"))],
+    ids=["one-run", "run-table"],
+)
+def test_the_dashboard_draws_itself_again_after_sigtstp_and_sigcont(
+    tmp_path: Path, view: str, drawn: tuple[bytes, bytes]
+) -> None:
+    """``kill -TSTP`` then ``fg`` (SIGCONT): the whole dashboard (one run's, or the run
+    table) is drawn again on its own, not only once a key is pressed."""
     from tests.sanctum.logs import RunLog
 
-    log = RunLog(tmp_path / "events.jsonl", run_id="sigcont-run")
+    (tmp_path / "runs" / "sigcont-run").mkdir(parents=True)
+    log = RunLog(tmp_path / "runs" / "sigcont-run" / "events.jsonl", run_id="sigcont-run")
     log.start()
     for update in range(6):
         log.update(update)
     log.finish()
     log.close()
     terminal = Terminal()
-    proc = terminal.start([sys.executable, "-m", "sanctum", "watch", str(log.path)], tmp_path)
+    target = log.path if view == "watch" else tmp_path / "runs"
+    proc = terminal.start([sys.executable, "-m", "sanctum", view, str(target)], tmp_path)
     try:
-        terminal.wait_for(b"Timeline")
+        terminal.wait_for(drawn[0])
         proc.send_signal(signal.SIGTSTP)  # what Ctrl+Z sends; the dashboard stops itself
         wait_until(lambda: process_state(proc.pid) == "T", "the dashboard stopped", WAIT_LIMIT)
         resumed = len(terminal.output)
         proc.send_signal(signal.SIGCONT)  # what fg sends
         wait_until(
-            lambda: (
-                b"Timeline" in terminal.output[resumed:] and b"Health" in terminal.output[resumed:]
-            ),
+            lambda: all(text in terminal.output[resumed:] for text in drawn),
             "the panels drawn again after SIGCONT",
             WAIT_LIMIT,
         )
