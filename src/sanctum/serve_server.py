@@ -3,6 +3,9 @@
 textual-serve (aiohttp) serves a page, and for each websocket runs one app process and
 relays its terminal. This subclass keeps its page and relay and bounds the rest:
 
+- every request must name one of those origins' hosts in its ``Host`` header (HTTP 403
+  otherwise), so a page on another site whose name was rebound to this address (DNS
+  rebinding) cannot read the dashboard's page either;
 - the websocket is upgraded only for the page's own origin (:func:`sanctum.serve.
   allowed_origins`): a page on another site, open in a browser that can reach the port,
   gets HTTP 403 before any process starts;
@@ -47,6 +50,7 @@ from sanctum.serve import (
 )
 
 _POLL_SECONDS = 0.05
+_SCHEMES = ("http", "https")
 _READY_LINES = 10
 """Lines a tab's process may print before textual's ``__GANGLION__`` (as textual-serve)."""
 
@@ -241,8 +245,23 @@ class SanctumServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
+        app.middlewares.append(self._check_host)
         app.on_cleanup.append(_collect)  # after the tabs' handlers have ended
         return app
+
+    @web.middleware
+    async def _check_host(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        """Serve only a request addressed to one of the page's own origins."""
+        host = request.headers.get(hdrs.HOST, "")
+        if not any(origin_key(f"{scheme}://{host}") in self.origins for scheme in _SCHEMES):
+            raise web.HTTPForbidden(
+                text=f"sanctum serve: refused a request for host {visible(host)!s}: this "
+                "server answers only for the address it printed (give --public-url for "
+                "another)\n"
+            )
+        return await handler(request)
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         origin = request.headers.get(hdrs.ORIGIN)

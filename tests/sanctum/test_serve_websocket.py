@@ -238,6 +238,26 @@ async def test_any_other_origin_is_refused_before_the_upgrade(origin: str, tmp_p
         writer.close()
 
 
+async def page_status(port: int, host: str) -> bytes:
+    """The status line of ``GET /`` sent to 127.0.0.1:``port`` naming ``host``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n"), LIMIT)
+    writer.close()
+    return head.strip()
+
+
+async def test_the_page_is_served_only_for_its_own_host(tmp_path: Path) -> None:
+    """A name rebound to 127.0.0.1 (DNS rebinding) reaches the port but names another host:
+    the page, which holds the run's path in its title, is refused to it."""
+    async with running(tmp_path, public_url="https://sanctum.example/") as (_, port):
+        for own in (f"127.0.0.1:{port}", f"localhost:{port}", "sanctum.example"):
+            assert await page_status(port, own) == b"HTTP/1.1 200 OK", own
+        for foreign in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{port + 1}", ""):
+            assert await page_status(port, foreign) == b"HTTP/1.1 403 Forbidden", foreign
+
+
 # -- sizes ------------------------------------------------------------------------------
 
 
