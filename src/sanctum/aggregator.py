@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from sanctum.formatting import format_anomaly, plural
 from sanctum.health import HealthReport, Level, health_report
@@ -76,11 +77,30 @@ PACE_WINDOW: Final = 25
 whose pace changes is judged by its recent pace."""
 PACE_MIN_INTERVALS: Final = 3
 """Intervals it takes before a run has a pace, and so before a silence can be a stall."""
+FOREIGN_KEPT: Final = 10
+"""Run ids of foreign events named one by one (all such events are counted)."""
+SOURCE_UNREAD: Final = "source_unread"
+"""``run_started.config`` key where an import lists what it could not read of its source
+(one line each); ``sanctum check`` fails such a run unless ``--allow-skipped``."""
+SOURCE_UNREAD_KEPT: Final = 100
+"""Entries of ``source_unread`` kept (a hostile config may hold millions)."""
 
 
 def may_be_an_update(line: SkippedLine) -> bool:
     """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
     return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+
+
+def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """What an import says it could not read of its source (``config.source_unread``): its
+    lines; a value of another shape is itself a loss the gate cannot vouch for."""
+    value = config.get(SOURCE_UNREAD)
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(x, str) for x in value[:SOURCE_UNREAD_KEPT]):
+        more = len(value) - SOURCE_UNREAD_KEPT
+        return tuple(value[:SOURCE_UNREAD_KEPT]) + ((f"... and {more} more",) if more > 0 else ())
+    return (f"config.{SOURCE_UNREAD} is not a list of lines ({type(value).__name__})",)
 
 
 def new_run_reason(run_id: str) -> str:
@@ -163,6 +183,7 @@ class SanctumAggregator:
                 self.unknown_kind += 1
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
+            self.run.skipped_lines += 1
             if may_be_an_update(line):
                 self.unreadable_total += 1
                 if len(self.unreadable) < SKIPPED_KEPT:
@@ -236,6 +257,8 @@ class SanctumAggregator:
     def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
         self.tamiyo.record(p)
         self._unjudged.append(p)
+        if self.run.first_update_index is None:
+            self.run.first_update_index = p.update
         self.run.updates += 1
         self._advance(p.global_step)
         self._progress(event.ts)
@@ -295,6 +318,10 @@ class SanctumAggregator:
     def _foreign(self, event: Event) -> None:
         run = self.run
         run.foreign_events += 1
+        runs = dict(run.foreign_runs)
+        if event.run_id in runs or len(runs) < FOREIGN_KEPT:
+            runs[event.run_id] = runs.get(event.run_id, 0) + 1
+            run.foreign_runs = tuple(runs.items())
         if run.foreign_events == 1:
             text = (
                 f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
@@ -343,6 +370,7 @@ class SanctumAggregator:
         run.config = MappingProxyType(dict(p.config))
         run.started_ts = event.ts
         run.total_steps = total_steps_of(p.config)
+        run.source_unread = source_unread_of(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
         self.judge.configure(p.config)
         details = ", ".join(
@@ -364,6 +392,12 @@ class SanctumAggregator:
         run = self.run
         run.status = p.status
         run.reason = p.reason
+        if p.updates is not None:
+            run.reported_updates = p.updates
+        if p.status == "failed":
+            run.failures_reported += 1
+            if run.failures_reported == 1:
+                run.first_failure = p.reason or ""
         run.finished_ts = event.ts
         run.duration_seconds = p.duration_seconds
         self._advance(p.global_step)
@@ -393,8 +427,14 @@ class SanctumAggregator:
         )
 
     def _gap(self, last_seq: int, event: Event) -> None:
-        self.run.seq_gaps += 1
+        run = self.run
+        run.seq_gaps += 1
         missing = event.seq - last_seq - 1
+        run.seq_missing += missing
+        if run.first_gap_seq is None:
+            run.first_gap_seq = event.seq
+        if isinstance(event, RunFinished) and event.payload.status == "failed":
+            run.refused += missing  # the writes a full disk refused before the run failed
         self.timeline.append(
             TimelineEntry(
                 "gap",
@@ -437,7 +477,15 @@ class SanctumAggregator:
         if run.status is None:
             return PENDING
         live = self.is_live(now)
-        key = (id(run), run.events, self.unreadable_total, live, fail_on)
+        key = (
+            id(run),
+            run.events,
+            run.foreign_events,
+            run.skipped_lines,
+            self.unreadable_total,
+            live,
+            fail_on,
+        )
         if key != self._verdict_key:
             rows = judge_rows(self, fail_on, allow_unfinished=live)
             self._verdict, self._verdict_key = verdict_of(rows, so_far=live), key

@@ -27,7 +27,7 @@ from sanctum.formatting import plural
 from sanctum.health import Level
 from sanctum.scan import LogScan, run_starts, scan_log
 from sanctum.thresholds import Thresholds
-from sanctum.verdict import CheckRow, RunVerdict, judge_rows, verdict_of
+from sanctum.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
 from telemetry.eventlog import EventLogError, SkippedLine
 
 
@@ -48,6 +48,16 @@ class CheckResult:
     """The first skipped lines, with their reasons."""
     notes: tuple[str, ...] = ()
     """What the reader had to do that the verdict depends on (the file started over)."""
+    judged_bytes: int = 0
+    """The byte the check stopped at: it judged every line before it, none after."""
+    file_bytes: int = 0
+    """The file's size when the check began: a file that grows is judged up to there."""
+    foreign_runs: tuple[tuple[str, int], ...] = ()
+    """Other run ids with events in the log, and how many (the first few)."""
+    lost_events: int = 0
+    """Events missing from ``seq`` that no skipped line accounts for."""
+    missing_updates: int = 0
+    """Updates ``run_finished.updates`` says ran that the log does not hold."""
 
     @property
     def passed(self) -> bool:
@@ -115,6 +125,14 @@ def judge(
             f"line {line} ({plural(size, 'byte')}) has no newline: torn by a crash, or still "
             "being written; not judged"
         )
+    if scan.size_after > scan.file_bytes:
+        notes.append(
+            f"the file grew while it was read: judged up to byte {scan.judged_bytes} (it held "
+            f"{plural(scan.file_bytes, 'byte')} when check began; "
+            f"{plural(scan.size_after - scan.judged_bytes, 'byte')} written since were not "
+            "judged)"
+        )
+    lost, short = lost_counts(agg)
     return CheckResult(
         path=scan.path,
         run_id=run.run_id,
@@ -127,4 +145,9 @@ def judge(
         skipped_lines=agg.malformed + agg.unknown_kind,
         skipped=tuple(scan.skipped),
         notes=tuple(notes),
+        judged_bytes=scan.judged_bytes,
+        file_bytes=scan.file_bytes,
+        foreign_runs=run.foreign_runs,
+        lost_events=lost,
+        missing_updates=short,
     )

@@ -12,6 +12,7 @@ several, ``summary`` says which runs it left out.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,13 @@ from sanctum.judge import MetricStats
 from sanctum.records import AnomalyRecord, EarlierRun
 from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
+from telemetry.eventlog import (
+    DEFAULT_MAX_BYTES,
+    EventLogError,
+    EventLogReader,
+    ReadBatch,
+    SkippedLine,
+)
 from telemetry.events import Event, RunStarted
 
 
@@ -41,6 +48,13 @@ class LogScan:
     torn_tail: tuple[int, int] | None = None
     """(line number, bytes) of a last line without its newline: torn by a crash, or still
     being written."""
+    judged_bytes: int = 0
+    """The byte the scan stopped at: every line before it was read, none after."""
+    file_bytes: int = 0
+    """The file's size when the scan began (or started over, the file being replaced):
+    a scan reads that much and no further, however fast a writer appends."""
+    size_after: int = 0
+    """The file's size when the scan ended (more than ``file_bytes``: it grew meanwhile)."""
 
     def __post_init__(self) -> None:
         self.aggregator = SanctumAggregator(self.thresholds)
@@ -140,14 +154,29 @@ def run_starts(path: Path) -> list[tuple[int, str]]:
 
 
 def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
-    """Read the whole log at ``path`` once. Raises EventLogError for unusable input."""
+    """Read the log at ``path`` once, as far as it was when the scan began: a file a
+    writer keeps appending to is judged on that snapshot (the line that straddles its end
+    read whole), so the scan ends. Raises EventLogError for unusable input."""
     scan = LogScan(path, thresholds)
     reader = EventLogReader(path)
-    for batch in reader.batches():
+    limit: int | None = None
+    while limit is None or reader.offset < limit:
+        want = DEFAULT_MAX_BYTES if limit is None else min(DEFAULT_MAX_BYTES, limit - reader.offset)
+        batch = reader.read_new(want)
+        if limit is None or batch.reset is not None:  # the size now: all this scan reads
+            limit = scan.file_bytes = reader.size
+        if not batch:
+            break
         scan.feed(batch)
     scan.aggregator.judge_pending()
-    if reader.pending_bytes:
-        scan.torn_tail = (reader.line_no + 1, reader.pending_bytes)
+    scan.judged_bytes = reader.offset
+    try:
+        scan.size_after = max(reader.size, os.stat(path).st_size)
+    except OSError:  # gone since: it held what was read
+        scan.size_after = reader.size
+    pending = min(reader.pending_bytes, max(0, (limit or 0) - reader.offset))
+    if pending:
+        scan.torn_tail = (reader.line_no + 1, pending)
     if not scan.run_started:
         agg = scan.aggregator
         raise NoRunStarted(
