@@ -157,6 +157,9 @@ class SanctumAggregator:
         left out of the pace (as a critical value is left out of a rule's baseline)."""
         self._verdict_key: tuple[object, ...] | None = None
         self._verdict: RunVerdict = PENDING
+        self._before_start: dict[str, int] = {}
+        """Run ids of the events before the run's ``run_started`` (the first FOREIGN_KEPT):
+        those of another run are foreign once it starts."""
 
     def reset(self, reason: str, new_run: bool = False) -> None:
         """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
@@ -225,6 +228,10 @@ class SanctumAggregator:
         if event.run_id != run.run_id and run.run_id is not None and type(event) is not RunStarted:
             self._foreign(event)
             return
+        if run.run_id is None and type(event) is not RunStarted:
+            early = self._before_start
+            if event.run_id in early or len(early) < FOREIGN_KEPT:
+                early[event.run_id] = early.get(event.run_id, 0) + 1
         run.events += 1
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
@@ -316,18 +323,22 @@ class SanctumAggregator:
         return now - run.last_event_ts <= limit
 
     def _foreign(self, event: Event) -> None:
-        run = self.run
-        run.foreign_events += 1
-        runs = dict(run.foreign_runs)
-        if event.run_id in runs or len(runs) < FOREIGN_KEPT:
-            runs[event.run_id] = runs.get(event.run_id, 0) + 1
-            run.foreign_runs = tuple(runs.items())
-        if run.foreign_events == 1:
+        first = not self.run.foreign_events
+        self._count_foreign(event.run_id, 1)
+        if first:
             text = (
                 f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
-                "events of other runs are left out"
+                "events of other runs are left out, and fail the run's verdict"
             )
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text, event.ts, event.seq))
+
+    def _count_foreign(self, run_id: str, count: int) -> None:
+        run = self.run
+        run.foreign_events += count
+        runs = dict(run.foreign_runs)
+        if run_id in runs or len(runs) < FOREIGN_KEPT:
+            runs[run_id] = runs.get(run_id, 0) + count
+            run.foreign_runs = tuple(runs.items())
 
     def _rollout(self, p: RolloutPayload) -> None:
         run = self.run
@@ -362,6 +373,10 @@ class SanctumAggregator:
             self.reset(new_run_reason(event.run_id), new_run=True)
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
         run = self.run
+        if run.run_id is None:  # events of another run id came before it: not its own
+            for run_id, count in self._before_start.items():
+                if run_id != event.run_id:
+                    self._count_foreign(run_id, count)
         run.run_id = event.run_id
         run.env_id = p.env_id
         run.trainer = f"{p.trainer.name} {p.trainer.version}".strip()

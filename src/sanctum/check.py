@@ -99,7 +99,7 @@ def refuse_several_runs(scan: LogScan) -> None:
             since_reset = scan.earlier_runs[i + 1 :]
     if not any(r.new_run for r in since_reset):
         return
-    starts = run_starts(scan.path)
+    starts = run_starts(scan.path, scan.judged_bytes or None)  # what the scan judged
     where, first, second = str(scan.path), since_reset[0].run_id, scan.run_id
     if len(starts) > 1:  # else the file changed again since the scan: name no line
         where, first, second = f"{scan.path}:{starts[1][0]}", starts[0][1], starts[1][1]

@@ -26,12 +26,17 @@ from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
 from telemetry.eventlog import (
     DEFAULT_MAX_BYTES,
+    MAX_LINE_BYTES,
     EventLogError,
     EventLogReader,
     ReadBatch,
     SkippedLine,
 )
 from telemetry.events import Event, RunStarted
+from telemetry.files import InputFileError, open_input
+
+_CHUNK = 1 << 20
+"""Bytes :func:`run_starts` reads at a time."""
 
 
 class NoRunStarted(EventLogError):
@@ -131,25 +136,51 @@ class LogScan:
         return self.aggregator.earlier_runs
 
 
-def run_starts(path: Path) -> list[tuple[int, str]]:
+def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     """(line number, run id) of each ``run_started`` that begins a new run in the file at
-    ``path`` (a run id other than the one before it), decoded as the reader decodes.
+    ``path`` (a run id other than the one before it), decoded as the reader decodes; in
+    its first ``limit`` bytes (None: all of it). Empty when the file cannot be read now.
 
     Events carry no line numbers, so this second pass runs only when a scan found more
-    than one run, to name the lines; it decodes only lines that mention run_started.
+    than one run, to name the lines; it decodes only lines that mention run_started, and
+    holds no line longer than the reader's limit (memory stays bounded).
     """
     decoder = msgspec.json.Decoder(Event, strict=False)
     starts: list[tuple[int, str]] = []
-    with open(path, "rb") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if b"run_started" not in line:
-                continue
-            try:
-                event = decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # the reader skipped it too
-            if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
-                starts.append((line_no, event.run_id))
+    line, too_long, line_no, left = bytearray(), False, 0, limit
+
+    def consider(text: bytes) -> None:
+        if b"run_started" not in text:
+            return
+        try:
+            event = decoder.decode(text)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return  # the reader skipped it too
+        if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
+            starts.append((line_no, event.run_id))
+
+    try:
+        with open_input(path, "event log") as fh:
+            while left is None or left > 0:
+                chunk = fh.read(_CHUNK if left is None else min(_CHUNK, left))
+                if not chunk:
+                    break
+                left = None if left is None else left - len(chunk)
+                pos = 0
+                while (newline := chunk.find(b"\n", pos)) >= 0:
+                    line_no += 1
+                    if not too_long and len(line) + newline - pos <= MAX_LINE_BYTES:
+                        line += chunk[pos:newline]
+                        consider(bytes(line))
+                    line.clear()
+                    too_long, pos = False, newline + 1
+                if not too_long and len(line) + len(chunk) - pos <= MAX_LINE_BYTES:
+                    line += chunk[pos:]
+                else:
+                    too_long = True
+                    line.clear()
+    except (OSError, InputFileError):
+        return []
     return starts
 
 

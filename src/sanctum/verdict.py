@@ -268,7 +268,7 @@ def _foreign_row(agg: SanctumAggregator) -> CheckRow:
         "other runs",
         False,
         f"{plural(run.foreign_events, 'event')} of another run in this log: {named}; "
-        "not judged, and the log is not this run's alone",
+        "the log is not this run's alone, and the gate does not pass a mix of runs",
         updates_critical=run.foreign_events,
         verdict_name="other run",
         counted=run.foreign_events,

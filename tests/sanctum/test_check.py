@@ -7,6 +7,7 @@ import json
 import math
 import subprocess
 import sys
+import tracemalloc
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from sanctum.check_report import format_text, to_dict, write_junit
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health import Level
-from sanctum.scan import LogScan, NoRunStarted
+from sanctum.scan import LogScan, NoRunStarted, run_starts
 from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import (
+    MAX_LINE_BYTES,
     EventLogNotFound,
     EventLogReader,
     ReadBatch,
@@ -32,6 +34,7 @@ from tests.sanctum.logs import (
     KL_CRITICAL,
     KL_HOLDS,
     RunLog,
+    ppo_update,
     write_failed_then_completed,
     write_lost_updates,
     write_run,
@@ -502,8 +505,8 @@ def test_events_of_another_run_in_the_log_fail_naming_it(tmp_path: Path) -> None
     result = check(path)
     assert result.exit_code == 1
     assert rows(result)["foreign"]["message"] == (
-        "40 events of another run in this log: intruder (40x); not judged, and the log is "
-        "not this run's alone"
+        "40 events of another run in this log: intruder (40x); the log is not this run's "
+        "alone, and the gate does not pass a mix of runs"
     )
     assert result.verdict.text == "FAIL: other run 40x"
     doc = to_dict(result)
@@ -553,3 +556,38 @@ def test_a_file_that_grows_while_checked_is_judged_up_to_its_size_at_the_start(
     doc = to_dict(result)
     assert (doc["judged_bytes"], doc["file_bytes"]) == (size, size)
     assert grown > size
+
+
+def test_events_of_another_run_before_the_run_started_fail_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    other = RunLog(path, run_id="early-bird")
+    for u in range(3):
+        other.emit(ppo_update(u, **KL_CRITICAL))
+    other.close()
+    write_run(path, updates=4)
+    result = check(path)
+    assert result.exit_code == 1 and result.foreign_runs == (("early-bird", 3),)
+    assert result.verdict.items[-1] == "other run 3x"  # (folded before the run said its id)
+
+
+def test_naming_the_second_run_holds_no_line_longer_than_the_line_limit(tmp_path: Path) -> None:
+    """A 40 MiB line before the second run: the pass that names its line holds at most
+    the reader's 16 MiB line limit, never the whole line."""
+    path = tmp_path / "both.jsonl"
+    write_run(path, updates=2)
+    with path.open("ab") as fh:
+        fh.write(b"x" * (40 << 20) + b"\n")
+    second = RunLog(path, run_id="run-b")
+    second.start()
+    second.close()
+    line = len(path.read_bytes().splitlines())
+    tracemalloc.start()
+    try:
+        starts = run_starts(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert starts == [(1, "run-test"), (line, "run-b")]
+    assert peak < 1.5 * MAX_LINE_BYTES  # a line buffer up to the limit (40 MiB before)
+    with pytest.raises(SeveralRuns, match=rf"both\.jsonl:{line}: a second run, run-b"):
+        check(path)

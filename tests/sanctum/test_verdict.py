@@ -287,8 +287,8 @@ def test_every_view_fails_a_log_the_gate_cannot_vouch_for(
     assert (summary["foreign_runs"], summary["foreign_events"]) == ({"intruder": 40}, 40)
     main(["summary", str(doubtful["foreign"])])
     assert (
-        "doubt     40 events of another run in this log: intruder (40x); not judged, and "
-        "the log is not this run's alone"
+        "doubt     40 events of another run in this log: intruder (40x); the log is not "
+        "this run's alone, and the gate does not pass a mix of runs"
     ) in capsys.readouterr().out.splitlines()
 
 
