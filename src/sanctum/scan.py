@@ -13,6 +13,7 @@ several, ``summary`` says which runs it left out.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +137,31 @@ class LogScan:
         return self.aggregator.earlier_runs
 
 
+@dataclass
+class SnapshotRead:
+    """The batches of a log as far as it was when reading began: a file a writer keeps
+    appending to is read up to its size at the first read (taken again when the file was
+    replaced), the line that straddles that byte read whole, and no further, so the read
+    ends however fast the writer is."""
+
+    reader: EventLogReader
+    limit: int | None = None
+    """The size the read stops at (None before the first read)."""
+
+    def __iter__(self) -> Iterator[ReadBatch]:
+        reader = self.reader
+        while self.limit is None or reader.offset < self.limit:
+            want = DEFAULT_MAX_BYTES
+            if self.limit is not None:
+                want = min(want, self.limit - reader.offset)
+            batch = reader.read_new(want)
+            if self.limit is None or batch.reset is not None:  # the size now: all it reads
+                self.limit = reader.size
+            if not batch:
+                return
+            yield batch
+
+
 def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     """(line number, run id) of each ``run_started`` that begins a new run in the file at
     ``path`` (a run id other than the one before it), decoded as the reader decodes; in
@@ -189,23 +215,18 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     writer keeps appending to is judged on that snapshot (the line that straddles its end
     read whole), so the scan ends. Raises EventLogError for unusable input."""
     scan = LogScan(path, thresholds)
-    reader = EventLogReader(path)
-    limit: int | None = None
-    while limit is None or reader.offset < limit:
-        want = DEFAULT_MAX_BYTES if limit is None else min(DEFAULT_MAX_BYTES, limit - reader.offset)
-        batch = reader.read_new(want)
-        if limit is None or batch.reset is not None:  # the size now: all this scan reads
-            limit = scan.file_bytes = reader.size
-        if not batch:
-            break
+    snapshot = SnapshotRead(EventLogReader(path))
+    for batch in snapshot:
         scan.feed(batch)
+    reader = snapshot.reader
+    scan.file_bytes = snapshot.limit or 0
     scan.aggregator.judge_pending()
     scan.judged_bytes = reader.offset
     try:
         scan.size_after = max(reader.size, os.stat(path).st_size)
     except OSError:  # gone since: it held what was read
         scan.size_after = reader.size
-    pending = min(reader.pending_bytes, max(0, (limit or 0) - reader.offset))
+    pending = min(reader.pending_bytes, max(0, scan.file_bytes - reader.offset))
     if pending:
         scan.torn_tail = (reader.line_no + 1, pending)
     if not scan.run_started:

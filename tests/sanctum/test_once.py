@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from sanctum.cli import main
 from sanctum.once import once_dict, once_text, read_snapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
+from telemetry.eventlog import EventLogReader, ReadBatch
 from tests.sanctum.logs import RunLog
 
 
@@ -105,3 +107,29 @@ def test_a_file_that_is_not_a_run_log_is_an_error_and_an_empty_one_is_waiting(
     empty.touch()  # a trainer that has only just created its log
     assert main([str(empty), "--once", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["connection"] == "waiting"
+
+
+def test_once_on_a_file_that_keeps_growing_shows_it_as_it_was_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer faster than the reader (every read is followed by twenty more updates):
+    ``--once`` shows the file up to its size when it began, and returns."""
+    path = tmp_path / "events.jsonl"
+    write(path, updates=5, finish=False)
+    writer = RunLog(path, run_id="run-once")
+    writer.emitter._seq = itertools.count(12)
+    read_new = EventLogReader.read_new
+    reads: list[int] = []
+
+    def read_then_append(self: EventLogReader, max_bytes: int = 8 << 20) -> ReadBatch:
+        batch = read_new(self, max_bytes)
+        reads.append(max_bytes)
+        if len(reads) < 200:  # bounded, so the test ends on the code before the fix too
+            for u in range(5 + 20 * len(reads), 25 + 20 * len(reads)):
+                writer.update(u)
+        return batch
+
+    monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
+    snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
+    writer.close()
+    assert snapshot.run.updates == 5 and len(reads) <= 2
