@@ -1,8 +1,12 @@
 """``sanctum check``: training health as a CI exit code (docs/design.md, section 6).
 
 Exit 0 when healthy; 1 when any update reached ``fail_on`` under a rule, a metric went
-non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), or the
-run did not end with ``run_finished`` status ``completed``. ``allow_unfinished`` accepts a
+non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), the
+gate cannot vouch for what it judged (a line that may be an update unreadable, events lost
+from ``seq`` that no skipped line accounts for, fewer updates than ``run_finished.updates``
+says, events of another run id in the log, an import that could not read all of its
+source), or the run did not end with ``run_finished`` status ``completed`` (or ever
+reported ``failed``). ``allow_unfinished`` accepts a
 log without ``run_finished`` (still running, or cut off) and an ``interrupted`` run; a
 ``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
 as EventLogError / ThresholdsError) is for input that cannot be judged at all. The rows
@@ -14,7 +18,9 @@ after the first run: two trainers, or two jobs, writing one path) is refused wit
 naming the line where the second run starts, rather than judged by its last run: a CI
 gate must neither pass over a failed run in the file nor fail on a run its header does not
 name. A file truncated or replaced while it was read is judged on what it holds now, with
-a note: it holds one run again.
+a note: it holds one run again. A file a writer keeps appending to is judged up to its
+size when the check began (the line that straddles it read whole): the check ends, and
+says which byte it stopped at (``judged_bytes``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@ view shows (docs/design.md, section 6).
 
 A run has one verdict, computed once, here, from the judged run the aggregator holds:
 each rule's tally over every update, non-finite values, logging bugs, stalls, anomalies,
-update lines that could not be read, and how the run finished. ``sanctum check`` prints
+update lines that could not be read, whether the log holds the whole run and only it
+(events lost from ``seq`` or fewer updates than ``run_finished`` says, events of another
+run id, an import that could not read all of its source), and how the run finished (a run
+that ever reported ``failed`` has failed, whatever it reported after). ``sanctum check`` prints
 the rows; the banner, the run table, ``summary``, ``--once`` and ``diff`` print the
 :class:`RunVerdict` made from the same rows under the same ``fail_on``:
 
@@ -58,7 +61,7 @@ class CheckRow:
 
     name: str
     """``approx_kl`` ... for rules, then ``nonfinite``, ``bug``, ``stall``, ``anomalies``,
-    ``skipped``, ``run_finished``."""
+    ``skipped``, ``lost``, ``foreign``, ``source``, ``run_finished``."""
     label: str
     passed: bool
     message: str
@@ -160,8 +163,9 @@ def judge_rows(
     agg: SanctumAggregator, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
 ) -> tuple[CheckRow, ...]:
     """Every check of the run the aggregator holds, in ``check``'s order: each rule, then
-    non-finite values, logging bugs, stalls, anomalies, unreadable update lines and the
-    finish. Pure: the aggregator is only read (its pending updates judged first)."""
+    non-finite values, logging bugs, stalls, anomalies, unreadable update lines, lost
+    events, events of other runs, an import's unread source, and the finish. Pure: the
+    aggregator is only read (its pending updates judged first)."""
     if fail_on not in (Level.WARNING, Level.CRITICAL):
         raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
     agg.judge_pending()
