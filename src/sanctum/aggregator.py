@@ -448,8 +448,8 @@ class SanctumAggregator:
         run.seq_missing += missing
         if run.first_gap_seq is None:
             run.first_gap_seq = event.seq
-        if isinstance(event, RunFinished) and event.payload.status == "failed":
-            run.refused += missing  # the writes a full disk refused before the run failed
+        if missing == 1 and isinstance(event, RunFinished) and event.payload.status == "failed":
+            run.refused += 1  # the write a full disk refused, the trainer's last but one
         self.timeline.append(
             TimelineEntry(
                 "gap",

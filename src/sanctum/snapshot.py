@@ -144,7 +144,7 @@ class RunFacts(Generic[Returns]):
     first_gap_seq: int | None = None
     """The ``seq`` of the event after the first gap."""
     refused: int = 0
-    """Events missing right before a ``run_finished`` failed: the writes a full disk
+    """One event missing right before a ``run_finished`` failed: the write a full disk
     refused (the README's one gap), counted apart from the events the log lost."""
     skipped_lines: int = 0
     """Lines skipped while this run was read (each may be one of its events, so a gap in

@@ -230,8 +230,8 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
                 "lost",
                 "lost events",
                 True,
-                f"{plural(run.refused, 'event')} missing right before run_finished failed "
-                "(a write the disk refused): the run fails for it",
+                "1 event missing right before run_finished failed (a write the disk "
+                "refused): the run fails for it",
             )
         return CheckRow("lost", "lost events", True, "no event missing: seq has no gap")
     said = []

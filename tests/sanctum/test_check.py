@@ -591,3 +591,15 @@ def test_naming_the_second_run_holds_no_line_longer_than_the_line_limit(tmp_path
     assert peak < 1.5 * MAX_LINE_BYTES  # a line buffer up to the limit (40 MiB before)
     with pytest.raises(SeveralRuns, match=rf"both\.jsonl:{line}: a second run, run-b"):
         check(path)
+
+
+def test_many_events_missing_before_a_failure_are_lost_not_refused(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.emitter._seq = itertools.count(10)  # 6 events gone: more than one refused write
+    log.finish("failed", "OSError: [Errno 28] No space left on device")
+    log.close()
+    result = check(path)
+    assert result.verdict.text == "FAIL: lost 6x, run failed"
