@@ -272,3 +272,28 @@ def write_source_unread(path: Path) -> Path:
     unread = "events.out.tfevents.1: record 31 at byte 4242 its data fails its checksum"
     write_run(path, updates=12, config={**CONFIG, "source": "test", "source_unread": [unread]})
     return path
+
+
+def append_after_each_read(
+    monkeypatch: Any, writer: RunLog, first_update: int, updates: int = 20
+) -> list[int]:
+    """Make every ``EventLogReader.read_new`` be followed by ``updates`` more updates from
+    ``writer``, numbered on from ``first_update`` (a writer faster than any reader), for
+    200 reads at most (so a reader that chases the end still ends). Returns the reads
+    made (their ``max_bytes``), a list that grows."""
+    from telemetry.eventlog import EventLogReader, ReadBatch
+
+    read_new = EventLogReader.read_new
+    reads: list[int] = []
+
+    def read_then_append(self: EventLogReader, max_bytes: int = 8 << 20) -> ReadBatch:
+        batch = read_new(self, max_bytes)
+        reads.append(max_bytes)
+        if len(reads) < 200:
+            first = first_update + updates * (len(reads) - 1)
+            for u in range(first, first + updates):
+                writer.update(u)
+        return batch
+
+    monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
+    return reads

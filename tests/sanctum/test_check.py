@@ -23,7 +23,6 @@ from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
     EventLogNotFound,
-    EventLogReader,
     ReadBatch,
     SchemaVersionError,
     read_events,
@@ -34,6 +33,7 @@ from tests.sanctum.logs import (
     KL_CRITICAL,
     KL_HOLDS,
     RunLog,
+    append_after_each_read,
     ppo_update,
     write_failed_then_completed,
     write_lost_updates,
@@ -534,18 +534,7 @@ def test_a_file_that_grows_while_checked_is_judged_up_to_its_size_at_the_start(
     size = path.stat().st_size
     writer = RunLog(path, run_id="run-test")
     writer.emitter._seq = itertools.count(12)
-    read_new = EventLogReader.read_new
-    reads = []
-
-    def read_then_append(self: EventLogReader, max_bytes: int = 8 << 20) -> ReadBatch:
-        batch = read_new(self, max_bytes)
-        reads.append(max_bytes)
-        if len(reads) < 200:  # bounded, so the test ends on the code before the fix too
-            for u in range(5 + 20 * len(reads), 25 + 20 * len(reads)):
-                writer.update(u)
-        return batch
-
-    monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
+    reads = append_after_each_read(monkeypatch, writer, first_update=5)
     result = check(path, allow_unfinished=True)
     writer.close()
     assert (result.updates, result.judged_bytes, result.file_bytes) == (5, size, size)

@@ -14,8 +14,7 @@ import pytest
 from sanctum.cli import main
 from sanctum.once import once_dict, once_text, read_snapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from telemetry.eventlog import EventLogReader, ReadBatch
-from tests.sanctum.logs import RunLog
+from tests.sanctum.logs import RunLog, append_after_each_read
 
 
 def write(path: Path, updates: int, finish: bool, run_id: str = "run-once", **last: float) -> None:
@@ -118,18 +117,7 @@ def test_once_on_a_file_that_keeps_growing_shows_it_as_it_was_when_read(
     write(path, updates=5, finish=False)
     writer = RunLog(path, run_id="run-once")
     writer.emitter._seq = itertools.count(12)
-    read_new = EventLogReader.read_new
-    reads: list[int] = []
-
-    def read_then_append(self: EventLogReader, max_bytes: int = 8 << 20) -> ReadBatch:
-        batch = read_new(self, max_bytes)
-        reads.append(max_bytes)
-        if len(reads) < 200:  # bounded, so the test ends on the code before the fix too
-            for u in range(5 + 20 * len(reads), 25 + 20 * len(reads)):
-                writer.update(u)
-        return batch
-
-    monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
+    reads = append_after_each_read(monkeypatch, writer, first_update=5)
     snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
     writer.close()
     assert snapshot.run.updates == 5 and len(reads) <= 2
