@@ -194,7 +194,21 @@ def _load(directory: Path) -> tuple[Any, Any]:
 
 
 def read_log(directory: Path) -> TBLog:
-    """Every scalar and text of the event files in ``directory`` (see :func:`event_directory`)."""
+    """Every scalar and text of the event files in ``directory`` (see :func:`event_directory`).
+    UsageError, one line, when TensorBoard cannot make sense of them (a record whose
+    checksums match but whose content is not an event, a tensor of no known shape...)."""
+    try:
+        return _read_log(directory)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - TensorBoard and protobuf on untrusted bytes
+        raise UsageError(
+            f"{directory}: TensorBoard cannot read its event files: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}"
+        ) from None
+
+
+def _read_log(directory: Path) -> TBLog:
     acc, tensor_util = _load(directory)
     tags: dict[str, Any] = acc.Tags()
     scalars = {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import struct
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from sanctum.cli import main as sanctum_main
+from sanctum.tb_reader import masked_crc32c
 from telemetry import (
     Anomaly,
     PPOUpdate,
@@ -178,6 +180,7 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
         ("actions", "--actions must be at least 2, got 1"),
         ("unwritable out", "cannot write the event log"),
+        ("not an event", "TensorBoard cannot read its event files: DecodeError: "),
     ],
 )
 def test_unusable_input_is_one_line_and_exit_2(
@@ -203,6 +206,13 @@ def test_unusable_input_is_one_line_and_exit_2(
         (tmp_path / "map.toml").write_text("[tags\n")
     if case == "actions":
         extra = ["--actions", "1"]
+    if case == "not an event":  # a record whose checksums match, holding no event
+        (file,) = logdir.iterdir()
+        data = b"\xff\xfe not a protobuf"
+        header = struct.pack("<Q", len(data))
+        with file.open("ab") as fh:
+            fh.write(header + struct.pack("<I", masked_crc32c(header)))
+            fh.write(data + struct.pack("<I", masked_crc32c(data)))
     out = tmp_path / "out"
     if case == "unwritable out":  # a file where the run folder would go
         write_tb(logdir, {"train/approx_kl": [(1, 0.01)], "train/clip_fraction": [(1, 0.1)]}, 0.0)
