@@ -105,6 +105,9 @@ def summarize(
         "source_unread": list(agg.run.source_unread),
         "failures_reported": agg.run.failures_reported,
         "doubts": doubts(agg),
+        "judged_bytes": scan.judged_bytes,
+        "file_bytes": scan.file_bytes,
+        "grew_while_read": scan.size_after > scan.file_bytes,
     }
 
 
@@ -159,7 +162,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
-        f"file      {doc['path']}",
+        f"file      {doc['path']}" + _grew(doc),
         *_earlier(doc),
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
@@ -174,6 +177,12 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"health    {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
+
+
+def _grew(doc: dict[str, Any]) -> str:
+    if not doc["grew_while_read"]:
+        return ""
+    return f" (it grew while read: summarised up to byte {doc['judged_bytes']})"
 
 
 def _so_far(doc: dict[str, Any]) -> str:
