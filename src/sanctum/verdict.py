@@ -233,6 +233,14 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
                 "1 event missing right before run_finished failed (a write the disk "
                 "refused): the run fails for it",
             )
+        if run.seq_gaps:
+            return CheckRow(
+                "lost",
+                "lost events",
+                True,
+                f"seq has {plural(run.seq_gaps, 'gap')}, each a line the reader skipped "
+                "(counted above), none lost",
+            )
         return CheckRow("lost", "lost events", True, "no event missing: seq has no gap")
     said = []
     if short:
