@@ -106,7 +106,7 @@ def unread_part(path: Path) -> str | None:
                         problem = "its data fails its checksum"
             if problem is not None:
                 return (
-                    f"{path.name}: record {record + 1} at byte {start} {problem}: bytes "
+                    f"{path.name}: record {record + 1} at byte {start}: {problem}; bytes "
                     f"{start} to {size} ({size - start} of {size}) not read"
                 )
             record, start = record + 1, fh.tell()

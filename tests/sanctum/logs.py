@@ -269,7 +269,7 @@ def write_failed_then_completed(path: Path) -> Path:
 
 def write_source_unread(path: Path) -> Path:
     """A healthy run whose header says an import could not read all of its source."""
-    unread = "events.out.tfevents.1: record 31 at byte 4242 its data fails its checksum"
+    unread = "events.out.tfevents.1: record 31 at byte 4242: its data fails its checksum"
     write_run(path, updates=12, config={**CONFIG, "source": "test", "source_unread": [unread]})
     return path
 
