@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from sanctum.formatting import format_anomaly, plural
 from sanctum.health import HealthReport, Level, health_report
@@ -76,11 +77,30 @@ PACE_WINDOW: Final = 25
 whose pace changes is judged by its recent pace."""
 PACE_MIN_INTERVALS: Final = 3
 """Intervals it takes before a run has a pace, and so before a silence can be a stall."""
+FOREIGN_KEPT: Final = 10
+"""Run ids of foreign events named one by one (all such events are counted)."""
+SOURCE_UNREAD: Final = "source_unread"
+"""``run_started.config`` key where an import lists what it could not read of its source
+(one line each); ``sanctum check`` fails such a run unless ``--allow-skipped``."""
+SOURCE_UNREAD_KEPT: Final = 100
+"""Entries of ``source_unread`` kept (a hostile config may hold millions)."""
 
 
 def may_be_an_update(line: SkippedLine) -> bool:
     """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
     return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+
+
+def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """What an import says it could not read of its source (``config.source_unread``): its
+    lines; a value of another shape is itself a loss the gate cannot vouch for."""
+    value = config.get(SOURCE_UNREAD)
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(x, str) for x in value[:SOURCE_UNREAD_KEPT]):
+        more = len(value) - SOURCE_UNREAD_KEPT
+        return tuple(value[:SOURCE_UNREAD_KEPT]) + ((f"... and {more} more",) if more > 0 else ())
+    return (f"config.{SOURCE_UNREAD} is not a list of lines ({type(value).__name__})",)
 
 
 def new_run_reason(run_id: str) -> str:
@@ -137,6 +157,9 @@ class SanctumAggregator:
         left out of the pace (as a critical value is left out of a rule's baseline)."""
         self._verdict_key: tuple[object, ...] | None = None
         self._verdict: RunVerdict = PENDING
+        self._before_start: dict[str, int] = {}
+        """Run ids of the events before the run's ``run_started`` (the first FOREIGN_KEPT):
+        those of another run are foreign once it starts."""
 
     def reset(self, reason: str, new_run: bool = False) -> None:
         """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
@@ -163,6 +186,7 @@ class SanctumAggregator:
                 self.unknown_kind += 1
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
+            self.run.skipped_lines += 1
             if may_be_an_update(line):
                 self.unreadable_total += 1
                 if len(self.unreadable) < SKIPPED_KEPT:
@@ -204,6 +228,10 @@ class SanctumAggregator:
         if event.run_id != run.run_id and run.run_id is not None and type(event) is not RunStarted:
             self._foreign(event)
             return
+        if run.run_id is None and type(event) is not RunStarted:
+            early = self._before_start
+            if event.run_id in early or len(early) < FOREIGN_KEPT:
+                early[event.run_id] = early.get(event.run_id, 0) + 1
         run.events += 1
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
@@ -236,6 +264,8 @@ class SanctumAggregator:
     def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
         self.tamiyo.record(p)
         self._unjudged.append(p)
+        if self.run.first_update_index is None:
+            self.run.first_update_index = p.update
         self.run.updates += 1
         self._advance(p.global_step)
         self._progress(event.ts)
@@ -293,14 +323,22 @@ class SanctumAggregator:
         return now - run.last_event_ts <= limit
 
     def _foreign(self, event: Event) -> None:
-        run = self.run
-        run.foreign_events += 1
-        if run.foreign_events == 1:
+        first = not self.run.foreign_events
+        self._count_foreign(event.run_id, 1)
+        if first:
             text = (
                 f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
-                "events of other runs are left out"
+                "events of other runs are left out, and fail the run's verdict"
             )
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text, event.ts, event.seq))
+
+    def _count_foreign(self, run_id: str, count: int) -> None:
+        run = self.run
+        run.foreign_events += count
+        runs = dict(run.foreign_runs)
+        if run_id in runs or len(runs) < FOREIGN_KEPT:
+            runs[run_id] = runs.get(run_id, 0) + count
+            run.foreign_runs = tuple(runs.items())
 
     def _rollout(self, p: RolloutPayload) -> None:
         run = self.run
@@ -335,6 +373,10 @@ class SanctumAggregator:
             self.reset(new_run_reason(event.run_id), new_run=True)
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
         run = self.run
+        if run.run_id is None:  # events of another run id came before it: not its own
+            for run_id, count in self._before_start.items():
+                if run_id != event.run_id:
+                    self._count_foreign(run_id, count)
         run.run_id = event.run_id
         run.env_id = p.env_id
         run.trainer = f"{p.trainer.name} {p.trainer.version}".strip()
@@ -343,6 +385,7 @@ class SanctumAggregator:
         run.config = MappingProxyType(dict(p.config))
         run.started_ts = event.ts
         run.total_steps = total_steps_of(p.config)
+        run.source_unread = source_unread_of(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
         self.judge.configure(p.config)
         details = ", ".join(
@@ -364,6 +407,12 @@ class SanctumAggregator:
         run = self.run
         run.status = p.status
         run.reason = p.reason
+        if p.updates is not None:
+            run.reported_updates = p.updates
+        if p.status == "failed":
+            run.failures_reported += 1
+            if run.failures_reported == 1:
+                run.first_failure = p.reason or ""
         run.finished_ts = event.ts
         run.duration_seconds = p.duration_seconds
         self._advance(p.global_step)
@@ -393,8 +442,14 @@ class SanctumAggregator:
         )
 
     def _gap(self, last_seq: int, event: Event) -> None:
-        self.run.seq_gaps += 1
+        run = self.run
+        run.seq_gaps += 1
         missing = event.seq - last_seq - 1
+        run.seq_missing += missing
+        if run.first_gap_seq is None:
+            run.first_gap_seq = event.seq
+        if missing == 1 and isinstance(event, RunFinished) and event.payload.status == "failed":
+            run.refused += 1  # the write a full disk refused, the trainer's last but one
         self.timeline.append(
             TimelineEntry(
                 "gap",
@@ -437,7 +492,15 @@ class SanctumAggregator:
         if run.status is None:
             return PENDING
         live = self.is_live(now)
-        key = (id(run), run.events, self.unreadable_total, live, fail_on)
+        key = (
+            id(run),
+            run.events,
+            run.foreign_events,
+            run.skipped_lines,
+            self.unreadable_total,
+            live,
+            fail_on,
+        )
         if key != self._verdict_key:
             rows = judge_rows(self, fail_on, allow_unfinished=live)
             self._verdict, self._verdict_key = verdict_of(rows, so_far=live), key

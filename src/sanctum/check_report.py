@@ -89,6 +89,11 @@ def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dic
             for s in result.skipped
         ],
         "notes": list(result.notes),
+        "judged_bytes": result.judged_bytes,
+        "file_bytes": result.file_bytes,
+        "lost_events": result.lost_events,
+        "missing_updates": result.missing_updates,
+        "foreign_runs": dict(result.foreign_runs),
         "rows": [
             {
                 "name": r.name,

@@ -169,11 +169,14 @@ def _schema() -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from sanctum.formatting import visible_lines
+    from sanctum.formatting import visible, visible_lines
     from sanctum.tb_command import ImportOptions, import_tensorboard
 
     options = ImportOptions(args.logdir, args.out, args.map, args.env, args.actions, args.force)
-    _emit(visible_lines(import_tensorboard(options)))
+    report = import_tensorboard(options)
+    for line in report.unread:  # what was lost is said where a script's eye is
+        print(visible(f"sanctum import: could not read {line}"), file=sys.stderr, flush=True)
+    _emit(visible_lines(report.lines))
     return EXIT_OK
 
 

@@ -164,8 +164,10 @@ def _add_check(check: argparse.ArgumentParser) -> None:
     check.add_argument(
         "--allow-skipped",
         action="store_true",
-        help="pass a run although lines that may be updates could not be read (by default "
-        "an update the check could not read fails it: it was not judged)",
+        help="pass a run although lines that may be updates could not be read, or an "
+        "import could not read all of its source (a TensorBoard record cut short or "
+        "failing its checksum); by default what the check could not read fails it: it "
+        "was not judged. Events lost from seq and events of another run always fail",
     )
     check.add_argument("--json", action="store_true", help="print one JSON object")
     check.add_argument(

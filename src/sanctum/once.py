@@ -21,6 +21,7 @@ from sanctum.aggregator import SanctumAggregator
 from sanctum.formatting import plural, visible_lines
 from sanctum.health import Level
 from sanctum.runs import UsageError
+from sanctum.scan import SnapshotRead
 from sanctum.screen_text import (
     clock_text,
     connection_text,
@@ -54,7 +55,7 @@ def read_snapshot(
         raise UsageError(f"{path}: no such event log")
     reader = EventLogReader(path)
     aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
-    while batch := reader.read_new():
+    for batch in SnapshotRead(reader):  # a file that keeps growing: up to its size now
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
     if snapshot.run.status is None and reader.line_no:  # lines, but never a run's first

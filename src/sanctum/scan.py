@@ -12,6 +12,8 @@ several, ``summary`` says which runs it left out.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +25,19 @@ from sanctum.judge import MetricStats
 from sanctum.records import AnomalyRecord, EarlierRun
 from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
+from telemetry.eventlog import (
+    DEFAULT_MAX_BYTES,
+    MAX_LINE_BYTES,
+    EventLogError,
+    EventLogReader,
+    ReadBatch,
+    SkippedLine,
+)
 from telemetry.events import Event, RunStarted
+from telemetry.files import InputFileError, open_input
+
+_CHUNK = 1 << 20
+"""Bytes :func:`run_starts` reads at a time."""
 
 
 class NoRunStarted(EventLogError):
@@ -41,6 +54,13 @@ class LogScan:
     torn_tail: tuple[int, int] | None = None
     """(line number, bytes) of a last line without its newline: torn by a crash, or still
     being written."""
+    judged_bytes: int = 0
+    """The byte the scan stopped at: every line before it was read, none after."""
+    file_bytes: int = 0
+    """The file's size when the scan began (or started over, the file being replaced):
+    a scan reads that much and no further, however fast a writer appends."""
+    size_after: int = 0
+    """The file's size when the scan ended (more than ``file_bytes``: it grew meanwhile)."""
 
     def __post_init__(self) -> None:
         self.aggregator = SanctumAggregator(self.thresholds)
@@ -117,37 +137,98 @@ class LogScan:
         return self.aggregator.earlier_runs
 
 
-def run_starts(path: Path) -> list[tuple[int, str]]:
+@dataclass
+class SnapshotRead:
+    """The batches of a log as far as it was when reading began: a file a writer keeps
+    appending to is read up to its size at the first read (taken again when the file was
+    replaced), the line that straddles that byte read whole, and no further, so the read
+    ends however fast the writer is."""
+
+    reader: EventLogReader
+    limit: int | None = None
+    """The size the read stops at (None before the first read)."""
+
+    def __iter__(self) -> Iterator[ReadBatch]:
+        reader = self.reader
+        while self.limit is None or reader.offset < self.limit:
+            want = DEFAULT_MAX_BYTES
+            if self.limit is not None:
+                want = min(want, self.limit - reader.offset)
+            batch = reader.read_new(want)
+            if self.limit is None or batch.reset is not None:  # the size now: all it reads
+                self.limit = reader.size
+            if not batch:
+                return
+            yield batch
+
+
+def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     """(line number, run id) of each ``run_started`` that begins a new run in the file at
-    ``path`` (a run id other than the one before it), decoded as the reader decodes.
+    ``path`` (a run id other than the one before it), decoded as the reader decodes; in
+    its first ``limit`` bytes (None: all of it). Empty when the file cannot be read now.
 
     Events carry no line numbers, so this second pass runs only when a scan found more
-    than one run, to name the lines; it decodes only lines that mention run_started.
+    than one run, to name the lines; it decodes only lines that mention run_started, and
+    holds no line longer than the reader's limit (memory stays bounded).
     """
     decoder = msgspec.json.Decoder(Event, strict=False)
     starts: list[tuple[int, str]] = []
-    with open(path, "rb") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if b"run_started" not in line:
-                continue
-            try:
-                event = decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
-                continue  # the reader skipped it too
-            if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
-                starts.append((line_no, event.run_id))
+    line, too_long, line_no, left = bytearray(), False, 0, limit
+
+    def consider(text: bytes) -> None:
+        if b"run_started" not in text:
+            return
+        try:
+            event = decoder.decode(text)
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return  # the reader skipped it too
+        if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
+            starts.append((line_no, event.run_id))
+
+    try:
+        with open_input(path, "event log") as fh:
+            while left is None or left > 0:
+                chunk = fh.read(_CHUNK if left is None else min(_CHUNK, left))
+                if not chunk:
+                    break
+                left = None if left is None else left - len(chunk)
+                pos = 0
+                while (newline := chunk.find(b"\n", pos)) >= 0:
+                    line_no += 1
+                    if not too_long and len(line) + newline - pos <= MAX_LINE_BYTES:
+                        line += chunk[pos:newline]
+                        consider(bytes(line))
+                    line.clear()
+                    too_long, pos = False, newline + 1
+                if not too_long and len(line) + len(chunk) - pos <= MAX_LINE_BYTES:
+                    line += chunk[pos:]
+                else:
+                    too_long = True
+                    line.clear()
+    except (OSError, InputFileError):
+        return []
     return starts
 
 
 def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
-    """Read the whole log at ``path`` once. Raises EventLogError for unusable input."""
+    """Read the log at ``path`` once, as far as it was when the scan began: a file a
+    writer keeps appending to is judged on that snapshot (the line that straddles its end
+    read whole), so the scan ends. Raises EventLogError for unusable input."""
     scan = LogScan(path, thresholds)
-    reader = EventLogReader(path)
-    for batch in reader.batches():
+    snapshot = SnapshotRead(EventLogReader(path))
+    for batch in snapshot:
         scan.feed(batch)
+    reader = snapshot.reader
+    scan.file_bytes = snapshot.limit or 0
     scan.aggregator.judge_pending()
-    if reader.pending_bytes:
-        scan.torn_tail = (reader.line_no + 1, reader.pending_bytes)
+    scan.judged_bytes = reader.offset
+    try:
+        scan.size_after = max(reader.size, os.stat(path).st_size)
+    except OSError:  # gone since: it held what was read
+        scan.size_after = reader.size
+    pending = min(reader.pending_bytes, max(0, scan.file_bytes - reader.offset))
+    if pending:
+        scan.torn_tail = (reader.line_no + 1, pending)
     if not scan.run_started:
         agg = scan.aggregator
         raise NoRunStarted(

@@ -139,8 +139,35 @@ class RunFacts(Generic[Returns]):
     last_seq: int | None = None
     seq_gaps: int = 0
     """Times ``seq`` jumped forward: events the log lost (should stay 0)."""
+    seq_missing: int = 0
+    """Events the ``seq`` gaps say are missing, in all (an unreadable line leaves one)."""
+    first_gap_seq: int | None = None
+    """The ``seq`` of the event after the first gap."""
+    refused: int = 0
+    """One event missing right before a ``run_finished`` failed: the write a full disk
+    refused (the README's one gap), counted apart from the events the log lost."""
+    skipped_lines: int = 0
+    """Lines skipped while this run was read (each may be one of its events, so a gap in
+    ``seq`` it accounts for was not lost)."""
+    first_update_index: int | None = None
+    """The index of the run's first ``ppo_update`` (a resumed run's continues its
+    checkpoint's count)."""
+    reported_updates: int | None = None
+    """``run_finished.updates``: the updates the trainer says it completed (the count from
+    update 0, so a resumed run's includes those before its first in this log)."""
     foreign_events: int = 0
     """Events of another run id in this run's log, left out."""
+    foreign_runs: tuple[tuple[str, int], ...] = ()
+    """(run id, events) of each other run id with events in this run's log (the first
+    FOREIGN_KEPT run ids; ``foreign_events`` counts them all)."""
+    failures_reported: int = 0
+    """``run_finished`` events with status ``failed`` (the last one says how it ended: a
+    failed followed by a completed is still a run that failed)."""
+    first_failure: str | None = None
+    """The reason of the first ``run_finished`` failed."""
+    source_unread: tuple[str, ...] = ()
+    """What an import could not read of its source (``run_started.config.source_unread``):
+    a record cut short, a checksum that does not match... (empty: it read all of it)."""
     stalls: int = 0
     """Silences longer than the stall limit between two events of the unfinished run."""
     longest_stall: float | None = None

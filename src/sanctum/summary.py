@@ -20,6 +20,7 @@ from sanctum.health import Level
 from sanctum.rule_judge import RuleTally
 from sanctum.scan import LogScan, scan_log
 from sanctum.thresholds import Thresholds
+from sanctum.verdict import doubts, lost_counts
 
 TEXT_LIST_LIMIT = 20
 """Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
@@ -62,6 +63,7 @@ def summarize(
     log is judged as a finished file, as ``check`` judges it)."""
     agg = scan.aggregator
     run = agg.snapshot(agg.run.last_event_ts or 0.0).run
+    lost, short = lost_counts(agg)
     facts = {name: getattr(run, name) for name in _RUN_FACTS}
     facts.update(
         duration_seconds=run.elapsed(run.last_event_ts or 0.0),
@@ -96,6 +98,16 @@ def summarize(
         "earlier_runs": [asdict(r) for r in scan.earlier_runs],
         "resets": agg.resets,
         "seq_gaps": agg.run.seq_gaps,
+        "lost_events": lost,
+        "missing_updates": short,
+        "foreign_events": agg.run.foreign_events,
+        "foreign_runs": dict(agg.run.foreign_runs),
+        "source_unread": list(agg.run.source_unread),
+        "failures_reported": agg.run.failures_reported,
+        "doubts": doubts(agg),
+        "judged_bytes": scan.judged_bytes,
+        "file_bytes": scan.file_bytes,
+        "grew_while_read": scan.size_after > scan.file_bytes,
     }
 
 
@@ -150,7 +162,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
-        f"file      {doc['path']}",
+        f"file      {doc['path']}" + _grew(doc),
         *_earlier(doc),
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
@@ -161,9 +173,16 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"best mean {format_value(r['episode_return_best'], 2, 'none')}",
         f"verdict   {doc['verdict_text']}{_so_far(doc)} (as sanctum check --fail-on "
         f"{doc['fail_on']}); latest update {doc['latest_verdict']}",
+        *(f"doubt     {line}" for line in doc["doubts"]),
         f"health    {plural(e['count'], 'early stop')}; "
         f"anomalies {a['critical']} critical, {a['warning']} warning",
     ]
+
+
+def _grew(doc: dict[str, Any]) -> str:
+    if not doc["grew_while_read"]:
+        return ""
+    return f" (it grew while read: summarised up to byte {doc['judged_bytes']})"
 
 
 def _so_far(doc: dict[str, Any]) -> str:

@@ -5,7 +5,11 @@ The run folder (``--out``, default ``runs/<logdir name>-tb``) gets an ``events.j
 config says ``source: tensorboard`` and records the mapping, what was left out and why,
 and every tag nothing maps), the rollouts and updates of :mod:`sanctum.tb_import`, and
 ``run_finished`` ``completed`` (the log does not say how the run ended; the config says
-so). The log is written to a temporary file and renamed into place, so a failed import
+so). An event file TensorBoard could not read whole (a record cut short, or failing its
+checksum: TensorBoard stops there without a word) is imported as far as it was read, and
+what was lost is written in ``run_started.config.source_unread`` (one line per file),
+printed on stderr, and fails ``sanctum check`` unless ``--allow-skipped``. The log is
+written to a temporary file and renamed into place, so a failed import
 leaves nothing half-written; an existing log is replaced only with ``--force`` and only
 when an earlier import wrote it.
 """
@@ -19,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sanctum.aggregator import SOURCE_UNREAD
+from sanctum.formatting import plural
 from sanctum.runs import UsageError
 from sanctum.tb_import import (
     Timed,
@@ -131,6 +137,8 @@ def run_started(log: TBLog, mapping: TagMapping, opts: ImportOptions) -> RunStar
         "tensorboard_action_count": opts.action_count,
         "tensorboard_notes": _notes(mapping, settings),
     }
+    if log.unread:
+        config[SOURCE_UNREAD] = list(log.unread)
     env_id = opts.env_id or settings.get("env_id")
     seed = settings.get("seed")
     return RunStartedPayload(
@@ -202,8 +210,17 @@ def _run_id(folder: Path) -> str:
     return name if RUN_ID.fullmatch(name) else new_run_id(name)
 
 
-def import_tensorboard(opts: ImportOptions) -> list[str]:
-    """Import ``opts.logdir``; returns the report's lines (UsageError for bad input)."""
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What ``sanctum import tensorboard`` says: the report, and what it could not read."""
+
+    lines: list[str]
+    unread: tuple[str, ...]
+    """One line per event file not read whole (for stderr; the log records them too)."""
+
+
+def import_tensorboard(opts: ImportOptions) -> ImportReport:
+    """Import ``opts.logdir``; returns the report (UsageError for bad input)."""
     if opts.action_count is not None and opts.action_count < 2:
         raise UsageError(f"--actions must be at least 2, got {opts.action_count}")
     directory = event_directory(opts.logdir)
@@ -220,7 +237,7 @@ def import_tensorboard(opts: ImportOptions) -> list[str]:
         finished = write_log(path, _run_id(out), started, events)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
-    return report(log, mapping, events, finished, out)
+    return ImportReport(report(log, mapping, events, finished, out), log.unread)
 
 
 def report(
@@ -242,4 +259,9 @@ def report(
     for kind, tags in other_data(log, mapping):
         lines.append(f"not imported ({kind}): {', '.join(tags)}")
     lines.append(f"wrote {out / EVENTS_FILE}: sanctum check {out}")
+    if log.unread:
+        lines.append(
+            f"not read whole: {plural(len(log.unread), 'event file')} (recorded in the log: "
+            "sanctum check fails it unless --allow-skipped)"
+        )
     return lines

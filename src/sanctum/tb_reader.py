@@ -5,6 +5,12 @@ log is read; without it the error names the extra. Its ``EventAccumulator`` read
 event file of one run folder in order, keeps every scalar (no sampling) and drops what
 TensorBoard itself would drop after a restart, so the import sees what TensorBoard shows.
 This is the only module that touches TensorBoard: the mapping works on :class:`TBLog`.
+
+TensorBoard's reader stops at the first record it cannot read (cut short, or failing its
+checksum) without a word, as if the file ended there: one flipped bit can hide most of a
+run. So every event file is first walked here, record by record (TFRecord framing: the
+data's length as 8 bytes, the masked CRC-32C of those bytes, the data, the masked CRC-32C
+of the data), and what could not be read is said: :attr:`TBLog.unread`.
 """
 
 from __future__ import annotations
@@ -49,6 +55,62 @@ class TBLog:
     other_tags: Mapping[str, tuple[str, ...]]
     """Tags of the kinds not imported (histograms, images, tensors...), by kind."""
     first_wall_time: float | None
+    unread: tuple[str, ...] = ()
+    """One line per event file TensorBoard could not read whole: where its first bad
+    record is, what is wrong with it, and how many bytes from there were not read."""
+
+
+def _crc_table() -> tuple[int, ...]:
+    table = []
+    for i in range(256):
+        crc = i
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return tuple(table)
+
+
+_CRC32C: Final = _crc_table()
+"""CRC-32C (Castagnoli), reflected, one entry per byte value."""
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TFRecord's checksum of ``data``: CRC-32C, rotated right by 15 and offset."""
+    crc, table = 0xFFFFFFFF, _CRC32C
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def unread_part(path: Path) -> str | None:
+    """None when every record of the event file at ``path`` is whole and passes both of
+    its checksums; else one line: the first record that does not, why, and the bytes
+    from its start to the end of the file, which TensorBoard does not read."""
+    size = path.stat().st_size
+    with path.open("rb") as fh:
+        record, start = 0, 0
+        while header := fh.read(12):
+            problem = None
+            if len(header) < 12:
+                problem = "its header is cut short"
+            elif masked_crc32c(header[:8]) != struct.unpack("<I", header[8:])[0]:
+                problem = "its length fails its checksum"
+            else:
+                length = struct.unpack("<Q", header[:8])[0]
+                if length + 4 > size - start - 12:
+                    problem = f"cut short (it says {length} bytes, the file ends first)"
+                else:
+                    data, crc = fh.read(length), fh.read(4)
+                    if masked_crc32c(data) != struct.unpack("<I", crc)[0]:
+                        problem = "its data fails its checksum"
+            if problem is not None:
+                return (
+                    f"{path.name}: record {record + 1} at byte {start}: {problem}; bytes "
+                    f"{start} to {size} ({size - start} of {size}) not read"
+                )
+            record, start = record + 1, fh.tell()
+    return None
 
 
 def is_event_file(path: Path) -> bool:
@@ -132,7 +194,21 @@ def _load(directory: Path) -> tuple[Any, Any]:
 
 
 def read_log(directory: Path) -> TBLog:
-    """Every scalar and text of the event files in ``directory`` (see :func:`event_directory`)."""
+    """Every scalar and text of the event files in ``directory`` (see :func:`event_directory`).
+    UsageError, one line, when TensorBoard cannot make sense of them (a record whose
+    checksums match but whose content is not an event, a tensor of no known shape...)."""
+    try:
+        return _read_log(directory)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - TensorBoard and protobuf on untrusted bytes
+        raise UsageError(
+            f"{directory}: TensorBoard cannot read its event files: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else 'no detail'}"
+        ) from None
+
+
+def _read_log(directory: Path) -> TBLog:
     acc, tensor_util = _load(directory)
     tags: dict[str, Any] = acc.Tags()
     scalars = {
@@ -161,5 +237,10 @@ def read_log(directory: Path) -> TBLog:
         first: float | None = float(acc.FirstEventTimestamp())
     except ValueError:  # no event at all
         first = None
-    files = tuple(sorted(p.name for p in directory.iterdir() if is_event_file(p)))
-    return TBLog(directory, files, scalars, texts, other, first)
+    paths = sorted((p for p in directory.iterdir() if is_event_file(p)), key=lambda p: p.name)
+    try:
+        unread = tuple(line for p in paths if (line := unread_part(p)) is not None)
+    except OSError as exc:
+        raise UsageError(f"{directory}: cannot read its event files: {exc}") from None
+    files = tuple(p.name for p in paths)
+    return TBLog(directory, files, scalars, texts, other, first, unread)

@@ -3,7 +3,10 @@ view shows (docs/design.md, section 6).
 
 A run has one verdict, computed once, here, from the judged run the aggregator holds:
 each rule's tally over every update, non-finite values, logging bugs, stalls, anomalies,
-update lines that could not be read, and how the run finished. ``sanctum check`` prints
+update lines that could not be read, whether the log holds the whole run and only it
+(events lost from ``seq`` or fewer updates than ``run_finished`` says, events of another
+run id, an import that could not read all of its source), and how the run finished (a run
+that ever reported ``failed`` has failed, whatever it reported after). ``sanctum check`` prints
 the rows; the banner, the run table, ``summary``, ``--once`` and ``diff`` print the
 :class:`RunVerdict` made from the same rows under the same ``fail_on``:
 
@@ -58,7 +61,7 @@ class CheckRow:
 
     name: str
     """``approx_kl`` ... for rules, then ``nonfinite``, ``bug``, ``stall``, ``anomalies``,
-    ``skipped``, ``run_finished``."""
+    ``skipped``, ``lost``, ``foreign``, ``source``, ``run_finished``."""
     label: str
     passed: bool
     message: str
@@ -160,8 +163,9 @@ def judge_rows(
     agg: SanctumAggregator, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
 ) -> tuple[CheckRow, ...]:
     """Every check of the run the aggregator holds, in ``check``'s order: each rule, then
-    non-finite values, logging bugs, stalls, anomalies, unreadable update lines and the
-    finish. Pure: the aggregator is only read (its pending updates judged first)."""
+    non-finite values, logging bugs, stalls, anomalies, unreadable update lines, lost
+    events, events of other runs, an import's unread source, and the finish. Pure: the
+    aggregator is only read (its pending updates judged first)."""
     if fail_on not in (Level.WARNING, Level.CRITICAL):
         raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
     agg.judge_pending()
@@ -172,9 +176,135 @@ def judge_rows(
         _stall_row(agg),
         _anomaly_row(agg, fail_on),
         _unreadable_row(agg, allow_skipped),
-        _finish_row(agg.run.status, agg.run.reason, allow_unfinished),
+        *integrity_rows(agg, allow_skipped),
+        _finish_row(agg, allow_unfinished),
     ]
     return tuple(rows)
+
+
+INTEGRITY_ROWS: Final = ("lost", "foreign", "source")
+"""The rows that say whether the log holds the whole run, and only it: events lost from
+``seq``, events of another run, a source an import could not read whole."""
+
+
+def integrity_rows(agg: SanctumAggregator, allow_skipped: bool = False) -> tuple[CheckRow, ...]:
+    """Whether the gate can vouch for what it judged: no event lost, none of another run,
+    and (for an import) a source read whole. A row that fails says what it could not see."""
+    return (_lost_row(agg), _foreign_row(agg), _source_row(agg, allow_skipped))
+
+
+def doubts(agg: SanctumAggregator) -> list[str]:
+    """Why the log cannot be vouched for, one line each (empty: it can): the failing
+    integrity rows, and a run that reported failed before it reported otherwise. The
+    summary lists them; ``check`` prints them as rows."""
+    said = [row.message for row in integrity_rows(agg) if not row.passed]
+    finish = _finish_row(agg, allow_unfinished=True)
+    if agg.run.failures_reported and agg.run.status != "failed":
+        said.append(finish.message)
+    return said
+
+
+def lost_counts(agg: SanctumAggregator) -> tuple[int, int]:
+    """(events lost from ``seq`` that no skipped line accounts for, updates fewer than
+    ``run_finished.updates`` says): what the log lacks of the run, beyond lines it holds
+    but could not read (the ``unreadable`` row) and the writes a full disk refused right
+    before the run failed (the README's one gap; the run fails for it anyway)."""
+    run = agg.run
+    lost = max(0, run.seq_missing - run.refused - run.skipped_lines)
+    short = 0
+    if run.reported_updates is not None:
+        base = run.first_update_index if run.first_update_index is not None else 0
+        expected = run.reported_updates - base  # a resumed run's count starts before its log
+        short = max(0, expected - run.updates - agg.unreadable_total - run.refused)
+    return lost, short
+
+
+def _lost_row(agg: SanctumAggregator) -> CheckRow:
+    """A gate never passes what the log lost: events missing from ``seq`` may have been
+    updates (or the critical anomaly), and ``run_finished.updates`` says how many ran."""
+    run = agg.run
+    lost, short = lost_counts(agg)
+    if not lost and not short:
+        if run.refused:
+            return CheckRow(
+                "lost",
+                "lost events",
+                True,
+                "1 event missing right before run_finished failed (a write the disk "
+                "refused): the run fails for it",
+            )
+        if run.seq_gaps:
+            return CheckRow(
+                "lost",
+                "lost events",
+                True,
+                f"seq has {plural(run.seq_gaps, 'gap')}, each a line the reader skipped "
+                "(counted above), none lost",
+            )
+        return CheckRow("lost", "lost events", True, "no event missing: seq has no gap")
+    said = []
+    if short:
+        said.append(
+            f"run_finished says {plural(run.reported_updates or 0, 'update')}, the log holds "
+            f"{run.updates}"
+            + (f" from update {run.first_update_index}" if run.first_update_index else "")
+            + f" ({short} not in it)"
+        )
+    if lost:
+        said.append(
+            f"seq has {plural(run.seq_gaps, 'gap')}: {plural(lost, 'event')} missing "
+            f"(first before seq {run.first_gap_seq}) that no skipped line accounts for"
+        )
+    return CheckRow(
+        "lost",
+        "lost events",
+        False,
+        "; ".join(said) + ": the log lost events that may be updates, and the gate does not "
+        "pass what it did not see",
+        updates_critical=max(lost, short),
+        verdict_name="lost",
+        counted=max(lost, short),
+    )
+
+
+def _foreign_row(agg: SanctumAggregator) -> CheckRow:
+    """Events of another run id in the run's log: two runs' events mixed in one file."""
+    run = agg.run
+    if not run.foreign_events:
+        return CheckRow("foreign", "other runs", True, "every event is this run's")
+    named = ", ".join(f"{run_id} ({n}x)" for run_id, n in run.foreign_runs)
+    more = run.foreign_events - sum(n for _, n in run.foreign_runs)
+    named += f", and {more} of other run ids" if more else ""
+    return CheckRow(
+        "foreign",
+        "other runs",
+        False,
+        f"{plural(run.foreign_events, 'event')} of another run in this log: {named}; "
+        "the log is not this run's alone, and the gate does not pass a mix of runs",
+        updates_critical=run.foreign_events,
+        verdict_name="other run",
+        counted=run.foreign_events,
+    )
+
+
+def _source_row(agg: SanctumAggregator, allow_skipped: bool) -> CheckRow:
+    """An import that could not read all of its source (a TensorBoard record cut short, a
+    checksum that does not match): what it lost was not judged."""
+    unread = agg.run.source_unread
+    if not unread:
+        return CheckRow("source", "source", True, "the log is not an import, or read it whole")
+    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    more = f"; and {len(unread) - 1} more" if len(unread) > 1 else ""
+    return CheckRow(
+        "source",
+        "source",
+        allow_skipped,
+        f"the import could not read all of its source, so what it lost was not judged"
+        f"{allowed}: {unread[0]}{more}",
+        updates_critical=len(unread),
+        verdict_name="source unread",
+        counted=len(unread),
+    )
 
 
 def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
@@ -326,8 +456,19 @@ def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool) -> CheckRow:
     )
 
 
-def _finish_row(status: str | None, reason: str | None, allow_unfinished: bool) -> CheckRow:
+def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
+    run = agg.run
+    status, reason = run.status, run.reason
     because = f": {reason}" if reason else ""
+    if run.failures_reported and status != "failed":
+        first = f": {run.first_failure}" if run.first_failure else ""
+        return CheckRow(
+            "run_finished",
+            "finished",
+            False,
+            f"run failed{first}; then run_finished {status}: a run that reported failed has failed",
+            verdict_name="run failed",
+        )
     if status == "completed":
         return CheckRow("run_finished", "finished", True, "run_finished: completed")
     if status == "failed":

@@ -8,6 +8,7 @@ unhealthy ones.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -212,3 +213,87 @@ def write_two_runs(path: Path) -> int:
     second.finish()
     second.close()
     return line
+
+
+# -- logs the gate cannot vouch for --------------------------------------------------------
+
+
+def write_lost_updates(path: Path, updates: int = 40, delete: int = 20) -> Path:
+    """A run recorded whole by the real recorder (``run_finished.updates`` = ``updates``),
+    then every other ``ppo_update`` line deleted, ``delete`` of them: ``seq`` has a gap for
+    each, and the log holds fewer updates than the trainer says it ran."""
+    log = RunLog(path)
+    log.start()
+    for u in range(updates):
+        log.update(u, **(dict(KL_CRITICAL) if u % 2 else {}))  # the lost ones were critical
+    log.recorder.finish("completed")  # the recorder's own count of the updates it emitted
+    lines = path.read_bytes().splitlines(keepends=True)
+    update_lines = [i for i, line in enumerate(lines) if b'"type":"ppo_update"' in line]
+    dropped = set(update_lines[1::2][:delete])
+    path.write_bytes(b"".join(line for i, line in enumerate(lines) if i not in dropped))
+    return path
+
+
+def write_with_foreign_updates(path: Path, foreign: int = 40, run_id: str = "intruder") -> Path:
+    """A healthy run with ``foreign`` critical updates of run ``run_id`` (no run_started of
+    its own) between its updates: another writer's events inside the run's log."""
+    log = RunLog(path)
+    log.start()
+    for u in range(6):
+        log.update(u)
+    log.close()
+    other = RunLog(path, run_id=run_id)
+    for u in range(foreign):
+        other.emit(ppo_update(u, **KL_CRITICAL))
+    other.close()
+    rest = RunLog(path)
+    rest.emitter._seq = itertools.count(2 * 6 + 2)  # the run's own seq goes on, whole
+    for u in range(6, 12):
+        rest.update(u)
+    rest.finish()
+    rest.close()
+    return path
+
+
+def write_failed_then_completed(path: Path) -> Path:
+    """A healthy run that recorded ``run_finished`` failed, then ``completed``."""
+    log = RunLog(path)
+    log.start()
+    for u in range(12):
+        log.update(u)
+    log.finish("failed", "RuntimeError: CUDA error: an illegal memory access")
+    log.finish("completed")
+    log.close()
+    return path
+
+
+def write_source_unread(path: Path) -> Path:
+    """A healthy run whose header says an import could not read all of its source."""
+    unread = "events.out.tfevents.1: record 31 at byte 4242: its data fails its checksum"
+    write_run(path, updates=12, config={**CONFIG, "source": "test", "source_unread": [unread]})
+    return path
+
+
+def append_after_each_read(
+    monkeypatch: Any, writer: RunLog, first_update: int, updates: int = 20
+) -> list[int]:
+    """Make every ``EventLogReader.read_new`` be followed by ``updates`` more updates from
+    ``writer``, numbered on from ``first_update`` (a writer faster than any reader), for
+    200 reads at most (so a reader that chases the end still ends). Returns the reads
+    made (their ``max_bytes``), a list that grows."""
+    from telemetry.eventlog import EventLogReader, ReadBatch
+
+    read_new = EventLogReader.read_new
+    reads: list[int] = []
+
+    def read_then_append(self: EventLogReader, max_bytes: int = 8 << 20) -> ReadBatch:
+        batch = read_new(self, max_bytes)
+        reads.append(max_bytes)
+        if len(reads) < 200:
+            first = first_update + updates * (len(reads) - 1)
+            for u in range(first, first + updates):
+                writer.update(u)
+        return batch
+
+    monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
+    return reads

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import subprocess
+import sys
+import tracemalloc
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,10 +18,29 @@ from sanctum.check_report import format_text, to_dict, write_junit
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health import Level
-from sanctum.scan import LogScan, NoRunStarted
+from sanctum.scan import LogScan, NoRunStarted, run_starts
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from telemetry.eventlog import EventLogNotFound, ReadBatch, SchemaVersionError, read_events
-from tests.sanctum.logs import HEALTHY, KL_CRITICAL, KL_HOLDS, RunLog, write_run, write_two_runs
+from telemetry.eventlog import (
+    MAX_LINE_BYTES,
+    EventLogNotFound,
+    ReadBatch,
+    SchemaVersionError,
+    read_events,
+)
+from telemetry.events import RunFinishedPayload
+from tests.sanctum.logs import (
+    HEALTHY,
+    KL_CRITICAL,
+    KL_HOLDS,
+    RunLog,
+    append_after_each_read,
+    ppo_update,
+    write_failed_then_completed,
+    write_lost_updates,
+    write_run,
+    write_two_runs,
+    write_with_foreign_updates,
+)
 
 
 def check(path: Path, **kwargs: object) -> CheckResult:
@@ -38,6 +61,9 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "stall",
         "anomalies",
         "skipped",
+        "lost",
+        "foreign",
+        "source",
         "run_finished",
     ]
     kl = rows(result)["approx_kl"]  # its worst is what it judges: KL per clip fraction
@@ -393,3 +419,178 @@ def test_json_lists_every_skipped_line_with_its_reason(corrupt_log: Path) -> Non
         (7, "malformed", "ppo_update"),
     ]
     assert all(s["detail"] for s in doc["skipped"])
+
+
+# -- the gate never passes what it could not vouch for -------------------------------------
+
+
+def test_a_log_that_lost_update_lines_fails_in_text_json_and_junit(tmp_path: Path) -> None:
+    path = write_lost_updates(tmp_path / "lost" / "events.jsonl", updates=40, delete=20)
+    junit = tmp_path / "check.xml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sanctum", "check", str(path.parent), "--junit", str(junit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lost_line = (
+        "FAIL  lost events: run_finished says 40 updates, the log holds 20 (20 not in it); "
+        "seq has 20 gaps: 20 events missing (first before seq 6) that no skipped line "
+        "accounts for: the log lost events that may be updates, and the gate does not pass "
+        "what it did not see"
+    )
+    assert lost_line in proc.stdout.splitlines()
+    assert "every update line was read" in proc.stdout  # no line was unreadable: lost ones
+    assert "verdict  FAIL: lost 20x" in proc.stdout
+    doc = to_dict(check(path.parent))
+    assert (doc["passed"], doc["lost_events"], doc["missing_updates"]) == (False, 20, 20)
+    assert doc["verdict_text"] == "FAIL: lost 20x"
+    assert rows(check(path.parent, allow_skipped=True))["lost"]["passed"] is False
+    case = ET.parse(junit).getroot().find(".//testcase[@name='lost']")
+    assert case is not None and case.find("failure") is not None
+
+
+def test_fewer_updates_than_run_finished_says_fail_and_a_resumed_run_passes(
+    tmp_path: Path,
+) -> None:
+    short = tmp_path / "short.jsonl"
+    log = RunLog(short)
+    log.start()
+    for u in range(20):
+        log.update(u)
+    log.emit(RunFinishedPayload(status="completed", updates=40))  # seq whole, 20 updates gone
+    log.close()
+    result = check(short)
+    assert result.exit_code == 1 and (result.lost_events, result.missing_updates) == (0, 20)
+    assert str(rows(result)["lost"]["message"]).startswith(
+        "run_finished says 40 updates, the log holds 20 (20 not in it): "
+    )
+    resumed = tmp_path / "resumed.jsonl"  # updates 20-39 after a resume: the count is from 0
+    log = RunLog(resumed)
+    log.start()
+    for u in range(20, 40):
+        log.update(u)
+    log.recorder.finish("completed")
+    assert check(resumed).exit_code == 0
+
+
+def test_a_gap_a_skipped_line_or_a_full_disk_accounts_for_is_not_lost(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    # a newer writer's event kind takes seq 4: skipped, and not an update
+    log.raw('{"type":"gpu_stats","run_id":"run-test","seq":4,"ts":1.0,"payload":{}}\n')
+    log.emitter._seq = itertools.count(5)
+    log.update(1)
+    log.finish()
+    log.close()
+    result = check(path)
+    assert result.exit_code == 0 and rows(result)["lost"]["message"] == (
+        "seq has 1 gap, each a line the reader skipped (counted above), none lost"
+    )
+    full = tmp_path / "full.jsonl"  # the README's full disk: one refused write, then failed
+    log = RunLog(full)
+    log.start()
+    log.update(0)
+    next(log.emitter._seq)  # the write the disk refused
+    log.finish("failed", "OSError: [Errno 28] No space left on device")
+    log.close()
+    result = check(full)
+    assert rows(result)["lost"]["passed"] is True
+    assert result.verdict.text == "FAIL: run failed"  # it fails for the failure, once
+
+
+def test_events_of_another_run_in_the_log_fail_naming_it(tmp_path: Path) -> None:
+    path = write_with_foreign_updates(tmp_path / "e.jsonl", foreign=40, run_id="intruder")
+    result = check(path)
+    assert result.exit_code == 1
+    assert rows(result)["foreign"]["message"] == (
+        "40 events of another run in this log: intruder (40x); the log is not this run's "
+        "alone, and the gate does not pass a mix of runs"
+    )
+    assert result.verdict.text == "FAIL: other run 40x"
+    doc = to_dict(result)
+    assert doc["foreign_runs"] == {"intruder": 40}
+    assert rows(result)["lost"]["passed"] is True  # the run's own seq is whole
+
+
+def test_a_run_that_reported_failed_fails_whatever_it_reported_after(tmp_path: Path) -> None:
+    path = write_failed_then_completed(tmp_path / "e.jsonl")
+    result = check(path, allow_unfinished=True)
+    assert result.exit_code == 1
+    assert rows(result)["run_finished"]["message"] == (
+        "run failed: RuntimeError: CUDA error: an illegal memory access; then run_finished "
+        "completed: a run that reported failed has failed"
+    )
+    assert result.verdict.text == "FAIL: run failed"
+
+
+def test_a_file_that_grows_while_checked_is_judged_up_to_its_size_at_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer faster than the reader: every read is followed by more lines (a thousand
+    updates' worth) than it read. The check judges the file as it was when it began."""
+    path = write_run(tmp_path / "e.jsonl", updates=5, finish=None)
+    size = path.stat().st_size
+    writer = RunLog(path, run_id="run-test")
+    writer.emitter._seq = itertools.count(12)
+    reads = append_after_each_read(monkeypatch, writer, first_update=5)
+    result = check(path, allow_unfinished=True)
+    writer.close()
+    assert (result.updates, result.judged_bytes, result.file_bytes) == (5, size, size)
+    assert len(reads) <= 2
+    grown = path.stat().st_size
+    note = next(n for n in result.notes if n.startswith("the file grew"))
+    assert note.startswith(f"the file grew while it was read: judged up to byte {size} (it held")
+    doc = to_dict(result)
+    assert (doc["judged_bytes"], doc["file_bytes"]) == (size, size)
+    assert grown > size
+
+
+def test_events_of_another_run_before_the_run_started_fail_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    other = RunLog(path, run_id="early-bird")
+    for u in range(3):
+        other.emit(ppo_update(u, **KL_CRITICAL))
+    other.close()
+    write_run(path, updates=4)
+    result = check(path)
+    assert result.exit_code == 1 and result.foreign_runs == (("early-bird", 3),)
+    assert result.verdict.items[-1] == "other run 3x"  # (folded before the run said its id)
+
+
+def test_naming_the_second_run_holds_no_line_longer_than_the_line_limit(tmp_path: Path) -> None:
+    """A 40 MiB line before the second run: the pass that names its line holds at most
+    the reader's 16 MiB line limit, never the whole line."""
+    path = tmp_path / "both.jsonl"
+    write_run(path, updates=2)
+    with path.open("ab") as fh:
+        fh.write(b"x" * (40 << 20) + b"\n")
+    second = RunLog(path, run_id="run-b")
+    second.start()
+    second.close()
+    line = len(path.read_bytes().splitlines())
+    tracemalloc.start()
+    try:
+        starts = run_starts(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert starts == [(1, "run-test"), (line, "run-b")]
+    assert peak < 1.5 * MAX_LINE_BYTES  # a line buffer up to the limit (40 MiB before)
+    with pytest.raises(SeveralRuns, match=rf"both\.jsonl:{line}: a second run, run-b"):
+        check(path)
+
+
+def test_many_events_missing_before_a_failure_are_lost_not_refused(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.emitter._seq = itertools.count(10)  # 6 events gone: more than one refused write
+    log.finish("failed", "OSError: [Errno 28] No space left on device")
+    log.close()
+    result = check(path)
+    assert result.verdict.text == "FAIL: lost 6x, run failed"

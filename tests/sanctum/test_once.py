@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 from sanctum.cli import main
 from sanctum.once import once_dict, once_text, read_snapshot
 from sanctum.thresholds import DEFAULT_THRESHOLDS
-from tests.sanctum.logs import RunLog
+from tests.sanctum.logs import RunLog, append_after_each_read
 
 
 def write(path: Path, updates: int, finish: bool, run_id: str = "run-once", **last: float) -> None:
@@ -105,3 +106,18 @@ def test_a_file_that_is_not_a_run_log_is_an_error_and_an_empty_one_is_waiting(
     empty.touch()  # a trainer that has only just created its log
     assert main([str(empty), "--once", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["connection"] == "waiting"
+
+
+def test_once_on_a_file_that_keeps_growing_shows_it_as_it_was_when_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer faster than the reader (every read is followed by twenty more updates):
+    ``--once`` shows the file up to its size when it began, and returns."""
+    path = tmp_path / "events.jsonl"
+    write(path, updates=5, finish=False)
+    writer = RunLog(path, run_id="run-once")
+    writer.emitter._seq = itertools.count(12)
+    reads = append_after_each_read(monkeypatch, writer, first_update=5)
+    snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
+    writer.close()
+    assert snapshot.run.updates == 5 and len(reads) <= 2

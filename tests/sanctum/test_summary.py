@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sanctum import check_report
 from sanctum.check import run_check
@@ -16,6 +19,7 @@ from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
 from tests.sanctum.logs import (
     HEALTHY,
     RunLog,
+    append_after_each_read,
     early_stop_update,
     kl_breach,
     write_run,
@@ -200,3 +204,17 @@ def test_summary_and_check_write_the_worst_kl_alike(tmp_path: Path) -> None:
     ]
     assert len(kl_rows) == 2
     assert "41.2" in kl_rows[0] and "41.2" in kl_rows[1]  # the rule's format in both
+
+
+def test_a_file_that_grows_while_summarised_is_summarised_up_to_its_size_at_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_run(tmp_path / "events.jsonl", updates=5, finish=None)
+    size = path.stat().st_size
+    writer = RunLog(path)
+    writer.emitter._seq = itertools.count(12)
+    append_after_each_read(monkeypatch, writer, first_update=5)
+    doc = build_summary(path, DEFAULT_THRESHOLDS)
+    writer.close()
+    assert (doc["run"]["updates"], doc["judged_bytes"], doc["grew_while_read"]) == (5, size, True)
+    assert f"(it grew while read: summarised up to byte {size})" in format_text(doc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import struct
 import subprocess
 import sys
 import time
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from sanctum.cli import main as sanctum_main
+from sanctum.tb_reader import masked_crc32c
 from telemetry import (
     Anomaly,
     PPOUpdate,
@@ -178,6 +180,7 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
         ("actions", "--actions must be at least 2, got 1"),
         ("unwritable out", "cannot write the event log"),
+        ("not an event", "TensorBoard cannot read its event files: DecodeError: "),
     ],
 )
 def test_unusable_input_is_one_line_and_exit_2(
@@ -203,6 +206,13 @@ def test_unusable_input_is_one_line_and_exit_2(
         (tmp_path / "map.toml").write_text("[tags\n")
     if case == "actions":
         extra = ["--actions", "1"]
+    if case == "not an event":  # a record whose checksums match, holding no event
+        (file,) = logdir.iterdir()
+        data = b"\xff\xfe not a protobuf"
+        header = struct.pack("<Q", len(data))
+        with file.open("ab") as fh:
+            fh.write(header + struct.pack("<I", masked_crc32c(header)))
+            fh.write(data + struct.pack("<I", masked_crc32c(data)))
     out = tmp_path / "out"
     if case == "unwritable out":  # a file where the run folder would go
         write_tb(logdir, {"train/approx_kl": [(1, 0.01)], "train/clip_fraction": [(1, 0.1)]}, 0.0)
@@ -248,3 +258,58 @@ def test_reading_a_log_loads_neither_torch_nor_tensorflow(tmp_path: Path) -> Non
     roots = {m.split(".")[0] for m in modules}
     assert "tensorboard" in roots
     assert {"torch", "tensorflow", "ppo"}.isdisjoint(roots)
+
+
+KL_MAP = '[tags]\n"ppo/kl" = "approx_kl"\n"ppo/clip" = "clip_fraction"\n'
+
+
+def damaged(logdir: Path, how: str) -> Path:
+    """The event file of ``logdir``, cut in half or with one bit flipped a third in."""
+    (file,) = logdir.iterdir()
+    data = bytearray(file.read_bytes())
+    if how == "cut in half":
+        del data[len(data) // 2 :]
+    else:
+        data[len(data) // 3] ^= 0x10
+    file.write_bytes(bytes(data))
+    return file
+
+
+@pytest.mark.parametrize("how", ["cut in half", "one bit flipped"])
+def test_an_event_file_not_read_whole_is_said_and_fails_the_check(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """30 updates, KL critical in the last 20: what TensorBoard stops reading at a bad
+    record (without a word) would hide them. The import says what it lost, on stderr and
+    in the log; check fails it unless the loss is accepted with --allow-skipped."""
+    healthy, critical = (0.005, 0.08), (0.5, 0.0)
+    points = [(100 * (s + 1), healthy if s < 10 else critical) for s in range(30)]
+    write_tb(
+        tmp_path / "tb",
+        {"ppo/kl": [(s, v[0]) for s, v in points], "ppo/clip": [(s, v[1]) for s, v in points]},
+        time.time(),
+    )
+    (tmp_path / "map.toml").write_text(KL_MAP)
+    whole = ["import", "tensorboard", str(tmp_path / "tb"), "--map", str(tmp_path / "map.toml")]
+    assert sanctum(*whole, "--out", str(tmp_path / "whole"), capsys=capsys)[0] == 0
+    assert sanctum("check", str(tmp_path / "whole"), capsys=capsys)[0] == 1  # the KL
+    file = damaged(tmp_path / "tb", how)
+    out = tmp_path / "damaged"
+    code, printed, err = sanctum(*whole, "--out", str(out), capsys=capsys)
+    assert code == 0
+    assert err.startswith(f"sanctum import: could not read {file.name}: record ")
+    assert ("cut short" if how == "cut in half" else "fails its checksum") in err
+    assert err.count("\n") == 1 and "not read" in err
+    assert "not read whole: 1 event file (recorded in the log" in printed
+    started = read_events(out / "events.jsonl").events[0]
+    assert isinstance(started, RunStarted)
+    assert started.payload.config["source_unread"] == [err.strip().split("could not read ")[1]]
+    code, printed, _ = sanctum("check", str(out), capsys=capsys)
+    assert code == 1
+    assert "FAIL  source: the import could not read all of its source" in printed
+    code, printed, _ = sanctum("check", str(out), "--json", capsys=capsys)
+    assert "source unread 1x" in json.loads(printed)["verdict_text"]
+    _, printed, _ = sanctum("check", str(out), "--json", "--allow-skipped", capsys=capsys)
+    source = next(row for row in json.loads(printed)["rows"] if row["name"] == "source")
+    assert source["passed"] is True  # accepted explicitly
+    assert source["message"].endswith(err.strip().split("could not read ")[1])

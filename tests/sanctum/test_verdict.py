@@ -11,7 +11,7 @@ the run's verdict, ``check``'s.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,16 @@ from sanctum.widgets import StatusBanner
 from sanctum.widgets.runs import RunTable
 from telemetry.eventlog import EventLogReader
 from tests.sanctum.app_support import wait_until
-from tests.sanctum.logs import KL_WARNING, RunLog, kl_breach, write_run
+from tests.sanctum.logs import (
+    KL_WARNING,
+    RunLog,
+    kl_breach,
+    write_failed_then_completed,
+    write_lost_updates,
+    write_run,
+    write_source_unread,
+    write_with_foreign_updates,
+)
 from tests.sanctum.test_runs_app import wait_for
 
 FIXTURES: dict[str, dict[str, Any]] = {
@@ -236,3 +245,67 @@ def test_the_verdict_word_follows_the_rows() -> None:
         "verdict_level": "critical",
         "verdict_so_far": False,
     }
+
+
+# -- what the gate cannot vouch for fails the same in every view ---------------------------
+
+DOUBTFUL: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "lost": (write_lost_updates, "FAIL: lost 20x"),
+    "foreign": (write_with_foreign_updates, "FAIL: other run 40x"),
+    "failed-then-completed": (write_failed_then_completed, "FAIL: run failed"),
+    "source-unread": (write_source_unread, "FAIL: source unread 1x"),
+}
+"""A log that lost 20 of its 40 updates, one holding 40 critical updates of another run,
+a run that reported failed and then completed, an import that could not read its source:
+each fails check, and every view says so with check's words."""
+
+
+@pytest.fixture
+def doubtful(tmp_path: Path) -> dict[str, Path]:
+    folders = {}
+    for name, (write, _) in DOUBTFUL.items():
+        folders[name] = write(tmp_path / "runs" / name / "events.jsonl").parent
+    return folders
+
+
+def test_every_view_fails_a_log_the_gate_cannot_vouch_for(
+    doubtful: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    healthy = write_run(doubtful["lost"].parent / "healthy" / "events.jsonl", updates=12)
+    for name, run in doubtful.items():
+        expected = ("FAIL", DOUBTFUL[name][1])
+        check = json_of(capsys, "check", str(run), "--json")
+        assert (check["passed"], word_and_text(check)) == (False, expected), name
+        summary = json_of(capsys, "summary", str(run), "--json")
+        assert word_and_text(summary) == expected, name
+        assert summary["doubts"], name  # the summary says why, not only the word
+        once = json_of(capsys, str(run), "--once", "--json")
+        assert word_and_text(once) == expected, name
+        diff = json_of(capsys, "diff", str(healthy.parent), str(run), "--json")
+        assert word_and_text(diff["b"]) == expected, name
+    summary = json_of(capsys, "summary", str(doubtful["foreign"]), "--json")
+    assert (summary["foreign_runs"], summary["foreign_events"]) == ({"intruder": 40}, 40)
+    main(["summary", str(doubtful["foreign"])])
+    assert (
+        "doubt     40 events of another run in this log: intruder (40x); the log is not "
+        "this run's alone, and the gate does not pass a mix of runs"
+    ) in capsys.readouterr().out.splitlines()
+
+
+async def test_the_run_table_and_banner_fail_a_log_the_gate_cannot_vouch_for(
+    doubtful: dict[str, Path],
+) -> None:
+    app = RunsApp([run / "events.jsonl" for run in doubtful.values()], DEFAULT_THRESHOLDS)
+    async with app.run_test(size=(160, 36)) as pilot:
+        await wait_for(
+            pilot, lambda a: all(r.update is not None for r in a.board.rows), "every run"
+        )
+        for name, (_, text) in DOUBTFUL.items():
+            row = next(r for r in app.board.rows if r.label == name)  # type: ignore[union-attr]
+            assert row.verdict.text == text, name
+    for name, run in doubtful.items():
+        one = SanctumApp(run / "events.jsonl", DEFAULT_THRESHOLDS)
+        async with one.run_test(size=(120, 36)) as pilot:
+            await wait_until(pilot, lambda s: s.run.status not in (None, "running"), "the end")
+            await pilot.pause()
+            assert banner(one) == (None, DOUBTFUL[name][1]), name
