@@ -60,26 +60,14 @@ class TBLog:
     record is, what is wrong with it, and how many bytes from there were not read."""
 
 
-def _crc_table() -> tuple[int, ...]:
-    table = []
-    for i in range(256):
-        crc = i
-        for _ in range(8):
-            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
-        table.append(crc)
-    return tuple(table)
-
-
-_CRC32C: Final = _crc_table()
-"""CRC-32C (Castagnoli), reflected, one entry per byte value."""
-
-
 def masked_crc32c(data: bytes) -> int:
-    """TFRecord's checksum of ``data``: CRC-32C, rotated right by 15 and offset."""
-    crc, table = 0xFFFFFFFF, _CRC32C
-    for byte in data:
-        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    crc ^= 0xFFFFFFFF
+    """TFRecord's checksum of ``data``: CRC-32C (``google-crc32c``, in the tensorboard
+    extra: C, where a Python loop reads 2 MB/s), rotated right by 15 and offset."""
+    try:
+        crc32c = importlib.import_module("google_crc32c")
+    except ModuleNotFoundError:
+        raise UsageError(EXTRA_HINT) from None
+    crc: int = crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 

@@ -242,6 +242,15 @@ def test_without_tensorboard_the_error_names_the_extra(
     )
 
 
+def test_the_record_checksum_is_tensorboards_own() -> None:
+    stub = pytest.importorskip(
+        "tensorboard.compat.tensorflow_stub.pywrap_tensorflow",
+        reason="needs tensorboard: pip install 'sanctum-ppo[tensorboard]'",
+    )
+    for data in (b"", b"\x00" * 12, bytes(range(256)) * 40):
+        assert masked_crc32c(data) == stub.masked_crc32c(data)
+
+
 def test_reading_a_log_loads_neither_torch_nor_tensorflow(tmp_path: Path) -> None:
     write_tb(tmp_path / "tb", {"losses/approx_kl": [(1, 0.01)]}, 0.0)
     code = (
