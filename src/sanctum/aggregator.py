@@ -50,7 +50,7 @@ from sanctum.state import (
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.trend import least_squares_slope, trend_of
 from sanctum.verdict import PENDING, RunVerdict, judge_rows, over_words, seconds_text, verdict_of
-from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkippedLine
+from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
 from telemetry.events import (
     Anomaly,
     AnomalyPayload,
@@ -78,9 +78,10 @@ PACE_MIN_INTERVALS: Final = 3
 """Intervals it takes before a run has a pace, and so before a silence can be a stall."""
 
 
-def may_be_an_update(line: SkippedLine) -> bool:
-    """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
-    return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+def may_be_an_update(skip: SkipClass) -> bool:
+    """A skipped line (of this class) that says it is a ``ppo_update``, or says nothing of
+    what it is."""
+    return skip == ("malformed", None) or skip == ("malformed", "ppo_update")
 
 
 def new_run_reason(run_id: str) -> str:
@@ -157,21 +158,28 @@ class SanctumAggregator:
         for event in batch.events:
             self.handle(event)
         for line in batch.skipped:
-            if line.kind == "malformed":
-                self.malformed += 1
-            else:
-                self.unknown_kind += 1
+            self._count_skipped(line.skip_class, 1)
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
-            if may_be_an_update(line):
-                self.unreadable_total += 1
-                if len(self.unreadable) < SKIPPED_KEPT:
-                    self.unreadable.append(line)
-        if batch.skipped:
-            n, first = len(batch.skipped), batch.skipped[0]
-            text = f"{plural(n, 'line')} skipped from line {first.line_no}: {first.detail}"
+            if may_be_an_update(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
+                self.unreadable.append(line)
+        for skip, count in batch.unlisted.items():  # past the reader's cap: counted only
+            self._count_skipped(skip, count)
+        if n := batch.skipped_count:
+            first = batch.skipped[0] if batch.skipped else None
+            text = plural(n, "line") + " skipped"
+            if first is not None:
+                text += f" from line {first.line_no}: {first.detail}"
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
         self.judge_pending()
+
+    def _count_skipped(self, skip: SkipClass, count: int) -> None:
+        if skip[0] == "malformed":
+            self.malformed += count
+        else:
+            self.unknown_kind += count
+        if may_be_an_update(skip):
+            self.unreadable_total += count
 
     def judge_pending(self) -> None:
         """Judge the updates folded since the last call, in one batch."""

@@ -23,8 +23,16 @@ from sanctum.judge import MetricStats
 from sanctum.records import AnomalyRecord, EarlierRun
 from sanctum.rule_judge import RuleTally
 from sanctum.thresholds import Thresholds
-from telemetry.eventlog import EventLogError, EventLogReader, ReadBatch, SkippedLine
+from telemetry.eventlog import (
+    MAX_LINE_BYTES,
+    EventLogError,
+    EventLogReader,
+    ReadBatch,
+    SkippedLine,
+)
+from telemetry.eventlog.reader import DECODE_ERRORS
 from telemetry.events import Event, RunStarted
+from telemetry.files import InputFileError, bounded_lines, open_input
 
 
 class NoRunStarted(EventLogError):
@@ -122,17 +130,23 @@ def run_starts(path: Path) -> list[tuple[int, str]]:
     ``path`` (a run id other than the one before it), decoded as the reader decodes.
 
     Events carry no line numbers, so this second pass runs only when a scan found more
-    than one run, to name the lines; it decodes only lines that mention run_started.
+    than one run, to name the lines; it decodes only lines that mention run_started, and,
+    as the reader does, never holds a line longer than MAX_LINE_BYTES (it skips it) nor
+    takes a last line without its newline. Raises EventLogError for unusable input.
     """
     decoder = msgspec.json.Decoder(Event, strict=False)
     starts: list[tuple[int, str]] = []
-    with open(path, "rb") as fh:
-        for line_no, line in enumerate(fh, 1):
-            if b"run_started" not in line:
+    try:
+        fh = open_input(path, "event log")
+    except InputFileError as exc:
+        raise EventLogError(str(exc)) from None
+    with fh:
+        for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), 1):
+            if line is None or b"run_started" not in line or not line.endswith(b"\n"):
                 continue
             try:
                 event = decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except DECODE_ERRORS:
                 continue  # the reader skipped it too
             if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
                 starts.append((line_no, event.run_id))
