@@ -253,3 +253,13 @@ def test_skipped_lines_past_the_cap_are_counted_not_listed(log: LogBuilder) -> N
     assert unlisted == {("malformed", None): 50}
     assert len(reader.skipped) == SKIPPED_KEPT
     assert reader.skipped[-1].line_no == SKIPPED_KEPT
+
+
+def test_a_stretch_of_blank_lines_longer_than_a_read_does_not_end_the_batches(
+    log: LogBuilder,
+) -> None:
+    log.beats(1)
+    log.raw("\n" * 5000)  # more than a read's worth of nothing
+    log.beats(2)
+    batches = list(EventLogReader(log.path).batches(max_bytes=1024))
+    assert steps_of([e for b in batches for e in b.events]) == [1, 2]

@@ -134,10 +134,21 @@ class EventLogReader:
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
+        An empty batch means nothing more is there now: a stretch of blank lines (or of a
+        too-long line) is read past, not returned as an empty batch that would end a loop
+        such as :meth:`batches` before the lines after it.
+
         Raises EventLogNotFound, EventLogError (unreadable, not a regular file) or
         SchemaVersionError; after an error the offset has not moved, so nothing is consumed
         that was not delivered.
         """
+        while True:
+            before = self.offset
+            batch = self._read_once(max_bytes)
+            if batch or self.offset == before or self.offset >= self.size:
+                return batch
+
+    def _read_once(self, max_bytes: int) -> ReadBatch:
         fd = self._open()
         try:
             reset = self._check_identity(fd)
