@@ -134,21 +134,13 @@ class EventLogReader:
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
-        An empty batch means nothing more is there now: a stretch of blank lines (or of a
-        too-long line) is read past, not returned as an empty batch that would end a loop
-        such as :meth:`batches` before the lines after it.
+        An empty batch may still have moved the offset (past blank lines, or part of a
+        too-long line): a loop reads on while :attr:`offset` moves, as :meth:`batches` does.
 
         Raises EventLogNotFound, EventLogError (unreadable, not a regular file) or
         SchemaVersionError; after an error the offset has not moved, so nothing is consumed
         that was not delivered.
         """
-        while True:
-            before = self.offset
-            batch = self._read_once(max_bytes)
-            if batch or self.offset == before or self.offset >= self.size:
-                return batch
-
-    def _read_once(self, max_bytes: int) -> ReadBatch:
         fd = self._open()
         try:
             reset = self._check_identity(fd)
@@ -248,9 +240,15 @@ class EventLogReader:
         return lines
 
     def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
-        """Yield batches until the end of what is in the file now."""
-        while batch := self.read_new(max_bytes):
-            yield batch
+        """Yield batches until the end of what is in the file now (a stretch of blank
+        lines longer than ``max_bytes`` is read past, not taken for the end)."""
+        while True:
+            before = self.offset
+            batch = self.read_new(max_bytes)
+            if batch:
+                yield batch
+            elif self.offset == before:
+                return
 
     def follow(
         self, poll_interval: float = 0.1, stop: Callable[[], bool] | None = None
