@@ -18,10 +18,14 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 from collections.abc import Iterator
 from typing import IO, Any, Final
 
-import tomllib
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib
 
 from telemetry.text import visible
 

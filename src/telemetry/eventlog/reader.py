@@ -218,8 +218,11 @@ class EventLogReader:
 
     @property
     def line_no(self) -> int:
-        """Number of lines consumed so far."""
-        fd = os.open(self.path, os.O_RDONLY)
+        """Number of lines consumed so far (EventLogError when the file cannot be read, or
+        is no longer a regular file)."""
+        size = self.size
+        fd = self._open()  # O_NONBLOCK, a regular file only: never a hang on a FIFO
+        self.size = size
         try:
             return self._lines_before(fd, self.offset)
         finally:
