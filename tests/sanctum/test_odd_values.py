@@ -90,12 +90,21 @@ def write_log(
     return path
 
 
-def run(*argv: str) -> tuple[int, str]:
-    """``sanctum ARGV`` in this process: (exit code, what it wrote to stderr)."""
+def run(*argv: str) -> tuple[int, str, str]:
+    """``sanctum ARGV`` in this process: (exit code, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
-    return code, err.getvalue()
+    return code, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as strict JSON (a bare NaN or Infinity token is an error)."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"not strict JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
 
 
 def table_text(*paths: Path) -> str:
@@ -127,9 +136,11 @@ def assert_views_survive(run_path: Path, plain: Path) -> None:
         ["diff", str(run_path), str(plain)],
         ["check", str(run_path), "--baseline", str(plain)],
     ):
-        code, err = run(*argv)
+        code, out, err = run(*argv)
         assert "Traceback" not in err and "internal error" not in err, (argv, err)
         assert code in EXITS["gate" if "--baseline" in argv else argv[0]], (argv, code, err)
+        if "--json" in argv:
+            strict_json(out)
     assert "run0" in table_text(run_path, plain)
 
 
@@ -157,10 +168,9 @@ def test_the_reported_odd_values_are_read_not_crashed_on(
 
 def test_a_start_time_no_calendar_holds_is_shown_as_unknown(tmp_path: Path) -> None:
     path = write_log(tmp_path / "r" / "events.jsonl", {}, ['"Infinity"', 2.0, 3.0, 4.0])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["summary", str(path)]) == 0
-    assert "started   unknown (ts inf is not a date);" in out.getvalue()
+    code, out, _ = run("summary", str(path))
+    assert code == 0
+    assert "started   unknown (ts inf is not a date);" in out
 
 
 headers = st.fixed_dictionaries(
