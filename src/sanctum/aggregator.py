@@ -51,7 +51,7 @@ from sanctum.state import (
 from sanctum.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.trend import least_squares_slope, trend_of
 from sanctum.verdict import PENDING, RunVerdict, judge_rows, over_words, seconds_text, verdict_of
-from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkippedLine
+from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
 from telemetry.events import (
     Anomaly,
     AnomalyPayload,
@@ -86,9 +86,10 @@ SOURCE_UNREAD_KEPT: Final = 100
 """Entries of ``source_unread`` kept (a hostile config may hold millions)."""
 
 
-def may_be_an_update(line: SkippedLine) -> bool:
-    """A skipped line that says it is a ``ppo_update``, or says nothing of what it is."""
-    return line.kind == "malformed" and line.event_type in (None, "ppo_update")
+def may_be_an_update(skip: SkipClass) -> bool:
+    """A skipped line (of this class) that says it is a ``ppo_update``, or says nothing of
+    what it is."""
+    return skip == ("malformed", None) or skip == ("malformed", "ppo_update")
 
 
 def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -180,22 +181,29 @@ class SanctumAggregator:
         for event in batch.events:
             self.handle(event)
         for line in batch.skipped:
-            if line.kind == "malformed":
-                self.malformed += 1
-            else:
-                self.unknown_kind += 1
+            self._count_skipped(line.skip_class, 1)
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
-            self.run.skipped_lines += 1
-            if may_be_an_update(line):
-                self.unreadable_total += 1
-                if len(self.unreadable) < SKIPPED_KEPT:
-                    self.unreadable.append(line)
-        if batch.skipped:
-            n, first = len(batch.skipped), batch.skipped[0]
-            text = f"{plural(n, 'line')} skipped from line {first.line_no}: {first.detail}"
+            if may_be_an_update(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
+                self.unreadable.append(line)
+        for skip, count in batch.unlisted.items():  # past the reader's cap: counted only
+            self._count_skipped(skip, count)
+        if n := batch.skipped_count:
+            first = batch.skipped[0] if batch.skipped else None
+            text = plural(n, "line") + " skipped"
+            if first is not None:
+                text += f" from line {first.line_no}: {first.detail}"
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
         self.judge_pending()
+
+    def _count_skipped(self, skip: SkipClass, count: int) -> None:
+        if skip[0] == "malformed":
+            self.malformed += count
+        else:
+            self.unknown_kind += count
+        self.run.skipped_lines += count
+        if may_be_an_update(skip):
+            self.unreadable_total += count
 
     def judge_pending(self) -> None:
         """Judge the updates folded since the last call, in one batch."""

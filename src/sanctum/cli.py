@@ -44,11 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sanctum.rollouts_view import RolloutsError
     from sanctum.thresholds import ThresholdsError, load_thresholds
     from telemetry.eventlog import EventLogError
+    from telemetry.files import InputFileError
 
     try:
         thresholds = load_thresholds(getattr(args, "thresholds", None))  # SUPPRESS: absent
         return _run(args, thresholds)
-    except (UsageError, ThresholdsError, EventLogError, RolloutsError) as exc:
+    except (UsageError, ThresholdsError, EventLogError, RolloutsError, InputFileError) as exc:
         return _unusable(args, str(exc))
     except Exception as exc:
         if args.command not in SCRIPTED and not _once_asked(args):

@@ -103,14 +103,24 @@ Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."
 
 def kl_contracts(config: Mapping[str, object]) -> tuple[Contract, ...]:
     """The KL bounds for a run's ``run_started.config``: a field is never negative when
-    its estimator is known and not signed."""
+    its estimator is known and not signed. A setting that is not a name (a number, a
+    list, an object: a log may hold anything) names no estimator: it counts as absent."""
     return tuple(
         Contract(metric, 0.0, None, "the KL estimator is never negative")
         for setting, metrics in KL_FIELDS.items()
-        if (name := config.get(setting, ASSUMED_ESTIMATOR.get(setting))) is not None
+        if (name := estimator_named(config, setting)) is not None
         and name not in SIGNED_KL_ESTIMATORS
         for metric in metrics
     )
+
+
+def estimator_named(config: Mapping[str, object], setting: str) -> str | None:
+    """The estimator ``config`` names for ``setting`` (:data:`ASSUMED_ESTIMATOR` when it
+    names none; None: unbounded, as an explicit ``null`` says)."""
+    if setting in config and config[setting] is None:
+        return None
+    name = config.get(setting)
+    return name if isinstance(name, str) else ASSUMED_ESTIMATOR.get(setting)
 
 
 @dataclass(frozen=True, slots=True)

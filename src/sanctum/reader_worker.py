@@ -311,8 +311,8 @@ class SnapshotFeed:
             self._sleep_for(min(left, self.poll_interval))
 
     def _replay_batch(self, batch: ReadBatch, clock: ReplayClock, cb: FeedCallbacks) -> None:
-        if batch.skipped or batch.reset:
-            self.aggregator.handle_batch(ReadBatch([], batch.skipped, batch.reset))
+        if batch.skipped or batch.unlisted or batch.reset:
+            self.aggregator.handle_batch(ReadBatch([], batch.skipped, batch.reset, batch.unlisted))
             self._dirty = True
         for event in batch.events:
             if cb.stopped():

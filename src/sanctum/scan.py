@@ -33,11 +33,9 @@ from telemetry.eventlog import (
     ReadBatch,
     SkippedLine,
 )
+from telemetry.eventlog.reader import DECODE_ERRORS
 from telemetry.events import Event, RunStarted
-from telemetry.files import InputFileError, open_input
-
-_CHUNK = 1 << 20
-"""Bytes :func:`run_starts` reads at a time."""
+from telemetry.files import InputFileError, bounded_lines, open_input
 
 
 class NoRunStarted(EventLogError):
@@ -154,12 +152,14 @@ class SnapshotRead:
             want = DEFAULT_MAX_BYTES
             if self.limit is not None:
                 want = min(want, self.limit - reader.offset)
+            before = reader.offset
             batch = reader.read_new(want)
             if self.limit is None or batch.reset is not None:  # the size now: all it reads
                 self.limit = reader.size
-            if not batch:
+            if batch:
+                yield batch
+            elif reader.offset == before:  # an empty batch that moved read blank lines
                 return
-            yield batch
 
 
 def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
@@ -168,43 +168,26 @@ def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     its first ``limit`` bytes (None: all of it). Empty when the file cannot be read now.
 
     Events carry no line numbers, so this second pass runs only when a scan found more
-    than one run, to name the lines; it decodes only lines that mention run_started, and
-    holds no line longer than the reader's limit (memory stays bounded).
+    than one run, to name the lines; it decodes only lines that mention run_started, and,
+    as the reader does, never holds a line longer than MAX_LINE_BYTES (it skips it) nor
+    takes a last line without its newline.
     """
     decoder = msgspec.json.Decoder(Event, strict=False)
     starts: list[tuple[int, str]] = []
-    line, too_long, line_no, left = bytearray(), False, 0, limit
-
-    def consider(text: bytes) -> None:
-        if b"run_started" not in text:
-            return
-        try:
-            event = decoder.decode(text)
-        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
-            return  # the reader skipped it too
-        if isinstance(event, RunStarted) and (not starts or starts[-1][1] != event.run_id):
-            starts.append((line_no, event.run_id))
-
     try:
         with open_input(path, "event log") as fh:
-            while left is None or left > 0:
-                chunk = fh.read(_CHUNK if left is None else min(_CHUNK, left))
-                if not chunk:
+            for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), 1):
+                if line is not None and b"run_started" in line and line.endswith(b"\n"):
+                    try:
+                        event = decoder.decode(line)
+                    except DECODE_ERRORS:
+                        event = None  # the reader skipped it too
+                    if isinstance(event, RunStarted) and (
+                        not starts or starts[-1][1] != event.run_id
+                    ):
+                        starts.append((line_no, event.run_id))
+                if limit is not None and fh.tell() >= limit:  # the line that straddles it, read
                     break
-                left = None if left is None else left - len(chunk)
-                pos = 0
-                while (newline := chunk.find(b"\n", pos)) >= 0:
-                    line_no += 1
-                    if not too_long and len(line) + newline - pos <= MAX_LINE_BYTES:
-                        line += chunk[pos:newline]
-                        consider(bytes(line))
-                    line.clear()
-                    too_long, pos = False, newline + 1
-                if not too_long and len(line) + len(chunk) - pos <= MAX_LINE_BYTES:
-                    line += chunk[pos:]
-                else:
-                    too_long = True
-                    line.clear()
     except (OSError, InputFileError):
         return []
     return starts

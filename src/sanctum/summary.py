@@ -56,6 +56,17 @@ _RUN_FACTS = (
 )
 
 
+def utc_text(ts: float | None) -> str:
+    """A log's time (seconds since 1970) as a UTC date; ``unknown`` when it has none or
+    one no calendar holds (Infinity, NaN, 1e300: a log may say anything)."""
+    if ts is None:
+        return "unknown"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return f"unknown (ts {ts:g} is not a date)"
+
+
 def summarize(
     scan: LogScan, fail_on: Level = Level.CRITICAL, now: float | None = None
 ) -> dict[str, Any]:
@@ -148,11 +159,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         )
         if v is not None
     )
-    started = (
-        "unknown"
-        if r["started_ts"] is None
-        else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(r["started_ts"]))
-    )
+    started = utc_text(r["started_ts"])
     status = r["status"] or "no events"
     if r["status"] == "running":
         status = "no run_finished (still running, or cut off)"

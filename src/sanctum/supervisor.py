@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from telemetry.files import InputFileError, open_input
+
 STOP_TIMEOUT = 60.0
 """Seconds a stopping trainer gets to save its checkpoint and record the end before SIGKILL."""
 TAIL_LINES = 6
@@ -39,10 +41,10 @@ def describe_exit(code: int) -> str:
 def tail(path: Path, lines: int = TAIL_LINES) -> tuple[str, ...]:
     """The last ``lines`` non-blank lines of a text file (empty if it cannot be read)."""
     try:
-        with path.open("rb") as fh:
+        with open_input(path, "trainer output") as fh:  # a FIFO there cannot hang us
             fh.seek(max(0, fh.seek(0, os.SEEK_END) - _TAIL_BYTES))
-            data = fh.read()
-    except OSError:
+            data = fh.read(_TAIL_BYTES)
+    except (OSError, InputFileError):
         return ()
     text = data.decode("utf-8", errors="replace")
     kept = [line.rstrip() for line in text.splitlines() if line.strip()]

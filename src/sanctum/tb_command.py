@@ -37,6 +37,7 @@ from sanctum.tb_import import (
 )
 from sanctum.tb_mapping import REQUIRED, TABLES, TagMapping, detect, load_map, with_file
 from sanctum.tb_reader import TBLog, event_directory, read_log
+from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
     PPOUpdatePayload,
     RolloutPayload,
@@ -44,6 +45,7 @@ from telemetry.events import (
     RunStartedPayload,
     TrainerInfo,
 )
+from telemetry.files import InputFileError, open_input
 from telemetry.integrations.cleanrl import config_of
 from telemetry.recorder import EVENTS_FILE, RUN_ID, Recorder, new_run_id
 
@@ -158,10 +160,10 @@ def other_data(log: TBLog, mapping: TagMapping) -> list[tuple[str, tuple[str, ..
 def _imported(path: Path) -> bool:
     """Whether the log at ``path`` was written by an import (its config's source)."""
     try:
-        with path.open("rb") as fh:
-            first = json.loads(fh.readline())
+        with open_input(path, "event log") as fh:
+            first = json.loads(fh.readline(MAX_LINE_BYTES))
         return bool(first["payload"]["config"]["source"] == SOURCE)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, InputFileError, ValueError, KeyError, TypeError, RecursionError):
         return False
 
 

@@ -27,7 +27,6 @@ negative entropy: scale -1). A mapping file::
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -38,11 +37,7 @@ import msgspec
 
 from sanctum.runs import UsageError
 from telemetry.events import PPOUpdatePayload, RolloutPayload
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport
-    import tomli as tomllib
+from telemetry.files import InputFileError, read_toml
 
 TargetKind = Literal["update", "rollout", "episode", "config", "ignore"]
 NumberKind = type[bool] | type[int] | type[float]
@@ -245,12 +240,10 @@ def _entry(path: Path, tag: str, entry: object) -> Target:
 
 def load_map(path: Path) -> MapFile:
     """Read a mapping file; UsageError naming the file and key when it is unusable."""
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the mapping file: {exc.strerror or exc}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: not a TOML mapping file: {exc}") from None
+    try:  # the one opener: a regular file, 1 MiB at most, nested 16 deep at most
+        doc = read_toml(path, "mapping file")
+    except InputFileError as exc:
+        raise UsageError(str(exc)) from None
     tags = doc.pop("tags", {})
     if not isinstance(tags, dict):
         raise UsageError(f"{path}: tags must be a table of tag = field")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sanctum.runs import UsageError
+from telemetry.files import InputFileError, regular_file_size
 
 EXTRA_HINT: Final = (
     "reading TensorBoard logs needs tensorboard: pip install 'sanctum-ppo[tensorboard]'"
@@ -172,6 +173,12 @@ def _text(tensor_util: Any, event: Any) -> str:
 
 def _load(directory: Path) -> tuple[Any, Any]:
     """TensorBoard's accumulator over ``directory``, every scalar and tensor kept."""
+    for path in directory.iterdir():  # TensorBoard opens every *tfevents* name it lists
+        if "tfevents" in path.name:
+            try:  # the one opener's test: a FIFO would hang it, /dev/zero never end
+                regular_file_size(path, "TensorBoard event file")
+            except InputFileError as exc:
+                raise UsageError(str(exc)) from None
     ea, tensor_util = _tensorboard()
     acc = ea.EventAccumulator(str(directory), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
     try:

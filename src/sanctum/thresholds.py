@@ -28,7 +28,6 @@ Non-finite values are critical for every metric regardless of the table (see ``h
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -36,11 +35,7 @@ from typing import Any, Final, Literal
 
 from sanctum.formatting import NOT_MEASURED, format_value, visible
 from sanctum.metrics import PPO_METRICS
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 needs the tomli backport
-    import tomli as tomllib
+from telemetry.files import InputFileError, read_toml
 
 Direction = Literal["above", "below"]
 Statistic = Literal["value", "median", "jump", "shift"]
@@ -415,13 +410,10 @@ def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) ->
     """``base`` with the overrides of the TOML file at ``path``; ``base`` itself for None."""
     if path is None:
         return base
-    try:
-        with open(path, "rb") as fh:
-            document = tomllib.load(fh)
-    except OSError as exc:
-        raise ThresholdsError(f"{path}: cannot read thresholds file: {exc.strerror}") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ThresholdsError(f"{path}: not valid TOML: {exc}") from exc
+    try:  # the one opener: a regular file, 1 MiB at most, nested 16 deep at most
+        document = read_toml(path, "thresholds file")
+    except InputFileError as exc:
+        raise ThresholdsError(str(exc)) from None
     try:
         return thresholds_from_mapping(document, base)
     except ThresholdsError as exc:

@@ -19,14 +19,15 @@ import io
 import os
 import stat
 import sys
-from typing import Any, Final
-
-from telemetry.text import visible
+from collections.abc import Iterator
+from typing import IO, Any, Final
 
 if sys.version_info >= (3, 11):
     import tomllib
-else:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib
+
+from telemetry.text import visible
 
 KIB: Final = 1024
 MIB: Final = 1024 * KIB
@@ -35,6 +36,10 @@ TOML_MAX_BYTES: Final = 1 * MIB
 """A thresholds file, a TensorBoard map or a training config: a few KB in practice."""
 TOML_MAX_DEPTH: Final = 16
 """Tables and arrays nested deeper than this are refused (ours nest 3 deep)."""
+
+
+_SKIP_PIECE: Final = 1 * MIB
+"""How much of a too-long line :func:`bounded_lines` reads at a time while skipping it."""
 
 
 class InputFileError(Exception):
@@ -158,6 +163,20 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
+def bounded_lines(fh: IO[bytes], max_line_bytes: int) -> Iterator[bytes | None]:
+    """Each line of ``fh`` with its newline (the last one may lack it), or None for a line
+    longer than ``max_line_bytes`` (newline not counted), which is read past in bounded
+    pieces and never held whole: memory stays within the limit whatever the file holds."""
+    while line := fh.readline(max_line_bytes + 1):
+        if len(line) <= max_line_bytes or line.endswith(b"\n"):
+            yield line
+            continue
+        del line  # the limit's worth read so far: let it go before reading on
+        while (rest := fh.readline(_SKIP_PIECE)) and not rest.endswith(b"\n"):
+            pass
+        yield None
+
+
 def regular_file_size(path: str | os.PathLike[str], what: str) -> int:
     """The size of ``path`` after checking it is a regular, readable file (for inputs a
     library opens itself, such as a checkpoint for ``torch.load``)."""
@@ -169,6 +188,7 @@ __all__ = [
     "TOML_MAX_BYTES",
     "TOML_MAX_DEPTH",
     "InputFileError",
+    "bounded_lines",
     "describe",
     "open_input",
     "read_input",

@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 import msgspec
+
+from telemetry.eventlog import MAX_LINE_BYTES
+from telemetry.files import bounded_lines, open_input
 
 ROLLOUTS_FILE = "rollouts.jsonl"
 """The records' file name, beside ``events.jsonl`` in the run folder."""
@@ -84,12 +86,24 @@ _DECODER = msgspec.json.Decoder(RolloutRecord)
 
 def iter_records(path: str | os.PathLike[str]) -> Iterator[RolloutRecord | SkippedRecord]:
     """Every line of ``path`` in order, as a record or as a skipped line (a last line
-    without its newline is still being written and is left out)."""
-    with Path(path).open("rb") as fh:
-        for line_no, line in enumerate(fh, start=1):
+    without its newline is still being written and is left out).
+
+    The file is opened at once through the one opener (a regular file only: a FIFO or a
+    device is an :class:`~telemetry.files.InputFileError`, one line), and a line longer
+    than :data:`~telemetry.eventlog.MAX_LINE_BYTES` is skipped without being held.
+    """
+    return _records(open_input(path, "rollouts file"))
+
+
+def _records(fh: IO[bytes]) -> Iterator[RolloutRecord | SkippedRecord]:
+    with fh:
+        for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), start=1):
+            if line is None:
+                yield SkippedRecord(line_no, f"longer than the {MAX_LINE_BYTES} byte limit")
+                continue
             if not line.endswith(b"\n"):
                 return
             try:
                 yield _DECODER.decode(line)
-            except msgspec.DecodeError as exc:
-                yield SkippedRecord(line_no, str(exc))
+            except (msgspec.DecodeError, RecursionError) as exc:
+                yield SkippedRecord(line_no, str(exc) or "nested too deeply")

@@ -176,7 +176,7 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("two runs", "holds the TensorBoard logs of 2 runs (a, b): import one of them"),
         ("unknown tags", "map them with --map FILE (scalar tags: my/kl)"),
         ("bad field", "tags.'my/kl': 'kl' is not a ppo_update or rollout field"),
-        ("bad toml", "not a TOML mapping file"),
+        ("bad toml", "mapping file is not valid TOML"),
         ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
         ("actions", "--actions must be at least 2, got 1"),
         ("unwritable out", "cannot write the event log"),

@@ -239,12 +239,27 @@ def test_refused_schema_consumes_nothing(tmp_path: Path) -> None:
         assert reader.offset == 0
 
 
-def test_skipped_lines_are_counted_but_kept_bounded(log: LogBuilder) -> None:
+def test_skipped_lines_past_the_cap_are_counted_not_listed(log: LogBuilder) -> None:
     from telemetry.eventlog import SKIPPED_KEPT
 
     log.raw("not json\n" * (SKIPPED_KEPT + 50))
+    log.raw('{"type":"ppo_update","payload":{}}\n' * 3)  # another class: listed in full
     reader = EventLogReader(log.path)
-    total = sum(len(b.skipped) for b in reader.batches())
-    assert total == reader.skipped_total == SKIPPED_KEPT + 50
+    batches = list(reader.batches(max_bytes=4096))
+    listed = [s for b in batches for s in b.skipped]
+    assert sum(b.skipped_count for b in batches) == reader.skipped_total == SKIPPED_KEPT + 53
+    assert [s.line_no for s in listed] == [*range(1, SKIPPED_KEPT + 1), *range(1051, 1054)]
+    unlisted = {k: sum(b.unlisted.get(k, 0) for b in batches) for k in [("malformed", None)]}
+    assert unlisted == {("malformed", None): 50}
     assert len(reader.skipped) == SKIPPED_KEPT
     assert reader.skipped[-1].line_no == SKIPPED_KEPT
+
+
+def test_a_stretch_of_blank_lines_longer_than_a_read_does_not_end_the_batches(
+    log: LogBuilder,
+) -> None:
+    log.beats(1)
+    log.raw("\n" * 5000)  # more than a read's worth of nothing
+    log.beats(2)
+    batches = list(EventLogReader(log.path).batches(max_bytes=1024))
+    assert steps_of([e for b in batches for e in b.events]) == [1, 2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.files import InputFileError, read_input, read_toml
+from telemetry.files import InputFileError, bounded_lines, read_input, read_toml
 
 
 def _error(path: str | Path, **kw: int) -> str:
@@ -52,3 +52,10 @@ def test_read_input_refuses_growth_past_the_cap(tmp_path: Path) -> None:
     assert read_input(path, "file", 10) == b"x" * 10
     with pytest.raises(InputFileError, match="larger than the 9 bytes limit"):
         read_input(path, "file", 9)
+
+
+def test_bounded_lines_skips_a_line_past_the_limit_without_holding_it(tmp_path: Path) -> None:
+    path = tmp_path / "lines"
+    path.write_bytes(b"ab\n" + b"x" * 10 + b"\n" + b"y" * 9 + b"\n" + b"z" * 11 + b"\ntail")
+    with path.open("rb") as fh:
+        assert list(bounded_lines(fh, 9)) == [b"ab\n", None, b"y" * 9 + b"\n", None, b"tail"]

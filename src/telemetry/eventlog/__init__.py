@@ -14,9 +14,12 @@ from telemetry.eventlog.errors import (
 from telemetry.eventlog.reader import (
     DEFAULT_MAX_BYTES,
     MAX_LINE_BYTES,
+    OTHER_TYPE,
     SKIPPED_KEPT,
     EventLogReader,
     ReadBatch,
+    SkipClass,
+    SkipKind,
     SkippedLine,
     read_events,
 )
@@ -25,6 +28,7 @@ from telemetry.eventlog.writer import EventLogWriter
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_LINE_BYTES",
+    "OTHER_TYPE",
     "SKIPPED_KEPT",
     "EventLogError",
     "EventLogNotFound",
@@ -33,6 +37,8 @@ __all__ = [
     "LogInUse",
     "ReadBatch",
     "SchemaVersionError",
+    "SkipClass",
+    "SkipKind",
     "SkippedLine",
     "read_events",
 ]

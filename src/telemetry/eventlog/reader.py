@@ -10,10 +10,11 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -27,8 +28,17 @@ MAX_LINE_BYTES = 16 * 1024 * 1024
 reader's memory stays bounded whatever the file holds (an event line is about 1 KB)."""
 _FINGERPRINT_BYTES = 64
 SKIPPED_KEPT = 1000
-"""Skipped lines kept for reports (by a reader, and by sanctum's aggregator); past that
-they are only counted, so memory stays flat."""
+"""Skipped lines listed for reports, per :data:`SkipClass` (by a reader, and by sanctum's
+aggregator); past that they are only counted, never built, so memory stays flat."""
+OTHER_TYPE: Final = "(other)"
+"""The ``event_type`` of a skip class whose line named a type that is not in the contract
+(never a real type: a type is letters, digits and underscores)."""
+
+SkipKind = Literal["malformed", "unknown_kind"]
+SkipClass = tuple[SkipKind, str | None]
+"""(kind, event type) of a skipped line, the type being a kind of the contract, None when
+the line did not say, or :data:`OTHER_TYPE` (every unknown kind is one class): nine classes
+today, so a reader lists at most nine times SKIPPED_KEPT lines over its life."""
 
 
 @dataclass(frozen=True)
@@ -36,23 +46,41 @@ class SkippedLine:
     """A line the reader could not use, and why."""
 
     line_no: int
-    kind: Literal["malformed", "unknown_kind"]
+    kind: SkipKind
     detail: str
     event_type: str | None = None
     """The line's ``type`` when it could be told (None: not even that could be read)."""
 
+    @property
+    def skip_class(self) -> SkipClass:
+        """The class it is counted in (see :data:`SkipClass`)."""
+        kind = self.event_type
+        return (self.kind, kind if kind is None or kind in KINDS else OTHER_TYPE)
+
 
 @dataclass(frozen=True)
 class ReadBatch:
-    """What one read produced: events in file order, skipped lines, and a reset notice."""
+    """What one read produced: events in file order, skipped lines, and a reset notice.
+
+    A reader lists the first :data:`SKIPPED_KEPT` skipped lines of each
+    :data:`SkipClass` in ``skipped``; later ones are only counted in ``unlisted``, so a
+    file of millions of bad lines costs counts, not objects.
+    """
 
     events: list[Event] = field(default_factory=list)
     skipped: list[SkippedLine] = field(default_factory=list)
     reset: str | None = None
     """Why the reader started again from byte 0 (the file was truncated or replaced)."""
+    unlisted: Mapping[SkipClass, int] = field(default_factory=dict)
+    """Skipped lines counted but not listed, by class."""
+
+    @property
+    def skipped_count(self) -> int:
+        """Every line this batch skipped, listed or not."""
+        return len(self.skipped) + sum(self.unlisted.values())
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.skipped or self.reset)
+        return bool(self.events or self.skipped or self.unlisted or self.reset)
 
 
 class _Peek(msgspec.Struct):
@@ -62,9 +90,10 @@ class _Peek(msgspec.Struct):
     payload: dict[str, object] | None = None
 
 
-_DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
+DECODE_ERRORS = (msgspec.DecodeError, UnicodeDecodeError, RecursionError)
 """What decoding one line can raise: malformed JSON or a wrong field (``DecodeError`` and
 its ``ValidationError``), invalid UTF-8, and nesting deeper than Python's stack."""
+_NO_TYPE: Final[SkipClass] = ("malformed", None)
 _TYPE_PREFIX = re.compile(rb'\s*\{\s*"type"\s*:\s*"([A-Za-z0-9_]{1,64})"')
 """The ``type`` of a line that does not decode at all, when it leads the object (every
 writer of this contract puts it first)."""
@@ -86,6 +115,8 @@ class EventLogReader:
         self.skipped: list[SkippedLine] = []
         """The first SKIPPED_KEPT skipped lines; ``skipped_total`` counts them all."""
         self.skipped_total = 0
+        self._listed: Counter[SkipClass] = Counter()
+        """Skipped lines listed in batches so far, per class (at most SKIPPED_KEPT each)."""
         self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
@@ -104,6 +135,9 @@ class EventLogReader:
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
+        An empty batch may still have moved the offset (past blank lines, or part of a
+        too-long line): a loop reads on while :attr:`offset` moves, as :meth:`batches` does.
+
         Raises EventLogNotFound, EventLogError (unreadable, not a regular file) or
         SchemaVersionError; after an error the offset has not moved, so nothing is consumed
         that was not delivered.
@@ -112,7 +146,7 @@ class EventLogReader:
         try:
             reset = self._check_identity(fd)
             if self._long_line is not None:
-                return ReadBatch(skipped=self._keep(self._skip_long_line(fd)), reset=reset)
+                return self._batch([], *self._skip_long_line(fd), reset=reset)
             want = min(max_bytes, self.size - self.offset)  # never a buffer larger than the news
             if want <= 0:
                 return ReadBatch(reset=reset)
@@ -122,19 +156,25 @@ class EventLogReader:
                 whole = self._read_line_whole(fd, bytes(buf[:n]))
                 if whole is None:  # past MAX_LINE_BYTES: skip it, never hold it
                     self._long_line = (self._lines_before(fd, self.offset) + 1, self.offset)
-                    return ReadBatch(skipped=self._keep(self._skip_long_line(fd)), reset=reset)
+                    return self._batch([], *self._skip_long_line(fd), reset=reset)
                 buf, n = bytearray(whole), len(whole)
             end = buf.rfind(b"\n", 0, n)
             if end < 0:  # nothing, or a partial last line: not an event yet
                 return ReadBatch(reset=reset)
             lines = buf.count(b"\n", 0, end + 1)
-            events, skipped = self._decode(fd, memoryview(buf)[: end + 1], self.offset, lines)
+            unlisted: Counter[SkipClass] = Counter()
+            listed = self._listed.copy()
+            try:
+                events, skipped = self._decode(fd, buf, end + 1, lines, unlisted)
+            except SchemaVersionError:
+                self._listed = listed  # nothing was delivered: list those lines next time
+                raise
         except OSError as exc:
             raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
         finally:
             os.close(fd)
         self.offset += end + 1
-        return ReadBatch(events, self._keep(skipped), reset)
+        return self._batch(events, skipped, unlisted, reset)
 
     def _open(self) -> int:
         """Open the log for reading: a regular file only (O_NONBLOCK: a FIFO cannot hang us)."""
@@ -154,15 +194,36 @@ class EventLogReader:
         self.size = st.st_size
         return fd
 
-    def _keep(self, skipped: list[SkippedLine]) -> list[SkippedLine]:
-        self.skipped_total += len(skipped)
+    def _batch(
+        self,
+        events: list[Event],
+        skipped: list[SkippedLine],
+        unlisted: Counter[SkipClass],
+        reset: str | None,
+    ) -> ReadBatch:
+        """The batch, with the reader's own tally of skipped lines brought up to date."""
+        self.skipped_total += len(skipped) + unlisted.total()
         self.skipped.extend(skipped[: max(0, SKIPPED_KEPT - len(self.skipped))])
-        return skipped
+        return ReadBatch(events, skipped, reset, dict(unlisted))
+
+    def _list_or_count(
+        self, skip: SkippedLine, skipped: list[SkippedLine], unlisted: Counter[SkipClass]
+    ) -> None:
+        """List ``skip`` while its class has fewer than SKIPPED_KEPT listed, else count it."""
+        cls = skip.skip_class
+        if self._listed[cls] < SKIPPED_KEPT:
+            self._listed[cls] += 1
+            skipped.append(skip)
+        else:
+            unlisted[cls] += 1
 
     @property
     def line_no(self) -> int:
-        """Number of lines consumed so far."""
-        fd = os.open(self.path, os.O_RDONLY)
+        """Number of lines consumed so far (EventLogError when the file cannot be read, or
+        is no longer a regular file)."""
+        size = self.size
+        fd = self._open()  # O_NONBLOCK, a regular file only: never a hang on a FIFO
+        self.size = size
         try:
             return self._lines_before(fd, self.offset)
         finally:
@@ -183,9 +244,15 @@ class EventLogReader:
         return lines
 
     def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
-        """Yield batches until the end of what is in the file now."""
-        while batch := self.read_new(max_bytes):
-            yield batch
+        """Yield batches until the end of what is in the file now (a stretch of blank
+        lines longer than ``max_bytes`` is read past, not taken for the end)."""
+        while True:
+            before = self.offset
+            batch = self.read_new(max_bytes)
+            if batch:
+                yield batch
+            elif self.offset == before:
+                return
 
     def follow(
         self, poll_interval: float = 0.1, stop: Callable[[], bool] | None = None
@@ -257,10 +324,12 @@ class EventLogReader:
                 break
         return b"".join(chunks)
 
-    def _skip_long_line(self, fd: int) -> list[SkippedLine]:
+    def _skip_long_line(self, fd: int) -> tuple[list[SkippedLine], Counter[SkipClass]]:
         """Move past the too-long line in chunks; once its newline is found, it is skipped."""
         assert self._long_line is not None
         line_no, start = self._long_line
+        skipped: list[SkippedLine] = []
+        unlisted: Counter[SkipClass] = Counter()
         while chunk := os.pread(fd, DEFAULT_MAX_BYTES, self.offset):
             newline = chunk.find(b"\n")
             if newline >= 0:
@@ -268,42 +337,52 @@ class EventLogReader:
                 self._long_line = None
                 length = self.offset - start
                 detail = f"line of {length} bytes is longer than the {MAX_LINE_BYTES} byte limit"
-                return [SkippedLine(line_no, "malformed", detail)]
+                self._list_or_count(SkippedLine(line_no, "malformed", detail), skipped, unlisted)
+                break
             self.offset += len(chunk)
-        return []  # its end is not written yet
+        return skipped, unlisted  # nothing while its end is not written yet
 
     def _decode(
-        self, fd: int, chunk: memoryview, start: int, lines: int
+        self, fd: int, buf: bytearray, size: int, lines: int, unlisted: Counter[SkipClass]
     ) -> tuple[list[Event], list[SkippedLine]]:
-        """The events of ``chunk`` (``lines`` complete lines from byte ``start``)."""
-        try:  # fast path: every line is good
-            events: list[Event] = self._decoder.decode_lines(chunk)
-        except _DECODE_ERRORS:
-            return self._decode_each(fd, chunk, start)
-        if len(events) != lines:
-            # decode_lines reads JSON values separated by any whitespace: one object spread
-            # over two lines, or two on one, must go line by line (and blank lines with them)
-            return self._decode_each(fd, chunk, start)
-        if RunStarted in set(map(type, events)):
-            for event in events:
-                if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
-                    return self._decode_each(fd, chunk, start)  # to name the line
-        return events, []
+        """The events of ``buf[:size]`` (``lines`` complete lines from the offset), each line
+        decoded on its own terms: the same events and skips whatever its neighbours."""
+        chunk = memoryview(buf)[:size]
+        if _one_object_per_line(buf, size, lines):
+            try:  # fast path: every line is good
+                events: list[Event] = self._decoder.decode_lines(chunk)
+            except DECODE_ERRORS:
+                events = []
+            # decode_lines reads JSON values separated by any whitespace; with every line
+            # one {...} and as many values as lines, each line held exactly one value
+            if len(events) == lines and not _newer_schema(events):
+                return events, []
+        return self._decode_each(fd, chunk, self.offset, unlisted)
 
     def _decode_each(
-        self, fd: int, chunk: memoryview, start: int
+        self, fd: int, chunk: memoryview, start: int, unlisted: Counter[SkipClass]
     ) -> tuple[list[Event], list[SkippedLine]]:
+        """Line by line: a bad line is listed or, past the cap of its class, only counted;
+        the lines are cut one at a time, never all held as objects at once."""
         events: list[Event] = []
         skipped: list[SkippedLine] = []
         line_no = self._lines_before(fd, start)
-        for line in bytes(chunk).split(b"\n")[:-1]:
+        data = bytes(chunk)
+        pos, size = 0, len(data)
+        while pos < size:
+            newline = data.find(b"\n", pos)  # the chunk ends with a newline
+            line = data[pos:newline]
+            pos = newline + 1
             line_no += 1
             if not line.strip():
                 continue
+            if b'"' not in line and self._listed[_NO_TYPE] >= SKIPPED_KEPT:
+                unlisted[_NO_TYPE] += 1  # no string, so no "type": never an event
+                continue
             try:
                 event = self._decoder.decode(line)
-            except _DECODE_ERRORS as exc:
-                skipped.append(self._why_skipped(line, line_no, exc))
+            except DECODE_ERRORS as exc:
+                self._list_or_count(self._why_skipped(line, line_no, exc), skipped, unlisted)
                 continue
             if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
                 raise SchemaVersionError(self.path, line_no, event.payload.schema)
@@ -313,7 +392,7 @@ class EventLogReader:
     def _why_skipped(self, line: bytes, line_no: int, exc: Exception) -> SkippedLine:
         try:
             peek = msgspec.json.decode(line, type=_Peek)
-        except _DECODE_ERRORS:
+        except DECODE_ERRORS:
             leading = _TYPE_PREFIX.match(line)
             kind = leading.group(1).decode() if leading else None
             what = f"invalid {kind} event" if kind in KINDS else "not a JSON event object"
@@ -330,6 +409,26 @@ class EventLogReader:
         return SkippedLine(line_no, "malformed", detail, peek.type)
 
 
+def _newer_schema(events: list[Event]) -> bool:
+    """A ``run_started`` among ``events`` declares a newer major schema (cheap when none
+    starts a run, as in all but one batch of a log)."""
+    return RunStarted in set(map(type, events)) and any(
+        isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR for event in events
+    )
+
+
+def _one_object_per_line(buf: bytearray, size: int, lines: int) -> bool:
+    """Every one of the ``lines`` lines of ``buf[:size]`` is ``{...}`` with nothing around
+    it, so no JSON value runs from one line into the next (a string cannot hold a raw
+    newline, and a ``}`` ending a line then a ``{`` starting the next cannot sit inside one
+    value): with as many values as lines, each line is one value. Two C-level scans."""
+    return (
+        buf.startswith(b"{")
+        and buf.endswith(b"}\n", 0, size)
+        and buf.count(b"}\n{", 0, size) == lines - 1
+    )
+
+
 def _reason(exc: Exception) -> str:
     """Why a line did not decode, in a few words."""
     if isinstance(exc, UnicodeDecodeError):
@@ -343,7 +442,9 @@ def read_events(path: str | os.PathLike[str]) -> ReadBatch:
     """Read a whole event log into one batch (for modest logs; stream with ``batches``)."""
     events: list[Event] = []
     skipped: list[SkippedLine] = []
+    unlisted: Counter[SkipClass] = Counter()
     for batch in EventLogReader(path).batches():
         events.extend(batch.events)
         skipped.extend(batch.skipped)
-    return ReadBatch(events, skipped)
+        unlisted.update(batch.unlisted)
+    return ReadBatch(events, skipped, unlisted=dict(unlisted))

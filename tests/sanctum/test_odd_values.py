@@ -1,0 +1,205 @@
+"""Odd values in a log are shown, or read as "not measured", never a crash.
+
+``run_started.config`` is free-form JSON and ``ts`` any float the decoder takes (the
+strings "Infinity" and "NaN" included): a ``kl_estimator`` holding an object used to
+crash check, summary, --once, diff and the run table (one such run took the whole
+``--all`` table down), and a start time of Infinity or 1e300 crashed ``summary``. Every
+view reads a config value for what it is, whatever its type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sanctum.cli import main
+from sanctum.multi_run import group_rows
+from sanctum.runs_feed import RunFollower
+from sanctum.runs_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line
+from sanctum.thresholds import DEFAULT_THRESHOLDS
+
+CONFIG_KEYS = (
+    "kl_estimator",
+    "ref_kl_loss_estimator",
+    "ref_kl_reward_estimator",
+    "seed",
+    "total_timesteps",
+    "total_steps",
+    "max_kl",
+    "vocab",
+    "env_id",
+    "learning_rate",
+    "hyperparameters",
+)
+"""Keys the views read from ``run_started.config``, and a few they only show."""
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+configs = st.dictionaries(st.sampled_from(CONFIG_KEYS) | st.text(max_size=8), json_values)
+timestamps = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e300, -1e300, 0.0, -1.0, 1e18, 2**63, 1_700_000_000.5]),
+    st.sampled_from(['"Infinity"', '"-Infinity"', '"NaN"']),  # the contract's spellings
+)
+
+UPDATE = {
+    "update": 0,
+    "global_step": 8,
+    "approx_kl": 0.01,
+    "clip_fraction": 0.1,
+    "early_stopped": False,
+}
+ROLLOUT = {"update": 0, "global_step": 8, "episodes": 1, "episode_return_mean": 1.0}
+
+
+def line(kind: str, seq: int, ts: Any, payload: dict[str, Any]) -> str:
+    stamp = ts if isinstance(ts, str) else json.dumps(ts)
+    body = json.dumps(payload)
+    return f'{{"type":"{kind}","run_id":"odd","seq":{seq},"ts":{stamp},"payload":{body}}}\n'
+
+
+def write_log(
+    path: Path, config: dict[str, Any], stamps: list[Any], header: dict[str, Any] | None = None
+) -> Path:
+    started = {"trainer": {"name": "odd"}, "env_id": "CartPole-v1", "config": config}
+    started |= header or {}
+    lines = [
+        line("run_started", 1, stamps[0], started),
+        line("rollout", 2, stamps[1], ROLLOUT),
+        line("ppo_update", 3, stamps[2], UPDATE),
+        line("run_finished", 4, stamps[3], {"status": "completed", "duration_seconds": 1.0}),
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    """``sanctum ARGV`` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as strict JSON (a bare NaN or Infinity token is an error)."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"not strict JSON: {token}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def table_text(*paths: Path) -> str:
+    """The run table's rows and group rows, as the ``--all`` table draws them."""
+    rows = []
+    for i, path in enumerate(paths):
+        follower = RunFollower(path, f"run{i}", DEFAULT_THRESHOLDS)
+        follower.read()
+        rows.append(follower.row(1.8e9))
+    groups, _ = group_rows(rows)
+    lines = [run_line(layout(RUN_COLUMNS, 116), row, i) for i, row in enumerate(rows)]
+    lines += [group_line(layout(GROUP_COLUMNS, 116), g, i) for i, g in enumerate(groups)]
+    return "\n".join("".join(text for text, _ in cells) for cells in lines)
+
+
+EXITS = {"check": {0, 1}, "summary": {0}, "--once": {0}, "diff": {0}, "gate": {0, 1, 2}}
+"""What each command exits with on a log it can read (2 only when it cannot; the learning
+gate says so, one line, when it cannot compare the runs)."""
+
+
+def assert_views_survive(run_path: Path, plain: Path) -> None:
+    for argv in (
+        ["check", str(run_path)],
+        ["check", "--json", str(run_path)],
+        ["summary", str(run_path)],
+        ["summary", "--json", str(run_path)],
+        ["--once", str(run_path)],
+        ["--once", "--json", str(run_path)],
+        ["diff", str(run_path), str(plain)],
+        ["check", str(run_path), "--baseline", str(plain)],
+    ):
+        code, out, err = run(*argv)
+        assert "Traceback" not in err and "internal error" not in err, (argv, err)
+        assert code in EXITS["gate" if "--baseline" in argv else argv[0]], (argv, code, err)
+        if "--json" in argv:
+            strict_json(out)
+    assert "run0" in table_text(run_path, plain)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_log(tmp_path_factory.mktemp("plain") / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    ("config", "stamps"),
+    [
+        ({"kl_estimator": {"name": "k3"}}, [1.0, 2.0, 3.0, 4.0]),
+        ({"ref_kl_loss_estimator": ["k1"], "ref_kl_reward_estimator": 3}, [1.0, 2.0, 3.0, 4.0]),
+        ({}, ['"Infinity"', 2.0, 3.0, 4.0]),
+        ({}, [1e300, 2.0, 3.0, 4.0]),
+        ({}, ['"NaN"', 2.0, 3.0, 4.0]),
+    ],
+    ids=["kl-object", "ref-kl-list-and-number", "ts-inf", "ts-1e300", "ts-nan"],
+)
+def test_the_reported_odd_values_are_read_not_crashed_on(
+    tmp_path: Path, plain: Path, config: dict[str, Any], stamps: list[Any]
+) -> None:
+    assert_views_survive(write_log(tmp_path / "odd" / "events.jsonl", config, stamps), plain)
+
+
+def test_a_start_time_no_calendar_holds_is_shown_as_unknown(tmp_path: Path) -> None:
+    path = write_log(tmp_path / "r" / "events.jsonl", {}, ['"Infinity"', 2.0, 3.0, 4.0])
+    code, out, _ = run("summary", str(path))
+    assert code == 0
+    assert "started   unknown (ts inf is not a date);" in out
+
+
+headers = st.fixed_dictionaries(
+    {},
+    optional={
+        "env_id": st.none() | st.text(max_size=12),
+        "seed": st.none() | st.integers(-(2**64), 2**64),
+        "trainer": st.fixed_dictionaries(
+            {"name": st.text(max_size=8)}, optional={"version": st.text(max_size=8)}
+        ),
+        "world_size": st.integers(-(2**63), 2**63),
+        "schema_minor": st.integers(-5, 2**40),
+        "host": st.text(max_size=8),
+        "pid": st.integers(-(2**63), 2**63),
+    },
+)
+"""The other fields of ``run_started``, each any value of its type (integers past 64 bits
+included: the decoder takes them)."""
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(config=configs, stamps=st.lists(timestamps, min_size=4, max_size=4), header=headers)
+def test_any_config_and_any_time_give_a_documented_exit(
+    tmp_path_factory: pytest.TempPathFactory,
+    config: dict[str, Any],
+    stamps: list[Any],
+    header: dict[str, Any],
+) -> None:
+    folder = tmp_path_factory.mktemp("odd")
+    plain = write_log(folder / "plain" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
+    odd = write_log(folder / "odd" / "events.jsonl", config, stamps, header)
+    assert_views_survive(odd, plain)
