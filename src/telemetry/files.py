@@ -38,8 +38,8 @@ TOML_MAX_DEPTH: Final = 16
 """Tables and arrays nested deeper than this are refused (ours nest 3 deep)."""
 
 
-_SKIP_PIECE: Final = 1 * MIB
-"""How much of a too-long line :func:`bounded_lines` reads at a time while skipping it."""
+_PIECE: Final = 1 * MIB
+"""How much of a line :func:`bounded_lines` reads at a time."""
 
 
 class InputFileError(Exception):
@@ -163,18 +163,26 @@ def _size(n: int) -> str:
     return f"{n} bytes"
 
 
-def bounded_lines(fh: IO[bytes], max_line_bytes: int) -> Iterator[bytes | None]:
+def bounded_lines(fh: IO[bytes], max_line_bytes: int) -> Iterator[bytes | bytearray | None]:
     """Each line of ``fh`` with its newline (the last one may lack it), or None for a line
-    longer than ``max_line_bytes`` (newline not counted), which is read past in bounded
-    pieces and never held whole: memory stays within the limit whatever the file holds."""
-    while line := fh.readline(max_line_bytes + 1):
-        if len(line) <= max_line_bytes or line.endswith(b"\n"):
-            yield line
+    longer than ``max_line_bytes`` (newline not counted). A line is read in pieces of
+    :data:`_PIECE`; one past the limit is read past and never held whole, and a long line
+    is handed over as the buffer it was read into (no copy): memory stays within the
+    limit plus one piece whatever the file holds."""
+    while piece := fh.readline(_PIECE):
+        if piece.endswith(b"\n") or len(piece) < _PIECE:  # the common case: one read
+            yield piece if len(piece) - piece.endswith(b"\n") <= max_line_bytes else None
             continue
-        del line  # the limit's worth read so far: let it go before reading on
-        while (rest := fh.readline(_SKIP_PIECE)) and not rest.endswith(b"\n"):
-            pass
-        yield None
+        line: bytearray | None = bytearray(piece)
+        del piece
+        while more := fh.readline(_PIECE):
+            if line is not None:
+                line += more
+                if len(line) - line.endswith(b"\n") > max_line_bytes:
+                    line = None  # let it go before reading on
+            if more.endswith(b"\n"):
+                break
+        yield line
 
 
 def regular_file_size(path: str | os.PathLike[str], what: str) -> int:
