@@ -168,6 +168,17 @@ def _check_container(path: Path, fh: Any) -> None:
         raise CheckpointError(f"{path}: not a checkpoint (not a file torch.save wrote)")
 
 
+def check(path: Path) -> None:
+    """Refuse now what :func:`load` would refuse at its first bytes: a file that is not
+    regular (a FIFO, a device, a folder) or not the zip archive torch.save writes."""
+    try:
+        fh = open_input(path, "checkpoint")
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
+    with fh:
+        _check_container(path, fh)
+
+
 def load(path: Path) -> dict[str, Any]:
     """Read a checkpoint safely (``weights_only=True``) and check its layout version.
 
