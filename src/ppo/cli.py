@@ -323,7 +323,13 @@ def _summary(result: TrainResult, seconds: float) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppo`` console script and ``python -m ppo``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # --help, or argparse's own usage error (exit 2)
+        if not _stdout_flushed():
+            error(sys.stderr, "cannot write to standard output")
+            return EXIT_USAGE
+        raise
     if args.command != "train":  # pragma: no cover - argparse rejects unknown commands
         return EXIT_USAGE
     code = train(args, sys.stdout, sys.stderr, argv)
