@@ -29,7 +29,7 @@ from ppo.envs import EnvError, probe
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.launch import launch
 from ppo.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
-from ppo.messages import announce, error, shown, summarize
+from ppo.messages import announce, error, memory_line, out_of_memory, shown, summarize
 from ppo.messages import path as shown_path
 from ppo.preflight import check_memory, check_run_folder
 from ppo.progress import PlainReporter, Reporter, RichReporter
@@ -293,6 +293,11 @@ def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err:
     except KeyboardInterrupt as exc:
         print(_interrupted(exc, trainer, run_path), file=err)
         return exit_code_of(exc)
+    except (MemoryError, RuntimeError) as exc:  # beyond the pre-flight estimate
+        if not out_of_memory(exc):
+            raise
+        error(err, memory_line(exc))
+        return EXIT_STOPPED
     return summarize(_summary(result, time.monotonic() - started), result.events_path, out, err)
 
 

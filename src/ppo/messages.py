@@ -40,6 +40,23 @@ def path(value: str | os.PathLike[str]) -> str:
     return visible(os.fspath(value))
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation that failed (Python's MemoryError, or torch's
+    RuntimeError from its CPU allocator, or its CUDA OutOfMemoryError)."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "out of memory" in text.lower()
+    )
+
+
+def memory_line(exc: BaseException) -> str:
+    """One line for a run that ran out of memory (the event log records it as failed)."""
+    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return f"training stopped: out of memory ({first.strip()[:200]}); the run is recorded as failed"
+
+
 def announce(line: str, out: TextIO, err: TextIO) -> bool:
     """Print the first line of a run on ``out``; False (and one line on ``err``) when
     standard output cannot be written (``> /dev/full``): checked before anything is

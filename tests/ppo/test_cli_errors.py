@@ -110,10 +110,14 @@ HOSTILE = "\x1b]0;owned\x07\x1b[2JCartPole-v1"
 """Retitles the terminal (OSC 0 ... BEL) and clears the screen (CSI 2J) if shown raw."""
 
 
-def ppo(*args: str, cwd: Path, stdout: int | IO[Any] = subprocess.PIPE) -> tuple[int, str]:
-    """``ppo train --headless`` as a real process; its exit code and stderr."""
+def ppo(
+    *args: str, cwd: Path, stdout: int | IO[Any] = subprocess.PIPE, steps: bool = True
+) -> tuple[int, str]:
+    """``ppo train --headless [--total-steps 64]`` as a real process; its exit code and
+    stderr."""
+    short = ["--total-steps", "64"] if steps else []
     proc = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", "--headless", "--total-steps", "64", *args],
+        [sys.executable, "-m", "ppo", "train", "--headless", *short, *args],
         cwd=cwd,
         stdout=stdout,
         stderr=subprocess.PIPE,
@@ -391,3 +395,17 @@ def test_help_states_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
         "available now (MemAvailable)",
     ):
         assert limit in text
+
+
+def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
+    tmp_path: Path,
+) -> None:
+    """Token PPO's model comes from its task, so its size is known only once built: an
+    allocation that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run
+    is recorded as failed."""
+    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    huge = ["--set", "rollouts_per_update=10000000000000", "--set", "warm_start_steps=0"]
+    code, err = ppo("--config", str(config), "--run-dir", "runs", *huge, cwd=tmp_path, steps=False)
+    assert code == 1 and one_line(err).startswith("ppo train: training stopped: out of memory")
+    (events,) = (tmp_path / "runs").glob("*/events.jsonl")
+    assert '"status":"failed"' in events.read_text().splitlines()[-1]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
-from ppo.messages import announce, error, summarize
+from ppo.messages import announce, error, memory_line, out_of_memory, summarize
 from ppo.messages import path as shown_path
 from ppo.settings import ConfigError, read_toml
 from ppo.signals import exit_code_of, stop_on_signals
@@ -87,6 +87,11 @@ def train_tokens(
     except KeyboardInterrupt as exc:
         error(err, f"interrupted ({exc or 'Ctrl-C'}); the run is recorded", lead="\n")
         return exit_code_of(exc)
+    except (MemoryError, RuntimeError) as exc:  # rollouts_per_update x max_new_tokens
+        if not out_of_memory(exc):
+            raise
+        error(err, memory_line(exc))
+        return EXIT_STOPPED
     first, last = result.reward_means[0], result.reward_means[-1]
     summary = (
         f"done: {result.updates} updates, {result.global_step} tokens in "
