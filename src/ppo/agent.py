@@ -312,15 +312,54 @@ class PPOAgent:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved."""
+        """Restore what :meth:`state_dict` saved. Values of the wrong type or shape raise
+        TypeError or ValueError here, never later in a step (a checkpoint is input)."""
         fused = [group.get("fused") for group in self.optimizer.param_groups]
         self.optimizer.load_state_dict(state["optimizer"])
+        _check_adam(self.optimizer)
         # load_state_dict also restores the saved "fused" flag; keep what this torch supports
         # (a checkpoint from a newer torch must still resume on an older one).
         for group, flag in zip(self.optimizer.param_groups, fused, strict=True):
             group["fused"] = flag
-        self.kl_coef = float(state["kl_coef"])
+        self.kl_coef = _coefficient(state["kl_coef"], "kl_coef")
         # checkpoints written before the reference KL existed start from the config's values
-        self.ref_kl_loss_coef = float(state.get("ref_kl_loss_coef", self.ref_kl_loss_coef))
-        self.ref_kl_reward_coef = float(state.get("ref_kl_reward_coef", self.ref_kl_reward_coef))
+        self.ref_kl_loss_coef = _coefficient(
+            state.get("ref_kl_loss_coef", self.ref_kl_loss_coef), "ref_kl_loss_coef"
+        )
+        self.ref_kl_reward_coef = _coefficient(
+            state.get("ref_kl_reward_coef", self.ref_kl_reward_coef), "ref_kl_reward_coef"
+        )
         self.generator.set_state(state["generator"])
+
+
+def _coefficient(value: Any, name: str) -> float:
+    """A saved coefficient: a finite number >= 0."""
+    number = float(value)
+    if not (math.isfinite(number) and number >= 0.0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {number!r}")
+    return number
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_adam(optimizer: torch.optim.Optimizer) -> None:
+    """The Adam state a checkpoint restored is usable: numeric hyperparameters, and
+    moments of each parameter's shape (torch's own loading checks neither)."""
+    for group in optimizer.param_groups:
+        betas = group.get("betas")
+        pair = isinstance(betas, (tuple, list)) and len(betas) == 2 and all(map(_real, betas))
+        if not (pair and all(_real(group.get(key)) for key in ("lr", "eps", "weight_decay"))):
+            raise ValueError("its optimizer's lr, eps, weight_decay or betas are not numbers")
+        for param in group["params"]:
+            moments = optimizer.state.get(param)
+            if not moments:  # no step taken yet
+                continue
+            for key in ("exp_avg", "exp_avg_sq"):
+                moment = moments.get(key)
+                if not isinstance(moment, Tensor) or moment.shape != param.shape:
+                    raise ValueError(f"its optimizer's {key} does not match a parameter's shape")
+            step = moments.get("step")
+            if not (isinstance(step, Tensor) and step.numel() == 1):
+                raise ValueError("its optimizer's step is not a count")

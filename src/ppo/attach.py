@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.messages import error
+from ppo.messages import path as shown_path
 from telemetry.recorder import EVENTS_FILE
+from telemetry.text import visible
 
 if TYPE_CHECKING:
     from sanctum.app import SanctumApp
@@ -77,7 +80,7 @@ def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | 
     """Start the trainer child and build its dashboard (None: the run folder is taken)."""
     run_path = Path(args.run_dir) / run_id
     if (run_path / EVENTS_FILE).exists():
-        print(f"ppo train: {run_path} already has an event log; pick another --run-id", file=err)
+        error(err, f"{run_path} already has an event log; pick another --run-id")
         return None
     from sanctum.app import SanctumApp  # Textual loads only for the dashboard
     from sanctum.supervisor import TrainerProcess
@@ -94,7 +97,7 @@ def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | 
 
 def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
     """After the dashboard closed: say what became of training; returns the exit code."""
-    trainer, path = run.trainer, run.run_path
+    trainer, path = run.trainer, shown_path(run.run_path)
     ended = run.app.trainer_exit or trainer.poll()
     snapshot = run.app.snapshot
     if ended is None and snapshot is not None and snapshot.run.status not in (None, "running"):
@@ -105,29 +108,29 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
             f"{why}; training continues in the background (pid {trainer.pid})\n"
             f"  re-attach:  sanctum {path}\n"
             f"  stop it:    kill -INT {trainer.pid}   (saves a checkpoint)\n"
-            f"  its output: {path / STDOUT_FILE}, {path / STDERR_FILE}",
+            f"  its output: {path}/{STDOUT_FILE}, {path}/{STDERR_FILE}",
             file=out,
         )
         return EXIT_OK if run.app.choice == "detach" else EXIT_STOPPED
     if ended.requested:  # the trainer's own last word says where its checkpoint went
-        said = f"\n  {ended.stderr_tail[-1]}" if ended.stderr_tail else ""
-        print(f"stopped the trainer ({ended.describe()}){said}", file=err)
+        said = f"\n  {visible(ended.stderr_tail[-1])}" if ended.stderr_tail else ""
+        print(f"stopped the trainer ({visible(ended.describe())}){said}", file=err)
         return EXIT_INTERRUPTED
     if ended.down:
         return _report_down(ended, path, err)
     print(
-        f"done; event log: {path / EVENTS_FILE}\n"
+        f"done; event log: {path}/{EVENTS_FILE}\n"
         f"  check it:  sanctum check {path}\n  replay it: sanctum replay {path}",
         file=out,
     )
     return EXIT_OK
 
 
-def _report_down(ended: TrainerExit, path: Path, err: TextIO) -> int:
-    lines = "".join(f"\n  {line}" for line in ended.stderr_tail)
+def _report_down(ended: TrainerExit, path: str, err: TextIO) -> int:
+    lines = "".join(f"\n  {visible(line)}" for line in ended.stderr_tail)
     print(
-        f"ppo train: the trainer process died ({ended.describe()}); "
-        f"last lines of {path / STDERR_FILE}:{lines}",
+        f"ppo train: the trainer process died ({visible(ended.describe())}); "
+        f"last lines of {path}/{STDERR_FILE}:{lines}",
         file=err,
     )
     return ended.code if 0 < ended.code < 256 else EXIT_STOPPED

@@ -9,15 +9,18 @@ Environment state is not checkpointable in general; a resume starts fresh episod
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from telemetry.files import InputFileError, open_input
 
 FORMAT = 1
 """Version of the checkpoint layout."""
@@ -77,8 +80,10 @@ def path_for(run_dir: Path, update: int) -> Path:
 def find(run: Path) -> Path:
     """The checkpoint to resume ``run`` from: a .pt file, or a run folder's newest one:
     ``latest.pt``, unless the checkpoint of the highest update is newer (a full disk
-    stopped the copy to ``latest.pt``, leaving it behind or missing)."""
-    if run.is_file():
+    stopped the copy to ``latest.pt``, leaving it behind or missing). Anything there that
+    is not a folder is taken as the checkpoint file itself (:func:`load` refuses a FIFO,
+    a device or a socket before reading a byte)."""
+    if run.exists() and not run.is_dir():
         return run
     candidate = run / CHECKPOINT_DIR / LATEST
     saved = sorted((run / CHECKPOINT_DIR).glob("update_*.pt"))[-1:]  # zero-padded: by number
@@ -103,11 +108,58 @@ def entry(state: dict[str, Any], dotted: str, path: Path) -> Any:
     return value
 
 
-def _check_container(path: Path) -> None:
+COUNT_MAX = 2**63 - 1
+"""The largest update or step count a checkpoint may hold (a signed 64-bit integer)."""
+
+
+def count(state: dict[str, Any], dotted: str, path: Path, low: int = 0) -> int:
+    """The integer entry ``dotted``, in [low, COUNT_MAX]; else a CheckpointError naming it."""
+    value = entry(state, dotted, path)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= COUNT_MAX:
+        shown = repr(value) if len(repr(value)) <= 60 else f"a {type(value).__name__}"
+        raise CheckpointError(
+            f"{path}: its {dotted!r} entry must be an integer in [{low}, 2^63-1], got {shown}"
+        )
+    return value
+
+
+@contextlib.contextmanager
+def restoring(path: Path, dotted: str) -> Iterator[None]:
+    """Around loading the entry ``dotted`` into live objects: whatever it holds (a wrong
+    type, a wrong shape, a missing key), a failure is one CheckpointError naming the file
+    and the entry."""
+    try:
+        yield
+    except CheckpointError:
+        raise
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        AttributeError,
+        IndexError,
+        OverflowError,
+        RuntimeError,
+    ) as exc:
+        what = f"missing entry {exc}" if isinstance(exc, KeyError) else _joined(exc)
+        raise CheckpointError(
+            f"{path}: its {dotted!r} entry does not fit this config: {what}"
+        ) from None
+
+
+def _joined(exc: BaseException, limit: int = 300) -> str:
+    """An error's lines joined into one (torch lists a state-dict mismatch on several),
+    cut to ``limit`` characters."""
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    text = text or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _check_container(path: Path, fh: Any) -> None:
     """Refuse at once a file that is not the zip archive torch.save writes."""
     try:
-        with path.open("rb") as fh:
-            head = fh.read(4)
+        head = fh.read(4)
+        fh.seek(0)
     except OSError as exc:
         raise CheckpointError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from None
     if not head:
@@ -116,15 +168,38 @@ def _check_container(path: Path) -> None:
         raise CheckpointError(f"{path}: not a checkpoint (not a file torch.save wrote)")
 
 
+def check(path: Path) -> None:
+    """Refuse now what :func:`load` would refuse at its first bytes: a file that is not
+    regular (a FIFO, a device, a folder) or not the zip archive torch.save writes."""
+    try:
+        fh = open_input(path, "checkpoint")
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
+    with fh:
+        _check_container(path, fh)
+
+
 def load(path: Path) -> dict[str, Any]:
     """Read a checkpoint safely (``weights_only=True``) and check its layout version.
 
-    Whatever the file holds, the outcome is a state or a :class:`CheckpointError` that
-    says what is wrong with the file in our words (torch's own advice for a refused file
-    is to load it unsafely, which we never do nor suggest)."""
-    _check_container(path)
+    The file is opened by the project's one opener (:func:`telemetry.files.open_input`:
+    a regular file only, so a FIFO cannot hang it nor ``/dev/zero`` fill memory) and
+    torch reads that open file. Whatever the file holds, the outcome is a state or a
+    :class:`CheckpointError` that says what is wrong with the file in our words (torch's
+    own advice for a refused file is to load it unsafely, which we never do nor
+    suggest)."""
     try:
-        state: dict[str, Any] = torch.load(path, weights_only=True, map_location="cpu")
+        fh = open_input(path, "checkpoint")
+    except InputFileError as exc:
+        raise CheckpointError(str(exc)) from None
+    with fh:
+        return _load_open(path, fh)
+
+
+def _load_open(path: Path, fh: Any) -> dict[str, Any]:
+    _check_container(path, fh)
+    try:
+        state: dict[str, Any] = torch.load(fh, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as exc:
         if "Unsupported global" in str(exc):
             raise CheckpointError(

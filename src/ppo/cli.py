@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -24,18 +25,23 @@ from ppo.attach import train_attached, wants_dashboard
 from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
 from ppo.distributed import SINGLE, RankLost, World, join, launched_world_size
-from ppo.envs import EnvError
-from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.envs import EnvError, probe
+from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.launch import launch
+from ppo.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
+from ppo.messages import announce, error, memory_line, out_of_memory, shown, summarize
+from ppo.messages import path as shown_path
+from ppo.preflight import check_memory, check_run_folder
 from ppo.progress import PlainReporter, Reporter, RichReporter
 from ppo.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.tokens.cli import token_config, train_tokens
 from ppo.tokens.config import TokenPPOConfig
 from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
 from telemetry.eventlog import LogInUse
+from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
   ppo train --headless --total-steps 20000
   ppo train --env Acrobot-v1 --set max_kl=0.03 --set early_stop_scope=epoch
@@ -49,6 +55,18 @@ examples:
 
 Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
 --set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
+
+checked before anything is built (one line and exit 2 when not):
+  seed in [0, 2^63-1]; num_envs in [1, {MAX_NUM_ENVS}] (at most {MAX_ASYNC_ENVS} with
+  vector_env=async: a process each); --config a regular TOML file of at most
+  {TOML_MAX_BYTES // MIB} MiB, nested at most {TOML_MAX_DEPTH} deep; checkpoints regular files; the
+  run folder creatable, writable and free; the memory the rollout (num_steps x num_envs) and
+  the network (hidden_sizes, with gradients and Adam state) will need at most what the
+  machine has available now (MemAvailable).
+
+exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
+or standard output could not be written); 2 unusable input (nothing was recorded); 130,
+143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was saved).
 """
 
 
@@ -87,7 +105,10 @@ def _add_config_arguments(train: argparse.ArgumentParser) -> None:
         help=f"environment steps to train (default: {defaults.total_steps})",
     )
     train.add_argument(
-        "--seed", type=int, metavar="N", help=f"seed of the run (default: {defaults.seed})"
+        "--seed",
+        type=int,
+        metavar="N",
+        help=f"seed of the run, 0 to {MAX_SEED} (default: {defaults.seed})",
     )
     train.add_argument("--config", type=Path, metavar="FILE", help="flat TOML file of settings")
     train.add_argument(
@@ -168,10 +189,7 @@ def _train_tokens(
 ) -> int:
     """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
     run_id = check_run_id(args.run_id) if args.run_id else new_run_id("tokens")
-    taken = args.run_dir / run_id / EVENTS_FILE
-    if taken.exists() and taken.stat().st_size > 0:
-        print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
-        return EXIT_USAGE
+    check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
     return train_tokens(config, args.run_dir, run_id, out, err)
@@ -195,22 +213,32 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
         run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
         if args.nproc is not None and args.nproc < 1:
             raise ValueError(f"--nproc must be at least 1, got {args.nproc}")
+        if launched_world_size() == 1:  # one process, or the launcher of --nproc ranks
+            preflight(args, config, run_id)
         if (args.nproc or 1) > 1 and launched_world_size() == 1:
             timeout = config.collective_timeout_seconds
             return launch(args.nproc, [*argv, "--run-id", run_id], timeout, err)
         if launched_world_size() > 1:  # one rank of a torchrun job: rank 0 names the run
             world = join(config.collective_timeout_seconds)
             run_id = world.broadcast(run_id, "the run id")
-    except (ConfigError, CheckpointError, ValueError) as exc:  # ValueError: the run id
-        print(f"ppo train: {exc}", file=err)
+    except (ConfigError, CheckpointError, InputFileError, ValueError) as exc:
+        error(err, exc)  # ValueError: the run id, a pre-flight check, the environment
         return EXIT_USAGE
     except RankLost as exc:
-        print(f"ppo train: {exc}", file=err)
+        error(err, exc)
         return EXIT_STOPPED
     try:
         return _train_rank(args, config, run_id, world, out, err)
     finally:
         world.close()
+
+
+def preflight(args: argparse.Namespace, config: PPOConfig, run_id: str) -> None:
+    """What can be checked before anything is built (:mod:`ppo.preflight`): the run
+    folder, the environment id (one environment is made and closed to learn its
+    spaces), the memory the rollout and the network will need. Raises ValueError."""
+    check_run_folder(args.run_dir, run_id)
+    check_memory(config, probe(config.env_id, config.vector_env), args.nproc or 1)
 
 
 def _train_rank(
@@ -219,27 +247,31 @@ def _train_rank(
     """Train as this process's rank: rank 0 (or the only process) records and reports."""
     taken = args.run_dir / run_id / EVENTS_FILE
     if world.is_main and taken.exists() and taken.stat().st_size > 0:  # checked again, locked
-        print(f"ppo train: {taken.parent} already holds a run; pick another --run-id", file=err)
+        error(err, f"{taken.parent} already holds a run; pick another --run-id")
         return EXIT_USAGE
     if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.attach
         return train_attached(args, run_id, out, err)
     if not world.is_main:
         out = io.StringIO()  # the other ranks print only errors
     reporter = _reporter(out)
-    trainer = Trainer(
-        config,
-        run_dir=args.run_dir,
-        run_id=run_id,
-        resume=args.resume,
-        on_progress=reporter.update,
-        world=world,
-    )
+    try:
+        trainer = Trainer(
+            config,
+            run_dir=args.run_dir,
+            run_id=run_id,
+            resume=args.resume,
+            on_progress=reporter.update,
+            world=world,
+        )
+    except ValueError as exc:  # a checkpoint gone since, this rank's share of the job
+        error(err, exc)
+        return EXIT_USAGE
     run_path = args.run_dir / run_id
     processes = f" by {world.size} processes" if world.distributed else ""
-    print(
-        f"recording to {run_path / EVENTS_FILE}{processes}  (watch live: sanctum {run_path})",
-        file=out,
-    )
+    where = shown_path(run_path)
+    line = f"recording to {where}/{EVENTS_FILE}{processes}  (watch live: sanctum {where})"
+    if not announce(line, out, err):
+        return EXIT_USAGE
     return _run(trainer, reporter, run_path, out, err)
 
 
@@ -250,45 +282,76 @@ def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err:
         with stop_on_signals(), reporter:
             result = trainer.run()
     except (EnvError, CheckpointError, LogInUse) as exc:
-        print(f"ppo train: {exc}", file=err)
+        error(err, exc)
         return EXIT_USAGE
     except TrainingStopped as exc:
-        print(f"ppo train: {exc}", file=err)
+        error(err, exc)
         return EXIT_STOPPED
     except RankLost as exc:
-        print(f"ppo train: training stopped: {exc}; the run is recorded as failed", file=err)
+        error(err, f"training stopped: {exc}; the run is recorded as failed")
         return EXIT_STOPPED
     except KeyboardInterrupt as exc:
         print(_interrupted(exc, trainer, run_path), file=err)
         return exit_code_of(exc)
-    print(_summary(result, time.monotonic() - started), file=out)
-    return EXIT_OK
+    except (MemoryError, RuntimeError) as exc:  # beyond the pre-flight estimate
+        if not out_of_memory(exc):
+            raise
+        error(err, memory_line(exc))
+        return EXIT_STOPPED
+    return summarize(_summary(result, time.monotonic() - started), result.events_path, out, err)
 
 
 def _interrupted(exc: KeyboardInterrupt, trainer: Trainer, run_path: Path) -> str:
     """What an interrupted run left: where its checkpoint is and how to go on."""
     why = f"stopped by {exc}" if isinstance(exc, Stopped) else "interrupted"
     if trainer.checkpoint_error is not None:
-        return f"\nppo train: {why}; the checkpoint could not be saved: {trainer.checkpoint_error}"
+        saved = shown(trainer.checkpoint_error)
+        return f"\nppo train: {why}; the checkpoint could not be saved: {saved}"
+    checkpoint = "none" if trainer.checkpoint_path is None else shown_path(trainer.checkpoint_path)
     return (
-        f"\n{why}; checkpoint saved to {trainer.checkpoint_path}; resume with: "
-        f"ppo train --resume {run_path}"
+        f"\n{why}; checkpoint saved to {checkpoint}; resume with: "
+        f"ppo train --resume {shown_path(run_path)}"
     )
 
 
 def _summary(result: TrainResult, seconds: float) -> str:
     mean = result.recent_return_mean
+    saved = result.checkpoint_path
     return (
         f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
         f"mean return (last 20 episodes) {'n/a' if mean is None else f'{mean:.1f}'}\n"
-        f"event log: {result.events_path}\ncheckpoint: {result.checkpoint_path}"
+        f"event log: {shown_path(result.events_path)}\n"
+        f"checkpoint: {'none' if saved is None else shown_path(saved)}"
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppo`` console script and ``python -m ppo``."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    if args.command == "train":
-        return train(args, sys.stdout, sys.stderr, argv)
-    return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # --help, or argparse's own usage error (exit 2)
+        if not _stdout_flushed():
+            error(sys.stderr, "cannot write to standard output")
+            return EXIT_USAGE
+        raise
+    if args.command != "train":  # pragma: no cover - argparse rejects unknown commands
+        return EXIT_USAGE
+    code = train(args, sys.stdout, sys.stderr, argv)
+    return code if _stdout_flushed() else max(code, EXIT_STOPPED)
+
+
+def _stdout_flushed() -> bool:
+    """Flush standard output; when it cannot be written, point it at /dev/null so the
+    interpreter's own last flush adds no traceback-like noise, and say False."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
+        return False
+    return True

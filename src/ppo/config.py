@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ppo import validators as valid
+from ppo.limits import MAX_NUM_ENVS, MAX_SEED
 from ppo.settings import ConfigError, Settings, setting
 
 __all__ = [
@@ -49,8 +50,9 @@ class PPOConfig(Settings):
     # --- run ---
     env_id: str = setting("CartPole-v1", valid.text)
     """Gymnasium id of the environment."""
-    seed: int = setting(1, valid.integer(0))
-    """Seed for environments, network initialisation, sampling and minibatch order."""
+    seed: int = setting(1, valid.integer(0, MAX_SEED))
+    """Seed for environments, network initialisation, sampling and minibatch order, in
+    [0, 2^63 - 1]."""
     total_steps: int = setting(500_000, valid.integer(1))
     """Environment steps to train for, all environments together (rounded up to a batch)."""
     torch_threads: int = setting(1, valid.integer(1))
@@ -68,8 +70,9 @@ class PPOConfig(Settings):
     run as failed, naming the rank (it must exceed the slowest rank's rollout)."""
 
     # --- rollout ---
-    num_envs: int = setting(4, valid.integer(1))
-    """Parallel environments in the vector env."""
+    num_envs: int = setting(4, valid.integer(1, MAX_NUM_ENVS))
+    """Parallel environments in the vector env, all processes together: 1 to 4096 (at most
+    256 with ``vector_env = "async"``, one process each)."""
     vector_env: VectorKind = setting("sync", valid.choice(VectorKind))  # noqa: RUF009
     """``sync``: all environments in this process (fastest for cheap ones like CartPole);
     ``async``: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); ``envpool``:

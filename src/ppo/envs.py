@@ -55,6 +55,14 @@ def make_vector_env(
         raise
 
 
+def probe(env_id: str, kind: VectorKind = "sync") -> EnvSpec:
+    """What ``env_id``'s environments look like, from one made and closed at once (an
+    unknown or broken id is an :class:`EnvError` before anything else is built)."""
+    envs, spec = make_vector_env(env_id, 1, "envpool" if kind == "envpool" else "sync")
+    envs.close()
+    return spec
+
+
 def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
     vector = SyncVectorEnv if kind == "sync" else AsyncVectorEnv
     try:

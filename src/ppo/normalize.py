@@ -75,11 +75,19 @@ class RunningMoments:
         return {"count": self.count, "mean": self.mean.tolist(), "var": self.var.tolist()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore saved moments; a value of the wrong type, shape or range is a
+        ValueError or TypeError (a checkpoint is input)."""
         mean = np.asarray(state["mean"], dtype=np.float64)
-        if mean.shape != self.mean.shape:
-            raise ValueError(f"statistics of shape {mean.shape}, expected {self.mean.shape}")
-        self.count = int(state["count"])
-        self.mean, self.var = mean, np.asarray(state["var"], dtype=np.float64)
+        var = np.asarray(state["var"], dtype=np.float64)
+        for name, array in (("statistics", mean), ("variances", var)):
+            if array.shape != self.mean.shape:
+                raise ValueError(f"{name} of shape {array.shape}, expected {self.mean.shape}")
+        if not (np.isfinite(mean).all() and np.isfinite(var).all() and (var >= 0).all()):
+            raise ValueError("statistics that are not finite (or a negative variance)")
+        count = state["count"]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ValueError(f"a count that is not an integer >= 0: {count!r}"[:120])
+        self.count, self.mean, self.var = count, mean, var
 
 
 class ObservationNormalizer:
@@ -156,8 +164,14 @@ class ReturnScaler:
         return {"discounted": self.discounted.tolist(), **self.moments.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.discounted = np.asarray(state["discounted"], dtype=np.float64)
+        discounted = np.asarray(state["discounted"], dtype=np.float64)
+        if discounted.shape != self.discounted.shape or not np.isfinite(discounted).all():
+            raise ValueError(
+                f"discounted returns of shape {discounted.shape}, expected "
+                f"{self.discounted.shape} finite values"
+            )
         self.moments.load_state_dict(state)
+        self.discounted = discounted
 
 
 class Normalization:
@@ -193,5 +207,5 @@ class Normalization:
         for name, holder in self._held().items():
             try:
                 holder.load_state_dict(saved[name])
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
                 raise ValueError(f"unusable {name} statistics: {exc}") from None

@@ -57,16 +57,24 @@ class PlainReporter:
         self.stream = stream
         self.interval = interval
         self._last = -float("inf")
+        self.broken = False
+        """Standard output could not be written: progress is no longer shown (training
+        goes on; the event log records it)."""
 
     def update(self, progress: Progress) -> None:
         """Print a line if enough time has passed or training is done."""
         now = time.monotonic()
-        if now - self._last < self.interval and progress.updates_done < progress.num_updates:
+        if self.broken or (
+            now - self._last < self.interval and progress.updates_done < progress.num_updates
+        ):
             return
         self._last = now
         pct = 100.0 * progress.global_step / max(progress.total_steps, 1)
         steps = f"step {progress.global_step}/{progress.total_steps} ({pct:.0f}%)"
-        print(f"{steps}  {describe(progress)}", file=self.stream, flush=True)
+        try:
+            print(f"{steps}  {describe(progress)}", file=self.stream, flush=True)
+        except OSError:  # a closed pipe, a full disk: say nothing more, keep training
+            self.broken = True
 
     def __enter__(self) -> PlainReporter:
         return self

@@ -56,15 +56,15 @@ def _mismatch(here: dict[str, Tensor], saved: object) -> str | None:
 
 
 def check_sources(config: PPOConfig) -> None:
-    """Find the checkpoints the config names before training starts (their shapes are
-    checked once the environment is known)."""
+    """Find the checkpoints the config names, and check each is a file torch.save wrote,
+    before anything is built (their shapes are checked once the environment is known)."""
     sources = [("init_from", config.init_from)]
     if config.uses_reference and config.reference != INIT:
         sources.append(("reference", config.reference))
     for name, source in sources:
         if source is not None:
             try:
-                checkpoint.find(Path(source))
+                checkpoint.check(checkpoint.find(Path(source)))
             except checkpoint.CheckpointError as exc:
                 raise checkpoint.CheckpointError(f"{name}: {exc}") from None
 

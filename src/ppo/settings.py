@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import sys
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -20,11 +19,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ppo import validators as valid
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from telemetry import files
+from telemetry.text import visible
 
 _NONE_WORDS = frozenset({"none", "null", "off"})
 _TRUE_WORDS = frozenset({"true", "1", "yes", "on"})
@@ -32,15 +28,19 @@ _FALSE_WORDS = frozenset({"false", "0", "no", "off"})
 
 
 class ConfigError(ValueError):
-    """The configuration is unusable; ``errors`` lists every problem, in field order."""
+    """The configuration is unusable; ``errors`` lists every problem, in field order.
+
+    ``str()`` is a header naming the source, then one line per problem, each escaped
+    (:func:`telemetry.text.visible`): a key, a value or a file name from outside never
+    reaches the terminal raw, nor breaks a line where the message has none."""
 
     def __init__(self, errors: Iterable[str], source: str | None = None) -> None:
         self.errors = tuple(errors)
         self.source = source
-        where = f" in {source}" if source else ""
+        where = f" in {visible(source)}" if source else ""
         count = len(self.errors)
         head = f"invalid PPO config{where} ({count} error{'s' if count != 1 else ''})"
-        super().__init__(head + ":\n" + "\n".join(f"  {e}" for e in self.errors))
+        super().__init__(head + ":\n" + "\n".join(f"  {visible(e)}" for e in self.errors))
 
 
 _T = TypeVar("_T")
@@ -97,17 +97,12 @@ class Settings:
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """A TOML file as a dict; a missing or unreadable file is a :class:`ConfigError`."""
-    path = Path(path)
-    try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError([f"config file not found: {path}"], str(path)) from None
-    except UnicodeDecodeError:
-        raise ConfigError([f"cannot read {path}: not UTF-8 text"], str(path)) from None
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError([f"cannot read {path}: {exc}"], str(path)) from None
+    """A TOML config file as a dict, read through the project's one opener
+    (:func:`telemetry.files.read_toml`: a regular file of at most 1 MiB, nested at most
+    16 deep). A file that cannot be used (missing, a folder, a FIFO, a device, too large,
+    not UTF-8, not TOML, nested too deep) is a :class:`telemetry.files.InputFileError`
+    whose message is one line naming the file."""
+    return files.read_toml(path, "config file")
 
 
 # ---------------------------------------------------------------------------- coercion

@@ -48,6 +48,7 @@ from telemetry import (
     TrainerInfo,
 )
 from telemetry.bus import Sink
+from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
@@ -102,7 +103,10 @@ class TrainResult:
 def config_from_checkpoint(run: Path) -> PPOConfig:
     """The config a run was trained with, read from its latest checkpoint."""
     path = checkpoint.find(run)
-    return PPOConfig.from_mapping(checkpoint.entry(checkpoint.load(path), "config", path), str(run))
+    saved = checkpoint.entry(checkpoint.load(path), "config", path)
+    if not (isinstance(saved, dict) and all(isinstance(key, str) for key in saved)):
+        raise checkpoint.CheckpointError(f"{path}: its 'config' entry is not a table of settings")
+    return PPOConfig.from_mapping(saved, str(run))
 
 
 class Trainer:
@@ -188,23 +192,25 @@ class Trainer:
         state = checkpoint.load(path)
         for name in _RESUME_ENTRIES:  # a missing entry is named, not a bare KeyError
             checkpoint.entry(state, name, path)
-        saved_world = state.get("world_size", 1)
+        counters = Counters(
+            update=checkpoint.count(state, "counters.update", path),
+            global_step=checkpoint.count(state, "counters.global_step", path),
+        )
+        saved_world = checkpoint.count({"world_size": 1, **state}, "world_size", path, low=1)
         if saved_world != self.world.size:
             raise checkpoint.CheckpointError(
                 f"{path} was written by {saved_world} process(es); resume it with "
                 f"{saved_world}, not {self.world.size}"
             )
-        try:
-            policy.load_state_dict(state["model"])
+        with checkpoint.restoring(path, "model"):  # the values of a file are input: any
+            policy.load_state_dict(state["model"])  # type or shape may be wrong
+        with checkpoint.restoring(path, "agent"):
             agent.load_state_dict(state["agent"])
-            if self.world.is_main:  # other ranks keep their own streams
+        if self.world.is_main:  # other ranks keep their own streams
+            with checkpoint.restoring(path, "rng.sampling"):
                 sampling.bit_generator.state = state["rng"]["sampling"]
-        except (KeyError, RuntimeError, ValueError) as exc:  # KeyError: inside torch's state
-            what = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise checkpoint.CheckpointError(f"{path} does not fit this config: {what}") from None
         self._restore_shaping(policy, state, path)
-        counters = state["counters"]
-        return Counters(update=counters["update"], global_step=counters["global_step"])
+        return counters
 
     def _restore_shaping(self, policy: ActorCritic, state: dict[str, Any], path: Path) -> None:
         """The reference policy and the normalisation statistics, as the checkpoint saved
@@ -218,17 +224,27 @@ class Trainer:
         if self.config.uses_reference:
             self._reference = ref.frozen(policy)
             weights = checkpoint.entry(state, "reference", path)
-            try:
+            with checkpoint.restoring(path, "reference"):
                 self._reference.load_state_dict(weights)
-            except (KeyError, RuntimeError) as exc:
-                raise checkpoint.CheckpointError(f"{path}: unusable reference: {exc}") from None
 
     # ------------------------------------------------------------------- run
     def run(self) -> TrainResult:
         """Train to ``total_steps`` (or until interrupted) and return where things are."""
         collector, agent, counters, recorded = self._build()
         try:
-            with self._recorder(recorded) as rec:
+            recorder = self._recorder(recorded)
+            if isinstance(recorder, Recorder):
+                try:
+                    recorder.open()  # the run folder: checked before, but a race or root
+                except LogInUse:  # on a read-only file system can still refuse it
+                    raise
+                except OSError as exc:
+                    why = exc.strerror or str(exc)
+                    raise TrainingStopped(
+                        f"training stopped: cannot record the run to {recorder.path}: {why}",
+                        None,
+                    ) from None
+            with recorder as rec:
                 for sink in self.sinks:
                     rec.bus.subscribe(sink)
                 counters = self._loop(rec, collector, agent, counters)

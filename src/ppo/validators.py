@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
+from ppo.limits import MAX_ASYNC_ENVS
 
 if TYPE_CHECKING:
     from ppo.config import PPOConfig
@@ -54,13 +55,23 @@ def number(
     return rule
 
 
-def integer(low: int) -> Validator:
+def integer(low: int, high: int | None = None) -> Validator:
+    """An integer in [low, high] (``high`` None: no upper bound)."""
+    want = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+
     def rule(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer >= {low}, got {value!r}"
-        return None if value >= low else f"must be an integer >= {low}, got {value!r}"
+            return f"must be {want}, got {_short(value)}"
+        ok = value >= low and (high is None or value <= high)
+        return None if ok else f"must be {want}, got {value!r}"
 
     return rule
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to a readable length (a checkpoint may hold a whole tensor)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({type(value).__name__})"
 
 
 def choice(tp: Any) -> Validator:
@@ -110,6 +121,14 @@ def sizes(value: Any) -> str | None:
 def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
     """Checks that involve two fields; each is reported at the first field's position."""
     problems: list[tuple[str, str]] = []
+    if config.vector_env == "async" and config.num_envs > MAX_ASYNC_ENVS:
+        problems.append(
+            (
+                "num_envs",
+                f"num_envs must be <= {MAX_ASYNC_ENVS} with vector_env = 'async' (one process "
+                f"per environment), got {config.num_envs!r}",
+            )
+        )
     batch = config.num_envs * config.num_steps
     if config.num_minibatches > batch:
         problems.append(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ppo.cli import EXIT_OK, EXIT_USAGE, main
+from ppo.cli import main
+from ppo.exits import EXIT_OK, EXIT_USAGE
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
 from tests.waiting import wait_until
@@ -73,7 +74,7 @@ def test_flags_override_set_and_file(tmp_path: Path, capsys: pytest.CaptureFixtu
             "kl_penalty_coefficient must be finite and >= 0, got nan",
         ),
         (["--total-steps", "0"], "total_steps must be an integer >= 1, got 0"),
-        (["--config", "missing.toml"], "config file not found: missing.toml"),
+        (["--config", "missing.toml"], "missing.toml: no such config file"),
         (["--env", "NoSuchEnv-v0"], "unknown environment id 'NoSuchEnv-v0'"),
         (["--resume", "no/such/run"], "no run at no/such/run"),
     ],

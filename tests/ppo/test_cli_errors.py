@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import datetime
+import io
+import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 import torch
 
-from ppo.cli import main
+from ppo.cli import build_parser, main
+from ppo.cli import train as cli_train
 
 
 def train(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -42,7 +51,7 @@ def test_a_toml_file_that_is_not_utf8(capsys: pytest.CaptureFixture[str], tmp_pa
     bad = tmp_path / "bad.toml"
     bad.write_bytes(b'env_id = "\xff\xfe"\n')
     code, err = train(capsys, "--config", str(bad))
-    assert code == 2 and f"cannot read {bad}: not UTF-8 text" in err
+    assert (code, err) == (2, f"ppo train: {bad}: config file is not UTF-8 text (byte 10)")
 
 
 @pytest.mark.parametrize(
@@ -93,3 +102,310 @@ def test_fine_tuning_checkpoints_are_named_by_their_setting(
     assert code == 2
     assert err.startswith("ppo train: starting policy (init_from): ")
     assert err.endswith("(actor.0.weight is [64, 4] there and [64, 6] here)")
+
+
+# ------------------------------------------------------------------ hostile input, round two
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2JCartPole-v1"
+"""Retitles the terminal (OSC 0 ... BEL) and clears the screen (CSI 2J) if shown raw."""
+
+
+def ppo(
+    *args: str, cwd: Path, stdout: int | IO[Any] = subprocess.PIPE, steps: bool = True
+) -> tuple[int, str]:
+    """``ppo train --headless [--total-steps 64]`` as a real process; its exit code and
+    stderr."""
+    short = ["--total-steps", "64"] if steps else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", "--headless", *short, *args],
+        cwd=cwd,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        timeout=120,
+        check=False,
+    )
+    err = proc.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err
+    return proc.returncode, err
+
+
+def one_line(err: str) -> str:
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    return err.strip()
+
+
+@pytest.fixture(scope="module")
+def real_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The state of a real checkpoint of a tiny run, to modify and save again."""
+    runs = tmp_path_factory.mktemp("runs")
+    small = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=8"]
+    code = main(["train", "--headless", "--total-steps", "64", "--run-dir", str(runs), *small])
+    assert code == 0
+    (path,) = runs.glob("*/checkpoints/latest.pt")
+    state: dict[str, Any] = torch.load(path, weights_only=True)
+    return state
+
+
+def saved(tmp_path: Path, state: dict[str, Any], **changes: Any) -> Path:
+    """``state`` with dotted entries replaced (``counters__update=...``), saved to a file."""
+    state = copy.deepcopy(state)
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        holder = state
+        for key in parents:
+            holder = holder[key]
+        holder[last] = value
+    path = tmp_path / "modified.pt"
+    torch.save(state, path)
+    return path
+
+
+@pytest.mark.parametrize("via", ["--env", "toml", "checkpoint"])
+def test_a_hostile_env_id_is_shown_escaped(
+    tmp_path: Path, via: str, real_checkpoint: dict[str, Any]
+) -> None:
+    if via == "--env":
+        args = ["--env", HOSTILE]
+    elif via == "toml":
+        (tmp_path / "c.toml").write_text(f"env_id = {json.dumps(HOSTILE)}\n")
+        args = ["--config", "c.toml"]
+    else:
+        path = saved(tmp_path, real_checkpoint, config__env_id=HOSTILE)
+        args = ["--resume", str(path)]
+    code, err = ppo(*args, "--run-dir", "runs", cwd=tmp_path)
+    assert code == 2 and "\x1b" not in err and "\x07" not in err
+    assert "\\x1b]0;owned\\x07\\x1b[2JCartPole-v1" in one_line(err)
+    assert not (tmp_path / "runs").exists()  # refused before anything was built
+
+
+def test_hostile_paths_and_config_keys_are_shown_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, err = train(capsys, "--config", str(tmp_path / "\x1b[2J.toml"))
+    assert code == 2 and "\x1b" not in err and "\\x1b[2J.toml: no such config file" in err
+    code, err = train(capsys, "--set", "\x1b[2J\u202e=1")
+    assert code == 2 and "\x1b" not in err and "\u202e" not in err and "\\x1b[2J\\u202e" in err
+    code, err = train(capsys, "--run-dir", str(tmp_path / "f\x1b]0;x\x07"), "--resume", "nope")
+    assert code == 2 and "\x1b" not in err
+
+
+@pytest.mark.parametrize("option", ["--config", "--resume", "--set init_from="])
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_a_special_file_as_input_is_one_line_not_a_hang(
+    tmp_path: Path, option: str, special: str
+) -> None:
+    path = "/dev/zero"
+    if special == "fifo":
+        path = str(tmp_path / "pipe")
+        os.mkfifo(path)
+    args = [option, path] if option != "--set init_from=" else ["--set", f"init_from={path}"]
+    code, err = ppo(*args, "--run-dir", "runs", cwd=tmp_path)  # a hang fails by timeout
+    kind = "a pipe (FIFO)" if special == "fifo" else "a device"
+    assert code == 2 and one_line(err).endswith(f"it is {kind}")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_deeply_nested_toml_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    code, err = train(capsys, "--config", str(deep))
+    assert (code, err) == (
+        2,
+        f"ppo train: {deep}: config file is nested more than 16 tables or arrays deep",
+    )
+
+
+def test_run_folders_that_cannot_be_used_are_refused_before_anything(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / "taken").write_text("a file where the run folder would go\n")
+    (tmp_path / "file").write_text("not a folder\n")
+    cases = {
+        ("--run-dir", "/dev/null"): "--run-dir /dev/null is a device, not a folder",
+        ("--run-dir", "/dev/null/runs"): "--run-dir /dev/null/runs cannot be created: "
+        "/dev/null is a device, not a folder",
+        ("--run-dir", "file"): "--run-dir file is a file, not a folder",
+        ("--run-dir", "file/runs"): "--run-dir file/runs cannot be created: file is a file, "
+        "not a folder",
+        ("--run-dir", "runs", "--run-id", "taken"): "run id 'taken' is taken: runs/taken is a "
+        "file, not a run folder; pick another --run-id",
+    }
+    for args, says in cases.items():
+        code, err = ppo(*args, cwd=tmp_path)
+        assert (code, one_line(err)) == (2, f"ppo train: {says}")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["file", "runs", "taken"]
+
+
+def test_a_read_only_runs_folder_is_refused_before_anything(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir(mode=0o555)
+    if os.access(runs, os.W_OK):
+        pytest.skip("this user can write in a read-only folder (root)")
+    code, err = ppo("--run-dir", "runs", cwd=tmp_path)
+    assert (code, one_line(err)) == (
+        2,
+        "ppo train: --run-dir runs: cannot write there (permission denied or a read-only "
+        "file system)",
+    )
+    assert list(runs.iterdir()) == []
+
+
+def test_a_folder_the_file_system_refuses_is_one_line(tmp_path: Path) -> None:
+    """/proc takes no folders, whoever asks: refused before training (2) when the
+    permissions say so, else when the log is opened (1), one line either way."""
+    code, err = ppo("--run-dir", "/proc/self/runs", cwd=tmp_path)
+    assert code in (1, 2) and "/proc/self/runs" in one_line(err)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"counters__update": torch.tensor(1)}, "'counters.update' entry must be an integer"),
+        ({"counters__update": -1}, "'counters.update' entry must be an integer in [0, 2^63-1]"),
+        ({"counters__global_step": "128"}, "'counters.global_step' entry must be an integer"),
+        ({"world_size": 2.0}, "'world_size' entry must be an integer in [1, 2^63-1]"),
+        ({"config__num_envs": "four"}, "num_envs must be an integer in [1, 4096], got 'four'"),
+        ({"config__num_envs": torch.tensor(2.5)}, "num_envs must be an integer in [1, 4096]"),
+        ({"config__seed": 2**64 - 1}, "seed must be an integer in [0, 9223372036854775807]"),
+        ({"config": [1, 2]}, "its 'config' entry is not a table of settings"),
+        ({"model": "weights"}, "its 'model' entry does not fit this config"),
+        ({"agent__generator": "state"}, "its 'agent' entry does not fit this config"),
+        ({"agent__kl_coef": float("nan")}, "kl_coef must be a finite number >= 0"),
+        ({"agent__optimizer__state": {0: {"step": torch.tensor(1.0)}}}, "exp_avg"),
+        ({"rng__sampling": torch.tensor(1)}, "its 'rng.sampling' entry does not fit"),
+        ({"rng__sampling__state__state": -1}, "its 'rng.sampling' entry does not fit"),
+    ],
+    ids=lambda v: "-".join(v) if isinstance(v, dict) else None,
+)
+def test_a_checkpoint_with_wrong_typed_values_is_one_error(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    real_checkpoint: dict[str, Any],
+    change: dict[str, Any],
+    says: str,
+) -> None:
+    path = saved(tmp_path, real_checkpoint, **change)
+    code, err = train(capsys, "--resume", str(path), "--run-dir", str(tmp_path / "runs"))
+    assert code == 2 and says in err and err.startswith("ppo train: ")
+    assert err.count("\n") <= 1  # one line (a config error: a header and the field)
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("seed", [str(2**64 - 1), str(2**63), "-1"])
+def test_a_seed_out_of_range_says_the_range(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, seed: str
+) -> None:
+    code, err = train(capsys, f"--seed={seed}", "--run-dir", str(tmp_path))
+    assert code == 2 and f"seed must be an integer in [0, {2**63 - 1}], got {seed}" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        (["num_envs=1e8"], "num_envs must be an integer in [1, 4096], got 100000000"),
+        (["num_envs=0"], "num_envs must be an integer in [1, 4096], got 0"),
+        (
+            ["num_envs=300", "vector_env=async"],
+            "num_envs must be <= 256 with vector_env = 'async'",
+        ),
+    ],
+)
+def test_num_envs_out_of_bounds_is_refused_before_any_env_exists(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, settings: list[str], says: str
+) -> None:
+    overrides = [arg for s in settings for arg in ("--set", s)]
+    code, err = train(capsys, *overrides, "--run-dir", str(tmp_path))
+    assert code == 2 and says in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [["num_envs=4096", "num_steps=1000000000"], ["hidden_sizes=[1000000, 1000000]"]],
+    ids=["batch", "network"],
+)
+def test_a_run_too_large_for_memory_is_refused_before_anything(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, settings: list[str]
+) -> None:
+    """Petabytes (the batch: 4096 x 10^9 samples) and tens of terabytes (the network: two
+    layers of 10^6 units) that no machine has."""
+    overrides = [arg for s in settings for arg in ("--set", s)]
+    code, err = train(capsys, *overrides, "--run-dir", str(tmp_path))
+    assert code == 2 and err.count("\n") == 0
+    assert re.fullmatch(
+        r"ppo train: this run needs about [\d.]+ [PT]B of memory \(.*\) but [\d.]+ [kMGT]?B "
+        r"is available; lower num_envs, num_steps or hidden_sizes",
+        err,
+    ), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stdout_at_dev_full_is_one_line_and_records_nothing(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        code, err = ppo("--run-dir", "runs", cwd=tmp_path, stdout=full)
+    assert (code, one_line(err)) == (
+        2,
+        "ppo train: cannot write to standard output: No space left on device",
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+class _Breaks(io.StringIO):
+    """Standard output that goes away once the first line is out (a reader that quit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines = 0
+
+    def write(self, text: str) -> int:
+        if self.lines >= 1:
+            raise BrokenPipeError(32, "Broken pipe")
+        self.lines += text.count("\n")
+        return super().write(text)
+
+
+def test_stdout_that_breaks_while_training_ends_in_one_line_and_a_recorded_run(
+    tmp_path: Path,
+) -> None:
+    args = build_parser().parse_args(
+        ["train", "--headless", "--total-steps", "1024", "--run-dir", str(tmp_path)]
+    )
+    out, err = _Breaks(), io.StringIO()
+    code = cli_train(args, out, err)
+    (events,) = tmp_path.glob("*/events.jsonl")
+    assert code == 1 and out.getvalue().startswith("recording to ")
+    assert err.getvalue() == (
+        f"ppo train: training completed and is recorded in {events}, but standard output "
+        "could not be written: Broken pipe\n"
+    )
+    assert '"status":"completed"' in events.read_text().splitlines()[-1]
+
+
+def test_help_states_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for limit in (
+        "seed in [0, 2^63-1]",
+        "num_envs in [1, 4096] (at most 256 with vector_env=async",
+        "at most 1 MiB, nested at most 16 deep",
+        "available now (MemAvailable)",
+    ):
+        assert limit in text
+
+
+def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
+    tmp_path: Path,
+) -> None:
+    """Token PPO's model comes from its task, so its size is known only once built: an
+    allocation that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run
+    is recorded as failed."""
+    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    huge = ["--set", "rollouts_per_update=10000000000000", "--set", "warm_start_steps=0"]
+    code, err = ppo("--config", str(config), "--run-dir", "runs", *huge, cwd=tmp_path, steps=False)
+    assert code == 1 and one_line(err).startswith("ppo train: training stopped: out of memory")
+    (events,) = (tmp_path / "runs").glob("*/events.jsonl")
+    assert '"status":"failed"' in events.read_text().splitlines()[-1]

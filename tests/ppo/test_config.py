@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ppo.config import ConfigError, PPOConfig
+from telemetry.files import InputFileError
 
 KL_FIELDS_NONNEG = ["kl_penalty_coefficient"]
 KL_FIELDS_POSITIVE_OPTIONAL = ["max_kl", "kl_target"]
@@ -176,11 +177,11 @@ def test_from_toml_errors_name_file_key_and_value(tmp_path: Path) -> None:
 
 
 def test_from_toml_missing_and_malformed(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="config file not found"):
+    with pytest.raises(InputFileError, match="no such config file"):
         PPOConfig.from_toml(tmp_path / "nope.toml")
     broken = tmp_path / "broken.toml"
     broken.write_text("max_kl = = 1\n")
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(InputFileError, match="config file is not valid TOML"):
         PPOConfig.from_toml(broken)
 
 

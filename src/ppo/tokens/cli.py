@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.exits import EXIT_STOPPED, EXIT_USAGE
+from ppo.messages import announce, error, memory_line, out_of_memory, summarize
+from ppo.messages import path as shown_path
 from ppo.settings import ConfigError, read_toml
 from ppo.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
@@ -40,14 +42,21 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
+    broken = False
+
     def show(p: TokenProgress) -> None:
-        if p.updates_done % PROGRESS_EVERY == 0 or p.updates_done == p.num_updates:
+        nonlocal broken
+        if broken or not (p.updates_done % PROGRESS_EVERY == 0 or p.updates_done == p.num_updates):
+            return
+        try:
             print(
                 f"update {p.updates_done}/{p.num_updates}  {p.tokens_per_second:,.0f} tokens/s  "
                 f"reward {p.reward_mean:.3f}",
                 file=out,
                 flush=True,
             )
+        except OSError:  # standard output went away: training goes on, the log records it
+            broken = True
 
     return show
 
@@ -56,28 +65,38 @@ def train_tokens(
     config: TokenPPOConfig, run_dir: Path, run_id: str, out: TextIO, err: TextIO
 ) -> int:
     """Run token-level PPO headless; returns the exit code."""
-    run_path = run_dir / run_id
-    print(f"recording to {run_path / EVENTS_FILE}  (watch live: sanctum {run_path})", file=out)
-    print(f"warm start: {config.warm_start_steps} supervised steps", file=out, flush=True)
+    where = shown_path(run_dir / run_id)
+    recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
+    warm = f"warm start: {config.warm_start_steps} supervised steps"
+    if not announce(f"{recording}\n{warm}", out, err):
+        return EXIT_USAGE
     trainer = TokenTrainer(config, run_dir, run_id, _progress(out))
     started = time.monotonic()
     try:
         with stop_on_signals():
             result = trainer.run()
     except (ConfigError, LogInUse) as exc:
-        print(f"ppo train: {exc}", file=err)
+        error(err, exc)
         return EXIT_USAGE
     except SinkError as exc:
-        print(f"ppo train: training stopped: could not record: {exc}", file=err)
+        error(err, f"training stopped: could not record: {exc}")
+        return EXIT_STOPPED
+    except OSError as exc:  # the run folder could not be created
+        error(err, f"training stopped: cannot record the run in {where}: {exc.strerror or exc}")
         return EXIT_STOPPED
     except KeyboardInterrupt as exc:
-        print(f"\nppo train: interrupted ({exc or 'Ctrl-C'}); the run is recorded", file=err)
+        error(err, f"interrupted ({exc or 'Ctrl-C'}); the run is recorded", lead="\n")
         return exit_code_of(exc)
+    except (MemoryError, RuntimeError) as exc:  # rollouts_per_update x max_new_tokens
+        if not out_of_memory(exc):
+            raise
+        error(err, memory_line(exc))
+        return EXIT_STOPPED
     first, last = result.reward_means[0], result.reward_means[-1]
-    print(
+    summary = (
         f"done: {result.updates} updates, {result.global_step} tokens in "
         f"{time.monotonic() - started:.1f} s; mean reward {first:.3f} -> {last:.3f}\n"
-        f"event log: {result.events_path}\nrollouts: {result.rollouts_path}",
-        file=out,
+        f"event log: {shown_path(result.events_path)}\n"
+        f"rollouts: {shown_path(result.rollouts_path)}"
     )
-    return EXIT_OK
+    return summarize(summary, result.events_path, out, err)

@@ -13,6 +13,7 @@ from typing import Literal, TypeAlias
 from ppo import validators as valid
 from ppo.config import KLEstimator
 from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
+from ppo.limits import MAX_SEED
 from ppo.settings import Settings, setting
 
 Algorithm: TypeAlias = Literal["token_ppo"]
@@ -30,7 +31,7 @@ class TokenPPOConfig(Settings):
     task: str = setting(EXAMPLE_TASK, valid.text)
     """``module:function`` returning a :class:`ppo.tokens.task.TokenTask` (the model, its
     vocabulary, prompts with their true digits, and the digit reader)."""
-    seed: int = setting(1, valid.integer(0))
+    seed: int = setting(1, valid.integer(0, MAX_SEED))
     """Seed of the task's data, the model's initialisation, sampling and minibatch order."""
     updates: int = setting(80, valid.integer(1))
     """PPO updates to run, each on a fresh batch of rollouts."""
