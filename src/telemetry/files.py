@@ -46,6 +46,10 @@ class InputFileError(Exception):
     """A file that cannot be used as input; ``str()`` is one line naming it and why."""
 
 
+class InputFileMissing(InputFileError):
+    """The file does not exist (a reader that follows a log may wait for it)."""
+
+
 def describe(path: str | os.PathLike[str]) -> str:
     """``path`` as a message shows it: escaped, never raw."""
     return visible(os.fspath(path))
@@ -63,17 +67,16 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def open_input(path: str | os.PathLike[str], what: str) -> io.BufferedReader:
-    """Open ``path`` for reading as ``what`` (``"thresholds file"``): a regular file only.
-
-    Raises InputFileError (missing, unreadable, a folder, a FIFO, a device). The caller
-    closes the returned file.
-    """
+def open_input_fd(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading as ``what``: a regular file only, or InputFileError
+    (InputFileMissing when it does not exist). Returns the raw descriptor, in blocking
+    mode, and its ``fstat``; the caller closes it. For readers that ``pread`` (the event
+    log reader); everything else uses :func:`open_input`."""
     name = describe(path)
-    try:
+    try:  # O_NONBLOCK: opening a FIFO without a writer would wait forever
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputFileError(f"{name}: no such {what}") from None
+        raise InputFileMissing(f"{name}: no such {what}") from None
     except IsADirectoryError:
         raise InputFileError(f"{name}: cannot read {what}: it is a folder") from None
     except OSError as exc:
@@ -81,10 +84,24 @@ def open_input(path: str | os.PathLike[str], what: str) -> io.BufferedReader:
             f"{name}: cannot read {what}: {visible(exc.strerror or str(exc))}"
         ) from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputFileError(f"{name}: cannot read {what}: it is {_kind(mode)}")
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputFileError(f"{name}: cannot read {what}: it is {_kind(st.st_mode)}")
         os.set_blocking(fd, True)
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_input(path: str | os.PathLike[str], what: str) -> io.BufferedReader:
+    """Open ``path`` for reading as ``what`` (``"thresholds file"``): a regular file only.
+
+    Raises InputFileError (missing, unreadable, a folder, a FIFO, a device). The caller
+    closes the returned file.
+    """
+    fd, _ = open_input_fd(path, what)
+    try:
         return open(fd, "rb", closefd=True)
     except BaseException:
         os.close(fd)
@@ -196,9 +213,11 @@ __all__ = [
     "TOML_MAX_BYTES",
     "TOML_MAX_DEPTH",
     "InputFileError",
+    "InputFileMissing",
     "bounded_lines",
     "describe",
     "open_input",
+    "open_input_fd",
     "read_input",
     "read_toml",
     "regular_file_size",

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.eventlog import MAX_LINE_BYTES, EventLogError, EventLogReader, read_events
+from telemetry.eventlog import (
+    MAX_LINE_BYTES,
+    EventLogError,
+    EventLogNotFound,
+    EventLogReader,
+    read_events,
+)
 from telemetry.events import Heartbeat
 from telemetry.testing import LogBuilder
 from tests.telemetry.logfiles import steps_of
@@ -132,11 +138,11 @@ def test_a_fifo_is_refused_at_once_instead_of_blocking(tmp_path: Path) -> None:
 
     threading.Thread(target=read, daemon=True).start()
     assert done.wait(5.0), "opening a FIFO blocked"
-    assert "not a regular file" in str(outcome[0])
+    assert str(outcome[0]).endswith("cannot read event log: it is a pipe (FIFO)")
 
 
 def test_a_device_is_refused() -> None:
-    with pytest.raises(EventLogError, match="/dev/zero: cannot read event log: not a regular"):
+    with pytest.raises(EventLogError, match="/dev/zero: cannot read event log: it is a device"):
         EventLogReader("/dev/zero").read_new()
 
 
@@ -161,3 +167,15 @@ def test_an_object_spread_over_two_lines_is_two_bad_lines_not_one_event(log: Log
     batch = read_events(log.path)
     assert len(batch.events) == len(whole.events)
     assert [s.line_no for s in batch.skipped] == [2, 3]
+
+
+def test_messages_name_a_hostile_log_escaped(tmp_path: Path) -> None:
+    """The reader's own messages show the file name escaped, for any caller that prints them."""
+    hostile = tmp_path / "\x1b]0;pwned\x07"
+    hostile.mkdir()
+    with pytest.raises(EventLogError) as info:
+        EventLogReader(hostile).read_new()
+    assert "\x1b" not in str(info.value) and "\\x1b]0;pwned\\x07" in str(info.value)
+    with pytest.raises(EventLogNotFound) as missing:
+        EventLogReader(tmp_path / "\u202egone").read_new()
+    assert "\\u202egone: no such event log" in str(missing.value)

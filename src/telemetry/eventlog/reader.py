@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -20,6 +19,8 @@ import msgspec
 
 from telemetry.eventlog.errors import EventLogError, EventLogNotFound, SchemaVersionError
 from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
+from telemetry.files import InputFileError, InputFileMissing, describe, open_input_fd
+from telemetry.text import visible
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """How much a single ``read_new`` call reads at most."""
@@ -170,27 +171,23 @@ class EventLogReader:
                 self._listed = listed  # nothing was delivered: list those lines next time
                 raise
         except OSError as exc:
-            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
+            raise EventLogError(
+                f"{describe(self.path)}: cannot read event log: {visible(exc.strerror or str(exc))}"
+            ) from exc
         finally:
             os.close(fd)
         self.offset += end + 1
         return self._batch(events, skipped, unlisted, reset)
 
     def _open(self) -> int:
-        """Open the log for reading: a regular file only (O_NONBLOCK: a FIFO cannot hang us)."""
+        """Open the log for reading through the one opener: a regular file only (a FIFO
+        cannot hang us, a device is refused)."""
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)
-        except FileNotFoundError:
-            raise EventLogNotFound(f"{self.path}: no such event log") from None
-        except OSError as exc:
-            raise EventLogError(f"{self.path}: cannot read event log: {exc.strerror}") from exc
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
-            raise EventLogError(
-                f"{self.path}: cannot read event log: not a regular file (a pipe, a device "
-                "or a folder)"
-            )
+            fd, st = open_input_fd(self.path, "event log")
+        except InputFileMissing as exc:
+            raise EventLogNotFound(str(exc)) from None
+        except InputFileError as exc:
+            raise EventLogError(str(exc)) from None
         self.size = st.st_size
         return fd
 
@@ -277,16 +274,16 @@ class EventLogReader:
         identity = (st.st_dev, st.st_ino)
         reason = None
         if self._identity is not None and identity != self._identity:
-            reason = f"{self.path} was replaced by a new file; reading it from the start"
+            reason = f"{describe(self.path)} was replaced by a new file; reading it from the start"
         elif st.st_size < self.offset:
             reason = (
-                f"{self.path} was truncated to {st.st_size} bytes (had read {self.offset}); "
-                "reading it from the start"
+                f"{describe(self.path)} was truncated to {st.st_size} bytes (had read "
+                f"{self.offset}); reading it from the start"
             )
         elif self._fingerprint and not os.pread(fd, _FINGERPRINT_BYTES, 0).startswith(
             self._fingerprint
         ):
-            reason = f"{self.path} was rewritten in place; reading it from the start"
+            reason = f"{describe(self.path)} was rewritten in place; reading it from the start"
         if reason is not None:
             self.offset = 0
             self._counted = (0, 0)
