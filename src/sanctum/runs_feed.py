@@ -100,6 +100,7 @@ class RunFollower:
         self.label = label
         self.reader = EventLogReader(path)
         self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
+        self._fail_on = fail_on
         self.problem: str | None = None
         """Why the log cannot be followed (it is no longer read)."""
         self._column: _Column | None = None
@@ -119,7 +120,12 @@ class RunFollower:
             return True, [(self.problem, "error")]
         if not batch:
             return False, []
-        self.aggregator.handle_batch(batch)
+        try:
+            self.aggregator.handle_batch(batch)
+        except Exception as exc:  # noqa: BLE001 - a bug folding one log costs its row only
+            self.problem = f"cannot fold this log: {type(exc).__name__}: {exc}"
+            self.aggregator = SanctumAggregator(self.aggregator.thresholds, fail_on=self._fail_on)
+            return True, [(f"{self.label}: {self.problem}", "error")]
         return True, [] if batch.reset is None else [(f"{self.label}: {batch.reset}", "warning")]
 
     def row(self, now: float) -> RunRow:

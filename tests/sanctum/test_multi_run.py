@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sanctum.aggregator import SanctumAggregator
 from sanctum.cli import main, with_default_command
 from sanctum.health import Level
 from sanctum.multi_run import (
@@ -38,6 +39,7 @@ from sanctum.runs_table import (
 )
 from sanctum.snapshot import Connection
 from sanctum.thresholds import DEFAULT_THRESHOLDS
+from telemetry.eventlog import ReadBatch
 from tests.sanctum.logs import KL_HOLDS, KL_WARNING, kl_breach, kl_spike, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, kl_at, return_at, write_sweep
 
@@ -154,6 +156,31 @@ def test_the_worst_kl_is_the_rules_worst_over_the_whole_run(tmp_path: Path) -> N
     row = follower.row(1e12)
     assert (row.worst_kl.value, row.worst_kl.level) == (0.5, Level.HEALTHY)
     assert row.verdict.text == "OK"  # one update of the median's five: it did not last
+
+
+def test_a_log_whose_fold_fails_costs_its_own_row_not_the_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug folding one run's log (injected: the fold raises for that log) is shown on
+    that run's row as unreadable, with why; the other runs are read and judged."""
+    good = write_run(tmp_path / "good.jsonl", updates=6)
+    bad = write_run(tmp_path / "bad.jsonl", updates=6)
+    followers = [RunFollower(p, p.stem, DEFAULT_THRESHOLDS) for p in (good, bad)]
+    fold = SanctumAggregator.handle_batch
+
+    def fold_or_fail(agg: SanctumAggregator, batch: ReadBatch) -> None:
+        if agg is followers[1].aggregator:
+            raise KeyError("\x1b]0;boom")
+        fold(agg, batch)
+
+    monkeypatch.setattr(SanctumAggregator, "handle_batch", fold_or_fail)
+    changed, notices = followers[1].read()
+    assert changed and notices[0][1] == "error" and "KeyError" in notices[0][0]
+    assert followers[0].read()[0]
+    good_row, bad_row = (f.row(1e12) for f in followers)
+    assert good_row.problem is None and good_row.verdict.text == "OK"
+    assert bad_row.problem is not None and status_text(bad_row) == "✖ UNREADABLE"
+    assert followers[1].read() == (False, [])  # no longer read
 
 
 def test_a_nonfinite_kl_is_the_worst(tmp_path: Path) -> None:
