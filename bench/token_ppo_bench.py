@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from ppo.settings import read_toml
+from ppo.config.settings import read_toml
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import generate
-from ppo.tokens.records import build_records
 from ppo.tokens.reward import applied_positions, reward_terms
+from ppo.tokens.samples import build_records
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, build_task
 from telemetry.eventlog import EventLogWriter
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.advantages import episodic, gae, normalize
+from ppo.core.advantages import episodic, gae, normalize
 
 
 def column(*xs: float) -> np.ndarray:

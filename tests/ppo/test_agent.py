@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-from ppo import losses
-from ppo.agent import PPOAgent, exceeds
-from ppo.buffer import Batch
-from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.core import losses
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.rollout.buffer import Batch
+from ppo.update.agent import PPOAgent, exceeds
 from telemetry.events import EarlyStop
 
 from .helpers import batch_for, config, params_of, same_params, small_policy
@@ -310,7 +310,7 @@ def test_approx_kl_is_the_last_epochs_mean_as_sb3_logs_it() -> None:
         return loss, breakdown
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("ppo.agent.ppo_loss", spy)
+        mp.setattr("ppo.update.agent.ppo_loss", spy)
         p = agent.update(batch).payload
     assert len(seen) == 16  # 4 epochs x 4 minibatches
     assert p.approx_kl == pytest.approx(sum(seen[-4:]) / 4, rel=1e-6)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ppo.attach import FORWARDED, NOT_FORWARDED, child_command, wants_dashboard
 from ppo.cli import EXIT_USAGE, build_parser, main
+from ppo.run.attach import FORWARDED, NOT_FORWARDED, child_command, wants_dashboard
 
 
 class Terminal(io.StringIO):

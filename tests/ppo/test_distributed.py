@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from ppo.config import PPOConfig
-from ppo.distributed import SINGLE, DistributedSetupError, World, launched_world_size
-from ppo.launch import without_nproc
-from ppo.ranks import env_seed_offset, parameter_checksum, rank_share
+from ppo.distributed.launch import without_nproc
+from ppo.distributed.world import SINGLE, DistributedSetupError, World, launched_world_size
+from ppo.run.ranks import env_seed_offset, parameter_checksum, rank_share
 
 
 def test_one_process_is_its_own_share_and_its_collectives_do_nothing() -> None:

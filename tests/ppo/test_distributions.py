@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ppo.distributions import MaskedCategorical, categorical_kl
+from ppo.core.distributions import MaskedCategorical, categorical_kl
 
 MASK = torch.tensor([[True, False, True, True, False], [False, True, False, False, False]])
 

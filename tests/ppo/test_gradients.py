@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from ppo.distributions import uniform_entropy
-from ppo.gradients import clip_grad_norm
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.core.distributions import uniform_entropy
+from ppo.core.gradients import clip_grad_norm
+from ppo.model.policy import ActionSpec, ActorCritic
 
 
 def policy_with_grads(seed: int = 0, scale: float = 1.0) -> ActorCritic:

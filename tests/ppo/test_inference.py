@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.agent import make_adam
-from ppo.inference import NumpyActor
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.model.inference import NumpyActor
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.update.agent import make_adam
 
 
 @pytest.mark.parametrize("activation", ["tanh", "relu"])

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from ppo.distributions import categorical_kl, gaussian_kl
-from ppo.kl import ESTIMATORS, estimate, estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.distributions import categorical_kl, gaussian_kl
+from ppo.core.kl import ESTIMATORS, estimate, estimate_from_log_ratio, guarded_log_ratio
 
 P_OLD = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
 P_NEW = torch.tensor([0.4, 0.4, 0.2], dtype=torch.float64)

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN, adapt_penalty, adapt_proportional
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN, adapt_penalty, adapt_proportional
 
 SCRIPT = [0.01, 0.05, 0.2, 0.3, 0.1, 0.09, 0.0, 0.02, 0.15, 1.0]
 """A scripted reference KL per update (target 0.1): under, over, far over, at, zero."""

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ppo.config import PPOConfig
-from ppo.losses import LossInputs, clipped_surrogate, entropy_penalty, ppo_loss, value_loss
+from ppo.core.losses import LossInputs, clipped_surrogate, entropy_penalty, ppo_loss, value_loss
 
 
 def fixed_inputs(requires_grad: bool = True) -> LossInputs:

@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ppo.checkpoint import CheckpointError
 from ppo.config import PPOConfig
-from ppo.envs import make_vector_env
-from ppo.normalize import EPSILON, ObservationNormalizer, ReturnScaler, RunningMoments
-from ppo.policy import ActorCritic
-from ppo.rollout import Collector
-from ppo.trainer import Trainer
+from ppo.core.normalize import EPSILON, ObservationNormalizer, ReturnScaler, RunningMoments
+from ppo.model.checkpoint import CheckpointError
+from ppo.model.policy import ActorCritic
+from ppo.rollout.collector import Collector
+from ppo.rollout.envs import make_vector_env
+from ppo.run.trainer import Trainer
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=64)
 

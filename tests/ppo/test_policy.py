@@ -9,8 +9,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from ppo.distributions import DiagGaussian, MaskedCategorical
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.core.distributions import DiagGaussian, MaskedCategorical
+from ppo.model.policy import ActionSpec, ActorCritic
 
 
 def masked_policy() -> tuple[ActorCritic, torch.Tensor, torch.Tensor]:

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from ppo import preflight
-from ppo.buffer import RolloutBuffer
 from ppo.config import PPOConfig
-from ppo.envs import EnvSpec
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.rollout.buffer import RolloutBuffer
+from ppo.rollout.envs import EnvSpec
+from ppo.run import preflight
 
 SPECS = {
     "discrete": EnvSpec(obs_dim=6, action=ActionSpec(discrete=True, n=3)),

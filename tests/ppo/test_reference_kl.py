@@ -9,19 +9,19 @@ import numpy as np
 import pytest
 import torch
 
-from ppo import advantages as adv
-from ppo.agent import PPOAgent
-from ppo.buffer import Batch
-from ppo.checkpoint import CheckpointError
 from ppo.config import PPOConfig
-from ppo.envs import make_vector_env
-from ppo.kl import estimate
-from ppo.kl_control import adapt_proportional
-from ppo.losses import LossInputs, ppo_loss
-from ppo.policy import ActorCritic
-from ppo.reference import build_reference, frozen, load_weights
-from ppo.rollout import Collector
-from ppo.trainer import Trainer
+from ppo.core import advantages as adv
+from ppo.core.kl import estimate
+from ppo.core.kl_control import adapt_proportional
+from ppo.core.losses import LossInputs, ppo_loss
+from ppo.model.checkpoint import CheckpointError
+from ppo.model.policy import ActorCritic
+from ppo.model.reference import build_reference, frozen, load_weights
+from ppo.rollout.buffer import Batch
+from ppo.rollout.collector import Collector
+from ppo.rollout.envs import make_vector_env
+from ppo.run.trainer import Trainer
+from ppo.update.agent import PPOAgent
 from telemetry import PPOUpdate, read_events
 
 from .helpers import batch_for, config, params_of, same_params, small_policy
@@ -230,7 +230,7 @@ def test_td_errors_are_the_one_step_errors_of_the_critic() -> None:
 
 def test_a_checkpoint_of_another_network_is_refused_with_its_name(tmp_path: Path) -> None:
     state_path = tmp_path / "other.pt"
-    from ppo import checkpoint
+    from ppo.model import checkpoint
 
     checkpoint.save(state_path, {"model": small_policy(0, obs_dim=7).state_dict()})
     target = small_policy(0)

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.agent import PPOAgent
-from ppo.envs import make_vector_env
-from ppo.normalize import EPSILON, ReturnScaler
-from ppo.policy import ActorCritic
-from ppo.rollout import Collector
+from ppo.core.normalize import EPSILON, ReturnScaler
+from ppo.model.policy import ActorCritic
+from ppo.rollout.collector import Collector
+from ppo.rollout.envs import make_vector_env
+from ppo.update.agent import PPOAgent
 
 from .helpers import config
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.buffer import RolloutBuffer
 from ppo.config import PPOConfig
-from ppo.envs import EnvError, action_mask, make_vector_env
-from ppo.policy import ActorCritic
-from ppo.rollout import Collector
+from ppo.model.policy import ActorCritic
+from ppo.rollout.buffer import RolloutBuffer
+from ppo.rollout.collector import Collector
+from ppo.rollout.envs import EnvError, action_mask, make_vector_env
 
 from . import toy_envs
 

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from ppo.signals import Stopped, exit_code_of, stop_on_signals
+from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
 
 
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)])

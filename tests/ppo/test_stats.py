@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.buffer import Batch
-from ppo.gradients import GradNorms
-from ppo.losses import LossBreakdown, SurrogateStats
-from ppo.stats import MinibatchStats, RolloutStats, UpdateStats, reduce_update
+from ppo.core.gradients import GradNorms
+from ppo.core.losses import LossBreakdown, SurrogateStats
+from ppo.rollout.buffer import Batch
+from ppo.update.stats import MinibatchStats, RolloutStats, UpdateStats, reduce_update
 
 COLUMNS = [f.name for f in fields(MinibatchStats)]
 

@@ -13,11 +13,11 @@ import msgspec
 import pytest
 import torch
 
-from ppo import checkpoint
 from ppo.config import PPOConfig
-from ppo.distributions import MaskedCategorical
-from ppo.policy import ActionSpec, ActorCritic
-from ppo.trainer import Progress, Trainer, TrainingStopped, config_from_checkpoint
+from ppo.core.distributions import MaskedCategorical
+from ppo.model import checkpoint
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.run.trainer import Progress, Trainer, TrainingStopped, config_from_checkpoint
 from telemetry import eventlog
 from telemetry.eventlog import read_events
 from telemetry.events import (

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from ppo.config import VectorKind
-from ppo.envs import EnvError, make_vector_env
-from ppo.policy import ActorCritic
-from ppo.rollout import Collector
+from ppo.model.policy import ActorCritic
+from ppo.rollout.collector import Collector
+from ppo.rollout.envs import EnvError, make_vector_env
 
 HAS_ENVPOOL = importlib.util.find_spec("envpool") is not None
 needs_envpool = pytest.mark.skipif(
@@ -71,7 +71,7 @@ def test_a_truncated_episode_keeps_its_last_observation_for_the_bootstrap(
 
 @needs_envpool
 def test_envpool_adapter_is_envpools_own_stream_without_the_reset_steps() -> None:
-    from ppo.envpool_env import EnvPoolVectorEnv, make_pool
+    from ppo.rollout.envpool_env import EnvPoolVectorEnv, make_pool
 
     raw = make_pool("CartPole-v1", 2, seed=7)
     adapted = EnvPoolVectorEnv("CartPole-v1", 2)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ppo import validators as valid
 from ppo.config import KLEstimator
-from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
-from ppo.limits import MAX_SEED
-from ppo.settings import Settings, setting
+from ppo.config import validators as valid
+from ppo.config.limits import MAX_SEED
+from ppo.config.settings import Settings, setting
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 
 Algorithm: TypeAlias = Literal["token_ppo"]
 

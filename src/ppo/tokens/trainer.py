@@ -18,13 +18,13 @@ import torch
 from torch import Tensor, nn
 
 from ppo import __version__
-from ppo.kl_control import adapt_proportional
-from ppo.settings import ConfigError
+from ppo.config.settings import ConfigError
+from ppo.core.kl_control import adapt_proportional
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation, generate
-from ppo.tokens.records import build_records
 from ppo.tokens.reward import RewardTerms, applied_positions, reward_terms
+from ppo.tokens.samples import build_records
 from ppo.tokens.task import TokenTask, load_task
 from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
 from telemetry import Recorder, TrainerInfo

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ppo.advantages import normalize
-from ppo.agent import exceeds
-from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
-from ppo.losses import SurrogateStats, clipped_surrogate, reference_kl
+from ppo.core.advantages import normalize
+from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.losses import SurrogateStats, clipped_surrogate, reference_kl
 from ppo.tokens import masking
 from ppo.tokens.config import TokenPPOConfig
+from ppo.update.agent import exceeds
 from telemetry.events import EarlyStop
 
 
@@ -164,7 +164,7 @@ class TokenUpdater:
         self.optimizer = torch.optim.Adam(self.params, lr=config.learning_rate, eps=config.adam_eps)
 
     def update(self, batch: TokenBatch, allowed: Tensor, ref_coef: float) -> UpdateResult:
-        """One PPO update on ``batch``. As in :class:`ppo.agent.PPOAgent`, each minibatch has
+        """One PPO update on ``batch``. As in :class:`ppo.update.agent.PPOAgent`, each minibatch has
         one host read (its KL, loss and gradient norm) for the decision: stop before a
         minibatch whose KL is past max_kl, skip a step whose loss or norm is not finite."""
         c = self.config

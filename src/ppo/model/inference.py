@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from torch import nn
 
-from ppo.policy import ActorCritic
+from ppo.model.policy import ActorCritic
 
 
 class NumpyActor:

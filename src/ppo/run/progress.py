@@ -1,6 +1,6 @@
 """Headless progress: a Rich bar on a terminal, plain periodic lines elsewhere (CI logs).
 
-Reporters only display the trainer's :class:`~ppo.trainer.Progress`; they never decide
+Reporters only display the trainer's :class:`~ppo.run.trainer.Progress`; they never decide
 anything, and a plain reporter prints at most one line per ``interval`` seconds (plus the
 last update) so a log stays short however fast training runs.
 """
@@ -22,7 +22,7 @@ from rich.progress import (
 from rich.progress import Progress as RichProgress
 
 if TYPE_CHECKING:
-    from ppo.trainer import Progress
+    from ppo.run.trainer import Progress
 
 
 def describe(p: Progress) -> str:

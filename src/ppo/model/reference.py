@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ppo import checkpoint
 from ppo.config import PPOConfig
-from ppo.policy import ActorCritic
+from ppo.model import checkpoint
+from ppo.model.policy import ActorCritic
 
 INIT = "init"
 """``reference = "init"``: the policy training starts from."""
@@ -27,7 +27,7 @@ INIT = "init"
 def load_weights(policy: ActorCritic, source: str | Path, what: str) -> None:
     """Load the policy weights of a checkpoint (a .pt file or a run folder) into ``policy``;
     a missing, unusable or differently shaped checkpoint is a
-    :class:`~ppo.checkpoint.CheckpointError` that names ``what`` it was for."""
+    :class:`~ppo.model.checkpoint.CheckpointError` that names ``what`` it was for."""
     try:
         path = checkpoint.find(Path(source))
         weights = checkpoint.entry(checkpoint.load(path), "model", path)

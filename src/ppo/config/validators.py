@@ -14,8 +14,8 @@ import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
-from ppo.limits import MAX_ASYNC_ENVS
+from ppo.config.limits import MAX_ASYNC_ENVS
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 
 if TYPE_CHECKING:
     from ppo.config import PPOConfig

@@ -5,7 +5,7 @@ checkpoint's values, a config key, a third-party library's exception text (Gymna
 repeats a malformed environment id verbatim). Each goes through
 :func:`telemetry.text.visible`, so an ``ESC`` or ``BEL`` in it is shown as ``\\x1b`` or
 ``\\x07`` and never retitles or clears the terminal. An error is one line; only a
-:class:`~ppo.settings.ConfigError`, which lists every bad field, spans several (each
+:class:`~ppo.config.settings.ConfigError`, which lists every bad field, spans several (each
 line escaped on its own).
 """
 
@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import TextIO
 
+from ppo.config.settings import ConfigError
 from ppo.exits import EXIT_OK, EXIT_STOPPED
-from ppo.settings import ConfigError
 from telemetry.text import visible, visible_lines
 
 PREFIX = "ppo train: "

@@ -18,12 +18,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ppo import advantages as adv
-from ppo import reference as ref
 from ppo.config import PPOConfig
-from ppo.kl import estimate
-from ppo.normalize import ReturnScaler
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.core import advantages as adv
+from ppo.core.kl import estimate
+from ppo.core.normalize import ReturnScaler
+from ppo.model import reference as ref
+from ppo.model.policy import ActionSpec, ActorCritic
 
 
 @dataclass(frozen=True)

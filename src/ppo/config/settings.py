@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ppo import validators as valid
+from ppo.config import validators as valid
 from telemetry import files
 from telemetry.text import visible
 

@@ -4,7 +4,7 @@ Everything saved is a tensor or a builtin, so checkpoints load with
 ``torch.load(weights_only=True)`` and opening one cannot execute code. Files are written
 to a temporary name and renamed, so a crash mid-save never leaves a torn ``latest.pt``.
 Environment state is not checkpointable in general; a resume starts fresh episodes (see
-:func:`ppo.envs.reset_seed`).
+:func:`ppo.rollout.envs.reset_seed`).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
-from ppo.messages import error
-from ppo.messages import path as shown_path
+from ppo.run.messages import error
+from ppo.run.messages import path as shown_path
 from telemetry.recorder import EVENTS_FILE
 from telemetry.text import visible
 
@@ -55,7 +55,7 @@ def child_command(args: argparse.Namespace, run_id: str) -> list[str]:
     """``python -m ppo train --headless`` with the settings of ``args`` and a fixed run."""
     unknown = set(vars(args)) - FORWARDED.keys() - NOT_FORWARDED
     if unknown:  # a new `ppo train` option must be taught to this module, never dropped
-        raise RuntimeError(f"ppo.attach does not forward {sorted(unknown)} to the trainer")
+        raise RuntimeError(f"ppo.run.attach does not forward {sorted(unknown)} to the trainer")
     command = [sys.executable, "-m", "ppo", "train", "--headless"]
     command += ["--run-dir", str(args.run_dir), "--run-id", run_id]
     for dest, flag in FORWARDED.items():

@@ -1,7 +1,7 @@
 """The one build of an update's ``PPOUpdatePayload`` from its typed statistics.
 
-:func:`build_payload` takes what the update measured (:class:`~ppo.stats.UpdateStats`),
-what it decided (:class:`~ppo.update_state.UpdateState`) and what the agent knows beside
+:func:`build_payload` takes what the update measured (:class:`~ppo.update.stats.UpdateStats`),
+what it decided (:class:`~ppo.update.state.UpdateState`) and what the agent knows beside
 (:class:`PayloadContext`), and applies each field's rule of presence: a measurement that
 does not apply to this run (no dual clip, no reference policy, no entropy floor) is absent,
 never zero.
@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
-from ppo.buffer import Batch
 from ppo.config import PPOConfig
-from ppo.stats import RolloutStats, UpdateStats
-from ppo.update_state import UpdateState
+from ppo.rollout.buffer import Batch
+from ppo.update.state import UpdateState
+from ppo.update.stats import RolloutStats, UpdateStats
 from telemetry.events import PPOUpdatePayload
 
 

@@ -1,7 +1,7 @@
 """What ``ppo train`` checks before it builds anything: the run folder, and the memory
 the rollout and the network will need against what the machine has.
 
-Config values (the seed's range, ``num_envs``'s bounds: :mod:`ppo.limits`) are checked
+Config values (the seed's range, ``num_envs``'s bounds: :mod:`ppo.config.limits`) are checked
 when the config is built; these checks need the file system or the machine. Each failure
 is a :class:`PreflightError` whose message is one line naming the input and the problem
 (exit 2), raised before any environment, network or event log exists, so a refused run
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ppo.config import PPOConfig
-from ppo.envs import EnvSpec
-from ppo.messages import path as shown
+from ppo.rollout.envs import EnvSpec
+from ppo.run.messages import path as shown
 from telemetry.recorder import EVENTS_FILE
 
 FLOAT = 4

@@ -23,8 +23,8 @@ import torch
 from torch import nn
 
 from ppo.config import PPOConfig
-from ppo.distributed import DistributedSetupError, World
-from ppo.rollout import RolloutResult
+from ppo.distributed.world import DistributedSetupError, World
+from ppo.rollout.collector import RolloutResult
 from telemetry.bus import Sink
 from telemetry.events import PPOUpdatePayload
 

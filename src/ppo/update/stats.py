@@ -27,9 +27,9 @@ from typing import Generic, TypeVar
 import torch
 from torch import Tensor
 
-from ppo.buffer import Batch
-from ppo.gradients import GradNorms
-from ppo.losses import LossBreakdown
+from ppo.core.gradients import GradNorms
+from ppo.core.losses import LossBreakdown
+from ppo.rollout.buffer import Batch
 
 T = TypeVar("T", Tensor, float)
 

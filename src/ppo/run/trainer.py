@@ -22,16 +22,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from ppo import __version__, checkpoint
-from ppo import reference as ref
-from ppo.agent import PPOAgent
-from ppo.checkpoint import Counters
+from ppo import __version__
 from ppo.config import PPOConfig
-from ppo.distributed import SINGLE, World
-from ppo.envs import make_vector_env, reset_seed
-from ppo.normalize import Normalization
-from ppo.policy import ActorCritic
-from ppo.ranks import (
+from ppo.core.normalize import Normalization
+from ppo.distributed.world import SINGLE, World
+from ppo.model import checkpoint
+from ppo.model import reference as ref
+from ppo.model.checkpoint import Counters
+from ppo.model.policy import ActorCritic
+from ppo.rollout.collector import Collector, rollout_payload
+from ppo.rollout.envs import make_vector_env, reset_seed
+from ppo.run.ranks import (
     QuietRecorder,
     env_seed_offset,
     generator_seed,
@@ -40,7 +41,7 @@ from ppo.ranks import (
     sampling_rng,
     trace_update,
 )
-from ppo.rollout import Collector, rollout_payload
+from ppo.update.agent import PPOAgent
 from telemetry import (
     HeartbeatPayload,
     Recorder,

@@ -3,7 +3,7 @@
 EnvPool (C++ environments stepped by a thread pool) resets a finished environment on the
 *next* step: the step after an episode end ignores its action and returns the reset
 observation with reward 0. The rollout code relies on Gymnasium's ``SAME_STEP`` contract
-instead (see :mod:`ppo.envs`), so this adapter resets the finished environments at once
+instead (see :mod:`ppo.rollout.envs`), so this adapter resets the finished environments at once
 (``reset(env_id=...)``, which EnvPool supports for a subset) and reports their real last
 observations in ``info["final_obs"]``, as ``SyncVectorEnv`` does. The observations and
 rewards are otherwise EnvPool's own, step for step (a test compares the two streams).

@@ -18,7 +18,7 @@ from gymnasium import spaces
 from torch import Tensor, nn
 
 from ppo.config import Activation
-from ppo.distributions import DiagGaussian, MaskedCategorical
+from ppo.core.distributions import DiagGaussian, MaskedCategorical
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Rollout collection: step the vector env with the policy and fill the RolloutBuffer.
 
 The per-step path is kept lean because it runs num_steps times per update: numpy in and
-out of the environment, one actor forward in numpy (:class:`~ppo.inference.NumpyActor`;
+out of the environment, one actor forward in numpy (:class:`~ppo.model.inference.NumpyActor`;
 values and old log-probabilities come later in one batched torch pass), no Python objects
 per sample. Episode
 returns and lengths are tracked here from raw rewards, so they mean the same thing whatever
@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium.vector import VectorEnv
 
-from ppo.buffer import RolloutBuffer
-from ppo.distributed import SINGLE, World
-from ppo.envs import EnvSpec, action_mask
-from ppo.inference import NumpyActor
-from ppo.normalize import ObservationNormalizer
-from ppo.policy import ActorCritic
+from ppo.core.normalize import ObservationNormalizer
+from ppo.distributed.world import SINGLE, World
+from ppo.model.inference import NumpyActor
+from ppo.model.policy import ActorCritic
+from ppo.rollout.buffer import RolloutBuffer
+from ppo.rollout.envs import EnvSpec, action_mask
 from telemetry import RolloutPayload
 
 

@@ -8,7 +8,7 @@ that ends an episode returns the reset observation and keeps the real last obser
 ``SyncVectorEnv`` is the default: for cheap environments such as CartPole on a couple of
 cores, process pipes cost more than the environments themselves. ``AsyncVectorEnv`` (one
 subprocess per environment) pays off for heavy environments; EnvPool
-(:mod:`ppo.envpool_env`, adapted to the same contract) steps C++ environments in threads.
+(:mod:`ppo.rollout.envpool_env`, adapted to the same contract) steps C++ environments in threads.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from ppo.config import VectorKind
-from ppo.policy import ActionSpec
+from ppo.model.policy import ActionSpec
 
 
 class EnvError(ValueError):
@@ -81,7 +81,7 @@ def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
 
 
 def _envpool(env_id: str, num_envs: int) -> VectorEnv:
-    from ppo.envpool_env import EnvPoolVectorEnv, envpool_ids  # the extra is optional
+    from ppo.rollout.envpool_env import EnvPoolVectorEnv, envpool_ids  # the extra is optional
 
     try:
         known = envpool_ids()

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 
 from ppo.config import KLEstimator, PPOConfig
-from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
 
 
 @dataclass(frozen=True)

@@ -24,19 +24,26 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ppo import kl as kl_estimators
-from ppo.advantages import normalize
-from ppo.buffer import Batch
 from ppo.config import PPOConfig
-from ppo.distributed import SINGLE, World
-from ppo.distributions import uniform_entropy
-from ppo.gradients import GradNorms, clip_grad_norm
-from ppo.kl_control import adapt_penalty, adapt_proportional
-from ppo.losses import LossBreakdown, LossInputs, ppo_loss
-from ppo.payload import PayloadContext, build_payload
-from ppo.policy import ActorCritic
-from ppo.stats import COLUMNS, WIDTH, MinibatchStats, RolloutStats, UpdateStats, reduce_update
-from ppo.update_state import SkippedStep, UpdateState, anomalies
+from ppo.core import kl as kl_estimators
+from ppo.core.advantages import normalize
+from ppo.core.distributions import uniform_entropy
+from ppo.core.gradients import GradNorms, clip_grad_norm
+from ppo.core.kl_control import adapt_penalty, adapt_proportional
+from ppo.core.losses import LossBreakdown, LossInputs, ppo_loss
+from ppo.distributed.world import SINGLE, World
+from ppo.model.policy import ActorCritic
+from ppo.rollout.buffer import Batch
+from ppo.update.payload import PayloadContext, build_payload
+from ppo.update.state import SkippedStep, UpdateState, anomalies
+from ppo.update.stats import (
+    COLUMNS,
+    WIDTH,
+    MinibatchStats,
+    RolloutStats,
+    UpdateStats,
+    reduce_update,
+)
 from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
 
 _REDUCED_BY = (

@@ -4,7 +4,7 @@ The defaults are CleanRL's ``ppo.py`` CartPole baseline. A config is frozen and 
 on construction: every bad field is reported together, in field order, each message naming
 the field and the offending value (``kl_penalty_coefficient must be finite and >= 0, got
 nan``), because a run that starts with a silently clamped threshold is worse than one that
-refuses to start. Loading, coercion and ``--set`` live in :mod:`ppo.settings`.
+refuses to start. Loading, coercion and ``--set`` live in :mod:`ppo.config.settings`.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ppo import validators as valid
-from ppo.limits import MAX_NUM_ENVS, MAX_SEED
-from ppo.settings import ConfigError, Settings, setting
+from ppo.config import validators as valid
+from ppo.config.limits import MAX_NUM_ENVS, MAX_SEED
+from ppo.config.settings import ConfigError, Settings, setting
 
 __all__ = [
     "Activation",
@@ -30,13 +30,13 @@ __all__ = [
 KLEstimator: TypeAlias = Literal[
     "k1", "k2", "k3", "low_var_kl", "abs", "k1+", "k2+", "k3+", "low_var_kl+", "abs+"
 ]
-"""A per-sample KL estimator (``ppo.kl``); a ``+`` name is straight-through: the base
+"""A per-sample KL estimator (``ppo.core.kl``); a ``+`` name is straight-through: the base
 estimator's value with the gradient of k2."""
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
 VectorKind: TypeAlias = Literal["sync", "async", "envpool"]
-"""How the environments are stepped (``ppo.envs``)."""
+"""How the environments are stepped (``ppo.rollout.envs``)."""
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ppo.config import PPOConfig
-from ppo.distributed import SINGLE, World
+from ppo.distributed.world import SINGLE, World
 
 EPSILON: Final = 1e-8
 """Added to a variance before its square root."""
