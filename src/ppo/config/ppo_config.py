@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ppo.config import validators as valid
-from ppo.config.limits import MAX_NUM_ENVS, MAX_SEED
+from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
 from ppo.config.settings import ConfigError, Settings, setting
+from ppo.core import kl
+from ppo.core.kl import KLEstimator
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 
 __all__ = [
     "Activation",
@@ -27,16 +30,15 @@ __all__ = [
     "VectorKind",
 ]
 
-KLEstimator: TypeAlias = Literal[
-    "k1", "k2", "k3", "low_var_kl", "abs", "k1+", "k2+", "k3+", "low_var_kl+", "abs+"
-]
-"""A per-sample KL estimator (``ppo.core.kl``); a ``+`` name is straight-through: the base
-estimator's value with the gradient of k2."""
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
 VectorKind: TypeAlias = Literal["sync", "async", "envpool"]
 """How the environments are stepped (``ppo.rollout.envs``)."""
+
+
+estimator_name = valid.choice(kl.ESTIMATORS, kl.ESTIMATORS_LISTED)
+"""The validator of an estimator field: a name registered in :mod:`ppo.core.kl`."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class PPOConfig(Settings):
 
     # Each field is declared once: type, default and validator (``setting``), then its docstring.
     # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
-    # Literal aliases, hence its noqa on those fields.
+    # Literal and KLEstimator aliases, hence its noqa on those fields.
 
     # --- run ---
     env_id: str = setting("CartPole-v1", valid.text)
@@ -73,7 +75,7 @@ class PPOConfig(Settings):
     num_envs: int = setting(4, valid.integer(1, MAX_NUM_ENVS))
     """Parallel environments in the vector env, all processes together: 1 to 4096 (at most
     256 with ``vector_env = "async"``, one process each)."""
-    vector_env: VectorKind = setting("sync", valid.choice(VectorKind))  # noqa: RUF009
+    vector_env: VectorKind = setting("sync", valid.literal(VectorKind))  # noqa: RUF009
     """``sync``: all environments in this process (fastest for cheap ones like CartPole);
     ``async``: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); ``envpool``:
     EnvPool's C++ pool (the ``envpool`` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...)."""
@@ -83,7 +85,7 @@ class PPOConfig(Settings):
     """Discount factor."""
     gae_lambda: float = setting(0.95, valid.number(0, 1))
     """GAE lambda (bias-variance trade-off of the advantage)."""
-    advantage_mode: AdvantageMode = setting("gae", valid.choice(AdvantageMode))  # noqa: RUF009
+    advantage_mode: AdvantageMode = setting("gae", valid.literal(AdvantageMode))  # noqa: RUF009
     """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
 
     # --- optimisation ---
@@ -107,7 +109,7 @@ class PPOConfig(Settings):
     # --- policy ---
     hidden_sizes: tuple[int, ...] = setting((64, 64), valid.sizes)
     """Hidden layer widths of the actor and of the critic MLP."""
-    activation: Activation = setting("tanh", valid.choice(Activation))  # noqa: RUF009
+    activation: Activation = setting("tanh", valid.literal(Activation))  # noqa: RUF009
     """Hidden activation."""
 
     # --- loss ---
@@ -129,7 +131,7 @@ class PPOConfig(Settings):
     """Weight of the min-entropy penalty."""
 
     # --- KL controls ---
-    kl_estimator: KLEstimator = setting("k3", valid.choice(KLEstimator))  # noqa: RUF009
+    kl_estimator: KLEstimator = setting("k3", estimator_name)  # noqa: RUF009
     """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
     kl_penalty_coefficient: float = setting(0.0, valid.number(0))
     """Total loss += coefficient * approx_kl (0: no penalty)."""
@@ -138,7 +140,7 @@ class PPOConfig(Settings):
     within [KL_COEF_MIN, KL_COEF_MAX]."""
     max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
     """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
-    early_stop_scope: EarlyStopScope = setting("minibatch", valid.choice(EarlyStopScope))  # noqa: RUF009
+    early_stop_scope: EarlyStopScope = setting("minibatch", valid.literal(EarlyStopScope))  # noqa: RUF009
     """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
     log_ratio_clamp: float = setting(20.0, valid.number(0, strict_low=True))
     """Clamp log(pi_new / pi_old) to +- this before exp()."""
@@ -154,11 +156,11 @@ class PPOConfig(Settings):
     a checkpoint (a .pt file or a run folder). Used only when a reference KL is on."""
     ref_kl_loss_coef: float = setting(0.0, valid.number(0))
     """Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss)."""
-    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", valid.choice(KLEstimator))  # noqa: RUF009
+    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", estimator_name)  # noqa: RUF009
     """Estimator of the reference KL in the loss, and of the reported ref_kl."""
     ref_kl_in_reward: bool = setting(False, valid.boolean)
     """Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."""
-    ref_kl_reward_estimator: KLEstimator = setting("k1", valid.choice(KLEstimator))  # noqa: RUF009
+    ref_kl_reward_estimator: KLEstimator = setting("k1", estimator_name)  # noqa: RUF009
     """Estimator of the per-sample reward penalty (verl's default: k1)."""
     ref_kl_reward_coef: float = setting(0.001, valid.number(0))
     """Coefficient of the reward penalty at the start (verl's default 0.001)."""
@@ -181,8 +183,9 @@ class PPOConfig(Settings):
     """With normalize_returns: clip the scaled rewards to +- this (none: no clipping)."""
 
     def problems(self) -> list[str]:
-        """Every problem, in field order (empty when valid)."""
-        return valid.validate(self)
+        """Every problem, in field order (empty when valid); the checks that involve two
+        fields assume each field is well-typed, so they run only when every field is."""
+        return valid.field_problems(self) or valid.in_field_order(self, _cross_field(self))
 
     # --- derived ---
     @property
@@ -212,3 +215,56 @@ class PPOConfig(Settings):
             return self.ent_coef
         frac = update / self.num_updates
         return self.ent_coef + (self.ent_coef_final - self.ent_coef) * frac
+
+
+def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
+    """Checks that involve two fields; each is reported at the first field's position."""
+    problems: list[tuple[str, str]] = []
+    if config.vector_env == "async" and config.num_envs > MAX_ASYNC_ENVS:
+        problems.append(
+            (
+                "num_envs",
+                f"num_envs must be <= {MAX_ASYNC_ENVS} with vector_env = 'async' (one process "
+                f"per environment), got {config.num_envs!r}",
+            )
+        )
+    batch = config.num_envs * config.num_steps
+    if config.num_minibatches > batch:
+        problems.append(
+            (
+                "num_minibatches",
+                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
+                f"got {config.num_minibatches!r}",
+            )
+        )
+    problems += _reference_problems(config)
+    coef = config.kl_penalty_coefficient
+    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
+        problems.append(
+            (
+                "kl_target",
+                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
+                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
+            )
+        )
+    return problems
+
+
+def _reference_problems(config: PPOConfig) -> list[tuple[str, str]]:
+    """A controller needs something to control, and a coefficient it can scale."""
+    if config.ref_kl_target is None:
+        return []
+    if config.ref_kl_loss_coef == 0.0 and not config.ref_kl_in_reward:
+        return [("ref_kl_target", "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward")]
+    scaled = [("ref_kl_loss_coef", config.ref_kl_loss_coef)] if config.ref_kl_loss_coef else []
+    if config.ref_kl_in_reward:
+        scaled.append(("ref_kl_reward_coef", config.ref_kl_reward_coef))
+    return [
+        (
+            name,
+            f"{name} must be in [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}] for ref_kl_target to "
+            f"adapt it, got {value!r}",
+        )
+        for name, value in scaled
+        if not KL_COEF_MIN <= value <= KL_COEF_MAX
+    ]

@@ -1,9 +1,10 @@
 """Validators of config fields: each returns None when a value is fine, else what is wrong.
 
 A validator sees one value and describes the problem in words that follow the field name
-(``must be finite and >= 0, got nan``); :func:`validate` prefixes the name, adds the checks
-that involve two fields, and collects every message, so all problems are reported at once.
-(A "rule" is a health rule, in sanctum.)
+(``must be finite and >= 0, got nan``); :func:`field_problems` prefixes the name and
+collects every message, so all problems are reported at once. They know no config: the
+checks that involve two fields belong to the config that has them. (A "rule" is a health
+rule, in sanctum.)
 """
 
 from __future__ import annotations
@@ -11,14 +12,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import typing
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from ppo.config.limits import MAX_ASYNC_ENVS
-from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
-
-if TYPE_CHECKING:
-    from ppo.config import PPOConfig
+from collections.abc import Callable, Iterable
+from typing import Any
 
 Validator = Callable[[Any], str | None]
 
@@ -74,21 +69,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({type(value).__name__})"
 
 
-def choice(tp: Any) -> Validator:
-    """One of the names of a Literal; names that are another name plus ``+`` (the
-    straight-through KL estimators) are summarised rather than listed twice."""
-    options = typing.get_args(tp)
-    base = [o for o in options if not (o.endswith("+") and o[:-1] in options)]
-    listed = ", ".join(base)
-    if len(base) < len(options):
-        listed += " (each also with '+': straight-through)"
+def choice(options: Iterable[str], listed: str | None = None) -> Validator:
+    """One of ``options``; the message lists ``listed`` (default: every option)."""
+    names = tuple(options)
+    shown = listed if listed is not None else ", ".join(names)
 
     def rule(value: Any) -> str | None:
-        if value in options and isinstance(value, str):
+        if value in names and isinstance(value, str):
             return None
-        return f"must be one of {listed}, got {value!r}"
+        return f"must be one of {shown}, got {value!r}"
 
     return rule
+
+
+def literal(tp: Any) -> Validator:
+    """One of the names of a ``Literal`` type."""
+    return choice(typing.get_args(tp))
 
 
 def boolean(value: Any) -> str | None:
@@ -118,59 +114,6 @@ def sizes(value: Any) -> str | None:
     return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
 
 
-def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
-    """Checks that involve two fields; each is reported at the first field's position."""
-    problems: list[tuple[str, str]] = []
-    if config.vector_env == "async" and config.num_envs > MAX_ASYNC_ENVS:
-        problems.append(
-            (
-                "num_envs",
-                f"num_envs must be <= {MAX_ASYNC_ENVS} with vector_env = 'async' (one process "
-                f"per environment), got {config.num_envs!r}",
-            )
-        )
-    batch = config.num_envs * config.num_steps
-    if config.num_minibatches > batch:
-        problems.append(
-            (
-                "num_minibatches",
-                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
-                f"got {config.num_minibatches!r}",
-            )
-        )
-    problems += _reference_problems(config)
-    coef = config.kl_penalty_coefficient
-    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
-        problems.append(
-            (
-                "kl_target",
-                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
-                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
-            )
-        )
-    return problems
-
-
-def _reference_problems(config: PPOConfig) -> list[tuple[str, str]]:
-    """A controller needs something to control, and a coefficient it can scale."""
-    if config.ref_kl_target is None:
-        return []
-    if config.ref_kl_loss_coef == 0.0 and not config.ref_kl_in_reward:
-        return [("ref_kl_target", "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward")]
-    scaled = [("ref_kl_loss_coef", config.ref_kl_loss_coef)] if config.ref_kl_loss_coef else []
-    if config.ref_kl_in_reward:
-        scaled.append(("ref_kl_reward_coef", config.ref_kl_reward_coef))
-    return [
-        (
-            name,
-            f"{name} must be in [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}] for ref_kl_target to "
-            f"adapt it, got {value!r}",
-        )
-        for name, value in scaled
-        if not KL_COEF_MIN <= value <= KL_COEF_MAX
-    ]
-
-
 def field_problems(config: Any) -> list[str]:
     """What each field's own validator says of a config dataclass, in field order."""
     found: list[str] = []
@@ -185,9 +128,3 @@ def in_field_order(config: Any, problems: list[tuple[str, str]]) -> list[str]:
     """Cross-field ``(field, message)`` problems sorted by their field's position."""
     order = {f.name: i for i, f in enumerate(dataclasses.fields(config))}
     return [message for name, message in sorted(problems, key=lambda p: order[p[0]])]
-
-
-def validate(config: PPOConfig) -> list[str]:
-    """Every problem with ``config``, in field order (empty when valid); cross-field checks
-    assume each field is well-typed, so they run only when every field is."""
-    return field_problems(config) or in_field_order(config, _cross_field(config))

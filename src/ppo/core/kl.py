@@ -9,6 +9,10 @@ it. The log-ratio is guarded before any exp(): non-finite entries are replaced (
 counted by the caller) and the rest clamped, so one wild sample cannot turn the whole
 statistic into inf.
 
+The estimators are registered by name (:func:`register`, as verl's ``core_algos``
+registers its advantage estimators and policy losses): :data:`ESTIMATORS`, the names the
+config accepts, is derived from the registry, never listed by hand.
+
 A name ending in ``+`` is straight-through (verl's ``k3+``, ``low_var_kl+``): its value is
 the base estimator's, its gradient that of k2 = (log r)^2 / 2, whose gradient is the
 unbiased gradient of the KL. So a loss term can report k3 and still be optimised with
@@ -17,20 +21,81 @@ the right gradient.
 
 from __future__ import annotations
 
-from typing import Final, get_args
+from collections.abc import Callable
+from typing import Final, TypeAlias
 
 import torch
 from torch import Tensor
 
-from ppo.config import KLEstimator
+KLEstimator: TypeAlias = str
+"""The name of a per-sample KL estimator: one of :data:`ESTIMATORS`."""
+KLFunction: TypeAlias = Callable[[Tensor], Tensor]
+"""A base estimator: per-sample KL(p || q) from a guarded log r = log q - log p."""
 
-ESTIMATORS: Final[tuple[str, ...]] = get_args(KLEstimator)
-"""Names accepted by :func:`estimate`."""
 STRAIGHT_THROUGH: Final = "+"
 """The suffix of a straight-through estimator."""
-
 LOW_VAR_KL_BOUND: Final = 10.0
 """verl's ``low_var_kl`` clamps k3 to [-10, 10] per sample."""
+
+_REGISTRY: dict[str, KLFunction] = {}
+
+
+def register(name: str) -> Callable[[KLFunction], KLFunction]:
+    """Register a base estimator under ``name``; its ``+`` twin comes with it. Estimators
+    are registered here, as this module loads: :data:`ESTIMATORS` is derived once, below."""
+
+    def add(fn: KLFunction) -> KLFunction:
+        if name in _REGISTRY or name.endswith(STRAIGHT_THROUGH):
+            raise ValueError(f"KL estimator {name!r} is already registered or ends in '+'")
+        _REGISTRY[name] = fn
+        return fn
+
+    return add
+
+
+# Schulman, "Approximating KL Divergence" (http://joschu.net/blog/kl-approx.html): with
+# x ~ p and r = q/p, k1 = -log r is unbiased but high-variance, k2 = (log r)^2 / 2 is biased
+# but low-variance, k3 = (r - 1) - log r is unbiased and always >= 0. "abs" (|log r|) is a
+# biased magnitude used by some RLHF trainers.
+
+
+@register("k1")
+def k1(log_ratio: Tensor) -> Tensor:
+    return -log_ratio
+
+
+@register("k2")
+def k2(log_ratio: Tensor) -> Tensor:
+    return 0.5 * log_ratio.square()
+
+
+@register("k3")
+def k3(log_ratio: Tensor) -> Tensor:
+    return torch.expm1(log_ratio) - log_ratio
+
+
+@register("low_var_kl")
+def low_var_kl(log_ratio: Tensor) -> Tensor:
+    """verl's name for k3 with a per-sample clamp."""
+    return k3(log_ratio).clamp(-LOW_VAR_KL_BOUND, LOW_VAR_KL_BOUND)
+
+
+@register("abs")
+def abs_log_ratio(log_ratio: Tensor) -> Tensor:
+    return log_ratio.abs()
+
+
+BASE_ESTIMATORS: Final[tuple[str, ...]] = tuple(_REGISTRY)
+"""The registered base estimators, in registration order."""
+ESTIMATORS: Final[tuple[str, ...]] = (
+    *BASE_ESTIMATORS,
+    *(name + STRAIGHT_THROUGH for name in BASE_ESTIMATORS),
+)
+"""Names accepted by :func:`estimate`: each base estimator, then each straight-through one."""
+ESTIMATORS_LISTED: Final = (
+    f"{', '.join(BASE_ESTIMATORS)} (each also with '{STRAIGHT_THROUGH}': straight-through)"
+)
+"""The accepted names as error messages list them."""
 
 
 def guarded_log_ratio(
@@ -49,29 +114,13 @@ def guarded_log_ratio(
 def estimate_from_log_ratio(log_ratio: Tensor, estimator: KLEstimator) -> Tensor:
     """Per-sample KL(p || q) estimate from an already guarded log r = log q - log p."""
     if estimator not in ESTIMATORS:
-        raise ValueError(f"kl_estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+        raise ValueError(f"kl_estimator must be one of {ESTIMATORS_LISTED}, got {estimator!r}")
     if estimator.endswith(STRAIGHT_THROUGH):
-        forward = _base_estimate(log_ratio, estimator[: -len(STRAIGHT_THROUGH)]).detach()
-        k2 = 0.5 * log_ratio.square()
-        return k2 - k2.detach() + forward  # the value of the base, the gradient of k2
-    return _base_estimate(log_ratio, estimator)
-
-
-def _base_estimate(log_ratio: Tensor, estimator: str) -> Tensor:
-    # Schulman, "Approximating KL Divergence" (http://joschu.net/blog/kl-approx.html):
-    # with x ~ p and r = q/p, k1 = -log r is unbiased but high-variance, k2 = (log r)^2 / 2
-    # is biased but low-variance, k3 = (r - 1) - log r is unbiased and always >= 0. "abs"
-    # (|log r|) is a biased magnitude used by some RLHF trainers.
-    if estimator == "k1":
-        return -log_ratio
-    if estimator == "k2":
-        return 0.5 * log_ratio.square()
-    if estimator == "k3":
-        return torch.expm1(log_ratio) - log_ratio
-    if estimator == "low_var_kl":  # verl's name for k3 with a per-sample clamp
-        return (torch.expm1(log_ratio) - log_ratio).clamp(-LOW_VAR_KL_BOUND, LOW_VAR_KL_BOUND)
-    assert estimator == "abs"
-    return log_ratio.abs()
+        base = _REGISTRY[estimator[: -len(STRAIGHT_THROUGH)]]
+        forward = base(log_ratio).detach()
+        squared = k2(log_ratio)
+        return squared - squared.detach() + forward  # the value of the base, the gradient of k2
+    return _REGISTRY[estimator](log_ratio)
 
 
 def estimate(

@@ -13,12 +13,44 @@ in verl's ``compute_policy_loss``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
-from ppo.config import KLEstimator, PPOConfig
-from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.kl import KLEstimator, estimate_from_log_ratio, guarded_log_ratio
+
+
+class LossSettings(Protocol):
+    """The settings :func:`ppo_loss` reads; :class:`ppo.config.PPOConfig` has them all (the
+    maths names what it needs and never imports the config)."""
+
+    @property
+    def log_ratio_clamp(self) -> float: ...
+
+    @property
+    def clip_range(self) -> float: ...
+
+    @property
+    def clip_ratio_c(self) -> float | None: ...
+
+    @property
+    def clip_range_vf(self) -> float | None: ...
+
+    @property
+    def vf_coef(self) -> float: ...
+
+    @property
+    def min_entropy(self) -> float | None: ...
+
+    @property
+    def min_entropy_coef(self) -> float: ...
+
+    @property
+    def kl_estimator(self) -> KLEstimator: ...
+
+    @property
+    def ref_kl_loss_estimator(self) -> KLEstimator: ...
 
 
 @dataclass(frozen=True)
@@ -130,7 +162,7 @@ def reference_kl(
 
 
 def _config_reference_kl(
-    inputs: LossInputs, config: PPOConfig, coef: float
+    inputs: LossInputs, config: LossSettings, coef: float
 ) -> tuple[Tensor | None, Tensor]:
     """``reference_kl`` with the estimator and log-ratio clamp ``config`` names."""
     estimator, clamp = config.ref_kl_loss_estimator, config.log_ratio_clamp
@@ -138,7 +170,7 @@ def _config_reference_kl(
 
 
 def ppo_loss(
-    inputs: LossInputs, config: PPOConfig, ent_coef: float, kl_coef: float, ref_coef: float = 0.0
+    inputs: LossInputs, config: LossSettings, ent_coef: float, kl_coef: float, ref_coef: float = 0.0
 ) -> tuple[Tensor, LossBreakdown]:
     """total = policy + vf_coef * value - ent_coef * H + kl_coef * approx_kl + H penalty
     + ref_coef * ref_kl.

@@ -22,12 +22,11 @@ the job's.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import numpy as np
 import torch
 
-from ppo.config import PPOConfig
 from ppo.distributed.world import SINGLE, World
 
 EPSILON: Final = 1e-8
@@ -174,10 +173,31 @@ class ReturnScaler:
         self.discounted = discounted
 
 
+class NormalizationSettings(Protocol):
+    """The settings :class:`Normalization` reads; :class:`ppo.config.PPOConfig` has them all."""
+
+    @property
+    def normalize_returns(self) -> bool: ...
+
+    @property
+    def gamma(self) -> float: ...
+
+    @property
+    def reward_clip(self) -> float | None: ...
+
+    @property
+    def normalize_obs(self) -> bool: ...
+
+    @property
+    def obs_clip(self) -> float: ...
+
+
 class Normalization:
     """A run's normalisation statistics (either may be off), as checkpoints hold them."""
 
-    def __init__(self, config: PPOConfig, num_envs: int, obs_dim: int, world: World) -> None:
+    def __init__(
+        self, config: NormalizationSettings, num_envs: int, obs_dim: int, world: World
+    ) -> None:
         self.returns = None
         if config.normalize_returns:
             self.returns = ReturnScaler(num_envs, config.gamma, config.reward_clip, world)
