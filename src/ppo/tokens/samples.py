@@ -1,4 +1,6 @@
-"""Build the per-rollout records (:class:`telemetry.rollouts.RolloutRecord`) of a batch."""
+"""The samples of a batch as records: one :class:`telemetry.rollouts.RolloutRecord` per
+generated sequence, the lines of ``rollouts.jsonl`` (the file and telemetry's type keep
+their documented names; here a token-level sample is a sample, not a rollout)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from ppo.tokens.reward import RewardTerms
 from telemetry.rollouts import RolloutRecord
 
 
-def build_records(
+def build_samples(
     first_id: int,
     gen: Generation,
     digit_probs: Tensor,
@@ -20,7 +22,7 @@ def build_records(
     terms: RewardTerms,
     config: TokenPPOConfig,
 ) -> list[RolloutRecord]:
-    """One record per rollout of ``gen``, numbered from ``first_id``."""
+    """One record per sample (sequence) of ``gen``, numbered from ``first_id``."""
     valid = gen.valid.tolist()
     columns = {
         name: tensor.tolist()
@@ -42,16 +44,16 @@ def build_records(
             "final": terms.reward_final,
         }.items()
     }
-    return [_record(first_id + i, i, valid[i], columns, config) for i in range(len(valid))]
+    return [_sample(first_id + i, i, valid[i], columns, config) for i in range(len(valid))]
 
 
-def _record(
-    rollout_id: int, i: int, valid: list[bool], c: dict[str, list[Any]], config: TokenPPOConfig
+def _sample(
+    sample_id: int, i: int, valid: list[bool], c: dict[str, list[Any]], config: TokenPPOConfig
 ) -> RolloutRecord:
     n = sum(valid)
     generated = c["tokens"][i][:n]
     return RolloutRecord(
-        id=rollout_id,
+        id=sample_id,
         input_ids=c["prompt"][i],
         generated_ids=generated,
         terminated_by="answer" if c["answered"][i] else "max_new_tokens",

@@ -1,5 +1,5 @@
 """The token-level PPO update: episodic advantage A_t = R - V_t (no GAE, no discount: one
-terminal reward per rollout), the clipped objective over generated tokens, the value loss
+terminal reward per sample), the clipped objective over generated tokens, the value loss
 mean (V_t - R)^2 (unclipped), the entropy bonus, and the per-token reference KL.
 
 Minibatches are of whole sequences, so each is one forward of the model; statistics are
@@ -25,7 +25,7 @@ from telemetry.events import EarlyStop
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """One update's rollouts as tensors; ``[B, M]`` over generated positions."""
+    """One update's samples as tensors; ``[B, M]`` over generated positions."""
 
     sequences: Tensor
     """``[B, P + M]`` prompt and generated ids."""
@@ -36,7 +36,7 @@ class TokenBatch:
     logp_old: Tensor
     values_old: Tensor
     returns: Tensor
-    """``[B]`` reward_final: the return of every token of the rollout."""
+    """``[B]`` reward_final: the return of every token of the sample."""
     logp_ref: Tensor | None
     """``[B, M]`` log pi_ref(action) of the frozen reference (None: not measured)."""
 
