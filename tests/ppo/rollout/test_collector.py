@@ -12,8 +12,7 @@ from ppo.model.policy import ActorCritic
 from ppo.rollout.buffer import RolloutBuffer
 from ppo.rollout.collector import Collector
 from ppo.rollout.envs import EnvError, action_mask, make_vector_env
-
-from . import toy_envs
+from tests.ppo import toy_envs
 
 
 @pytest.fixture(autouse=True)

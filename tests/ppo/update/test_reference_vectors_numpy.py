@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from .reference_vectors import EXPECTED, SCENARIOS, load_inputs
+from tests.ppo.reference_vectors import EXPECTED, SCENARIOS, load_inputs
 
 Params = dict[str, np.ndarray]
 CLIP, CLIP_VF, VF_COEF, ENT_COEF, MAX_NORM = 0.2, 0.2, 0.5, 0.01, 0.5

@@ -14,8 +14,7 @@ from ppo.model.policy import ActionSpec, ActorCritic
 from ppo.rollout.buffer import Batch
 from ppo.update.agent import PPOAgent, exceeds
 from telemetry.events import EarlyStop
-
-from .helpers import batch_for, config, params_of, same_params, small_policy
+from tests.ppo.helpers import batch_for, config, params_of, same_params, small_policy
 
 SHIFT = 1.0  # every initial ratio e: k3 = e - 2 = 0.7183 nats
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from .reference_vectors import EXPECTED, SCENARIOS, load_inputs, run
+from tests.ppo.reference_vectors import EXPECTED, SCENARIOS, load_inputs, run
 
 REL, ABS = 1e-6, 1e-7
 """Cross-machine tolerance on floats. The statistics are float32 (epsilon 1.2e-7): another

@@ -29,8 +29,7 @@ from telemetry.events import (
     RunStarted,
     kind_of,
 )
-
-from . import toy_envs
+from tests.ppo import toy_envs
 
 TIME_FIELDS = {
     "ts",

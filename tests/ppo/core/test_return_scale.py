@@ -11,8 +11,7 @@ from ppo.model.policy import ActorCritic
 from ppo.rollout.collector import Collector
 from ppo.rollout.envs import make_vector_env
 from ppo.update.agent import PPOAgent
-
-from .helpers import config
+from tests.ppo.helpers import config
 
 
 def discounted_by_hand(rewards: np.ndarray, dones: np.ndarray, gamma: float) -> np.ndarray:

@@ -23,8 +23,7 @@ from ppo.rollout.envs import make_vector_env
 from ppo.run.trainer import Trainer
 from ppo.update.agent import PPOAgent
 from telemetry import PPOUpdate, read_events
-
-from .helpers import batch_for, config, params_of, same_params, small_policy
+from tests.ppo.helpers import batch_for, config, params_of, same_params, small_policy
 
 
 def distant(policy: ActorCritic, seed: int = 1) -> ActorCritic:
