@@ -33,8 +33,9 @@ from ppo.run.messages import announce, error, memory_line, out_of_memory, shown,
 from ppo.run.messages import path as shown_path
 from ppo.run.preflight import check_memory, check_run_folder
 from ppo.run.progress import PlainReporter, Reporter, RichReporter
+from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
-from ppo.run.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
+from ppo.run.trainer import Trainer, TrainingStopped, TrainResult
 from ppo.tokens.cli import token_config, train_tokens
 from ppo.tokens.config import TokenPPOConfig
 from telemetry.eventlog import LogInUse

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from ppo import __version__
@@ -41,6 +40,7 @@ from ppo.run.ranks import (
     sampling_rng,
     trace_update,
 )
+from ppo.run.resume import restore, run_state
 from ppo.update.agent import PPOAgent
 from telemetry import (
     HeartbeatPayload,
@@ -53,16 +53,6 @@ from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
-_RESUME_ENTRIES = (
-    "model",
-    "agent.optimizer",
-    "agent.kl_coef",
-    "agent.generator",
-    "rng.sampling",
-    "counters.update",
-    "counters.global_step",
-)
-"""Checkpoint entries a resume reads (as :meth:`Trainer._save` writes them)."""
 RECENT_EPISODES = 20
 """Episodes in the rolling mean reported to progress callbacks and results."""
 
@@ -99,15 +89,6 @@ class TrainResult:
     global_step: int
     updates: int
     recent_return_mean: float | None
-
-
-def config_from_checkpoint(run: Path) -> PPOConfig:
-    """The config a run was trained with, read from its latest checkpoint."""
-    path = checkpoint.find(run)
-    saved = checkpoint.entry(checkpoint.load(path), "config", path)
-    if not (isinstance(saved, dict) and all(isinstance(key, str) for key in saved)):
-        raise checkpoint.CheckpointError(f"{path}: its 'config' entry is not a table of settings")
-    return PPOConfig.from_mapping(saved, str(run))
 
 
 class Trainer:
@@ -166,7 +147,9 @@ class Trainer:
         recorded = cfg.to_dict()
         try:
             if self.resume_path is not None:
-                counters = self._restore(policy, agent, self._sampling)
+                counters, self._reference = restore(
+                    self.resume_path, world, agent, self._sampling, norm, cfg.uses_reference
+                )
                 recorded["resumed_from"] = {
                     "checkpoint": str(self.resume_path),
                     "update": counters.update,
@@ -184,49 +167,6 @@ class Trainer:
             envs.close()
             raise
         return collector, agent, counters, recorded
-
-    def _restore(
-        self, policy: ActorCritic, agent: PPOAgent, sampling: np.random.Generator
-    ) -> Counters:
-        path = self.resume_path
-        assert path is not None
-        state = checkpoint.load(path)
-        for name in _RESUME_ENTRIES:  # a missing entry is named, not a bare KeyError
-            checkpoint.entry(state, name, path)
-        counters = Counters(
-            update=checkpoint.count(state, "counters.update", path),
-            global_step=checkpoint.count(state, "counters.global_step", path),
-        )
-        saved_world = checkpoint.count({"world_size": 1, **state}, "world_size", path, low=1)
-        if saved_world != self.world.size:
-            raise checkpoint.CheckpointError(
-                f"{path} was written by {saved_world} process(es); resume it with "
-                f"{saved_world}, not {self.world.size}"
-            )
-        with checkpoint.restoring(path, "model"):  # the values of a file are input: any
-            policy.load_state_dict(state["model"])  # type or shape may be wrong
-        with checkpoint.restoring(path, "agent"):
-            agent.load_state_dict(state["agent"])
-        if self.world.is_main:  # other ranks keep their own streams
-            with checkpoint.restoring(path, "rng.sampling"):
-                sampling.bit_generator.state = state["rng"]["sampling"]
-        self._restore_shaping(policy, state, path)
-        return counters
-
-    def _restore_shaping(self, policy: ActorCritic, state: dict[str, Any], path: Path) -> None:
-        """The reference policy and the normalisation statistics, as the checkpoint saved
-        them."""
-        assert self._norm is not None
-        saved = {name: checkpoint.entry(state, name, path) for name in self._norm.names}
-        try:
-            self._norm.load(saved)
-        except ValueError as exc:
-            raise checkpoint.CheckpointError(f"{path}: {exc}") from None
-        if self.config.uses_reference:
-            self._reference = ref.frozen(policy)
-            weights = checkpoint.entry(state, "reference", path)
-            with checkpoint.restoring(path, "reference"):
-                self._reference.load_state_dict(weights)
 
     # ------------------------------------------------------------------- run
     def run(self) -> TrainResult:
@@ -377,19 +317,16 @@ class Trainer:
                 "(its lines went with it); no checkpoint was written under the old name",
                 self.checkpoint_path,
             )
-        state = {
-            "model": agent.policy.state_dict(),
-            "agent": agent.state_dict(),
-            "config": self.config.to_dict(),
-            "counters": {"update": counters.update, "global_step": counters.global_step},
-            "rng": {"sampling": self._sampling.bit_generator.state},
-            "run_id": rec.run_id,
-            "world_size": self.world.size,
-        }
-        if self._reference is not None:
-            state["reference"] = self._reference.state_dict()
-        if self._norm is not None:
-            state.update(self._norm.state_dict())
+        state = run_state(
+            agent,
+            self.config,
+            counters,
+            self._sampling,
+            rec.run_id,
+            self.world,
+            self._reference,
+            self._norm,
+        )
         path = checkpoint.save(checkpoint.path_for(rec.run_dir, counters.update), state)
         self.checkpoint_path = path
         return path

@@ -17,7 +17,8 @@ from ppo.config import PPOConfig
 from ppo.core.distributions import MaskedCategorical
 from ppo.model import checkpoint
 from ppo.model.policy import ActionSpec, ActorCritic
-from ppo.run.trainer import Progress, Trainer, TrainingStopped, config_from_checkpoint
+from ppo.run.resume import config_from_checkpoint
+from ppo.run.trainer import Progress, Trainer, TrainingStopped
 from telemetry import eventlog
 from telemetry.eventlog import read_events
 from telemetry.events import (
