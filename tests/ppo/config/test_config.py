@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ppo.config import ConfigError, PPOConfig
+from ppo.core.kl import ESTIMATORS
 from telemetry.files import InputFileError
 
 KL_FIELDS_NONNEG = ["kl_penalty_coefficient"]
@@ -233,3 +234,10 @@ def test_straight_through_estimators_and_fine_tuning_settings_parse_from_the_com
     assert cfg.init_from == "runs/base" and cfg.uses_reference and cfg.normalize_returns
     assert PPOConfig().with_overrides(["init_from=none"]).init_from is None
     assert not PPOConfig().uses_reference
+
+
+def test_the_config_accepts_every_registered_estimator_and_only_those() -> None:
+    for name in ESTIMATORS:
+        assert PPOConfig(kl_estimator=name, ref_kl_loss_estimator=name).kl_estimator == name
+    with pytest.raises(ConfigError, match="ref_kl_reward_estimator must be one of k1, k2"):
+        PPOConfig(ref_kl_reward_estimator="k5")

@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from ppo.core.distributions import categorical_kl, gaussian_kl
-from ppo.core.kl import ESTIMATORS, estimate, estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.kl import (
+    BASE_ESTIMATORS,
+    ESTIMATORS,
+    estimate,
+    estimate_from_log_ratio,
+    guarded_log_ratio,
+    register,
+)
 
 P_OLD = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
 P_NEW = torch.tensor([0.4, 0.4, 0.2], dtype=torch.float64)
@@ -95,9 +102,17 @@ def test_log_ratio_is_guarded_before_exp() -> None:
 
 def test_unknown_estimator_is_named() -> None:
     with pytest.raises(ValueError, match="kl_estimator must be one of k1, k2, k3, low_var_kl, abs"):
-        estimate_from_log_ratio(torch.zeros(1), "k9")  # type: ignore[arg-type]
+        estimate_from_log_ratio(torch.zeros(1), "k9")
     base = ("k1", "k2", "k3", "low_var_kl", "abs")
     assert ESTIMATORS == (*base, *(f"{name}+" for name in base))
+
+
+def test_the_names_are_the_registry_s() -> None:
+    assert ESTIMATORS == (*BASE_ESTIMATORS, *(f"{name}+" for name in BASE_ESTIMATORS))
+    for taken in ("k1", "k3+"):  # a name is registered once; "+" is the straight-through suffix
+        with pytest.raises(ValueError, match="already registered or ends in"):
+            register(taken)(torch.neg)
+    assert ESTIMATORS[0] == "k1"
 
 
 BASE_GRADIENTS = {
