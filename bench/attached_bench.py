@@ -5,12 +5,12 @@ three ways, alternated round-robin (the order rotates each round so drift on a s
 machine spreads over all modes), and the median of the rounds is reported:
 
 - ``headless``: ``python -m ppo train --headless``, which records the event log.
-- ``attached``: exactly what ``ppo train`` does on a terminal (``ppo.attach.launch``): the
+- ``attached``: exactly what ``ppo train`` does on a terminal (``ppo.run.attach.launch``): the
   same headless trainer as a child process, and in this process the SanctumApp tailing its
   log under Textual's headless driver (``run_async(headless=True)``: composed, laid out and
   rendered, only not written to a terminal). The dashboard's own CPU time is measured too:
   on two cores it must leave the trainer its core.
-- ``no_telemetry``: ``ppo train --headless`` in a child whose ``ppo.trainer.Recorder`` is
+- ``no_telemetry``: ``ppo train --headless`` in a child whose ``ppo.run.trainer.Recorder`` is
   replaced by :class:`NullRecorder`, which builds no event and writes nothing (the trainer
   has no switch for it; payloads are still built, as they are the trainer's own statistics).
 
@@ -79,8 +79,8 @@ def run_no_telemetry(steps: int, run_dir: Path, run_id: str) -> dict[str, float]
 
 
 def run_attached(steps: int, run_dir: Path, run_id: str) -> dict[str, float]:
-    from ppo.attach import launch
     from ppo.cli import build_parser
+    from ppo.run.attach import launch
 
     args = build_parser().parse_args(["train", "--tui", *train_args(steps, run_dir, run_id)])
     run = launch(args, run_id, sys.stderr)
@@ -107,7 +107,7 @@ async def watch_until_finished(app: Any) -> None:
 
 def null_recorder_child(argv: list[str]) -> int:
     """``ppo train --headless ARGV`` with a Recorder that records nothing."""
-    import ppo.trainer
+    import ppo.run.trainer
     from ppo.cli import main
     from telemetry import Recorder, RolloutPayload
 
@@ -128,7 +128,7 @@ def null_recorder_child(argv: list[str]) -> int:
             sps = {"steps_per_second": self.last_sps, "status": status}
             (self.run_dir / SPS_FILE).write_text(json.dumps(sps))
 
-    ppo.trainer.Recorder = NullRecorder  # type: ignore[misc]
+    ppo.run.trainer.Recorder = NullRecorder  # type: ignore[misc]
     return main(["train", "--headless", *argv])
 
 

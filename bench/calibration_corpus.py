@@ -1,6 +1,6 @@
 """The corpus behind ``health_calibration.py``: real healthy runs and real broken runs.
 
-Every run is the real trainer (``ppo.trainer.Trainer``) on a real Gymnasium environment,
+Every run is the real trainer (``ppo.run.trainer.Trainer``) on a real Gymnasium environment,
 recorded to a real event log. Healthy runs use configurations known to learn: the default
 config (CleanRL's) on CartPole-v1 and Acrobot-v1 at full length, and RL Zoo's tuned PPO
 hyperparameters on Pendulum-v1. Broken runs start from a healthy configuration and break
@@ -45,17 +45,17 @@ import numpy as np
 import torch
 
 from peer_runs import record_cleanrl, record_sb3, zoo_settings
-from ppo.agent import PPOAgent
-from ppo.checkpoint import Counters
 from ppo.config import PPOConfig
-from ppo.rollout import Collector
+from ppo.model.checkpoint import Counters
+from ppo.rollout.collector import Collector
+from ppo.run.trainer import Progress, Trainer
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation
 from ppo.tokens.reward import RewardTerms
 from ppo.tokens.task import TokenTask
 from ppo.tokens.trainer import TokenTrainer
 from ppo.tokens.update import TokenBatch
-from ppo.trainer import Progress, Trainer
+from ppo.update.agent import PPOAgent
 from telemetry import Recorder
 from telemetry.eventlog import EventLogWriter
 

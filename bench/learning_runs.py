@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from ppo.config import PPOConfig
-from ppo.trainer import RECENT_EPISODES as RECENT
-from ppo.trainer import Progress, Trainer
+from ppo.run.trainer import RECENT_EPISODES as RECENT
+from ppo.run.trainer import Progress, Trainer
 
 
 @dataclass

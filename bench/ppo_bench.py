@@ -32,8 +32,8 @@ import torch
 
 from learning_runs import sb3_hyperparameters
 from ppo.config import PPOConfig
-from ppo.trainer import RECENT_EPISODES as RECENT
-from ppo.trainer import Progress, Trainer
+from ppo.run.trainer import RECENT_EPISODES as RECENT
+from ppo.run.trainer import Progress, Trainer
 
 
 @dataclass(frozen=True)

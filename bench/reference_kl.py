@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from ppo.config import PPOConfig
-from ppo.trainer import Trainer
+from ppo.run.trainer import Trainer
 from telemetry import PPOUpdate, read_events
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

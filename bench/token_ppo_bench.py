@@ -27,11 +27,11 @@ from pathlib import Path
 
 import torch
 
-from ppo.settings import read_toml
+from ppo.config.settings import read_toml
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import generate
-from ppo.tokens.records import build_records
 from ppo.tokens.reward import applied_positions, reward_terms
+from ppo.tokens.samples import build_samples
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, build_task
 from telemetry.eventlog import EventLogWriter
 
@@ -53,7 +53,7 @@ def record_cost(config: TokenPPOConfig, folder: Path, repeats: int = 5) -> float
     with EventLogWriter(folder / "records.jsonl") as writer:
         for _ in range(repeats):
             t0 = time.perf_counter()
-            for record in build_records(0, gen, probs, truth, terms, config):
+            for record in build_samples(0, gen, probs, truth, terms, config):
                 writer.write(record)
             times.append((time.perf_counter() - t0) / config.rollouts_per_update)
     return statistics.median(times) * 1e6

@@ -6,7 +6,7 @@ checkpoint that cannot be used, a run id that is taken or not a name), 130 inter
 Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved). Headless progress is a
 Rich bar on a terminal and plain periodic lines otherwise, so CI logs stay readable. With
 the dashboard (a terminal, or ``--tui``) the trainer runs in a child process under
-Sanctum: see :mod:`ppo.attach`.
+Sanctum: see :mod:`ppo.run.attach`.
 """
 
 from __future__ import annotations
@@ -20,23 +20,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ppo import reference
-from ppo.attach import train_attached, wants_dashboard
-from ppo.checkpoint import CheckpointError
 from ppo.config import ConfigError, PPOConfig
-from ppo.distributed import SINGLE, RankLost, World, join, launched_world_size
-from ppo.envs import EnvError, probe
+from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
+from ppo.distributed.launch import launch
+from ppo.distributed.world import SINGLE, RankLost, World, join, launched_world_size
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
-from ppo.launch import launch
-from ppo.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
-from ppo.messages import announce, error, memory_line, out_of_memory, shown, summarize
-from ppo.messages import path as shown_path
-from ppo.preflight import check_memory, check_run_folder
-from ppo.progress import PlainReporter, Reporter, RichReporter
-from ppo.signals import Stopped, exit_code_of, stop_on_signals
+from ppo.model import reference
+from ppo.model.checkpoint import CheckpointError
+from ppo.rollout.envs import EnvError, probe
+from ppo.run.attach import train_attached, wants_dashboard
+from ppo.run.messages import announce, error, memory_line, out_of_memory, shown, summarize
+from ppo.run.messages import path as shown_path
+from ppo.run.preflight import check_memory, check_run_folder
+from ppo.run.progress import PlainReporter, Reporter, RichReporter
+from ppo.run.resume import config_from_checkpoint
+from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
+from ppo.run.trainer import Trainer, TrainingStopped, TrainResult
 from ppo.tokens.cli import token_config, train_tokens
 from ppo.tokens.config import TokenPPOConfig
-from ppo.trainer import Trainer, TrainingStopped, TrainResult, config_from_checkpoint
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
@@ -53,7 +54,7 @@ examples:
   ppo train --config examples/halfcheetah.toml   # MuJoCo, normalised (the mujoco extra)
   ppo train --set vector_env=envpool             # EnvPool's C++ envs (the envpool extra)
 
-Every field of the config (see ppo/config.py) can be set in a flat TOML file or with
+Every field of the config (see ppo/config/ppo_config.py) can be set in a flat TOML file or with
 --set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
 
 checked before anything is built (one line and exit 2 when not):
@@ -234,7 +235,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
 
 
 def preflight(args: argparse.Namespace, config: PPOConfig, run_id: str) -> None:
-    """What can be checked before anything is built (:mod:`ppo.preflight`): the run
+    """What can be checked before anything is built (:mod:`ppo.run.preflight`): the run
     folder, the environment id (one environment is made and closed to learn its
     spaces), the memory the rollout and the network will need. Raises ValueError."""
     check_run_folder(args.run_dir, run_id)
@@ -249,7 +250,7 @@ def _train_rank(
     if world.is_main and taken.exists() and taken.stat().st_size > 0:  # checked again, locked
         error(err, f"{taken.parent} already holds a run; pick another --run-id")
         return EXIT_USAGE
-    if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.attach
+    if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.run.attach
         return train_attached(args, run_id, out, err)
     if not world.is_main:
         out = io.StringIO()  # the other ranks print only errors

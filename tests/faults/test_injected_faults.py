@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppo import checkpoint
 from ppo.config import PPOConfig
-from ppo.trainer import Progress, Trainer, TrainingStopped
+from ppo.model import checkpoint
+from ppo.run.trainer import Progress, Trainer, TrainingStopped
 from telemetry.eventlog import EventLogReader, EventLogWriter, LogInUse, writer
 from telemetry.events import RunFinished
 from telemetry.testing import LogBuilder

@@ -1,8 +1,8 @@
 """``ppo train --tui`` on real training: the child trainer, the dashboard, and a second reader.
 
-Each test starts the trainer exactly as ``ppo train --tui`` does (``ppo.attach.launch``:
+Each test starts the trainer exactly as ``ppo train --tui`` does (``ppo.run.attach.launch``:
 ``python -m ppo train --headless`` in its own session) and drives the returned SanctumApp
-with a Pilot instead of ``app.run()``; ``ppo.attach.report`` then says what the terminal
+with a Pilot instead of ``app.run()``; ``ppo.run.attach.report`` then says what the terminal
 would. A separate pty test runs the real ``ppo train`` command on a terminal.
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Label
 
-from ppo.attach import AttachedRun, launch, report
 from ppo.cli import build_parser
+from ppo.run.attach import AttachedRun, launch, report
 from sanctum.aggregator import SanctumAggregator
 from sanctum.app import SanctumApp
 from sanctum.snapshot import Connection

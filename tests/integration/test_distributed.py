@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ppo.ranks import parameter_checksum
+from ppo.run.ranks import parameter_checksum
 from sanctum.cli import main as sanctum_main
 from telemetry import PPOUpdate, RunFinished, RunStarted, read_events
 from tests.schema_support import assert_valid_log

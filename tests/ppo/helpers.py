@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ppo.buffer import Batch
 from ppo.config import PPOConfig
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.rollout.buffer import Batch
 
 
 def small_policy(seed: int = 0, obs_dim: int = 4, actions: int = 3) -> ActorCritic:

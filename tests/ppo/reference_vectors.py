@@ -13,10 +13,10 @@ from typing import Any
 import msgspec
 import torch
 
-from ppo.agent import PPOAgent
-from ppo.buffer import Batch
 from ppo.config import PPOConfig
-from ppo.policy import ActionSpec, ActorCritic
+from ppo.model.policy import ActionSpec, ActorCritic
+from ppo.rollout.buffer import Batch
+from ppo.update.agent import PPOAgent
 
 FIXTURES = Path(__file__).parent / "fixtures"
 INPUTS = FIXTURES / "reference_inputs.json"

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
-from ppo.messages import announce, error, memory_line, out_of_memory, summarize
-from ppo.messages import path as shown_path
-from ppo.settings import ConfigError, read_toml
-from ppo.signals import exit_code_of, stop_on_signals
+from ppo.run.messages import announce, error, memory_line, out_of_memory, summarize
+from ppo.run.messages import path as shown_path
+from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.trainer import TokenProgress, TokenTrainer
 from telemetry import SinkError

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ppo import validators as valid
-from ppo.config import KLEstimator
-from ppo.kl_control import KL_COEF_MAX, KL_COEF_MIN
-from ppo.limits import MAX_SEED
-from ppo.settings import Settings, setting
+from ppo.config import validators as valid
+from ppo.config.limits import MAX_SEED
+from ppo.config.ppo_config import estimator_name
+from ppo.config.settings import Settings, setting
+from ppo.core.kl import KLEstimator
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 
 Algorithm: TypeAlias = Literal["token_ppo"]
 
@@ -26,7 +27,7 @@ class TokenPPOConfig(Settings):
     """Hyperparameters of one token-level PPO run (defaults: the shipped digit-sum task)."""
 
     # --- run ---
-    algorithm: Algorithm = setting("token_ppo", valid.choice(Algorithm))  # noqa: RUF009
+    algorithm: Algorithm = setting("token_ppo", valid.literal(Algorithm))  # noqa: RUF009
     """Marks a TOML file as a token-level PPO config."""
     task: str = setting(EXAMPLE_TASK, valid.text)
     """``module:function`` returning a :class:`ppo.tokens.task.TokenTask` (the model, its
@@ -82,7 +83,7 @@ class TokenPPOConfig(Settings):
     """Weight of the value loss mean (V_t - R)^2."""
     ent_coef: float = setting(0.0, valid.number(0))
     """Entropy bonus coefficient."""
-    kl_estimator: KLEstimator = setting("k3", valid.choice(KLEstimator))  # noqa: RUF009
+    kl_estimator: KLEstimator = setting("k3", estimator_name)  # noqa: RUF009
     """Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."""
     max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
     """Stop the update before a minibatch whose approx_kl exceeds this (none: never)."""
@@ -92,7 +93,7 @@ class TokenPPOConfig(Settings):
     # --- reference KL (a frozen copy of the warm-started model) ---
     ref_kl_loss_coef: float = setting(0.0, valid.number(0))
     """Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off)."""
-    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", valid.choice(KLEstimator))  # noqa: RUF009
+    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", estimator_name)  # noqa: RUF009
     """Estimator of the per-token reference KL in the loss and of the reported ref_kl."""
     ref_kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
     """If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller)."""

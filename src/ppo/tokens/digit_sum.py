@@ -20,7 +20,7 @@ import copy
 import torch
 from torch import Tensor, nn
 
-from ppo.settings import ConfigError
+from ppo.config.settings import ConfigError
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.task import TokenTask, Vocab
 

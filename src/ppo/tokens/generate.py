@@ -1,4 +1,4 @@
-"""Rollout: sample tokens from the masked policy until ``<ANSWER>`` or ``max_new_tokens``,
+"""Generation: sample tokens from the masked policy until ``<ANSWER>`` or ``max_new_tokens``,
 recording per generated token the action, ``logp_old``, entropy and the critic's value."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from ppo.tokens.task import Vocab
 
 @dataclass(frozen=True)
 class Generation:
-    """A batch of rollouts; ``[B, M]`` tensors are padded after each sequence's end."""
+    """A batch of samples (generated sequences); ``[B, M]`` tensors are padded after each
+    sequence's end."""
 
     prompts: Tensor
     """``[B, P]`` prompt ids."""

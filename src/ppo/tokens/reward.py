@@ -2,7 +2,7 @@
 
 Full reward 1.0 when every digit is right. Otherwise ``partial_scale * correct / applied``,
 where a position counts (is *applied*) when its true digit is non-zero and, when it is
-zero, with probability ``keep_prob[pos]``; 0 when none is applied. A rollout stopped by
+zero, with probability ``keep_prob[pos]``; 0 when none is applied. A sample stopped by
 ``max_new_tokens`` earns 0 (``reward_if_max_len``, fixed). In every case
 ``reward_final = reward - length_penalty * num_generated``.
 """
@@ -20,7 +20,7 @@ REWARD_IF_MAX_LEN = 0.0
 
 @dataclass(frozen=True)
 class RewardTerms:
-    """Every term of the reward, per rollout (``[B]``; the mask ``[B, D]``)."""
+    """Every term of the reward, per sample (``[B]``; the mask ``[B, D]``)."""
 
     applied_mask: Tensor
     applied_count: Tensor
@@ -45,7 +45,7 @@ def reward_terms(
     partial_scale: float,
     length_penalty: float,
 ) -> RewardTerms:
-    """The reward of each rollout and its parts (see the module docstring)."""
+    """The reward of each sample and its parts (see the module docstring)."""
     right = digit_pred == digit_true
     all_right = right.all(dim=1) & answered
     applied_count = applied.sum(dim=1)

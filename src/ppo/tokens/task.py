@@ -18,7 +18,7 @@ from typing import Protocol
 
 from torch import Tensor, nn
 
-from ppo.settings import ConfigError
+from ppo.config.settings import ConfigError
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ import torch
 from torch import Tensor, nn
 
 from ppo import __version__
-from ppo.kl_control import adapt_proportional
-from ppo.settings import ConfigError
+from ppo.config.settings import ConfigError
+from ppo.core.kl_control import adapt_proportional
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation, generate
-from ppo.tokens.records import build_records
 from ppo.tokens.reward import RewardTerms, applied_positions, reward_terms
+from ppo.tokens.samples import build_samples
 from ppo.tokens.task import TokenTask, load_task
 from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
 from telemetry import Recorder, TrainerInfo
@@ -52,7 +52,7 @@ class TokenResult:
     updates: int
     global_step: int
     reward_means: list[float]
-    """Mean reward_final of each update's rollouts, in order."""
+    """Mean reward_final of each update's samples, in order."""
 
 
 def build_task(config: TokenPPOConfig) -> TokenTask:
@@ -186,7 +186,7 @@ class TokenTrainer:
             cfg.partial_scale,
             cfg.length_penalty,
         )
-        for record in build_records(
+        for record in build_samples(
             update * cfg.rollouts_per_update, gen, probs, truth, terms, cfg
         ):
             records.write(record)

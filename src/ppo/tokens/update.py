@@ -1,5 +1,5 @@
 """The token-level PPO update: episodic advantage A_t = R - V_t (no GAE, no discount: one
-terminal reward per rollout), the clipped objective over generated tokens, the value loss
+terminal reward per sample), the clipped objective over generated tokens, the value loss
 mean (V_t - R)^2 (unclipped), the entropy bonus, and the per-token reference KL.
 
 Minibatches are of whole sequences, so each is one forward of the model; statistics are
@@ -14,18 +14,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from ppo.advantages import normalize
-from ppo.agent import exceeds
-from ppo.kl import estimate_from_log_ratio, guarded_log_ratio
-from ppo.losses import SurrogateStats, clipped_surrogate, reference_kl
+from ppo.core.advantages import normalize
+from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.losses import SurrogateStats, clipped_surrogate, reference_kl
 from ppo.tokens import masking
 from ppo.tokens.config import TokenPPOConfig
+from ppo.update.agent import exceeds
 from telemetry.events import EarlyStop
 
 
 @dataclass(frozen=True)
 class TokenBatch:
-    """One update's rollouts as tensors; ``[B, M]`` over generated positions."""
+    """One update's samples as tensors; ``[B, M]`` over generated positions."""
 
     sequences: Tensor
     """``[B, P + M]`` prompt and generated ids."""
@@ -36,7 +36,7 @@ class TokenBatch:
     logp_old: Tensor
     values_old: Tensor
     returns: Tensor
-    """``[B]`` reward_final: the return of every token of the rollout."""
+    """``[B]`` reward_final: the return of every token of the sample."""
     logp_ref: Tensor | None
     """``[B, M]`` log pi_ref(action) of the frozen reference (None: not measured)."""
 
@@ -164,7 +164,7 @@ class TokenUpdater:
         self.optimizer = torch.optim.Adam(self.params, lr=config.learning_rate, eps=config.adam_eps)
 
     def update(self, batch: TokenBatch, allowed: Tensor, ref_coef: float) -> UpdateResult:
-        """One PPO update on ``batch``. As in :class:`ppo.agent.PPOAgent`, each minibatch has
+        """One PPO update on ``batch``. As in :class:`ppo.update.agent.PPOAgent`, each minibatch has
         one host read (its KL, loss and gradient norm) for the decision: stop before a
         minibatch whose KL is past max_kl, skip a step whose loss or norm is not finite."""
         c = self.config

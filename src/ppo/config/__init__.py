@@ -1,0 +1,28 @@
+"""The settings of a run: :class:`PPOConfig`, the loading of TOML and ``--set`` every config
+shares, the field validators and the bounds ``ppo train`` enforces.
+
+Imports :mod:`ppo.core` (the names and bounds the maths defines) and :mod:`telemetry`;
+nothing else of ``ppo``.
+"""
+
+from __future__ import annotations
+
+from ppo.config.ppo_config import (
+    Activation,
+    AdvantageMode,
+    ConfigError,
+    EarlyStopScope,
+    KLEstimator,
+    PPOConfig,
+    VectorKind,
+)
+
+__all__ = [
+    "Activation",
+    "AdvantageMode",
+    "ConfigError",
+    "EarlyStopScope",
+    "KLEstimator",
+    "PPOConfig",
+    "VectorKind",
+]

@@ -1,0 +1,270 @@
+"""PPOConfig: every hyperparameter of a run, validated once, loadable from TOML and --set.
+
+The defaults are CleanRL's ``ppo.py`` CartPole baseline. A config is frozen and validated
+on construction: every bad field is reported together, in field order, each message naming
+the field and the offending value (``kl_penalty_coefficient must be finite and >= 0, got
+nan``), because a run that starts with a silently clamped threshold is worse than one that
+refuses to start. Loading, coercion and ``--set`` live in :mod:`ppo.config.settings`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from ppo.config import validators as valid
+from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
+from ppo.config.settings import ConfigError, Settings, setting
+from ppo.core import kl
+from ppo.core.kl import KLEstimator
+from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
+
+__all__ = [
+    "Activation",
+    "AdvantageMode",
+    "ConfigError",
+    "EarlyStopScope",
+    "KLEstimator",
+    "PPOConfig",
+    "VectorKind",
+]
+
+EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
+AdvantageMode: TypeAlias = Literal["gae", "episodic"]
+Activation: TypeAlias = Literal["tanh", "relu"]
+VectorKind: TypeAlias = Literal["sync", "async", "envpool"]
+"""How the environments are stepped (``ppo.rollout.envs``)."""
+
+
+estimator_name = valid.choice(kl.ESTIMATORS, kl.ESTIMATORS_LISTED)
+"""The validator of an estimator field: a name registered in :mod:`ppo.core.kl`."""
+
+
+@dataclass(frozen=True)
+class PPOConfig(Settings):
+    """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
+
+    # Each field is declared once: type, default and validator (``setting``), then its docstring.
+    # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
+    # Literal and KLEstimator aliases, hence its noqa on those fields.
+
+    # --- run ---
+    env_id: str = setting("CartPole-v1", valid.text)
+    """Gymnasium id of the environment."""
+    seed: int = setting(1, valid.integer(0, MAX_SEED))
+    """Seed for environments, network initialisation, sampling and minibatch order, in
+    [0, 2^63 - 1]."""
+    total_steps: int = setting(500_000, valid.integer(1))
+    """Environment steps to train for, all environments together (rounded up to a batch)."""
+    torch_threads: int = setting(1, valid.integer(1))
+    """PyTorch intra-op threads; 1 is fastest for small MLPs on a few cores."""
+    checkpoint_every: int = setting(50, valid.integer(0))
+    """Save a checkpoint every this many updates (0: only at the end)."""
+    heartbeat_seconds: float = setting(5.0, valid.number(0, 5, strict_low=True))
+    """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
+    rank_trace: bool = setting(False, valid.boolean)
+    """Each process appends one line per update to ``runs/<run>/ranks/rank<R>.jsonl``: its
+    early-stop decision, the minibatches it completed and a checksum of its parameters, which
+    must be the same on every rank (for debugging training across processes)."""
+    collective_timeout_seconds: float = setting(30.0, valid.number(0, strict_low=True))
+    """Across processes: a rank that does not reach a collective within this long ends the
+    run as failed, naming the rank (it must exceed the slowest rank's rollout)."""
+
+    # --- rollout ---
+    num_envs: int = setting(4, valid.integer(1, MAX_NUM_ENVS))
+    """Parallel environments in the vector env, all processes together: 1 to 4096 (at most
+    256 with ``vector_env = "async"``, one process each)."""
+    vector_env: VectorKind = setting("sync", valid.literal(VectorKind))  # noqa: RUF009
+    """``sync``: all environments in this process (fastest for cheap ones like CartPole);
+    ``async``: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); ``envpool``:
+    EnvPool's C++ pool (the ``envpool`` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...)."""
+    num_steps: int = setting(128, valid.integer(1))
+    """Steps per environment per rollout."""
+    gamma: float = setting(0.99, valid.number(0, 1))
+    """Discount factor."""
+    gae_lambda: float = setting(0.95, valid.number(0, 1))
+    """GAE lambda (bias-variance trade-off of the advantage)."""
+    advantage_mode: AdvantageMode = setting("gae", valid.literal(AdvantageMode))  # noqa: RUF009
+    """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
+
+    # --- optimisation ---
+    learning_rate: float = setting(2.5e-4, valid.number(0, strict_low=True))
+    """Adam learning rate at the start of training."""
+    anneal_lr: bool = setting(True, valid.boolean)
+    """Decay the learning rate linearly to 0 over the run."""
+    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
+    """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
+    update_epochs: int = setting(4, valid.integer(1))
+    """PPO epochs per update."""
+    num_minibatches: int = setting(4, valid.integer(1))
+    """Minibatches per epoch."""
+    max_grad_norm: float | None = setting(0.5, valid.number(0, strict_low=True, optional=True))
+    """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
+    norm_adv: bool = setting(True, valid.boolean)
+    """Normalise advantages per minibatch."""
+    adv_std_min: float = setting(1e-8, valid.number(0, strict_low=True))
+    """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
+
+    # --- policy ---
+    hidden_sizes: tuple[int, ...] = setting((64, 64), valid.sizes)
+    """Hidden layer widths of the actor and of the critic MLP."""
+    activation: Activation = setting("tanh", valid.literal(Activation))  # noqa: RUF009
+    """Hidden activation."""
+
+    # --- loss ---
+    clip_range: float = setting(0.2, valid.number(0, strict_low=True))
+    """PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range)."""
+    clip_ratio_c: float | None = setting(None, valid.number(1, strict_low=True, optional=True))
+    """Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off."""
+    clip_range_vf: float | None = setting(0.2, valid.number(0, strict_low=True, optional=True))
+    """Clip value predictions to old value +- this (CleanRL clip_vloss); none: off."""
+    vf_coef: float = setting(0.5, valid.number(0))
+    """Weight of the value loss."""
+    ent_coef: float = setting(0.01, valid.number(0))
+    """Entropy bonus coefficient at the start of training."""
+    ent_coef_final: float | None = setting(None, valid.number(0, optional=True))
+    """If set, the entropy coefficient moves linearly to this value over the run."""
+    min_entropy: float | None = setting(None, valid.number(optional=True))
+    """If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H)."""
+    min_entropy_coef: float = setting(1.0, valid.number(0))
+    """Weight of the min-entropy penalty."""
+
+    # --- KL controls ---
+    kl_estimator: KLEstimator = setting("k3", estimator_name)  # noqa: RUF009
+    """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
+    kl_penalty_coefficient: float = setting(0.0, valid.number(0))
+    """Total loss += coefficient * approx_kl (0: no penalty)."""
+    kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
+    """If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO paper),
+    within [KL_COEF_MIN, KL_COEF_MAX]."""
+    max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
+    """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
+    early_stop_scope: EarlyStopScope = setting("minibatch", valid.literal(EarlyStopScope))  # noqa: RUF009
+    """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
+    log_ratio_clamp: float = setting(20.0, valid.number(0, strict_low=True))
+    """Clamp log(pi_new / pi_old) to +- this before exp()."""
+    kl_final: bool = setting(True, valid.boolean)
+    """Also measure the estimator on the whole batch after the last step (one forward)."""
+
+    # --- fine-tuning: KL to a frozen reference policy (the RLHF setting) ---
+    init_from: str | None = setting(None, valid.text_or_none)
+    """Start from the policy weights of this checkpoint (a .pt file or a run folder); the
+    optimizer starts fresh. None: from a new initialisation."""
+    reference: str = setting("init", valid.text)
+    """The frozen reference policy: ``init`` (a copy of the policy training starts from) or
+    a checkpoint (a .pt file or a run folder). Used only when a reference KL is on."""
+    ref_kl_loss_coef: float = setting(0.0, valid.number(0))
+    """Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss)."""
+    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", estimator_name)  # noqa: RUF009
+    """Estimator of the reference KL in the loss, and of the reported ref_kl."""
+    ref_kl_in_reward: bool = setting(False, valid.boolean)
+    """Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."""
+    ref_kl_reward_estimator: KLEstimator = setting("k1", estimator_name)  # noqa: RUF009
+    """Estimator of the per-sample reward penalty (verl's default: k1)."""
+    ref_kl_reward_coef: float = setting(0.001, valid.number(0))
+    """Coefficient of the reward penalty at the start (verl's default 0.001)."""
+    ref_kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
+    """If set, adapt the reference-KL coefficients in force toward this ref_kl (the
+    proportional controller of Ziegler et al. 2019), within [KL_COEF_MIN, KL_COEF_MAX]."""
+    ref_kl_horizon: int = setting(10_000, valid.integer(1))
+    """Environment steps over which the controller closes a 20% error (verl's default)."""
+
+    # --- normalisation (continuous control) ---
+    normalize_obs: bool = setting(False, valid.boolean)
+    """Centre observations and divide them by their running standard deviation (updated
+    after each rollout, saved in checkpoints), then clip them to +-obs_clip."""
+    obs_clip: float = setting(10.0, valid.number(0, strict_low=True))
+    """With normalize_obs: the bound of a normalised observation."""
+    normalize_returns: bool = setting(False, valid.boolean)
+    """Divide rewards by the running standard deviation of the discounted return, so value
+    targets have unit scale; reported returns, values and TD errors stay unnormalised."""
+    reward_clip: float | None = setting(10.0, valid.number(0, strict_low=True, optional=True))
+    """With normalize_returns: clip the scaled rewards to +- this (none: no clipping)."""
+
+    def problems(self) -> list[str]:
+        """Every problem, in field order (empty when valid); the checks that involve two
+        fields assume each field is well-typed, so they run only when every field is."""
+        return valid.field_problems(self) or valid.in_field_order(self, _cross_field(self))
+
+    # --- derived ---
+    @property
+    def batch_size(self) -> int:
+        """Samples per rollout."""
+        return self.num_envs * self.num_steps
+
+    @property
+    def uses_reference(self) -> bool:
+        """Whether a reference KL is on (in the loss or in the reward)."""
+        return self.ref_kl_loss_coef > 0.0 or self.ref_kl_in_reward
+
+    @property
+    def num_updates(self) -> int:
+        """Updates needed to reach ``total_steps`` (at least one)."""
+        return max(1, math.ceil(self.total_steps / self.batch_size))
+
+    def learning_rate_at(self, update: int) -> float:
+        """Learning rate in force for 0-based ``update`` (CleanRL's linear annealing)."""
+        if not self.anneal_lr:
+            return self.learning_rate
+        return self.learning_rate * (1.0 - update / self.num_updates)
+
+    def ent_coef_at(self, update: int) -> float:
+        """Entropy coefficient in force for 0-based ``update``."""
+        if self.ent_coef_final is None:
+            return self.ent_coef
+        frac = update / self.num_updates
+        return self.ent_coef + (self.ent_coef_final - self.ent_coef) * frac
+
+
+def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
+    """Checks that involve two fields; each is reported at the first field's position."""
+    problems: list[tuple[str, str]] = []
+    if config.vector_env == "async" and config.num_envs > MAX_ASYNC_ENVS:
+        problems.append(
+            (
+                "num_envs",
+                f"num_envs must be <= {MAX_ASYNC_ENVS} with vector_env = 'async' (one process "
+                f"per environment), got {config.num_envs!r}",
+            )
+        )
+    batch = config.num_envs * config.num_steps
+    if config.num_minibatches > batch:
+        problems.append(
+            (
+                "num_minibatches",
+                f"num_minibatches must be <= num_envs * num_steps ({batch}), "
+                f"got {config.num_minibatches!r}",
+            )
+        )
+    problems += _reference_problems(config)
+    coef = config.kl_penalty_coefficient
+    if config.kl_target is not None and not KL_COEF_MIN <= coef <= KL_COEF_MAX:
+        problems.append(
+            (
+                "kl_target",
+                f"kl_target needs kl_penalty_coefficient in [{KL_COEF_MIN:g}, "
+                f"{KL_COEF_MAX:g}] to adapt from, got {coef!r}",
+            )
+        )
+    return problems
+
+
+def _reference_problems(config: PPOConfig) -> list[tuple[str, str]]:
+    """A controller needs something to control, and a coefficient it can scale."""
+    if config.ref_kl_target is None:
+        return []
+    if config.ref_kl_loss_coef == 0.0 and not config.ref_kl_in_reward:
+        return [("ref_kl_target", "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward")]
+    scaled = [("ref_kl_loss_coef", config.ref_kl_loss_coef)] if config.ref_kl_loss_coef else []
+    if config.ref_kl_in_reward:
+        scaled.append(("ref_kl_reward_coef", config.ref_kl_reward_coef))
+    return [
+        (
+            name,
+            f"{name} must be in [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}] for ref_kl_target to "
+            f"adapt it, got {value!r}",
+        )
+        for name, value in scaled
+        if not KL_COEF_MIN <= value <= KL_COEF_MAX
+    ]

@@ -1,0 +1,130 @@
+"""Validators of config fields: each returns None when a value is fine, else what is wrong.
+
+A validator sees one value and describes the problem in words that follow the field name
+(``must be finite and >= 0, got nan``); :func:`field_problems` prefixes the name and
+collects every message, so all problems are reported at once. They know no config: the
+checks that involve two fields belong to the config that has them. (A "rule" is a health
+rule, in sanctum.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+Validator = Callable[[Any], str | None]
+
+
+def number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    strict_low: bool = False,
+    optional: bool = False,
+) -> Validator:
+    """A finite float within [low, high] (``strict_low``: > low)."""
+    if low is not None and high is not None:
+        want = f"finite and in {'(' if strict_low else '['}{low:g}, {high:g}]"
+    elif low is not None:
+        want = f"finite and {'>' if strict_low else '>='} {low:g}"
+    elif high is not None:
+        want = f"finite and <= {high:g}"
+    else:
+        want = "finite"
+    if optional:
+        want += " (or none)"
+
+    def rule(value: Any) -> str | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"must be a number, got {value!r}"
+        ok = math.isfinite(value)
+        ok = ok and (low is None or (value > low if strict_low else value >= low))
+        ok = ok and (high is None or value <= high)
+        return None if ok else f"must be {want}, got {value!r}"
+
+    return rule
+
+
+def integer(low: int, high: int | None = None) -> Validator:
+    """An integer in [low, high] (``high`` None: no upper bound)."""
+    want = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+
+    def rule(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be {want}, got {_short(value)}"
+        ok = value >= low and (high is None or value <= high)
+        return None if ok else f"must be {want}, got {value!r}"
+
+    return rule
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to a readable length (a checkpoint may hold a whole tensor)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({type(value).__name__})"
+
+
+def choice(options: Iterable[str], listed: str | None = None) -> Validator:
+    """One of ``options``; the message lists ``listed`` (default: every option)."""
+    names = tuple(options)
+    shown = listed if listed is not None else ", ".join(names)
+
+    def rule(value: Any) -> str | None:
+        if value in names and isinstance(value, str):
+            return None
+        return f"must be one of {shown}, got {value!r}"
+
+    return rule
+
+
+def literal(tp: Any) -> Validator:
+    """One of the names of a ``Literal`` type."""
+    return choice(typing.get_args(tp))
+
+
+def boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
+
+
+def text(value: Any) -> str | None:
+    ok = isinstance(value, str) and value
+    return None if ok else f"must be a non-empty string, got {value!r}"
+
+
+def text_or_none(value: Any) -> str | None:
+    return None if value is None else text(value)
+
+
+def probabilities(value: Any) -> str | None:
+    ok = isinstance(value, tuple) and len(value) > 0
+    ok = ok and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 for v in value
+    )
+    return None if ok else f"must be a non-empty list of numbers in [0, 1], got {value!r}"
+
+
+def sizes(value: Any) -> str | None:
+    ok = isinstance(value, tuple) and len(value) > 0
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+    return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
+
+
+def field_problems(config: Any) -> list[str]:
+    """What each field's own validator says of a config dataclass, in field order."""
+    found: list[str] = []
+    for f in dataclasses.fields(config):
+        message = f.metadata["validator"](getattr(config, f.name))
+        if message is not None:
+            found.append(f"{f.name} {message}")
+    return found
+
+
+def in_field_order(config: Any, problems: list[tuple[str, str]]) -> list[str]:
+    """Cross-field ``(field, message)`` problems sorted by their field's position."""
+    order = {f.name: i for i, f in enumerate(dataclasses.fields(config))}
+    return [message for name, message in sorted(problems, key=lambda p: order[p[0]])]

@@ -1,0 +1,243 @@
+"""PPOConfig: defaults, validation (C-01), TOML loading and --set overrides."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import math
+from pathlib import Path
+
+import pytest
+
+from ppo.config import ConfigError, PPOConfig
+from ppo.core.kl import ESTIMATORS
+from telemetry.files import InputFileError
+
+KL_FIELDS_NONNEG = ["kl_penalty_coefficient"]
+KL_FIELDS_POSITIVE_OPTIONAL = ["max_kl", "kl_target"]
+
+
+def errors_of(**kwargs: object) -> tuple[str, ...]:
+    with pytest.raises(ConfigError) as info:
+        PPOConfig(**kwargs)  # type: ignore[arg-type]
+    return info.value.errors
+
+
+def test_defaults_are_cleanrl_cartpole_baseline() -> None:
+    c = PPOConfig()
+    assert (c.num_envs, c.num_steps, c.num_minibatches, c.update_epochs) == (4, 128, 4, 4)
+    assert (c.learning_rate, c.anneal_lr, c.gamma, c.gae_lambda) == (2.5e-4, True, 0.99, 0.95)
+    assert (c.clip_range, c.ent_coef, c.vf_coef, c.max_grad_norm) == (0.2, 0.01, 0.5, 0.5)
+    assert c.norm_adv and c.kl_estimator == "k3" and c.max_kl is None
+    assert c.kl_penalty_coefficient == 0.0 and c.clip_ratio_c is None
+    assert c.batch_size == 512
+
+
+@pytest.mark.parametrize("value", [-0.5, math.nan, math.inf, -math.inf])
+def test_c01_kl_penalty_coefficient_invalid_names_field_and_value(value: float) -> None:
+    assert errors_of(kl_penalty_coefficient=value) == (
+        f"kl_penalty_coefficient must be finite and >= 0, got {value!r}",
+    )
+
+
+@pytest.mark.parametrize("field", KL_FIELDS_POSITIVE_OPTIONAL)
+@pytest.mark.parametrize("value", [-0.01, 0.0, math.nan, math.inf])
+def test_c01_optional_kl_thresholds_invalid(field: str, value: float) -> None:
+    extra = {"kl_penalty_coefficient": 0.1} if field == "kl_target" else {}
+    assert errors_of(**{field: value, **extra}) == (
+        f"{field} must be finite and > 0 (or none), got {value!r}",
+    )
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, math.nan, math.inf])
+def test_c01_log_ratio_clamp_invalid(value: float) -> None:
+    assert errors_of(log_ratio_clamp=value) == (
+        f"log_ratio_clamp must be finite and > 0, got {value!r}",
+    )
+
+
+def test_c01_kl_estimator_and_scope_invalid() -> None:
+    assert errors_of(kl_estimator="k4", early_stop_scope="update") == (
+        "kl_estimator must be one of k1, k2, k3, low_var_kl, abs (each also with '+': "
+        "straight-through), got 'k4'",
+        "early_stop_scope must be one of minibatch, epoch, got 'update'",
+    )
+
+
+def test_c01_every_error_reported_at_once_in_field_order() -> None:
+    with pytest.raises(ConfigError) as info:
+        PPOConfig(max_kl=math.nan, gamma=1.5, kl_penalty_coefficient=-1.0, clip_ratio_c=1.0)
+    assert str(info.value) == (
+        "invalid PPO config (4 errors):\n"
+        "  gamma must be finite and in [0, 1], got 1.5\n"
+        "  clip_ratio_c must be finite and > 1 (or none), got 1.0\n"
+        "  kl_penalty_coefficient must be finite and >= 0, got -1.0\n"
+        "  max_kl must be finite and > 0 (or none), got nan"
+    )
+
+
+def test_c01_error_text_is_deterministic() -> None:
+    texts = set()
+    for _ in range(3):
+        with pytest.raises(ConfigError) as info:
+            PPOConfig(kl_penalty_coefficient=math.nan, max_kl=-1.0)
+        texts.add(str(info.value))
+    assert len(texts) == 1
+
+
+def test_kl_target_needs_a_penalty_within_the_adaptive_range() -> None:
+    assert errors_of(kl_target=0.01) == (
+        "kl_target needs kl_penalty_coefficient in [1e-06, 1e+06] to adapt from, got 0.0",
+    )
+    assert errors_of(kl_target=0.01, kl_penalty_coefficient=2e6) == (
+        "kl_target needs kl_penalty_coefficient in [1e-06, 1e+06] to adapt from, got 2000000.0",
+    )
+    assert PPOConfig(kl_target=0.01, kl_penalty_coefficient=0.2).kl_target == 0.01
+
+
+def test_minibatches_cannot_exceed_batch() -> None:
+    assert errors_of(num_envs=2, num_steps=2, num_minibatches=5) == (
+        "num_minibatches must be <= num_envs * num_steps (4), got 5",
+    )
+
+
+def test_wrong_types_are_named() -> None:
+    assert errors_of(total_steps=1.5, norm_adv="yes", hidden_sizes=(64, 0)) == (
+        "total_steps must be an integer >= 1, got 1.5",
+        "norm_adv must be true or false, got 'yes'",
+        "hidden_sizes must be a non-empty list of positive integers, got (64, 0)",
+    )
+
+
+def test_every_field_has_a_validator_and_a_docstring() -> None:
+    names = [f.name for f in dataclasses.fields(PPOConfig)]
+    assert all(callable(f.metadata.get("validator")) for f in dataclasses.fields(PPOConfig))
+    body = ast.parse(inspect.getsource(PPOConfig)).body[0]
+    assert isinstance(body, ast.ClassDef)
+    documented = set()
+    for stmt, nxt in zip(body.body, body.body[1:], strict=False):
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            documented.add(stmt.target.id)
+    assert documented == set(names)
+
+
+def test_overrides_parse_by_field_type() -> None:
+    c = PPOConfig().with_overrides(
+        [
+            "max_kl=0.03",
+            "total_steps=1e5",
+            "hidden_sizes=32,16",
+            "clip_range_vf=none",
+            "norm_adv=false",
+            "kl_estimator=low_var_kl",
+            "seed=7",
+            "learning_rate=1",
+        ]
+    )
+    assert c.max_kl == 0.03 and c.total_steps == 100_000 and c.hidden_sizes == (32, 16)
+    assert c.clip_range_vf is None and c.norm_adv is False and c.kl_estimator == "low_var_kl"
+    assert c.seed == 7 and c.learning_rate == 1.0 and isinstance(c.learning_rate, float)
+
+
+def test_overrides_report_unknown_key_with_suggestion_and_bad_values() -> None:
+    with pytest.raises(ConfigError) as info:
+        PPOConfig().with_overrides(["max_kll=0.1", "gamma=abc", "kl_penalty_coefficient=nan"])
+    assert info.value.errors == (
+        "unknown config key 'max_kll' (did you mean 'max_kl'?)",
+        "gamma must be a number, got 'abc'",
+        "kl_penalty_coefficient must be finite and >= 0, got nan",
+    )
+    assert "in --set" in str(info.value)
+
+
+def test_overrides_need_key_equals_value() -> None:
+    with pytest.raises(ConfigError, match="expected key=value, got 'max_kl'"):
+        PPOConfig().with_overrides(["max_kl"])
+
+
+def test_from_toml(tmp_path: Path) -> None:
+    path = tmp_path / "ppo.toml"
+    path.write_text('max_kl = 0.02\nkl_estimator = "k2"\nhidden_sizes = [32, 32]\ngamma = 1\n')
+    c = PPOConfig.from_toml(path)
+    assert (c.max_kl, c.kl_estimator, c.hidden_sizes, c.gamma) == (0.02, "k2", (32, 32), 1.0)
+
+
+def test_from_toml_errors_name_file_key_and_value(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("kl_penaltycoefficient = 0.1\nmax_kl = -inf\n")
+    with pytest.raises(ConfigError) as info:
+        PPOConfig.from_toml(path)
+    assert info.value.errors == (
+        "unknown config key 'kl_penaltycoefficient' (did you mean 'kl_penalty_coefficient'?)",
+        "max_kl must be finite and > 0 (or none), got -inf",
+    )
+    assert str(path) in str(info.value)
+
+
+def test_from_toml_missing_and_malformed(tmp_path: Path) -> None:
+    with pytest.raises(InputFileError, match="no such config file"):
+        PPOConfig.from_toml(tmp_path / "nope.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("max_kl = = 1\n")
+    with pytest.raises(InputFileError, match="config file is not valid TOML"):
+        PPOConfig.from_toml(broken)
+
+
+def test_to_dict_round_trips_through_from_mapping() -> None:
+    c = PPOConfig(hidden_sizes=(8,), max_kl=0.05, clip_ratio_c=3.0)
+    assert PPOConfig.from_mapping(c.to_dict()) == c
+
+
+def test_schedules_anneal_linearly() -> None:
+    c = PPOConfig(total_steps=4 * 512, ent_coef=0.02, ent_coef_final=0.0)
+    assert c.num_updates == 4
+    assert [c.learning_rate_at(u) for u in range(4)] == pytest.approx(
+        [2.5e-4, 1.875e-4, 1.25e-4, 0.625e-4]
+    )
+    assert [c.ent_coef_at(u) for u in range(4)] == pytest.approx([0.02, 0.015, 0.01, 0.005])
+    assert PPOConfig(anneal_lr=False).learning_rate_at(100) == 2.5e-4
+
+
+def test_reference_kl_settings_are_validated_together() -> None:
+    assert errors_of(ref_kl_target=0.01) == (
+        "ref_kl_target needs ref_kl_loss_coef > 0 or ref_kl_in_reward",
+    )
+    assert errors_of(
+        ref_kl_target=0.01, ref_kl_in_reward=True, ref_kl_reward_coef=0.0, ref_kl_loss_coef=2e6
+    ) == (
+        "ref_kl_loss_coef must be in [1e-06, 1e+06] for ref_kl_target to adapt it, got 2000000.0",
+        "ref_kl_reward_coef must be in [1e-06, 1e+06] for ref_kl_target to adapt it, got 0.0",
+    )
+    assert errors_of(ref_kl_loss_coef=-1.0, ref_kl_horizon=0, init_from="", reference="") == (
+        "init_from must be a non-empty string, got ''",
+        "reference must be a non-empty string, got ''",
+        "ref_kl_loss_coef must be finite and >= 0, got -1.0",
+        "ref_kl_horizon must be an integer >= 1, got 0",
+    )
+
+
+def test_straight_through_estimators_and_fine_tuning_settings_parse_from_the_command_line() -> None:
+    cfg = PPOConfig().with_overrides(
+        [
+            "kl_estimator=k3+",
+            "ref_kl_loss_estimator=low_var_kl+",
+            "ref_kl_loss_coef=0.1",
+            "init_from=runs/base",
+            "ref_kl_target=0.02",
+            "normalize_returns=true",
+        ]
+    )
+    assert (cfg.kl_estimator, cfg.ref_kl_loss_estimator) == ("k3+", "low_var_kl+")
+    assert cfg.init_from == "runs/base" and cfg.uses_reference and cfg.normalize_returns
+    assert PPOConfig().with_overrides(["init_from=none"]).init_from is None
+    assert not PPOConfig().uses_reference
+
+
+def test_the_config_accepts_every_registered_estimator_and_only_those() -> None:
+    for name in ESTIMATORS:
+        assert PPOConfig(kl_estimator=name, ref_kl_loss_estimator=name).kl_estimator == name
+    with pytest.raises(ConfigError, match="ref_kl_reward_estimator must be one of k1, k2"):
+        PPOConfig(ref_kl_reward_estimator="k5")

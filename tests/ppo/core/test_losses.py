@@ -1,0 +1,121 @@
+"""Pure loss functions: surrogate, dual clip, value clipping, entropy floor, KL penalty (C-02)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ppo.config import PPOConfig
+from ppo.core.losses import LossInputs, clipped_surrogate, entropy_penalty, ppo_loss, value_loss
+
+
+def fixed_inputs(requires_grad: bool = True) -> LossInputs:
+    logp_old = torch.tensor([-0.7, -0.9, -1.2, -0.3, -2.0, -0.5])
+    shift = torch.tensor([0.10, -0.25, 0.40, 0.0, -0.05, 0.30])
+    logp_new = (logp_old + shift).clone().requires_grad_(requires_grad)
+    return LossInputs(
+        logp_new=logp_new,
+        logp_old=logp_old,
+        entropy=torch.tensor([0.69, 0.60, 0.55, 0.40, 0.68, 0.50], requires_grad=requires_grad),
+        values=torch.tensor([1.0, 0.5, -0.2, 2.0, 0.0, 1.5], requires_grad=requires_grad),
+        old_values=torch.tensor([0.9, 0.7, -0.1, 2.5, 0.1, 1.0]),
+        returns=torch.tensor([1.5, 0.0, 0.3, 2.2, -1.0, 1.2]),
+        advantages=torch.tensor([0.5, -1.0, 1.5, 0.2, -0.3, -2.0]),
+    )
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3", "low_var_kl", "abs"])
+@pytest.mark.parametrize("coef", [0.0, 0.1, 3.0])
+def test_c02_total_loss_is_pieces_plus_coef_times_approx_kl(estimator: str, coef: float) -> None:
+    config = PPOConfig(kl_estimator=estimator, kl_penalty_coefficient=coef)  # type: ignore[arg-type]
+    inputs = fixed_inputs()
+    total, parts = ppo_loss(inputs, config, ent_coef=0.01, kl_coef=coef)
+    assert math.isfinite(float(parts.approx_kl))
+    pieces = parts.policy_loss + config.vf_coef * parts.value_loss - 0.01 * parts.entropy
+    assert float(total.detach()) == pytest.approx(float(pieces + coef * parts.approx_kl), rel=1e-6)
+    assert float(parts.kl_penalty) == pytest.approx(coef * float(parts.approx_kl), rel=1e-6)
+    assert float(parts.total_loss) == float(total.detach())
+    log_r = inputs.logp_new.detach() - inputs.logp_old
+    expected_kl = {
+        "k1": (-log_r).mean(),
+        "k2": (0.5 * log_r**2).mean(),
+        "k3": (log_r.exp() - 1 - log_r).mean(),
+        "low_var_kl": (log_r.exp() - 1 - log_r).mean(),
+        "abs": log_r.abs().mean(),
+    }[estimator]
+    assert float(parts.approx_kl) == pytest.approx(float(expected_kl), rel=1e-6)
+    total.backward()  # the penalty is differentiable: it shapes the policy gradient
+    assert inputs.logp_new.grad is not None and bool(torch.isfinite(inputs.logp_new.grad).all())
+
+
+def test_c02_breakdown_is_detached_tensors() -> None:
+    _, parts = ppo_loss(fixed_inputs(), PPOConfig(kl_penalty_coefficient=0.5), 0.01, 0.5)
+    for name in ("policy_loss", "value_loss", "entropy", "approx_kl", "kl_penalty", "total_loss"):
+        value = getattr(parts, name)
+        assert isinstance(value, torch.Tensor) and value.dim() == 0 and not value.requires_grad
+
+
+def test_c02_penalty_gradient_pulls_toward_old_policy() -> None:
+    inputs = fixed_inputs()
+    config = PPOConfig(kl_penalty_coefficient=1.0, vf_coef=0.0, ent_coef=0.0)
+    _, parts = ppo_loss(inputs, config, 0.0, 1.0)
+    penalty_only = LossInputs(**{**inputs.__dict__, "advantages": torch.zeros(6)})
+    total, _ = ppo_loss(penalty_only, config, 0.0, 1.0)
+    total.backward()
+    grad = inputs.logp_new.grad
+    assert grad is not None
+    # k3 gradient wrt log r is (r - 1)/n: positive where the new policy gained probability.
+    shift = inputs.logp_new.detach() - inputs.logp_old
+    assert torch.equal(torch.sign(grad), torch.sign(shift))
+    assert float(parts.approx_kl) > 0
+
+
+def test_clipped_surrogate_by_hand() -> None:
+    log_ratio = torch.tensor([math.log(1.5), math.log(0.5), math.log(1.1)])
+    adv = torch.tensor([1.0, 1.0, -1.0])
+    loss, stats = clipped_surrogate(log_ratio, adv, clip_range=0.2)
+    # per sample: max(-A r, -A clip(r)) = [-1.2, -0.5, 1.1]
+    assert float(loss) == pytest.approx((-1.2 - 0.5 + 1.1) / 3)
+    assert float(stats.clip_fraction) == pytest.approx(2 / 3)
+    assert float(stats.ratio_min) == pytest.approx(0.5)
+    assert float(stats.ratio_max) == pytest.approx(1.5)
+    assert stats.clip_fraction_lower is None
+
+
+def test_dual_clip_bounds_negative_advantage_loss() -> None:
+    log_ratio = torch.tensor([math.log(10.0), math.log(2.0), math.log(10.0)])
+    adv = torch.tensor([-1.0, -1.0, 1.0])
+    loss, stats = clipped_surrogate(log_ratio, adv, clip_range=0.2, clip_ratio_c=3.0)
+    # sample 0: max(10, 1.2) = 10 bounded by -A*c = 3; sample 1: 2 < 3; sample 2: -1.2
+    assert float(loss) == pytest.approx((3.0 + 2.0 - 1.2) / 3)
+    assert stats.clip_fraction_lower is not None
+    assert float(stats.clip_fraction_lower) == pytest.approx(0.5)  # 1 of 2 negative samples
+
+
+def test_value_loss_with_and_without_clipping() -> None:
+    values, returns, old = (
+        torch.tensor([2.0, 0.0]),
+        torch.tensor([3.0, 0.0]),
+        torch.tensor([1.0, 0.5]),
+    )
+    assert float(value_loss(values, returns, old, None)) == pytest.approx(0.25)
+    # clipped predictions: [1.2, 0.3] -> squared errors [3.24, 0.09]; max with [1, 0]
+    assert float(value_loss(values, returns, old, 0.2)) == pytest.approx(0.5 * (3.24 + 0.09) / 2)
+
+
+def test_min_entropy_penalty_only_below_floor() -> None:
+    assert float(entropy_penalty(torch.tensor(0.3), 0.5, 2.0)) == pytest.approx(0.4)
+    assert float(entropy_penalty(torch.tensor(0.7), 0.5, 2.0)) == 0.0
+    assert float(entropy_penalty(torch.tensor(0.1), None, 2.0)) == 0.0
+
+
+def test_nonfinite_ratios_are_replaced_and_counted() -> None:
+    inputs = fixed_inputs(requires_grad=False)
+    bad_old = inputs.logp_old.clone()
+    bad_old[1] = math.nan
+    bad = LossInputs(**{**inputs.__dict__, "logp_old": bad_old})
+    total, parts = ppo_loss(bad, PPOConfig(), 0.01, 0.0)
+    assert int(parts.nonfinite_ratios) == 1
+    assert math.isfinite(float(total.detach())) and math.isfinite(float(parts.approx_kl))

@@ -1,0 +1,113 @@
+"""``ppo train`` picks the dashboard or headless mode, and the child gets the same settings.
+
+The attached mode on real training (Pilot, stop, detach, TRAINER DOWN) is tested in
+tests/integration/test_attached.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ppo.cli import EXIT_USAGE, build_parser, main
+from ppo.run.attach import FORWARDED, NOT_FORWARDED, child_command, wants_dashboard
+
+
+class Terminal(io.StringIO):
+    """An output stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["train", *argv])
+
+
+@pytest.mark.parametrize(
+    ("argv", "terminal", "dashboard"),
+    [
+        ((), True, True),
+        ((), False, False),
+        (("--headless",), True, False),
+        (("--tui",), False, True),
+        (("--tui",), True, True),
+    ],
+)
+def test_dashboard_on_a_terminal_or_with_tui_headless_otherwise(
+    argv: tuple[str, ...], terminal: bool, dashboard: bool
+) -> None:
+    out = Terminal() if terminal else io.StringIO()
+    assert wants_dashboard(parse(*argv), out) is dashboard
+
+
+def test_every_train_option_is_forwarded_or_set_by_the_launcher() -> None:
+    assert set(vars(parse())) == set(FORWARDED) | NOT_FORWARDED
+
+
+def test_the_child_gets_the_same_settings_headless_with_a_fixed_run() -> None:
+    argv = (
+        "--tui",
+        "--env",
+        "Acrobot-v1",
+        "--total-steps",
+        "5000",
+        "--seed",
+        "7",
+        "--config",
+        "my.toml",
+        "--set",
+        "max_kl=0.03",
+        "--set",
+        "num_envs=2",
+        "--run-dir",
+        "elsewhere",
+    )
+    args = parse(*argv)
+    command = child_command(args, "fixed-id")
+    assert command[:5] == [sys.executable, "-m", "ppo", "train", "--headless"]
+    child = build_parser().parse_args(command[3:])
+    assert (child.headless, child.tui, child.run_id) == (True, False, "fixed-id")
+    same = {k: v for k, v in vars(child).items() if k not in ("headless", "tui", "run_id")}
+    assert same == {k: v for k, v in vars(args).items() if k not in ("headless", "tui", "run_id")}
+
+
+def test_an_unknown_option_is_refused_rather_than_dropped() -> None:
+    args = parse()
+    args.new_flag = 1
+    with pytest.raises(RuntimeError, match=r"does not forward \['new_flag'\]"):
+        child_command(args, "r")
+
+
+def test_bad_settings_fail_before_any_dashboard_or_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["train", "--tui", "--run-dir", str(tmp_path), "--set", "max_kl=-1"])
+    assert code == EXIT_USAGE
+    assert "max_kl must be finite and > 0" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # no run folder, so no child was started
+
+
+def test_an_existing_event_log_is_not_appended_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "events.jsonl").write_text("")
+    code = main(["train", "--tui", "--run-dir", str(tmp_path), "--run-id", "taken"])
+    assert code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'taken'} already has an event log; pick another --run-id" in err
+    assert sorted(p.name for p in (tmp_path / "taken").iterdir()) == ["events.jsonl"]
+
+
+def test_the_cli_loads_neither_sanctum_nor_textual_until_the_dashboard_starts() -> None:
+    code = "import json, sys, ppo.cli; print(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    roots = {name.split(".")[0] for name in json.loads(out.stdout)}
+    assert {"sanctum", "textual"}.isdisjoint(roots)
