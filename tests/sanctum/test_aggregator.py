@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
-from sanctum.health import Level
-from sanctum.rule_judge import values_needed
-from sanctum.snapshot import Connection, SanctumSnapshot
-from sanctum.state import HISTORY_LEN
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.levels import Level
+from sanctum.health.rule_judge import values_needed
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
+from sanctum.model.snapshot import Connection, SanctumSnapshot
+from sanctum.model.state import HISTORY_LEN
 from telemetry.eventlog import EventLogReader
 from telemetry.events import PPOUpdate, RolloutPayload
 from tests.sanctum.logs import (

@@ -9,11 +9,11 @@ from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-from sanctum.app import SanctumApp
-from sanctum.health import Level
-from sanctum.snapshot import Connection
-from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
-from sanctum.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
+from sanctum.health.levels import Level
+from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.model.snapshot import Connection
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, T0, RunLog
 from tests.waiting import settle

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sanctum.reader_worker import (
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.snapshot_feed import (
     HOLD_POLL_INTERVAL,
     PACE_TOLERANCE,
     POLL_INTERVAL,
@@ -21,8 +22,7 @@ from sanctum.reader_worker import (
     SnapshotFeed,
     arrival_wait,
 )
-from sanctum.snapshot import Connection, SanctumSnapshot
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.model.snapshot import Connection, SanctumSnapshot
 from tests.sanctum.logs import T0, RunLog, write_run
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from textual.widgets import Label
 
-from sanctum.app import TICK_SECONDS, SanctumApp
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner
-from sanctum.widgets.base import SnapshotView
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.tui.app import TICK_SECONDS, SanctumApp
+from sanctum.tui.widgets import StatusBanner
+from sanctum.tui.widgets.base import SnapshotView
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import RunLog
 from tests.waiting import settle

@@ -13,12 +13,12 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Label, Static
 
-from sanctum.app import SanctumApp
-from sanctum.snapshot import Connection
-from sanctum.supervisor import TrainerProcess
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner, TimelinePanel
-from sanctum.widgets.quit_dialog import QuitDialog
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.trainer_process import TrainerProcess
+from sanctum.model.snapshot import Connection
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import StatusBanner, TimelinePanel
+from sanctum.tui.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
 from tests.sanctum.app_support import WAIT_LIMIT, wait_until

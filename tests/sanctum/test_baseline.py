@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.compare import load_run
-from sanctum.learning import GateError, GateOptions, judge_learning
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.reports.compare import load_run
+from sanctum.reports.learning import GateError, GateOptions, judge_learning
 from tests.sanctum.logs import RunLog, kl_breach, ppo_update, rollout, write_two_runs
 from tests.sanctum.recorded import RECORDED, recorded, run_cli
 
@@ -78,7 +78,7 @@ def test_a_learning_rate_10x_lower_fails_and_the_junit_names_the_regression(
         "median steps to reach a return of 224.8: never over 2 runs (2 never reached it) vs "
         "baseline 24576 over 3 runs; regressed: the limit is 30720 (the baseline plus 25%)"
     )
-    assert cases["learning.final_return"].get("classname") == "sanctum.check.lowlr-s1"
+    assert cases["learning.final_return"].get("classname") == "sanctum.reports.check.lowlr-s1"
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "2"
 

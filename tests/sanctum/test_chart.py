@@ -14,10 +14,8 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widgets import OptionList
 
-from sanctum.app import SanctumApp
-from sanctum.chart_scale import Scale, fit, log_refusal, nice_step, rule_lines
-from sanctum.chart_text import band_of, legend, reading, span_text
-from sanctum.chart_window import (
+from sanctum.charts.scale import Scale, fit, log_refusal, nice_step, rule_lines
+from sanctum.charts.window import (
     MIN_SPAN,
     ChartView,
     Window,
@@ -30,11 +28,13 @@ from sanctum.chart_window import (
     window_of,
     zoom,
 )
-from sanctum.health import Level
-from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule
-from sanctum.widgets.chart_screen import ChartScreen, MetricPicker
-from sanctum.widgets.metric_chart import MetricChart
-from sanctum.zoom_chart import ZoomChart
+from sanctum.charts.zoom import ZoomChart
+from sanctum.health.levels import Level
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule
+from sanctum.text.chart_words import band_of, legend, reading, span_text
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets.chart_screen import ChartScreen, MetricPicker
+from sanctum.tui.widgets.metric_chart import MetricChart
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
 
@@ -127,7 +127,9 @@ def test_columns_fill_the_plot_with_updates_or_share_them() -> None:
 
 
 def test_the_maths_words_and_picture_load_without_textual() -> None:
-    modules = "sanctum.chart_window, sanctum.chart_scale, sanctum.chart_text, sanctum.zoom_chart"
+    modules = (
+        "sanctum.charts.window, sanctum.charts.scale, sanctum.text.chart_words, sanctum.charts.zoom"
+    )
     code = f"import sys, {modules}; print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.check import CheckResult, SeveralRuns, judge, refuse_several_runs, run_check
-from sanctum.check_report import format_text, to_dict, write_junit
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.health import Level
-from sanctum.scan import LogScan, NoRunStarted, run_starts
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.levels import Level
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.reports.check import CheckResult, SeveralRuns, judge, refuse_several_runs, run_check
+from sanctum.reports.check_report import format_text, to_dict, write_junit
+from sanctum.reports.scan import LogScan, NoRunStarted, run_starts
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
     EventLogNotFound,

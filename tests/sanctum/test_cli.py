@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import pytest
 
-from sanctum.aggregator import SanctumAggregator
 from sanctum.cli import main, with_default_command
-from sanctum.health import Level
-from sanctum.rule_judge import values_needed
-from sanctum.runs import resolve_run
-from sanctum.thresholds import Thresholds, load_thresholds
+from sanctum.health.levels import Level
+from sanctum.health.rule_judge import values_needed
+from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.run_files import resolve_run
 from telemetry.eventlog import EventLogReader
 
 SANCTUM = Path(sys.executable).with_name("sanctum")
@@ -62,7 +62,8 @@ def test_python_dash_m_refuses_a_newer_schema(newer_schema_log: Path) -> None:
 def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
     code = (
         "import sys\n"
-        "import sanctum.check, sanctum.summary, sanctum.scan, sanctum.aggregator\n"
+        "import sanctum.reports.check, sanctum.reports.summary, sanctum.reports.scan\n"
+        "import sanctum.model.aggregator\n"
         "from sanctum.cli import main\n"
         "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
         "print(sorted(m for m in ('textual', 'torch', 'ppo') if m in sys.modules))\n"
@@ -176,7 +177,7 @@ def test_unusable_input_and_an_unwritable_junit_file_say_both(
 
 @pytest.mark.parametrize(
     ("command", "target"),
-    [("check", "sanctum.check.scan_log"), ("summary", "sanctum.summary.scan_log")],
+    [("check", "sanctum.reports.check.scan_log"), ("summary", "sanctum.reports.summary.scan_log")],
 )
 def test_an_internal_error_exits_2_with_its_traceback_never_1(
     command: str,
@@ -265,7 +266,7 @@ def test_newest_run_under_runs(tmp_path: Path) -> None:
 
 
 class FakeApp:
-    """Stands in for sanctum.app.SanctumApp to see what the CLI hands the dashboard."""
+    """Stands in for sanctum.tui.app.SanctumApp to see what the CLI hands the dashboard."""
 
     calls: ClassVar[list[tuple[Path, Thresholds, float | None]]] = []
     refresh: ClassVar[list[float]] = []
@@ -291,9 +292,9 @@ class FakeApp:
 
 @pytest.fixture
 def fake_app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Thresholds, float | None]]:
-    module = types.ModuleType("sanctum.app")
+    module = types.ModuleType("sanctum.tui.app")
     module.SanctumApp = FakeApp  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sanctum.app", module)
+    monkeypatch.setitem(sys.modules, "sanctum.tui.app", module)
     FakeApp.calls = []
     FakeApp.refresh = []
     FakeApp.fail_on = []
@@ -361,9 +362,9 @@ def test_a_dashboard_that_crashed_does_not_exit_0(
 async def test_a_real_crash_sets_the_return_code_the_cli_reads(
     healthy_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sanctum.app import SanctumApp
-    from sanctum.thresholds import DEFAULT_THRESHOLDS
-    from sanctum.widgets import StatusBanner
+    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.tui.app import SanctumApp
+    from sanctum.tui.widgets import StatusBanner
 
     def broken(self: StatusBanner, snapshot: object) -> None:
         raise RuntimeError("a bug in a widget")

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.compare import ConfigDifference, config_differences
-from sanctum.return_curve import (
+from sanctum.reports.compare import ConfigDifference, config_differences
+from sanctum.reports.return_curve import (
     ReturnPoint,
     curve_of,
     equal_steps,

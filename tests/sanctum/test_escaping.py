@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 from textual.content import Content
 from textual.widgets import Label
 
-from sanctum.app import SanctumApp
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
-from sanctum.widgets import KLChart, StatusBanner, TimelinePanel
-from sanctum.widgets.help import HelpScreen
+from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import KLChart, StatusBanner, TimelinePanel
+from sanctum.tui.widgets.help import HelpScreen
 from telemetry.events import AnomalyPayload
 from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sanctum import renderables
+from sanctum.charts import drawing as renderables
 from sanctum.formatting import (
     NOT_MEASURED,
     dumps,

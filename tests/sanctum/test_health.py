@@ -8,10 +8,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from sanctum.health import HealthReport, Level, health_report, level_of
-from sanctum.judge import HealthJudge
+from sanctum.health.judge import HealthJudge
+from sanctum.health.levels import HealthReport, Level, health_report, level_of
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
 from sanctum.metrics import PPO_METRICS
-from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
 
 PLAIN = Thresholds(
     (

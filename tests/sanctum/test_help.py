@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets.help import GLOSSARY
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.tui.widgets.help import GLOSSARY
 from telemetry.events import PPOUpdatePayload
 
 SCHEMA_1_2 = (

@@ -92,7 +92,7 @@ def test_thresholds_nested_past_the_limit_are_one_line(run: Path, tmp_path: Path
 
 
 def test_a_fifo_as_the_trainer_output_leaves_the_tail_empty(fifo: Path) -> None:
-    code = "from pathlib import Path\nfrom sanctum.supervisor import tail\n"
+    code = "from pathlib import Path\nfrom sanctum.live.trainer_process import tail\n"
     code += f"print(tail(Path({str(fifo)!r})))"
     assert python(code).strip() == "()"
 

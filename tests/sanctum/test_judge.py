@@ -10,11 +10,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from sanctum.health import Level, level_of
-from sanctum.judge import HealthJudge, MetricStats, returns_vary
+from sanctum.health.judge import HealthJudge, MetricStats, returns_vary
+from sanctum.health.levels import Level, level_of
+from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds, ThresholdsError
 from sanctum.metrics import PPO_METRICS
-from sanctum.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
-from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds, ThresholdsError
 
 KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)
 GRAD = Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2)

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.aggregator import SanctumAggregator
+from sanctum.charts.overlay import OverlayCanvas, Series, overlay_rows
 from sanctum.cli import main, with_default_command
-from sanctum.health import Level
-from sanctum.multi_run import (
+from sanctum.health.levels import Level
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.board_feed import EPISODE_RETURN, RunFollower
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.board import (
     RunRow,
     Spread,
     find_runs,
@@ -22,10 +25,9 @@ from sanctum.multi_run import (
     spread_of,
     worst_kl,
 )
-from sanctum.overlay_chart import OverlayCanvas, Series, overlay_rows
-from sanctum.runs import UsageError
-from sanctum.runs_feed import EPISODE_RETURN, RunFollower
-from sanctum.runs_table import (
+from sanctum.model.snapshot import Connection
+from sanctum.run_files import UsageError
+from sanctum.text.run_table import (
     GROUP_COLUMNS,
     NAME_MIN,
     RUN_COLUMNS,
@@ -37,8 +39,6 @@ from sanctum.runs_table import (
     run_line,
     status_text,
 )
-from sanctum.snapshot import Connection
-from sanctum.thresholds import DEFAULT_THRESHOLDS
 from telemetry.eventlog import ReadBatch
 from tests.sanctum.logs import KL_HOLDS, KL_WARNING, kl_breach, kl_spike, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, kl_at, return_at, write_sweep

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sanctum.cli import main
-from sanctum.once import once_dict, once_text, read_snapshot
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.reports.once import once_dict, once_text, read_snapshot
 from tests.sanctum.logs import RunLog, append_after_each_read
 
 

@@ -8,16 +8,16 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 
-from sanctum.health import level_of
-from sanctum.renderables import (
+from sanctum.charts.drawing import (
     ARROWS,
     ChartStyles,
     ThresholdChart,
     progress_bar,
     sparkline,
 )
-from sanctum.thresholds import Rule
-from sanctum.trend import trend_of
+from sanctum.health.levels import level_of
+from sanctum.health.rules import Rule
+from sanctum.model.trend import trend_of
 
 NAN = math.nan
 INF = math.inf

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.return_curve import read_curve
+from sanctum.reports.return_curve import read_curve
 from tests.sanctum.logs import RunLog, append_after_each_read, write_run
 
 

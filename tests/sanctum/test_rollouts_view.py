@@ -7,7 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from sanctum.rollouts_view import RolloutsError, render, select
+from sanctum.reports.rollouts_view import RolloutsError, render, select
 from telemetry.rollouts import RolloutRecord
 
 

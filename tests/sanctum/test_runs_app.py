@@ -12,14 +12,14 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from sanctum.runs_app import RunsApp, RunScreen
-from sanctum.runs_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner
-from sanctum.widgets.base import SnapshotView
-from sanctum.widgets.chart_screen import ChartScreen
-from sanctum.widgets.metric_chart import MetricChart
-from sanctum.widgets.runs import Frame, OverlayChart, RunTable
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.board_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
+from sanctum.tui.runs_app import RunsApp, RunScreen
+from sanctum.tui.widgets import StatusBanner
+from sanctum.tui.widgets.base import SnapshotView
+from sanctum.tui.widgets.chart_screen import ChartScreen
+from sanctum.tui.widgets.metric_chart import MetricChart
+from sanctum.tui.widgets.runs import Frame, OverlayChart, RunTable
 from tests.sanctum.app_support import WAIT_LIMIT
 from tests.sanctum.logs import RunLog, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, return_at, start, step, write_sweep

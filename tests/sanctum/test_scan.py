@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sanctum.records import EarlierRun
-from sanctum.scan import LogScan, scan_log
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.ledger import EarlierRun
+from sanctum.reports.scan import LogScan, scan_log
 from telemetry.eventlog import ReadBatch, read_events
 from telemetry.events import Event, RunStarted
 from tests.sanctum.logs import HEALTHY, write_two_runs

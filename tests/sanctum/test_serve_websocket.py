@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sanctum.serve import (
+from sanctum.cli.serve import (
     MAX_COLUMNS,
     MAX_ROWS,
     MAX_TABS,
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
     from aiohttp import ClientWebSocketResponse
 
-    from sanctum.serve_server import SanctumServer
+    from sanctum.cli.serve_server import SanctumServer
 
 pytestmark = [
     pytest.mark.skipif(
@@ -96,7 +96,7 @@ async def running(
     127.0.0.1, each tab running the stand-in."""
     from aiohttp import web
 
-    from sanctum.serve_server import SanctumServer
+    from sanctum.cli.serve_server import SanctumServer
 
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN, encoding="utf-8")

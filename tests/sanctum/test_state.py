@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sanctum.aggregator import SanctumAggregator, empty_snapshot
-from sanctum.health import Level
+from sanctum.health.levels import Level
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS, REQUIRED_METRICS
-from sanctum.snapshot import Connection, RunSnapshot, connection_of
-from sanctum.state import (
+from sanctum.model.aggregator import SanctumAggregator, empty_snapshot
+from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
+from sanctum.model.state import (
     RunState,
     TamiyoState,
     early_stop_text,
@@ -23,7 +23,7 @@ from sanctum.state import (
     metric_columns,
     total_steps_of,
 )
-from sanctum.trend import least_squares_slope
+from sanctum.model.trend import least_squares_slope
 from telemetry.events import EarlyStop, PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from sanctum import check_report
-from sanctum.check import run_check
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.summary import TEXT_LIST_LIMIT, build_summary, format_text
-from sanctum.thresholds import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.reports import check_report
+from sanctum.reports.check import run_check
+from sanctum.reports.summary import TEXT_LIST_LIMIT, build_summary, format_text
 from tests.sanctum.logs import (
     HEALTHY,
     RunLog,

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from sanctum.supervisor import TrainerProcess, describe_exit, tail
+from sanctum.live.trainer_process import TrainerProcess, describe_exit, tail
 from tests.waiting import wait_until
 
 WAIT_LIMIT = 20.0

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from sanctum.cli import main as sanctum_main
-from sanctum.tb_reader import masked_crc32c
+from sanctum.importers.tensorboard.reader import masked_crc32c
 from telemetry import (
     Anomaly,
     PPOUpdate,
@@ -254,9 +254,9 @@ def test_the_record_checksum_is_tensorboards_own() -> None:
 def test_reading_a_log_loads_neither_torch_nor_tensorflow(tmp_path: Path) -> None:
     write_tb(tmp_path / "tb", {"losses/approx_kl": [(1, 0.01)]}, 0.0)
     code = (
-        "import json, sys; import sanctum.cli, sanctum.tb_command; "
+        "import json, sys; import sanctum.cli, sanctum.importers.tensorboard.command; "
         "before = 'tensorboard' in sys.modules; "
-        "from sanctum.tb_reader import read_log; from pathlib import Path; "
+        "from sanctum.importers.tensorboard.reader import read_log; from pathlib import Path; "
         f"log = read_log(Path({str(tmp_path / 'tb')!r})); "
         "print(json.dumps([before, sorted(log.scalars), list(sys.modules)]))"
     )

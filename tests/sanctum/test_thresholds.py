@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.thresholds import (
+from sanctum.health.rules import (
     DEFAULT_THRESHOLDS,
     Rule,
     Thresholds,

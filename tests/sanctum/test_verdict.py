@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 from textual.widgets import Label
 
-from sanctum.aggregator import SanctumAggregator
-from sanctum.app import SanctumApp
 from sanctum.cli import main
-from sanctum.health import Level
-from sanctum.runs_app import RunsApp
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.verdict import CheckRow, RunVerdict, verdict_of
-from sanctum.widgets import StatusBanner
-from sanctum.widgets.runs import RunTable
+from sanctum.health.levels import Level
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.verdict import CheckRow, RunVerdict, verdict_of
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.runs_app import RunsApp
+from sanctum.tui.widgets import StatusBanner
+from sanctum.tui.widgets.runs import RunTable
 from telemetry.eventlog import EventLogReader
 from tests.sanctum.app_support import wait_until
 from tests.sanctum.logs import (
