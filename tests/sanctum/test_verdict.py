@@ -21,8 +21,8 @@ from textual.widgets import Label
 from sanctum.cli import main
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS
-from sanctum.health.verdict import CheckRow, RunVerdict, verdict_of
 from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.verdict import CheckRow, RunVerdict, verdict_of
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.runs_app import RunsApp
 from sanctum.tui.widgets import StatusBanner

@@ -80,7 +80,7 @@ def unruled_level(value: float | None) -> Level:
 @dataclass(frozen=True, slots=True)
 class HealthReport:
     """Levels at the latest update and their verdict: what happens now (the health panel,
-    and the banner's ``now``). The run's own verdict is :mod:`sanctum.health.verdict`'s."""
+    and the banner's ``now``). The run's own verdict is :mod:`sanctum.model.verdict`'s."""
 
     levels: Mapping[str, Level]
     """Every judged item -> its level (read-only): each PPO metric, then the run-wide

@@ -8,7 +8,7 @@ per-metric for the screen happens in ``snapshot``, cached until the next update 
 No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
 
 The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made here too, from the rows
-``sanctum check`` prints (:mod:`sanctum.health.verdict`), so every view says what ``check`` says.
+``sanctum check`` prints (:mod:`sanctum.model.verdict`), so every view says what ``check`` says.
 A stall is a silence longer than the run's own pace allows: ``stall_pace`` times the
 median of the recent intervals between its updates and heartbeats (its progress events:
 a rollout and the update it feeds come together, so counting every event would halve the
@@ -29,14 +29,6 @@ from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
 from sanctum.health.rule_judge import RollingWindow
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds
-from sanctum.health.verdict import (
-    PENDING,
-    RunVerdict,
-    judge_rows,
-    over_words,
-    seconds_text,
-    verdict_of,
-)
 from sanctum.metrics import PPO_METRICS
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.snapshot import (
@@ -58,6 +50,14 @@ from sanctum.model.state import (
     total_steps_of,
 )
 from sanctum.model.trend import least_squares_slope, trend_of
+from sanctum.model.verdict import (
+    PENDING,
+    RunVerdict,
+    judge_rows,
+    over_words,
+    seconds_text,
+    verdict_of,
+)
 from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
 from telemetry.events import (
     Anomaly,

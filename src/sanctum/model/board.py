@@ -29,8 +29,8 @@ from typing import Any
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleJudge
 from sanctum.health.rules import Thresholds
-from sanctum.health.verdict import RunVerdict
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
+from sanctum.model.verdict import RunVerdict
 from sanctum.reports.compare import SEED_KEYS
 from sanctum.run_files import UsageError, resolve_run
 from sanctum.text.chart_words import band_of

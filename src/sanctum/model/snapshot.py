@@ -16,8 +16,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from sanctum.health.levels import HealthReport, Level
 from sanctum.health.rules import Thresholds
-from sanctum.health.verdict import PENDING, RunVerdict
 from sanctum.model.trend import Trend
+from sanctum.model.verdict import PENDING, RunVerdict
 from telemetry.eventlog import SkippedLine
 
 RunPhase = Literal["running", "completed", "failed", "interrupted"]

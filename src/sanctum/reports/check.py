@@ -11,7 +11,7 @@ log without ``run_finished`` (still running, or cut off) and an ``interrupted`` 
 ``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
 as EventLogError / ThresholdsError) is for input that cannot be judged at all. The rows
 and the verdict they make (``FAIL: KL 22x``, the word every view shows for the run) are
-built in :mod:`sanctum.health.verdict`, from the aggregator every view reads.
+built in :mod:`sanctum.model.verdict`, from the aggregator every view reads.
 
 A check judges one run. A file that holds several (a ``run_started`` of another run id
 after the first run: two trainers, or two jobs, writing one path) is refused with exit 2
@@ -32,7 +32,7 @@ from sanctum.exits import EXIT_FAILED, EXIT_OK
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.health.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
+from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
 from sanctum.reports.scan import LogScan, run_starts, scan_log
 from telemetry.eventlog import EventLogError, SkippedLine
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from sanctum.formatting import format_value, plural
 from sanctum.health.rules import Thresholds
-from sanctum.health.verdict import CheckRow
+from sanctum.model.verdict import CheckRow
 from sanctum.reports.compare import (
     SEED_KEYS,
     LoadedRun,

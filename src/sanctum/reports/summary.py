@@ -19,7 +19,7 @@ from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plura
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
-from sanctum.health.verdict import doubts, lost_counts
+from sanctum.model.verdict import doubts, lost_counts
 from sanctum.reports.scan import LogScan, scan_log
 
 TEXT_LIST_LIMIT = 20

@@ -18,9 +18,9 @@ from typing import Final
 from sanctum.charts.drawing import KeyedRuns, StyleKey
 from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health.levels import Level, verdict_word
-from sanctum.health.verdict import RunVerdict
 from sanctum.model.board import GroupRow, RunRow, Spread
 from sanctum.model.snapshot import Connection
+from sanctum.model.verdict import RunVerdict
 from sanctum.text.panels import CONNECTION_MARK
 
 ABSENT: Final = "—"
