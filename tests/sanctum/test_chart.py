@@ -29,9 +29,9 @@ from sanctum.charts.window import (
     zoom,
 )
 from sanctum.charts.zoom import ZoomChart
-from sanctum.health.levels import Level
+from sanctum.health.levels import Level, band_of
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule
-from sanctum.text.chart_words import band_of, legend, reading, span_text
+from sanctum.text.chart_words import legend, reading, span_text
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.chart_screen import ChartScreen, MetricPicker
 from sanctum.tui.widgets.metric_chart import MetricChart

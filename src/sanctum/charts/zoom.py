@@ -26,9 +26,8 @@ from rich.text import Text
 from sanctum.charts.drawing import BARS, BELOW_MARK, CLIPPED_MARK, NONFINITE_MARK, style_runs
 from sanctum.charts.scale import Scale, fit, rule_lines
 from sanctum.charts.window import ChartView, column_spans, window_of
-from sanctum.health.levels import Level
+from sanctum.health.levels import Level, band_of
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.text.chart_words import band_of
 
 Cell = tuple[str, Style]
 AXIS_ROWS = 2

@@ -97,6 +97,18 @@ class HealthReport:
         return self.levels.get(item, Level.PENDING)
 
 
+def band_of(rule: Rule | None, value: float | None, update: int) -> Level:
+    """The level a charted value is drawn with: its band under a rule that judges each value.
+
+    A rule that judges a rolling median or a jump over the run's own median has no band for
+    one raw value, so such a value is levelled as an unruled metric's (critical only when
+    non-finite). A band is where a value lies, not a fired level: ``persist`` is not applied.
+    """
+    if rule is not None and rule.statistic == "value" and rule.per is None:
+        return level_of(rule, value, update)
+    return unruled_level(value)
+
+
 def health_report(
     levels: Mapping[str, Level],
     thresholds: Thresholds,

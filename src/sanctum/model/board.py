@@ -24,17 +24,19 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from sanctum.health.levels import Level
+from sanctum.health.levels import Level, band_of
 from sanctum.health.rule_judge import RuleJudge
 from sanctum.health.rules import Thresholds
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.model.verdict import RunVerdict
-from sanctum.reports.compare import SEED_KEYS
 from sanctum.run_files import UsageError, resolve_run
-from sanctum.text.chart_words import band_of
 from telemetry.recorder import EVENTS_FILE
+
+SEED_KEYS: Final = ("seed", "resumed_from", "run_id", "run_dir")
+"""Config keys in which runs of one configuration may differ: the seed, and what only
+names or places one run (the learning gate's notes and the seed groups leave them out)."""
 
 # -- which runs ----------------------------------------------------------------------------
 

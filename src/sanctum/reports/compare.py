@@ -66,11 +66,6 @@ class ConfigDifference:
     """``a`` or ``b`` when the other run's config lacks the key; None when both have it."""
 
 
-SEED_KEYS: Final = ("seed", "resumed_from", "run_id", "run_dir")
-"""Config keys in which runs of one configuration may differ: the seed, and what only
-names or places one run (the learning gate's notes and the seed groups leave them out)."""
-
-
 def config_differences(
     a: Mapping[str, Any], b: Mapping[str, Any], ignore: tuple[str, ...] = ()
 ) -> list[ConfigDifference]:

@@ -34,9 +34,9 @@ from pathlib import Path
 
 from sanctum.formatting import format_value, plural
 from sanctum.health.rules import Thresholds
+from sanctum.model.board import SEED_KEYS
 from sanctum.model.verdict import CheckRow
 from sanctum.reports.compare import (
-    SEED_KEYS,
     LoadedRun,
     config_differences,
     config_value,

@@ -2,7 +2,7 @@
 
 Pure functions of the snapshot and the view (no Textual), so the chart screen only shows
 them. A bar's colour and the cursor's band come from the one rule table through
-:func:`sanctum.health.levels.level_of`, for a rule that judges each value. A rule that judges a
+:func:`sanctum.health.levels.band_of`, for a rule that judges each value. A rule that judges a
 rolling median or a jump over the run's own median has no band for one raw value: its
 bars are coloured as an unruled metric's (critical only when non-finite) and the legend
 says what the rule judges instead. A band is where a value lies, not a fired level: a
@@ -18,16 +18,9 @@ from collections.abc import Sequence
 from sanctum.charts.scale import Scale, rule_lines
 from sanctum.charts.window import Window
 from sanctum.formatting import format_value, plural
-from sanctum.health.levels import Level, level_of, unruled_level
+from sanctum.health.levels import Level, band_of
 from sanctum.health.rules import Rule
 from sanctum.model.snapshot import SanctumSnapshot
-
-
-def band_of(rule: Rule | None, value: float | None, update: int) -> Level:
-    """The level a charted value is drawn with (see the module docstring)."""
-    if rule is not None and rule.statistic == "value" and rule.per is None:
-        return level_of(rule, value, update)
-    return unruled_level(value)
 
 
 def _sign(rule: Rule) -> str:
