@@ -34,7 +34,7 @@ from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
-from tests.sanctum.test_rollouts_view import record
+from tests.sanctum.reports.test_rollouts_view import record
 
 ANY_CODE_POINT = st.characters(min_codepoint=0, max_codepoint=sys.maxunicode, codec=None)
 BATTERY = "\x1b]0;x\x07\x1b[2J\u061c\u2060\u2064\U000e0041\u00ad\ufffe\uffff\u202e\n[b]x[/b]"

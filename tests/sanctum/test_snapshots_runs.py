@@ -21,7 +21,7 @@ from sanctum.live.board_feed import EPISODE_RETURN
 from sanctum.model.board import find_runs
 from sanctum.tui.runs_app import RunsApp
 from tests.sanctum.sweep_logs import SWEEP, write_sweep
-from tests.sanctum.test_runs_app import board_of, wait_for
+from tests.sanctum.tui.test_runs_app import board_of, wait_for
 
 SnapCompare = Callable[..., bool]
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])

@@ -22,9 +22,9 @@ from sanctum.tui.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
 from tests.sanctum.app_support import WAIT_LIMIT, wait_until
-from tests.sanctum.test_app import drawn
+from tests.sanctum.tui.test_app import drawn
 
-STANDIN = Path(__file__).with_name("standin_trainer.py")
+STANDIN = Path(__file__).parents[1] / "standin_trainer.py"
 SIZE = (120, 36)
 
 

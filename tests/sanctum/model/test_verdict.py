@@ -39,7 +39,7 @@ from tests.sanctum.logs import (
     write_source_unread,
     write_with_foreign_updates,
 )
-from tests.sanctum.test_runs_app import wait_for
+from tests.sanctum.tui.test_runs_app import wait_for
 
 FIXTURES: dict[str, dict[str, Any]] = {
     "healthy": {},
