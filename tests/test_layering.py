@@ -68,3 +68,10 @@ def test_sanctum_model_and_health_load_neither_rich_nor_textual(module: str) -> 
 )
 def test_only_sanctum_tui_loads_textual(module: str) -> None:
     assert "textual" not in _roots(_modules_after_import(module))
+
+
+@pytest.mark.parametrize(
+    "module", ["sanctum.text.panels", "sanctum.text.chart_words", "sanctum.text.run_table"]
+)
+def test_sanctum_text_loads_no_renderer(module: str) -> None:
+    assert {"rich", "textual"}.isdisjoint(_roots(_modules_after_import(module)))

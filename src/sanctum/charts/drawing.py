@@ -1,4 +1,4 @@
-"""Pure drawing for the Sanctum dashboard: sparklines, trend arrows, a progress bar, a chart.
+"""Pure drawing for the Sanctum dashboard with Rich: styled cells and the KL chart.
 
 Drawing lives apart from the widgets so every picture is tested to an exact
 string without an app. Nothing here decides health: callers pass thresholds and a colouring
@@ -6,8 +6,8 @@ function built from the one rule table. A sparkline auto-scales and so cannot sh
 threshold; :class:`ThresholdChart` draws on a *fixed* scale with the warning and critical
 lines, which is why both exist. Non-finite values are always drawn, never dropped: ``NaN``
 and ``±Inf`` are spelled out, and a chart marks them in the critical style. Numbers are
-spelled by :mod:`sanctum.formatting`, the same module the text reports use (its
-formatters are re-exported here for the widgets).
+spelled by :mod:`sanctum.formatting`, the same module the text reports use; the glyphs,
+the sparkline and the progress bar are :mod:`sanctum.charts.glyphs`'.
 """
 
 from __future__ import annotations
@@ -23,64 +23,15 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
-from sanctum.formatting import NOT_MEASURED, format_count, format_duration, format_value
-from sanctum.model.trend import Trend
-
-BARS: Final = "▁▂▃▄▅▆▇█"
-"""Eighth blocks, lowest first."""
-_PARTIAL: Final = " ▏▎▍▌▋▊▉"
-"""Left-aligned eighth blocks for the progress bar, empty first."""
-TREND_UP: Final = "↑"
-TREND_DOWN: Final = "↓"
-TREND_FLAT: Final = "→"
-TREND_UNKNOWN: Final = " "
-"""Fewer than two finite values: no direction to show."""
-NONFINITE_MARK: Final = "×"
-"""A NaN or infinite value in a sparkline or below a chart."""
-CLIPPED_MARK: Final = "▲"
-"""A chart value above the fixed scale (or +Inf)."""
-BELOW_MARK: Final = "▼"
-"""A chart value below zero (possible with the k1 estimator)."""
-
-
-ARROWS: Final[dict[Trend, str]] = {
-    "up": TREND_UP,
-    "down": TREND_DOWN,
-    "flat": TREND_FLAT,
-    "unknown": TREND_UNKNOWN,
-}
-"""The arrow for each direction the core computed (:func:`sanctum.model.trend.trend_of`)."""
-
-
-def sparkline(values: Sequence[float], width: int) -> str:
-    """The last ``width`` values as eighth blocks, newest at the right, auto-scaled.
-
-    Shorter series are padded on the left with spaces; a constant series sits at mid height;
-    non-finite values are :data:`NONFINITE_MARK`.
-    """
-    window = list(values[-width:]) if width > 0 else []
-    finite = [v for v in window if math.isfinite(v)]
-    low = min(finite, default=0.0)
-    extent = max(finite, default=0.0) - low
-    chars = []
-    for value in window:
-        if not math.isfinite(value):
-            chars.append(NONFINITE_MARK)
-        elif extent == 0:
-            chars.append(BARS[3])
-        else:
-            chars.append(BARS[round((value - low) / extent * (len(BARS) - 1))])
-    return " " * (width - len(window)) + "".join(chars)
-
-
-def progress_bar(fraction: float | None, width: int) -> str:
-    """A left-to-right bar of ``width`` cells in eighths; unknown progress is all ``░``."""
-    if fraction is None or not math.isfinite(fraction):
-        return "░" * width
-    eighths = round(min(1.0, max(0.0, fraction)) * width * 8)
-    full, partial = divmod(eighths, 8)
-    bar = "█" * full + (_PARTIAL[partial] if partial else "")
-    return bar + "░" * (width - len(bar))
+from sanctum.charts.glyphs import (
+    BARS,
+    BELOW_MARK,
+    CLIPPED_MARK,
+    CRITICAL_LINE,
+    NONFINITE_MARK,
+    WARNING_LINE,
+)
+from sanctum.formatting import format_value
 
 
 @dataclass(frozen=True)
@@ -125,11 +76,6 @@ def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
     return runs
 
 
-StyleKey = int | str
-"""What a pure text renderer says about a cell's look, for its widget to turn into a style:
-a colour index (a run's colour) or a component-class name ("" for the plain style)."""
-KeyedRuns = list[tuple[str, StyleKey]]
-"""One line as runs of text with their style keys."""
 Cell = tuple[str, "Style | str"]
 """One character cell of a chart and its style."""
 MEMO_LIMIT = 4096
@@ -286,7 +232,11 @@ class ThresholdChart:
         rows: dict[int, tuple[str, Style | str]] = {}
         for threshold, row in self._threshold_rows(top):
             is_warning = threshold == self.warning and threshold != self.critical
-            rows[row] = ("┄", self.styles.warning) if is_warning else ("━", self.styles.critical)
+            rows[row] = (
+                (WARNING_LINE, self.styles.warning)
+                if is_warning
+                else (CRITICAL_LINE, self.styles.critical)
+            )
         return rows
 
     def _style_for(self, value: float) -> Style | str:
@@ -337,27 +287,3 @@ class ThresholdChart:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         width = self.width or options.max_width
         return Measurement(width, width)
-
-
-__all__ = [  # the formatters are re-exported for the widgets, which import them from here
-    "ARROWS",
-    "BARS",
-    "BELOW_MARK",
-    "CLIPPED_MARK",
-    "NONFINITE_MARK",
-    "NOT_MEASURED",
-    "TREND_DOWN",
-    "TREND_FLAT",
-    "TREND_UNKNOWN",
-    "TREND_UP",
-    "ChartStyles",
-    "KeyedRuns",
-    "StyleKey",
-    "ThresholdChart",
-    "format_count",
-    "format_duration",
-    "format_value",
-    "progress_bar",
-    "sparkline",
-    "style_runs",
-]

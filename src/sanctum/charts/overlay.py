@@ -28,7 +28,14 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Final
 
-from sanctum.charts.drawing import KeyedRuns, StyleKey
+from sanctum.charts.glyphs import (
+    AXIS_ROWS,
+    CRITICAL_LINE,
+    NONFINITE_MARK,
+    WARNING_LINE,
+    KeyedRuns,
+    StyleKey,
+)
 from sanctum.charts.scale import Scale, fit, nice_step
 
 BRAILLE: Final = 0x2800
@@ -37,9 +44,6 @@ DOTS: Final = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 SIDE: Final = (0x01 | 0x02 | 0x04 | 0x40, 0x08 | 0x10 | 0x20 | 0x80)
 """Every dot of the left and of the right column of a cell."""
 GLYPHS: Final = (" ", *(chr(BRAILLE + bits) for bits in range(1, 256)))
-NONFINITE_MARK: Final = "×"
-AXIS_ROWS: Final = 2
-"""Rows under the plot: the axis line and the update indices."""
 X_STEPS: Final = 4
 """About how many round steps the x axis spans."""
 
@@ -324,7 +328,7 @@ def _plot_row(
     texts = [GLYPHS[b] for b in bits[base : base + cols]]
     row_keys = keys[base : base + cols]
     if rule is not None:
-        line = "┄" if rule == "warning" else "━"
+        line = WARNING_LINE if rule == "warning" else CRITICAL_LINE
         for col, key in enumerate(row_keys):
             if key == "":
                 texts[col], row_keys[col] = line, rule

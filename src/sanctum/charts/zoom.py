@@ -23,15 +23,22 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
-from sanctum.charts.drawing import BARS, BELOW_MARK, CLIPPED_MARK, NONFINITE_MARK, style_runs
+from sanctum.charts.drawing import style_runs
+from sanctum.charts.glyphs import (
+    AXIS_ROWS,
+    BARS,
+    BELOW_MARK,
+    CLIPPED_MARK,
+    CRITICAL_LINE,
+    NONFINITE_MARK,
+    WARNING_LINE,
+)
 from sanctum.charts.scale import Scale, fit, rule_lines
 from sanctum.charts.window import ChartView, column_spans, window_of
 from sanctum.health.levels import Level, band_of
 from sanctum.model.snapshot import SanctumSnapshot
 
 Cell = tuple[str, Style]
-AXIS_ROWS = 2
-"""Rows under the plot: the axis line and the update indices."""
 
 
 @dataclass(frozen=True)
@@ -167,8 +174,8 @@ class ZoomChart:
         """The rule's lines on the axis: row -> (threshold, cell); critical wins a row."""
         rows: dict[int, tuple[float, Cell]] = {}
         for value, cell in (
-            (self.warning, ("┄", self.styles.warning)),
-            (self.critical, ("━", self.styles.critical)),
+            (self.warning, (WARNING_LINE, self.styles.warning)),
+            (self.critical, (CRITICAL_LINE, self.styles.critical)),
         ):
             row = None if value is None else self._row_of(value)
             if value is not None and row is not None:

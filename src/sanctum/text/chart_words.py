@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.charts.scale import Scale, rule_lines
 from sanctum.charts.window import Window
 from sanctum.formatting import format_value, plural
@@ -78,9 +79,9 @@ def legend(rule: Rule | None, scale: Scale, values: Sequence[float | None], per:
     parts: list[str] = []
     warning, critical = rule_lines(rule)
     if warning is not None:
-        parts.append(_line_words("warning", "┄", warning, scale))
+        parts.append(_line_words("warning", WARNING_LINE, warning, scale))
     if critical is not None:
-        parts.append(_line_words("critical", "━", critical, scale))
+        parts.append(_line_words("critical", CRITICAL_LINE, critical, scale))
     if rule is not None and rule.per is not None:
         parts.append(f"{rule.label} judges {rule.metric} per {rule.per}, not these values")
     elif rule is not None and rule.statistic == "median":

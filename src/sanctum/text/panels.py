@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sanctum.charts.drawing import ARROWS, sparkline
+from sanctum.charts.glyphs import ARROWS, sparkline
 from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from sanctum.charts.drawing import KeyedRuns, StyleKey
+from sanctum.charts.glyphs import KeyedRuns, StyleKey
 from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health.levels import Level, verdict_word
 from sanctum.model.board import GroupRow, RunRow, Spread

@@ -8,13 +8,8 @@ import pytest
 from rich.console import Console
 from rich.style import Style
 
-from sanctum.charts.drawing import (
-    ARROWS,
-    ChartStyles,
-    ThresholdChart,
-    progress_bar,
-    sparkline,
-)
+from sanctum.charts.drawing import ChartStyles, ThresholdChart
+from sanctum.charts.glyphs import ARROWS, progress_bar, sparkline
 from sanctum.health.levels import level_of
 from sanctum.health.rules import Rule
 from sanctum.model.trend import trend_of

@@ -22,9 +22,7 @@ from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Label, Static
 
-from sanctum.charts.drawing import (
-    progress_bar,
-)
+from sanctum.charts.glyphs import progress_bar
 from sanctum.live.trainer_process import TrainerExit
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.text.panels import (

@@ -18,6 +18,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from sanctum.charts.glyphs import (
+    BELOW_MARK,
+    CLIPPED_MARK,
+    CRITICAL_LINE,
+    NONFINITE_MARK,
+    WARNING_LINE,
+)
 from sanctum.health.rules import Thresholds
 
 GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
@@ -180,8 +187,9 @@ SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     (
         "KL chart",
         "approx_kl per update on a log scale (a healthy 1e-5 and a dangerous 0.1 both "
-        "show); ┄ is the warning line, ━ the critical line, ▲ a value above the scale, "
-        "× NaN, ▼ a negative value.",
+        f"show); {WARNING_LINE} is the warning line, {CRITICAL_LINE} the critical line, "
+        f"{CLIPPED_MARK} a value above the scale, {NONFINITE_MARK} NaN, {BELOW_MARK} a "
+        "negative value.",
     ),
     (
         "chart (c)",

@@ -25,6 +25,7 @@ from textual.markup import escape
 from textual.strip import Strip
 
 from sanctum.charts.drawing import Cell, ChartStyles, ThresholdChart
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.health.levels import level_of, unruled_level
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.panels import KL_METRIC, REF_KL_METRIC
@@ -90,7 +91,7 @@ class KLChart(SnapshotView):
         rule = snapshot.thresholds.rule(KL_METRIC)
         subtitle = "log"
         if rule is not None and rule.in_metric_units:
-            subtitle = "log · ┄ warning ━ critical"
+            subtitle = f"log · {WARNING_LINE} warning {CRITICAL_LINE} critical"
         elif rule is not None and rule.per is not None:  # the lines are not in nats
             label = escape(rule.label)  # from a thresholds file: a title is read as markup
             subtitle = f"log · {label} judged per {rule.per.split('_')[0]}"

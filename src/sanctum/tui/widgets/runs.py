@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sanctum.charts.drawing import KeyedRuns, StyleKey
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE, KeyedRuns, StyleKey
 from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
@@ -270,7 +270,9 @@ class OverlayChart(_BoardView):
         scale = "log" if board.metric in LOG_METRICS else "linear"
         warning, critical = self._rule_lines(board)
         if warning is not None:
-            scale += " · ┄ warning" + (" ━ critical" if critical is not None else "")
+            scale += f" · {WARNING_LINE} warning"
+            if critical is not None:
+                scale += f" {CRITICAL_LINE} critical"
         if isinstance(self.parent, Frame):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
