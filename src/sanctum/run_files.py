@@ -1,4 +1,5 @@
-"""Which events file a command means: a run folder, an events file, or the newest run.
+"""Which events file a command means: a run folder, an events file, or the newest run; and
+the several runs of ``sanctum RUN RUN ...`` and ``--all DIR``.
 
 Shared by every ``sanctum`` command, so ``sanctum RUN``, ``check RUN`` and ``summary RUN``
 read the same file for the same RUN.
@@ -6,6 +7,7 @@ read the same file for the same RUN.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from telemetry.recorder import EVENTS_FILE
@@ -39,10 +41,39 @@ def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
 
 def newest_run(runs_dir: Path) -> Path:
     """The most recently written ``<runs_dir>/<run>/events.jsonl``."""
-    candidates = sorted(runs_dir.glob(f"*/{EVENTS_FILE}"), key=lambda p: p.stat().st_mtime)
-    if not candidates:
-        raise UsageError(
-            f"no run under {runs_dir}/ (looked for {runs_dir}/*/{EVENTS_FILE}); "
-            "pass a run folder or an events file"
-        )
-    return candidates[-1]
+    hint = "; pass a run folder or an events file"
+    return sorted(_events_files(runs_dir, hint), key=lambda p: p.stat().st_mtime)[-1]
+
+
+def _events_files(folder: Path, hint: str = "") -> list[Path]:
+    """Every ``folder/*/events.jsonl``; UsageError naming where it looked when there is none."""
+    paths = list(folder.glob(f"*/{EVENTS_FILE}"))
+    if not paths:
+        raise UsageError(f"no run under {folder}/ (looked for {folder}/*/{EVENTS_FILE}){hint}")
+    return paths
+
+
+def find_runs(runs: Sequence[str], all_dir: str | None) -> list[Path]:
+    """The events files of ``runs`` (each resolved as ``sanctum RUN`` resolves it), or of
+    every run folder directly under ``all_dir``, sorted by name. UsageError when both are
+    given, when ``all_dir`` holds no run, or when one events file is named twice."""
+    if all_dir is not None:
+        if runs:
+            raise UsageError("give RUNs or --all DIR, not both")
+        paths = runs_under(Path(all_dir))
+    else:
+        paths = [resolve_run(run) for run in runs]
+    seen: set[Path] = set()
+    for path in paths:
+        key = path.resolve()
+        if key in seen:
+            raise UsageError(f"{path} is named twice")
+        seen.add(key)
+    return paths
+
+
+def runs_under(folder: Path) -> list[Path]:
+    """Every ``folder/*/events.jsonl``, sorted by run folder name."""
+    if not folder.is_dir():
+        raise UsageError(f"--all {folder}: no such folder")
+    return sorted(_events_files(folder))

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import EPISODE_RETURN
-from sanctum.model.board import find_runs
+from sanctum.run_files import find_runs
 from sanctum.tui.runs_app import RunsApp
 from tests.sanctum.sweep_logs import SWEEP, write_sweep
 from tests.sanctum.tui.test_runs_app import board_of, wait_for

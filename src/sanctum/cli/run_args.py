@@ -48,7 +48,7 @@ def one_run(args: argparse.Namespace, option: str) -> str | None:
 
 def runs_app(args: argparse.Namespace, thresholds: Thresholds, opts: dict[str, Any]) -> App[None]:
     """The run table of the runs ``args`` name (UsageError when they name none)."""
-    from sanctum.model.board import find_runs
+    from sanctum.run_files import find_runs
 
     paths = find_runs(args.run, args.all)
     from sanctum.tui.runs_app import RunsApp  # Textual loads only for the dashboard

@@ -1,7 +1,8 @@
-"""Several runs at once: which runs, one row of figures per run, and seeds grouped.
+"""Several runs at once: their labels, one row of figures per run, and seeds grouped.
 
-Pure functions, no Textual: the run table of ``sanctum RUN RUN ...`` and ``sanctum --all
-DIR`` is drawn from what is computed here, and tested without a screen.
+Which runs a command names is :mod:`sanctum.run_files`'. Pure functions, no Textual: the
+run table of ``sanctum RUN RUN ...`` and ``sanctum --all DIR`` is drawn from what is
+computed here, and tested without a screen.
 
 - A run's row holds what a sweep is watched for: connection, the run's verdict (``sanctum
   check``'s under the same ``--fail-on``, so far while the run is live), progress, steps
@@ -31,43 +32,11 @@ from sanctum.health.rule_judge import RuleJudge
 from sanctum.health.rules import Thresholds
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.model.verdict import RunVerdict
-from sanctum.run_files import UsageError, resolve_run
 from telemetry.recorder import EVENTS_FILE
 
 SEED_KEYS: Final = ("seed", "resumed_from", "run_id", "run_dir")
 """Config keys in which runs of one configuration may differ: the seed, and what only
 names or places one run (the learning gate's notes and the seed groups leave them out)."""
-
-# -- which runs ----------------------------------------------------------------------------
-
-
-def find_runs(runs: Sequence[str], all_dir: str | None) -> list[Path]:
-    """The events files of ``runs`` (each resolved as ``sanctum RUN`` resolves it), or of
-    every run folder directly under ``all_dir``, sorted by name. UsageError when both are
-    given, when ``all_dir`` holds no run, or when one events file is named twice."""
-    if all_dir is not None:
-        if runs:
-            raise UsageError("give RUNs or --all DIR, not both")
-        paths = runs_under(Path(all_dir))
-    else:
-        paths = [resolve_run(run) for run in runs]
-    seen: set[Path] = set()
-    for path in paths:
-        key = path.resolve()
-        if key in seen:
-            raise UsageError(f"{path} is named twice")
-        seen.add(key)
-    return paths
-
-
-def runs_under(folder: Path) -> list[Path]:
-    """Every ``folder/*/events.jsonl``, sorted by run folder name."""
-    if not folder.is_dir():
-        raise UsageError(f"--all {folder}: no such folder")
-    paths = sorted(folder.glob(f"*/{EVENTS_FILE}"))
-    if not paths:
-        raise UsageError(f"no run under {folder}/ (looked for {folder}/*/{EVENTS_FILE})")
-    return paths
 
 
 def run_labels(paths: Sequence[Path]) -> list[str]:

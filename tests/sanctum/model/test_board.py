@@ -19,14 +19,13 @@ from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import (
     RunRow,
     Spread,
-    find_runs,
     group_rows,
     run_labels,
     spread_of,
     worst_kl,
 )
 from sanctum.model.snapshot import Connection
-from sanctum.run_files import UsageError
+from sanctum.run_files import UsageError, find_runs
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
     NAME_MIN,

@@ -44,7 +44,7 @@ from sanctum.importers.tensorboard.mapping import (
 )
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
 from sanctum.model.aggregator import SOURCE_UNREAD
-from sanctum.run_files import UsageError
+from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
     PPOUpdatePayload,
@@ -234,7 +234,7 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     if opts.action_count is not None and opts.action_count < 2:
         raise UsageError(f"--actions must be at least 2, got {opts.action_count}")
     directory = event_directory(opts.logdir)
-    out = opts.out if opts.out is not None else Path("runs") / f"{directory.resolve().name}-tb"
+    out = opts.out if opts.out is not None else DEFAULT_RUNS_DIR / f"{directory.resolve().name}-tb"
     path = out / EVENTS_FILE
     _refuse_existing(path, opts.force)
     log = read_log(directory)
