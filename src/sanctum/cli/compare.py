@@ -10,6 +10,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sanctum.cli.arg_types import count, finite_number
+from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import UsageError, resolve_run
 
 if TYPE_CHECKING:
@@ -19,11 +20,12 @@ if TYPE_CHECKING:
 
 GATE_HELP = (
     "With --baseline, check also fails (exit 1) when learning regressed: the median over RUN "
-    "and --seeds of the final return (mean of the last 20+ episodes) is below the baseline "
-    "runs' median by more than --return-tolerance of the baseline's gain (final minus initial "
-    "return), or their median steps to reach --return-threshold exceed the baseline's by more "
-    "than --steps-tolerance. Runs of another env are refused (exit 2). Give RUN first: sanctum "
-    "check runs/new-s1 --seeds runs/new-s2 --baseline runs/base-s1 runs/base-s2"
+    f"and --seeds of the final return (mean of the last {FINAL_EPISODES}+ episodes) is below "
+    "the baseline runs' median by more than --return-tolerance of the baseline's gain (final "
+    "minus initial return), or their median steps to reach --return-threshold exceed the "
+    "baseline's by more than --steps-tolerance. Runs of another env are refused (exit 2). "
+    "Give RUN first: sanctum check runs/new-s1 --seeds runs/new-s2 --baseline runs/base-s1 "
+    "runs/base-s2"
 )
 GATE_OPTIONS = (
     "seeds",
@@ -53,9 +55,10 @@ def add_diff_parser(
         help="compare two runs: config, health, early stops, returns",
         description="Compare two runs: the config keys that differ, each health rule's final "
         "and worst value with its first warning and critical update, other metrics' final "
-        "values, early stops and their reasons, and the return curves (mean of the last 20+ "
-        "episodes) at the same environment steps. Runs of another env or major schema are "
-        "compared all the same, under a warning. Exit 0, or 2 when a log is unusable.",
+        "values, early stops and their reasons, and the return curves (mean of the last "
+        f"{FINAL_EPISODES}+ episodes) at the same environment steps. Runs of another env or "
+        "major schema are compared all the same, under a warning. Exit 0, or 2 when a log is "
+        "unusable.",
     )
     diff.add_argument("a", metavar="A", help="a run folder or its events.jsonl")
     diff.add_argument("b", metavar="B", help="the run to compare with A")
@@ -94,7 +97,7 @@ def add_gate_arguments(check: argparse.ArgumentParser) -> None:
         "--final-episodes",
         type=count,
         metavar="N",
-        help="episodes the final return is the mean of, at least (default 20)",
+        help=f"episodes the final return is the mean of, at least (default {FINAL_EPISODES})",
     )
 
 

@@ -30,11 +30,11 @@ from typing import Final
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.live.snapshot_feed import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS, Severity
+from sanctum.metrics import KL_METRIC
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.model.state import SERIES_LEN, TamiyoState
-from sanctum.text.panels import KL_METRIC
 from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader
 
 EPISODE_RETURN: Final = "episode_return"

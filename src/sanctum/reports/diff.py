@@ -25,9 +25,9 @@ from sanctum.formatting import format_value
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
+from sanctum.metrics import FINAL_EPISODES
 from sanctum.reports.compare import LoadedRun, config_differences, incomparable, load_run
 from sanctum.reports.return_curve import (
-    FINAL_EPISODES,
     equal_steps,
     final_return,
     initial_return,

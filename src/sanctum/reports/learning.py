@@ -4,8 +4,9 @@ Seeds are the unit of replication: the candidate (RUN and its ``--seeds``) and t
 are each a set of runs, and the gate compares their medians, so one lucky or unlucky seed
 moves neither side. Two judgements, each a test case of the check:
 
-- ``learning.final_return``: the candidates' median final return (mean of the last 20 or
-  more episodes, :mod:`sanctum.reports.return_curve`) may fall below the baseline's median by at
+- ``learning.final_return``: the candidates' median final return (mean of the last
+  :data:`~sanctum.metrics.FINAL_EPISODES` or more episodes,
+  :mod:`sanctum.reports.return_curve`) may fall below the baseline's median by at
   most ``return_tolerance`` (default 0.25) times the baseline's *gain*, its median final
   minus its median initial return. A fraction of what the baseline learned, not of the
   return itself: the figure is the same whatever the reward's offset and sign (CartPole
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from sanctum.formatting import format_value, plural
 from sanctum.health.rules import Thresholds
+from sanctum.metrics import FINAL_EPISODES
 from sanctum.model.board import SEED_KEYS
 from sanctum.model.verdict import CheckRow
 from sanctum.reports.compare import (
@@ -44,7 +46,6 @@ from sanctum.reports.compare import (
     load_run,
 )
 from sanctum.reports.return_curve import (
-    FINAL_EPISODES,
     final_return,
     initial_return,
     steps_to_reach,

@@ -6,11 +6,12 @@ rollout's mean is noisy (late in a CartPole run it is the mean of four episodes)
 figure here is a *windowed* mean: at each rollout, the episode-weighted mean of the latest
 rollouts that together hold at least ``episodes`` finished episodes (whole rollouts: the
 log has per-rollout means, not single returns). The final return is that mean at the last
-rollout (by default the last 20 episodes, the figure ``ppo train`` prints at the end), the
-initial return the same window from the first rollout on, and the steps to a threshold the
-first step at which the windowed mean reaches it. Returns are "higher is better", as every
-Gymnasium environment's are. A rollout without a finished episode, or with a non-finite
-mean, says nothing about the return and is left out.
+rollout (by default the last :data:`~sanctum.metrics.FINAL_EPISODES` episodes, the window of
+the figure ``ppo train`` prints at the end), the initial return the same window from the
+first rollout on, and the steps to a threshold the first step at which the windowed mean
+reaches it. Returns are "higher is better", as every Gymnasium environment's are. A rollout
+without a finished episode, or with a non-finite mean, says nothing about the return and is
+left out.
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
 
+from sanctum.metrics import FINAL_EPISODES
 from sanctum.reports.scan import SnapshotRead
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Rollout
-
-FINAL_EPISODES: Final = 20
-"""Episodes the final (and initial) return is the mean of, at least: ``ppo train``'s own
-final figure is the mean of the last 20 episodes."""
 
 
 @dataclass(frozen=True, slots=True)

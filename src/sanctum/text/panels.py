@@ -17,15 +17,8 @@ from sanctum.charts.glyphs import ARROWS, sparkline
 from sanctum.formatting import format_count, format_duration, format_value, visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
+from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
-
-KL_METRIC: Final = "approx_kl"
-"""The metric the banner and the chart feature."""
-
-
-REF_KL_METRIC: Final = "ref_kl"
-"""The KL to the frozen reference policy, charted beside KL_METRIC when a run has it."""
-
 
 BANNER_KL_DECIMALS: Final = 3
 """KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""

@@ -24,9 +24,9 @@ from textual.widgets import Label, Static
 
 from sanctum.charts.glyphs import progress_bar
 from sanctum.live.trainer_process import TrainerExit
+from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.text.panels import (
-    KL_METRIC,
     clock_text,
     connection_text,
     kl_text,

@@ -23,9 +23,9 @@ from textual.widgets.option_list import Option
 
 from sanctum.charts.scale import log_refusal
 from sanctum.charts.window import ZOOM_FACTOR, ChartView, move_cursor, pan, to_edge, whole, zoom
+from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.chart_words import choice_text, metric_order
-from sanctum.text.panels import KL_METRIC
 from sanctum.tui.widgets.metric_chart import MetricChart
 
 

@@ -27,8 +27,8 @@ from textual.strip import Strip
 from sanctum.charts.drawing import Cell, ChartStyles, ThresholdChart
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.health.levels import level_of, unruled_level
+from sanctum.metrics import KL_METRIC, REF_KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.text.panels import KL_METRIC, REF_KL_METRIC
 from sanctum.tui.widgets.base import SnapshotView
 from sanctum.tui.widgets.display import ComponentStyles, LineCache, Runs
 

@@ -20,9 +20,9 @@ from textual.reactive import reactive
 
 from sanctum.charts.window import ZOOM_FACTOR, ChartView, cursor_to, window_of, zoom
 from sanctum.charts.zoom import Rows, ZoomChart, ZoomStyles, chart_for
+from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.chart_words import legend, reading, span_text
-from sanctum.text.panels import KL_METRIC
 from sanctum.tui.widgets.base import SnapshotView
 
 LEGEND_LINES = 2

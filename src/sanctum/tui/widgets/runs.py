@@ -23,7 +23,7 @@ from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
 from sanctum.live.board_feed import EPISODE_RETURN, Board
-from sanctum.text.panels import KL_METRIC
+from sanctum.metrics import KL_METRIC
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
     KL_DECIMALS,
