@@ -19,7 +19,6 @@ There is no Textual here: the loop is driven with plain callables.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -29,7 +28,14 @@ from typing import Final
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.live.snapshot_feed import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS, Severity
+from sanctum.live.pacing import (
+    POLL_INTERVAL,
+    REFRESH_SECONDS,
+    TICK_SECONDS,
+    FeedCallbacks,
+    Handshake,
+    Severity,
+)
 from sanctum.metrics import KL_METRIC
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
@@ -78,16 +84,6 @@ class Board:
     snapshot: SanctumSnapshot | None
     """The full snapshot of ``focus``."""
     thresholds: Thresholds
-
-
-@dataclass(frozen=True)
-class BoardCallbacks:
-    """How the loop talks to its owner; every callable must be safe from another thread."""
-
-    publish: Callable[[Board], None]
-    """Receives a board; the owner calls :meth:`RunsFeed.taken` once it drew it."""
-    notice: Callable[[str, Severity], None]
-    stopped: Callable[[], bool]
 
 
 class RunFollower:
@@ -196,7 +192,7 @@ def _rising(updates: Iterable[int], values: Iterable[float]) -> OverlayLine:
     return OverlayLine(tuple(kept_updates), tuple(kept_values))
 
 
-class RunsFeed:
+class RunsFeed(Handshake):
     """Follows the event logs at ``paths`` (named ``labels``) into boards."""
 
     def __init__(
@@ -211,6 +207,7 @@ class RunsFeed:
         tick_seconds: float = TICK_SECONDS,
         fail_on: Level = Level.CRITICAL,
     ) -> None:
+        super().__init__()
         self.followers = [
             RunFollower(path, label, thresholds, fail_on)
             for path, label in zip(paths, labels, strict=True)
@@ -225,9 +222,6 @@ class RunsFeed:
         self.focus: int | None = None
         """The run whose full snapshot each board holds (set through :meth:`show_run`)."""
         self._generation = itertools.count(1)
-        self._ui_free = threading.Event()
-        self._ui_free.set()
-        self._wake = threading.Event()
         self._wanted = True  # the first board is owed at once
         self._dirty = False
 
@@ -250,7 +244,7 @@ class RunsFeed:
         self._wanted = True
         self._wake.set()
 
-    def run(self, callbacks: BoardCallbacks) -> None:
+    def run(self, callbacks: FeedCallbacks[Board]) -> None:
         """Read and post boards until ``callbacks.stopped()``."""
         next_frame = last_board = -float("inf")
         while not callbacks.stopped():
@@ -266,7 +260,7 @@ class RunsFeed:
             busy = changed or self._dirty  # read again just before the next frame
             self._nap(max(self.poll_interval, next_frame - now) if busy else self.poll_interval)
 
-    def _read_all(self, callbacks: BoardCallbacks) -> bool:
+    def _read_all(self, callbacks: FeedCallbacks[Board]) -> bool:
         changed = False
         for follower in self.followers:
             news, notices = follower.read()
@@ -274,12 +268,6 @@ class RunsFeed:
             for text, severity in notices:
                 callbacks.notice(text, severity)
         return changed
-
-    def _nap(self, seconds: float) -> None:
-        """Sleep ``seconds``, or less when the UI asks for a board (another metric, a run's
-        full view)."""
-        self._wake.wait(seconds)
-        self._wake.clear()
 
     def board(self) -> Board:
         """The board now (called by the reading thread, which owns the aggregators)."""

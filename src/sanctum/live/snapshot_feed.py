@@ -21,33 +21,23 @@ and keeps a virtual clock so "elapsed" and "stale" read as they did during the r
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import Literal
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
+from sanctum.live.pacing import (
+    POLL_INTERVAL,
+    FeedCallbacks,
+    Handshake,
+)
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
 from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
 from telemetry.events import Event
 
-Severity = Literal["information", "warning", "error"]
-REFRESH_SECONDS = 0.15
-"""Shortest time between two frames of a dashboard (one run or many). A frame costs about
-12 ms of CPU here, so this is the trade between latency and CPU (a frame a slot). One
-run's frames fall on the trainer's lines (``SnapshotFeed.taken``): at twenty updates a
-second it gets five frames, not twenty, and an update is on screen in about 71 ms median
-at 8% of a core (bench/sanctum_bench.py); 0.1 s gives about 65 ms at 11%, 0.5 s 270 ms
-at 3%. The run table draws on the slot alone: ten such runs, 87 ms at 6%."""
-TICK_SECONDS = 1.0
-"""Longest time between two frames while nothing is written: STALE shows on time."""
-POLL_INTERVAL = 0.02
-"""Seconds between looks at a file with nothing new: bounds the tail latency."""
 UI_WAIT_SECONDS = 0.25
 """Longest sleep while the UI draws: it wakes the loop when it takes the snapshot, so
 this only bounds how long a closing app waits for the loop to notice."""
@@ -64,18 +54,6 @@ from the moment it is due: it is drawn about 2 ms after it arrives, for a few lo
 frame."""
 MAX_REPLAY_GAP = 2.0
 """Longest real-time pause of a replay, in seconds, however long the recorded gap."""
-
-
-@dataclass(frozen=True)
-class FeedCallbacks:
-    """How the loop talks to its owner; every callable must be safe from another thread."""
-
-    publish: Callable[[SanctumSnapshot], None]
-    """Receives a new snapshot; the owner calls :meth:`SnapshotFeed.taken` once it used it."""
-    notice: Callable[[str, Severity], None]
-    """Receives one line for a human: the file was reset, or cannot be read at all."""
-    stopped: Callable[[], bool]
-    """True once the loop should end (the app is closing)."""
 
 
 def arrival_wait(now: float, stamps: Sequence[float], written: float | None, slot: float) -> float:
@@ -130,7 +108,7 @@ class ReplayClock:
         return now if self._limit is None else min(now, self._limit)
 
 
-class SnapshotFeed:
+class SnapshotFeed(Handshake):
     """Follows (or replays) one event log into a :class:`SanctumAggregator`."""
 
     def __init__(
@@ -148,6 +126,7 @@ class SnapshotFeed:
     ) -> None:
         if replay_speed is not None and not replay_speed > 0:
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
+        super().__init__()
         self.path = path
         self.reader = EventLogReader(path)
         self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
@@ -155,11 +134,8 @@ class SnapshotFeed:
         self.max_replay_gap = max_replay_gap
         self._clock = clock
         self._monotonic = monotonic
-        self._wake = threading.Event()
         self._sleep_for = self._nap if sleep is None else sleep
         self._replay = ReplayClock(replay_speed, monotonic) if replay_speed is not None else None
-        self._ui_free = threading.Event()
-        self._ui_free.set()
         self._dirty = True  # the first snapshot (WAITING) is owed at once
         self._opened = 0.0
         """The redraw slot the UI has just opened (see :meth:`taken`); 0 once read. The
@@ -213,16 +189,7 @@ class SnapshotFeed:
         self._dirty = True
         self._wake.set()
 
-    def wake(self) -> None:
-        """Wake the loop now, so it sees at once that ``stopped`` turned true."""
-        self._wake.set()
-
-    def _nap(self, seconds: float) -> None:
-        """Sleep ``seconds``, or less when the UI takes a snapshot meanwhile."""
-        self._wake.wait(seconds)
-        self._wake.clear()
-
-    def run(self, callbacks: FeedCallbacks) -> None:
+    def run(self, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Read until ``callbacks.stopped()``; returns early only on an unusable log."""
         while not callbacks.stopped():
             opened, self._opened = self._opened, 0.0
@@ -250,7 +217,7 @@ class SnapshotFeed:
                 self._flush(callbacks)
         self._flush(callbacks)
 
-    def _idle(self, callbacks: FeedCallbacks) -> None:
+    def _idle(self, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Caught up. While the UI has not taken the last snapshot, sleep until it does:
         the file is read then, so the next frame holds everything written until it, and a
         trainer writing twenty updates a second costs one read per frame, not a look every
@@ -293,14 +260,14 @@ class SnapshotFeed:
         if self._replay is not None and self._replay() is not None:
             self._replay = None
 
-    def _flush(self, callbacks: FeedCallbacks) -> None:
+    def _flush(self, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Post a snapshot if something changed and the UI took the previous one."""
         if self._dirty and self._ui_free.is_set() and not self._holding():
             self._ui_free.clear()
             self._dirty = False
             callbacks.publish(self.aggregator.snapshot(self.now()))
 
-    def _sleep(self, seconds: float, callbacks: FeedCallbacks) -> None:
+    def _sleep(self, seconds: float, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Sleep in short steps, posting owed snapshots and honouring a stop."""
         deadline = self._monotonic() + seconds
         while not callbacks.stopped():
@@ -310,7 +277,9 @@ class SnapshotFeed:
                 return
             self._sleep_for(min(left, self.poll_interval))
 
-    def _replay_batch(self, batch: ReadBatch, clock: ReplayClock, cb: FeedCallbacks) -> None:
+    def _replay_batch(
+        self, batch: ReadBatch, clock: ReplayClock, cb: FeedCallbacks[SanctumSnapshot]
+    ) -> None:
         if batch.skipped or batch.unlisted or batch.reset:
             self.aggregator.handle_batch(ReadBatch([], batch.skipped, batch.reset, batch.unlisted))
             self._dirty = True
@@ -322,7 +291,9 @@ class SnapshotFeed:
             self._dirty = True
             self._flush(cb)
 
-    def _wait_for(self, event: Event, clock: ReplayClock, cb: FeedCallbacks) -> None:
+    def _wait_for(
+        self, event: Event, clock: ReplayClock, cb: FeedCallbacks[SanctumSnapshot]
+    ) -> None:
         """Hold ``event`` back until its recorded delay (scaled, capped) has passed."""
         previous = clock()
         if previous is None:

@@ -42,14 +42,14 @@ from textual.worker import get_current_worker
 from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.live.snapshot_feed import (
+from sanctum.live.pacing import (
     POLL_INTERVAL,
     REFRESH_SECONDS,
     TICK_SECONDS,
     FeedCallbacks,
     Severity,
-    SnapshotFeed,
 )
+from sanctum.live.snapshot_feed import SnapshotFeed
 from sanctum.live.trainer_process import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.model.snapshot import Connection, SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.tui.widgets import (

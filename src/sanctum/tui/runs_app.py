@@ -30,8 +30,8 @@ from textual.worker import get_current_worker
 from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.live.board_feed import OVERLAY_METRICS, Board, BoardCallbacks, RunsFeed
-from sanctum.live.snapshot_feed import POLL_INTERVAL, REFRESH_SECONDS, Severity
+from sanctum.live.board_feed import OVERLAY_METRICS, Board, RunsFeed
+from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS, FeedCallbacks, Severity
 from sanctum.model.board import run_labels
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.tui.app import ReaderNotice, repaint_after_resume
@@ -157,7 +157,7 @@ class RunsApp(App[None]):
         def notice(text: str, severity: Severity) -> None:
             self.post_message(ReaderNotice(text, severity))
 
-        self.feed.run(BoardCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
+        self.feed.run(FeedCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
 
     def on_board_ready(self, message: BoardReady) -> None:
         self.board = message.board

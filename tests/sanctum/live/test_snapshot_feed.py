@@ -11,14 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.pacing import POLL_INTERVAL, FeedCallbacks, Severity
 from sanctum.live.snapshot_feed import (
     HOLD_POLL_INTERVAL,
     PACE_TOLERANCE,
-    POLL_INTERVAL,
     UI_WAIT_SECONDS,
-    FeedCallbacks,
     ReplayClock,
-    Severity,
     SnapshotFeed,
     arrival_wait,
 )

@@ -12,7 +12,8 @@ from pathlib import Path
 from textual.widgets import Label
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
-from sanctum.tui.app import TICK_SECONDS, SanctumApp
+from sanctum.live.pacing import TICK_SECONDS
+from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import StatusBanner
 from sanctum.tui.widgets.base import SnapshotView
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
