@@ -1,16 +1,16 @@
 """SanctumApp: the dashboard over one event log, live or replayed.
 
 A thread worker runs :class:`~sanctum.live.snapshot_feed.SnapshotFeed` (read, aggregate,
-snapshot) and posts one :class:`SnapshotReady` when the app takes it, once per frame; the
-UI thread only hands the frozen snapshot to the widgets. A one-second tick recomputes the
-connection state from the snapshot on screen with the injected clock, so STALE appears
-even while no event (and so no snapshot) arrives; every widget on screen always shows the
-same snapshot (the tick changes only its clock and connection, never its figures). While
-the run is STALE the tick also asks the reader for a snapshot judged now: a silence past
-the stall limit is a stall, and a run silent that long is judged as ``check`` judges it. ``p``
-freezes the display while reading goes on; ``app.snapshot`` is the newest snapshot taken
-(while paused, every one is taken; tests and the tail-latency benchmark read it).
-The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
+snapshot) and posts one :class:`~sanctum.tui.messages.SnapshotReady` when the app takes it,
+once per frame; the UI thread only hands the frozen snapshot to the widgets. A one-second
+tick recomputes the connection state from the snapshot on screen with the injected clock, so
+STALE appears even while no event (and so no snapshot) arrives; every widget on screen
+always shows the same snapshot (the tick changes only its clock and connection, never its
+figures). While the run is STALE the tick also asks the reader for a snapshot judged now: a
+silence past the stall limit is a stall, and a run silent that long is judged as ``check``
+judges it. ``p`` freezes the display while reading goes on; ``app.snapshot`` is the newest
+snapshot taken (while paused, every one is taken; tests and the tail-latency benchmark read
+it). The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
 for the next slot, 0.15 s by default), and a frame is drawn as a line arrives where the
 trainer allows it (``SnapshotFeed.taken``): a trainer that updates twenty times a second
 gets five frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
@@ -33,25 +33,22 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.timer import Timer
-from textual.worker import get_current_worker
 
-from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.live.pacing import (
     POLL_INTERVAL,
     REFRESH_SECONDS,
     TICK_SECONDS,
-    FeedCallbacks,
-    Severity,
 )
 from sanctum.live.snapshot_feed import SnapshotFeed
 from sanctum.live.trainer_process import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.model.snapshot import Connection, SanctumSnapshot, TimelineEntry, connection_of
+from sanctum.tui.base import SanctumAppBase, repaint_after_resume
+from sanctum.tui.messages import SnapshotReady
 from sanctum.tui.widgets import (
     HelpScreen,
     SnapshotView,
@@ -65,36 +62,9 @@ TRAINER_POLL_SECONDS = 0.2
 """How often the app checks whether its trainer process is still alive."""
 
 
-class SnapshotReady(Message):
-    """The reader folded a batch of events; here is the frozen result."""
-
-    def __init__(self, snapshot: SanctumSnapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-
-
-class ReaderNotice(Message):
-    """Something the user should know about the file itself (reset, unusable)."""
-
-    def __init__(self, text: str, severity: Severity) -> None:
-        super().__init__()
-        self.text = text
-        self.severity = severity
-
-
-def repaint_after_resume(app: App[None]) -> None:
-    """Have ``app`` draw its whole screen again after SIGTSTP and SIGCONT (``fg``): the
-    driver is back in the alternate screen, which the terminal shows blank, and Textual
-    redraws only what changed since (nothing, for a finished run) until a key is pressed."""
-    app.app_resume_signal.subscribe(app, lambda resumed: resumed.screen.refresh(layout=True))
-
-
-class SanctumApp(App[None]):
+class SanctumApp(SanctumAppBase):
     """Live (or replayed) PPO health dashboard for the event log at ``path``."""
 
-    CSS_PATH = "sanctum.tcss"
-    TITLE = "Sanctum"
-    ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
@@ -140,8 +110,6 @@ class SanctumApp(App[None]):
             fail_on=fail_on,
         )
         self.paused = False
-        self.notices: list[tuple[str, Severity]] = []
-        """Every reader notice so far, oldest first."""
         self._snapshot: SanctumSnapshot | None = None
         self._shown: SanctumSnapshot | None = None
         """The snapshot every widget on screen shows."""
@@ -168,15 +136,7 @@ class SanctumApp(App[None]):
 
     @work(thread=True, exclusive=True, name="sanctum-reader", group="reader")
     def _read(self) -> None:
-        worker = get_current_worker()
-
-        def publish(snapshot: SanctumSnapshot) -> None:
-            self.post_message(SnapshotReady(snapshot))
-
-        def notice(text: str, severity: Severity) -> None:
-            self.post_message(ReaderNotice(text, severity))
-
-        self.feed.run(FeedCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
+        self.feed.run(self.feed_callbacks(SnapshotReady))
 
     @property
     def display_pending(self) -> bool:
@@ -206,12 +166,9 @@ class SanctumApp(App[None]):
         else:
             self.feed.taken(slot=0.0 if self.paused else self.refresh_seconds)
 
-    def on_reader_notice(self, message: ReaderNotice) -> None:
-        self.notices.append((message.text, message.severity))
-        # a notice names the log's path: text, never markup (a folder may be "x[/]y")
-        self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)
-        if message.severity == "error":  # the reader stopped: say so until the user quits
-            self.query_one(StatusBanner).problem = message.text
+    def reader_stopped(self, text: str) -> None:
+        """The banner says why the reader stopped until the user quits."""
+        self.query_one(StatusBanner).problem = text
 
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time, for ``snapshot``

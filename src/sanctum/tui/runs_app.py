@@ -20,21 +20,19 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
-from textual.worker import get_current_worker
 
-from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.live.board_feed import OVERLAY_METRICS, Board, RunsFeed
-from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS, FeedCallbacks, Severity
+from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS
 from sanctum.model.board import run_labels
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.tui.app import ReaderNotice, repaint_after_resume
+from sanctum.tui.base import SanctumAppBase, repaint_after_resume
+from sanctum.tui.messages import BoardReady
 from sanctum.tui.widgets import (
     HelpScreen,
     SnapshotView,
@@ -46,14 +44,6 @@ from sanctum.tui.widgets.runs import Frame, OverlayChart, RunTable
 
 TABLE_ACTIONS = frozenset({"move", "open", "overlay", "group"})
 """Actions of the run table, off while a full view (or any screen) is over it."""
-
-
-class BoardReady(Message):
-    """The reader built a board; here it is, frozen."""
-
-    def __init__(self, board: Board) -> None:
-        super().__init__()
-        self.board = board
 
 
 class RunScreen(Screen[None]):
@@ -85,12 +75,9 @@ class RunScreen(Screen[None]):
         self.app.push_screen(ChartScreen(self.shown))
 
 
-class RunsApp(App[None]):
+class RunsApp(SanctumAppBase):
     """Live dashboard of the event logs at ``paths``: a run table and an overlay."""
 
-    CSS_PATH = "sanctum.tcss"
-    TITLE = "Sanctum"
-    ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("up,k", "move(-1)", "Up", show=False),
@@ -128,7 +115,6 @@ class RunsApp(App[None]):
         """Line of the table under the cursor: a run, or with seeds grouped a group."""
         self.board: Board | None = None
         """The newest board; every widget on screen shows it."""
-        self.notices: list[tuple[str, Severity]] = []
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The table's keys act only on the table's screen."""
@@ -149,26 +135,13 @@ class RunsApp(App[None]):
 
     @work(thread=True, exclusive=True, name="sanctum-runs-reader", group="reader")
     def _read(self) -> None:
-        worker = get_current_worker()
-
-        def publish(board: Board) -> None:
-            self.post_message(BoardReady(board))
-
-        def notice(text: str, severity: Severity) -> None:
-            self.post_message(ReaderNotice(text, severity))
-
-        self.feed.run(FeedCallbacks(publish, notice, stopped=lambda: worker.is_cancelled))
+        self.feed.run(self.feed_callbacks(BoardReady))
 
     def on_board_ready(self, message: BoardReady) -> None:
         self.board = message.board
         if self.is_running:
             self._draw(message.board)
         self.feed.taken()
-
-    def on_reader_notice(self, message: ReaderNotice) -> None:
-        self.notices.append((message.text, message.severity))
-        # a notice names the log's path: text, never markup (a folder may be "x[/]y")
-        self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)
 
     def _draw(self, board: Board) -> None:
         """Every widget of every screen open shows ``board``."""
