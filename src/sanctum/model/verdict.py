@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from sanctum.formatting import format_anomaly, plural
+from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Rule
@@ -335,7 +335,7 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         updates_critical=t.at_critical,
         first_warning=t.first_warning,
         first_critical=t.first_critical,
-        worst_text=rule.format(t.worst, "-"),
+        worst_text=rule.format(t.worst, SHORT_ABSENT),
         updates_judged=t.judged,
         counted=failing,
     )

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import plural, visible, visible_lines
+from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
 from sanctum.reports.check import CheckResult
 from sanctum.reports.learning import LearningVerdict
@@ -44,8 +44,8 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
         "  result"
     )
     for row in ruled:
-        first = "-" if row.first_critical is None else str(row.first_critical)
-        worst = row.worst_text or "-"
+        first = SHORT_ABSENT if row.first_critical is None else str(row.first_critical)
+        worst = row.worst_text or SHORT_ABSENT
         lines.append(
             f"{row.label + ' ' + row.name:<{width}} {worst:>10} "
             f"{row.updates_measured:>5} {row.updates_warning:>5} "

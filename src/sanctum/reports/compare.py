@@ -21,7 +21,7 @@ from sanctum.reports.check import refuse_several_runs
 from sanctum.reports.return_curve import ReturnPoint, read_curve
 from sanctum.reports.scan import LogScan, scan_log
 
-ABSENT: Final = "(absent)"
+KEY_ABSENT: Final = "(absent)"
 """A config key one run's ``run_started.config`` does not have, in text output."""
 
 
@@ -87,9 +87,9 @@ def _same(x: Any, y: Any) -> bool:
 
 
 def config_value(value: Any, present: bool = True) -> str:
-    """A config value as JSON text (``null``, ``[64, 64]``), or :data:`ABSENT`."""
+    """A config value as JSON text (``null``, ``[64, 64]``), or :data:`KEY_ABSENT`."""
     if not present:
-        return ABSENT
+        return KEY_ABSENT
     return json.dumps(value, sort_keys=True, default=str)
 
 

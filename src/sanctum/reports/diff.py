@@ -21,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import format_value
+from sanctum.formatting import SHORT_ABSENT, format_value
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
@@ -100,9 +100,9 @@ def _rule(ta: RuleTally, tb: RuleTally, a: LoadedRun, b: LoadedRun) -> dict[str,
         final = run.scan.stats[rule.metric].final
         return {
             "final": final,
-            "final_text": format_value(final, rule.decimals, "-"),
+            "final_text": format_value(final, rule.decimals, SHORT_ABSENT),
             "worst": t.worst,
-            "worst_text": rule.format(t.worst, "-"),
+            "worst_text": rule.format(t.worst, SHORT_ABSENT),
             "worst_update": t.worst_update,
             "updates_warning": t.at_warning,
             "updates_critical": t.at_critical,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sanctum.formatting import format_value, plural
+from sanctum.formatting import SHORT_ABSENT, format_value, plural
 from sanctum.reports.learning import LearningVerdict, SeedFigures, percent
 
 
@@ -33,7 +33,7 @@ def learning_lines(verdict: LearningVerdict) -> list[str]:
 
 
 def _row(name: str, seed: int | None, initial: float, final: float, steps: int | None) -> str:
-    shown_seed = "-" if seed is None else str(seed)
+    shown_seed = SHORT_ABSENT if seed is None else str(seed)
     shown_steps = "never" if steps is None else str(steps)
     return (
         f"{name:<28} {shown_seed:>5} {format_value(initial):>9} {format_value(final):>9} "

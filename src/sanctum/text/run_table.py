@@ -16,14 +16,19 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from sanctum.charts.glyphs import KeyedRuns, StyleKey
-from sanctum.formatting import format_count, format_duration, format_value, visible
+from sanctum.formatting import (
+    EMPTY_CELL,
+    format_count,
+    format_duration,
+    format_value,
+    visible,
+)
 from sanctum.health.levels import Level, verdict_word
 from sanctum.model.board import GroupRow, RunRow, Spread
 from sanctum.model.snapshot import Connection
 from sanctum.model.verdict import RunVerdict
 from sanctum.text.panels import CONNECTION_MARK
 
-ABSENT: Final = "—"
 NAME_MIN: Final = 12
 SWATCH: Final = "━━"
 VERDICT_WIDTH: Final = 17
@@ -144,14 +149,14 @@ def run_line(
             "critical" if row.problem else connection_key(row.connection),
         ),
         "verdict": (
-            verdict_text(row.verdict, VERDICT_WIDTH) if row.problem is None else ABSENT,
+            verdict_text(row.verdict, VERDICT_WIDTH) if row.problem is None else EMPTY_CELL,
             row.level.value,
         ),
         "prog": (_percent(row.progress), "muted"),
-        "update": (ABSENT if row.update is None else f"u{row.update}", ""),
+        "update": (EMPTY_CELL if row.update is None else f"u{row.update}", ""),
         "steps/s": (_rate(row.steps_per_second), "muted"),
-        "return": (format_value(row.last_return, absent=ABSENT), ""),
-        "worst KL": (format_value(kl.value, kl_decimals, absent=ABSENT), _band(kl.level)),
+        "return": (format_value(row.last_return, absent=EMPTY_CELL), ""),
+        "worst KL": (format_value(kl.value, kl_decimals, absent=EMPTY_CELL), _band(kl.level)),
     }
     return _line(columns, [cells[c.title] for c in columns])
 
@@ -166,12 +171,12 @@ def verdict_text(verdict: RunVerdict, width: int) -> str:
 
 
 def _percent(fraction: float | None) -> str:
-    return ABSENT if fraction is None else f"{fraction:.0%}"
+    return EMPTY_CELL if fraction is None else f"{fraction:.0%}"
 
 
 def _rate(rate: float | None) -> str:
     if rate is None or not math.isfinite(rate):
-        return ABSENT
+        return EMPTY_CELL
     return format_count(round(rate))
 
 
@@ -215,12 +220,12 @@ def _group_cell(
     if title == "prog":
         return _percent(group.progress.median), "muted"
     if title == "update":
-        return (ABSENT if group.update is None else f"u{group.update}"), ""
+        return (EMPTY_CELL if group.update is None else f"u{group.update}"), ""
     if title == "steps/s":
         return _rate(group.steps_per_second.median), "muted"
     if title == "return":
-        return format_value(group.last_return.median, absent=ABSENT), ""
-    return format_value(group.worst_kl.median, kl_decimals, absent=ABSENT), _band(
+        return format_value(group.last_return.median, absent=EMPTY_CELL), ""
+    return format_value(group.worst_kl.median, kl_decimals, absent=EMPTY_CELL), _band(
         group.worst_kl_level
     )
 
@@ -241,7 +246,7 @@ def connections_text(connections: Sequence[Connection]) -> str:
 def range_text(spread: Spread, width: int) -> str:
     """``17.5…26.1``: the smallest and largest value, in as many digits as fit."""
     if spread.low is None or spread.high is None:
-        return ABSENT
+        return EMPTY_CELL
     for digits in (3, 2, 1):
         text = f"{short(spread.low, digits)}…{short(spread.high, digits)}"
         if len(text) <= width:
