@@ -57,23 +57,23 @@ def _decade(value: float) -> str:
 StyledText = TypeVar("StyledText", bound="tuple[str, Style | str]")
 
 
-def style_runs(cells: Sequence[StyledText]) -> list[StyledText]:
+def style_spans(cells: Sequence[StyledText]) -> list[StyledText]:
     """Neighbouring cells of one style joined into one piece of text: a chart row is a few
-    styled runs, not one segment per cell, which is what makes it cheap to draw."""
-    runs: list[StyledText] = []
+    styled spans, not one segment per cell, which is what makes it cheap to draw."""
+    spans: list[StyledText] = []
     texts: list[str] = []
     style: object = None
     for cell in cells:
-        if runs and (cell[1] is style or cell[1] == style):  # one style object: no __eq__
+        if spans and (cell[1] is style or cell[1] == style):  # one style object: no __eq__
             texts.append(cell[0])
             continue
         if len(texts) > 1:
-            runs[-1] = cast(StyledText, ("".join(texts), style))
-        runs.append(cell)
+            spans[-1] = cast(StyledText, ("".join(texts), style))
+        spans.append(cell)
         texts, style = [cell[0]], cell[1]
     if len(texts) > 1:
-        runs[-1] = cast(StyledText, ("".join(texts), style))
-    return runs
+        spans[-1] = cast(StyledText, ("".join(texts), style))
+    return spans
 
 
 Cell = tuple[str, "Style | str"]
@@ -171,7 +171,7 @@ class ThresholdChart:
         return lines
 
     def rows(self, width: int) -> list[list[tuple[str, Style | str]]]:
-        """The chart as ``height`` rows of styled runs, exactly ``width`` cells each (what
+        """The chart as ``height`` rows of styled spans, exactly ``width`` cells each (what
         :meth:`lines` holds, for a widget that draws strips without Rich)."""
         top = self.scale_top
         labels = self._labels(top)
@@ -188,7 +188,7 @@ class ThresholdChart:
             axis = f"{labels.get(row, ''):>{label_width}}" + ("┤" if row in labels else "│")
             background = rule_rows.get(from_bottom, (" ", ""))
             cells = [(column and column[from_bottom]) or background for column in columns]
-            rows.append([(axis, self.styles.axis), *style_runs(cells)])
+            rows.append([(axis, self.styles.axis), *style_spans(cells)])
         return rows
 
     def _labels(self, top: float) -> dict[int, str]:

@@ -80,5 +80,5 @@ def progress_bar(fraction: float | None, width: int) -> str:
 StyleKey = int | str
 """What a pure text renderer says about a cell's look, for its widget to turn into a style:
 a colour index (a run's colour) or a component-class name ("" for the plain style)."""
-KeyedRuns = list[tuple[str, StyleKey]]
-"""One line as runs of text with their style keys."""
+KeyedSpans = list[tuple[str, StyleKey]]
+"""One line as spans of text with their style keys."""

@@ -1,13 +1,13 @@
 """Pure drawing of the overlay chart: one metric of several runs on a shared axis of updates.
 
 Each run is a line of braille dots (two columns and four rows of dots a cell), so ten runs
-fit a terminal chart with room to see where they part. KeyedRuns share the x axis (update
+fit a terminal chart with room to see where they part. KeyedSpans share the x axis (update
 index) and the value axis, fitted to every run's values (:func:`sanctum.charts.scale.fit`;
 on a log scale it takes in the rule's warning and critical lines, drawn ``┄`` and ``━``
 where no dot is). A cell where lines cross takes the colour of the run drawn last (the
 later row of the table). A value that is not measured leaves a gap; a non-finite one
 leaves a gap and an ``×`` in the top row; on a log scale a value at or below zero is
-drawn on the bottom edge. The result is rows of (text, key) runs; the widget maps a key
+drawn on the bottom edge. The result is rows of (text, key) spans; the widget maps a key
 to a style: an ``int`` is a colour index, ``axis``, ``warning`` and ``critical`` the axis
 and the lines, ``""`` blank.
 
@@ -33,7 +33,7 @@ from sanctum.charts.glyphs import (
     CRITICAL_LINE,
     NONFINITE_MARK,
     WARNING_LINE,
-    KeyedRuns,
+    KeyedSpans,
     StyleKey,
 )
 from sanctum.charts.scale import Scale, fit, nice_step
@@ -201,7 +201,7 @@ class OverlayCanvas:
         *,
         log: bool = False,
         lines: tuple[float | None, float | None] = (None, None),
-    ) -> list[KeyedRuns]:
+    ) -> list[KeyedSpans]:
         """``height`` rows of exactly ``width`` cells: the plot with its value labels, the
         axis, and the update indices at its ends. ``lines``: (warning, critical)."""
         drawn = [(i, s) for i, s in enumerate(series) if s.updates]
@@ -209,7 +209,7 @@ class OverlayCanvas:
             self.clear()
             self._log = log
         if not drawn:
-            blank: KeyedRuns = [(" " * width, "")]
+            blank: KeyedSpans = [(" " * width, "")]
             return [[("no update yet".ljust(width)[:width], "axis")], *([blank] * (height - 1))]
         scale = fit(self._extents(drawn), lines, log=log)
         x0, x1 = x_axis(min(s.updates[0] for _, s in drawn), max(s.updates[-1] for _, s in drawn))
@@ -282,7 +282,7 @@ def overlay_rows(
     *,
     log: bool = False,
     lines: tuple[float | None, float | None] = (None, None),
-) -> list[KeyedRuns]:
+) -> list[KeyedSpans]:
     """The overlay drawn once (see :meth:`OverlayCanvas.rows`)."""
     return OverlayCanvas().rows(series, width, height, log=log, lines=lines)
 
@@ -322,8 +322,8 @@ def _plot_row(
     row: int,
     rule: str | None,
     marks: dict[int, int],
-) -> KeyedRuns:
-    """One row of cells as runs of one key each (a rule's line where no dot is)."""
+) -> KeyedSpans:
+    """One row of cells as spans of one key each (a rule's line where no dot is)."""
     base = row * cols
     texts = [GLYPHS[b] for b in bits[base : base + cols]]
     row_keys = keys[base : base + cols]
@@ -334,13 +334,13 @@ def _plot_row(
                 texts[col], row_keys[col] = line, rule
     for col, colour in marks.items():
         texts[col], row_keys[col] = NONFINITE_MARK, colour
-    runs: KeyedRuns = []
+    spans: KeyedSpans = []
     at = 0
     for key, same in groupby(row_keys):
         n = sum(1 for _ in same)
-        runs.append(("".join(texts[at : at + n]), key))
+        spans.append(("".join(texts[at : at + n]), key))
         at += n
-    return runs
+    return spans
 
 
 def _x_labels(x0: int, x1: int, indent: int, width: int) -> str:

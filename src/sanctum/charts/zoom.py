@@ -23,7 +23,7 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
-from sanctum.charts.drawing import style_runs
+from sanctum.charts.drawing import style_spans
 from sanctum.charts.glyphs import (
     AXIS_ROWS,
     BARS,
@@ -147,7 +147,7 @@ class ZoomChart:
     @staticmethod
     def _join(cells: Sequence[Cell]) -> Text:
         line = Text(end="", no_wrap=True)
-        for text, style in style_runs(cells):
+        for text, style in style_spans(cells):
             line.append(text, style)
         return line
 

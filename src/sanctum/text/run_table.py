@@ -1,6 +1,6 @@
 """What the run table says, as text: its columns, laid out for the width it gets.
 
-One line per run (or, with seeds grouped, per group) as runs of (text, key): the widget
+One line per run (or, with seeds grouped, per group) as spans of (text, key): the widget
 maps a key to a style (``header``, a level name, ``muted``, or a colour index for the
 swatch that ties a row to its line in the overlay). A table short of room drops its least
 needed columns first (steps per second, then progress...), never the name, the verdict or
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from sanctum.charts.glyphs import KeyedRuns, StyleKey
+from sanctum.charts.glyphs import KeyedSpans, StyleKey
 from sanctum.formatting import (
     EMPTY_CELL,
     format_count,
@@ -93,14 +93,14 @@ def _name_room(columns: Sequence[Column], width: int) -> int:
     return width - sum(c.width for c in columns) - (len(columns) - 1)
 
 
-def header(columns: Sequence[Column]) -> KeyedRuns:
+def header(columns: Sequence[Column]) -> KeyedSpans:
     """The column titles."""
     return _line(columns, [(c.title, "header") for c in columns])
 
 
-def _line(columns: Sequence[Column], cells: Sequence[tuple[str, StyleKey]]) -> KeyedRuns:
+def _line(columns: Sequence[Column], cells: Sequence[tuple[str, StyleKey]]) -> KeyedSpans:
     """Cells (by title order) cut or padded to their columns, one blank between two."""
-    line: KeyedRuns = []
+    line: KeyedSpans = []
     for i, (column, (text, key)) in enumerate(zip(columns, cells, strict=True)):
         if i:
             line.append((" ", ""))
@@ -138,7 +138,7 @@ def connection_key(connection: Connection) -> str:
 
 def run_line(
     columns: Sequence[Column], row: RunRow, colour: int, kl_decimals: int | None = KL_DECIMALS
-) -> KeyedRuns:
+) -> KeyedSpans:
     """One run's line, for the columns kept."""
     kl = row.worst_kl
     cells: dict[str, tuple[str, StyleKey]] = {
@@ -190,7 +190,7 @@ def _band(level: Level) -> str:
 
 def group_line(
     columns: Sequence[Column], group: GroupRow, colour: int, kl_decimals: int | None = KL_DECIMALS
-) -> KeyedRuns:
+) -> KeyedSpans:
     """One group's line, for the columns kept (the second ``min…max`` is the KL's)."""
     cells: list[tuple[str, StyleKey]] = []
     ranges = 0

@@ -14,7 +14,7 @@ it). The screen itself is redrawn at most every ``refresh_seconds`` (a newer sna
 for the next slot, 0.15 s by default), and a frame is drawn as a line arrives where the
 trainer allows it (``SnapshotFeed.taken``): a trainer that updates twenty times a second
 gets five frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
-styled runs (no Rich layout), and a label lays the screen out again only when its text
+styled spans (no Rich layout), and a label lays the screen out again only when its text
 outgrows it.
 
 Given a :class:`~sanctum.live.trainer_process.TrainerProcess` (``ppo train`` runs its trainer in a

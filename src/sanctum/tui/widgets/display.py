@@ -22,8 +22,8 @@ from textual.widgets import Static
 
 from sanctum.health.levels import Level
 
-Runs = list[tuple[str, "Style | str"]]
-"""One line as styled runs of text (``""``: the widget's own style)."""
+Spans = list[tuple[str, "Style | str"]]
+"""One line as styled spans of text (``""``: the widget's own style)."""
 LEVEL_CLASSES: Final = tuple(f"level-{level.value}" for level in Level)
 """The CSS class of each level."""
 
@@ -63,7 +63,7 @@ def _over(base: Style, style: Style | str) -> Style:
     return base + (Style.parse(style) if isinstance(style, str) else style)
 
 
-def strips(lines: list[Runs], width: int, base: Style) -> list[Strip]:
+def strips(lines: list[Spans], width: int, base: Style) -> list[Strip]:
     """``lines`` as strips exactly ``width`` cells wide over the widget's ``base`` style:
     what a widget that draws with ``render_line`` returns, without Rich's text layout
     (a big chart or table redrawn several times a second spends most of a frame there)."""
@@ -100,28 +100,28 @@ class ComponentStyles:
 
 
 Line = TypeVar("Line")
-"""What a widget compares to find a changed line: styled runs, or runs with style keys."""
+"""What a widget compares to find a changed line: styled spans, or spans with style keys."""
 
 
-def _as_is(lines: list[Runs]) -> list[Runs]:
+def _as_is(lines: list[Spans]) -> list[Spans]:
     return lines
 
 
 class LineCache(Generic[Line]):
     """What a strip-drawn widget shows, line by line, so a new picture repaints only the
     lines it changed (a live chart or table changes a few lines per update; repainting a
-    line costs Textual as much as drawing it). ``paint`` turns lines into styled runs;
+    line costs Textual as much as drawing it). ``paint`` turns lines into styled spans;
     lines are compared before it, so only changed lines are painted."""
 
-    def __init__(self, paint: Callable[[list[Line]], list[Runs]]) -> None:
+    def __init__(self, paint: Callable[[list[Line]], list[Spans]]) -> None:
         self.paint = paint
         self.lines: list[Line] | None = None
         self.strips: list[Strip] | None = None
         self.width = 0
 
     @classmethod
-    def of_runs(cls) -> LineCache[Runs]:
-        """A cache of lines that are styled runs already."""
+    def of_spans(cls) -> LineCache[Spans]:
+        """A cache of lines that are styled spans already."""
         return LineCache(_as_is)
 
     def clear(self) -> None:

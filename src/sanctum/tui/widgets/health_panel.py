@@ -27,7 +27,7 @@ from sanctum.health.rules import Thresholds
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.panels import MetricRow, facts_lines, metric_row, panel_metrics, pending_row
 from sanctum.tui.widgets.base import SnapshotView, plain
-from sanctum.tui.widgets.display import ComponentStyles, LineCache, Runs, set_text
+from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans, set_text
 
 COLUMNS = (("metric", 18), ("value", 12), ("last 10", 11), ("", 2))
 """Header and width of each column; the value is right-aligned with one blank after it."""
@@ -49,7 +49,7 @@ class MetricTable(Widget):
     def __init__(self, rows: tuple[MetricRow, ...], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows = rows
-        self._picture = LineCache.of_runs()
+        self._picture = LineCache.of_spans()
         self._component = ComponentStyles(self)
 
     def notify_style_update(self) -> None:
@@ -77,13 +77,13 @@ class MetricTable(Widget):
     def render_line(self, y: int) -> Strip:
         return self._picture.line(self, y, self._lines)
 
-    def _lines(self) -> list[Runs]:
+    def _lines(self) -> list[Spans]:
         return [self._header(), *(self._line(row) for row in self.rows if row.display)]
 
-    def _header(self) -> Runs:
+    def _header(self) -> Spans:
         """Column titles, underlined (the words only), aligned like the values."""
         underline = self._style("header")
-        header: Runs = []
+        header: Spans = []
         for (title, _), cell in zip(COLUMNS, self._cells(*(t for t, _ in COLUMNS)), strict=True):
             start = cell.index(title) if title else 0
             header += [(cell[:start], ""), (title, underline), (cell[start + len(title) :], "")]
@@ -93,7 +93,7 @@ class MetricTable(Widget):
         (_, w0), (_, w1), (_, w2), (_, w3) = COLUMNS
         return [f"{name:<{w0}.{w0}}", f"{value:>{w1}.{w1}} ", f"{note:<{w2}}", f"{arrow:<{w3}}"]
 
-    def _line(self, row: MetricRow) -> Runs:
+    def _line(self, row: MetricRow) -> Spans:
         name, value, note, arrow = self._cells(row.metric, row.value, row.note, row.arrow)
         if row.level is Level.PENDING:
             return [(name + value + note + arrow, self._style("pending"))]

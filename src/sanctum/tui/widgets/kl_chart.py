@@ -30,7 +30,7 @@ from sanctum.health.levels import level_of, unruled_level
 from sanctum.metrics import KL_METRIC, REF_KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.tui.widgets.base import SnapshotView
-from sanctum.tui.widgets.display import ComponentStyles, LineCache, Runs
+from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans
 
 GAP = 2
 """Blank cells between the two charts."""
@@ -53,8 +53,8 @@ class KLChart(SnapshotView):
     }
 
     @cached_property
-    def _picture(self) -> LineCache[Runs]:
-        return LineCache.of_runs()
+    def _picture(self) -> LineCache[Spans]:
+        return LineCache.of_spans()
 
     @cached_property
     def _columns(self) -> dict[str, dict[tuple[float, float, float, int], list[Cell | None]]]:
@@ -103,11 +103,11 @@ class KLChart(SnapshotView):
         return max(1, self.content_size.width), max(1, self.content_size.height)
 
     def render_line(self, y: int) -> Strip:
-        """Row ``y`` of the chart, drawn as strips of styled runs (no Rich rendering: this
+        """Row ``y`` of the chart, drawn as strips of styled spans (no Rich rendering: this
         is the dashboard's largest widget, redrawn with every update)."""
         return self._picture.line(self, y, lambda: self._rows(*self._extent()))
 
-    def _rows(self, width: int, height: int) -> list[Runs]:
+    def _rows(self, width: int, height: int) -> list[Spans]:
         snapshot = self.snapshot
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
             return [[("no update yet", self._component("klchart--axis"))]]
@@ -121,7 +121,7 @@ class KLChart(SnapshotView):
         )
         left = self._chart(snapshot, KL_METRIC, left_width, height - 1).rows(left_width)
         right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).rows(right_width)
-        gap: Runs = [(" " * GAP, "")]
+        gap: Spans = [(" " * GAP, "")]
         return [[(caption, axis)], *(a + gap + b for a, b in zip(left, right, strict=True))]
 
     def _chart(

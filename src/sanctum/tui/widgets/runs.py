@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE, KeyedRuns, StyleKey
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE, KeyedSpans, StyleKey
 from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
@@ -34,7 +34,7 @@ from sanctum.text.run_table import (
     layout,
     run_line,
 )
-from sanctum.tui.widgets.display import LineCache, Runs
+from sanctum.tui.widgets.display import LineCache, Spans
 
 PALETTE: Final = (
     "#4e9be6",
@@ -81,7 +81,7 @@ class Frame(Vertical):
 
 
 class _BoardView(Widget):
-    """A widget drawn from a board as styled runs; subclasses say what the lines are.
+    """A widget drawn from a board as styled spans; subclasses say what the lines are.
 
     A new board repaints only the lines whose text or keys changed: most of a frame of
     a table or a chart is the same as the last, and Textual's cost is per line painted.
@@ -91,7 +91,7 @@ class _BoardView(Widget):
         super().__init__(id=id)
         self.board: Board | None = None
         self.grouped = False
-        self._picture: LineCache[KeyedRuns] = LineCache(self._styled)
+        self._picture: LineCache[KeyedSpans] = LineCache(self._styled)
 
     def on_resize(self) -> None:
         self._picture.clear()
@@ -115,24 +115,24 @@ class _BoardView(Widget):
     def _extent(self) -> tuple[int, int]:
         return max(1, self.content_size.width), max(1, self.content_size.height)
 
-    def lines(self, width: int, height: int) -> list[KeyedRuns]:
+    def lines(self, width: int, height: int) -> list[KeyedSpans]:
         raise NotImplementedError
 
     def text(self) -> list[str]:
         """The lines of the current board at the current size, without their styles."""
         return ["".join(text for text, _ in line) for line in self.lines(*self._extent())]
 
-    def _styled(self, lines: list[KeyedRuns]) -> list[Runs]:
+    def _styled(self, lines: list[KeyedSpans]) -> list[Spans]:
         cache: dict[StyleKey, Style] = {}
-        styled: list[Runs] = []
+        styled: list[Spans] = []
         for line in lines:
-            runs: Runs = []
+            spans: Spans = []
             for text, key in line:
                 style = cache.get(key)
                 if style is None:
                     style = cache[key] = self._style(key)
-                runs.append((text, style))
-            styled.append(runs)
+                spans.append((text, style))
+            styled.append(spans)
         return styled
 
     def _style(self, key: StyleKey) -> Style:
@@ -204,7 +204,7 @@ class RunTable(_BoardView):
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
         return 1 + max(1, self.count)
 
-    def lines(self, width: int, height: int) -> list[KeyedRuns]:
+    def lines(self, width: int, height: int) -> list[KeyedSpans]:
         board = self.board
         if board is None:
             return [[("reading…", "muted")]]
@@ -225,10 +225,10 @@ class RunTable(_BoardView):
             shown[at] = self._highlight(shown[at], width)
         return [header(columns), *shown]
 
-    def _highlight(self, line: KeyedRuns, width: int) -> KeyedRuns:
+    def _highlight(self, line: KeyedSpans, width: int) -> KeyedSpans:
         """The cursor's line: every run over the cursor's background, padded to the width."""
         used = sum(len(text) for text, _ in line)
-        marked: KeyedRuns = [(text, f"cursor {key}") for text, key in line]
+        marked: KeyedSpans = [(text, f"cursor {key}") for text, key in line]
         return [*marked, (" " * max(0, width - used), "cursor ")]
 
     def _style(self, key: StyleKey) -> Style:
@@ -277,7 +277,7 @@ class OverlayChart(_BoardView):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
 
-    def lines(self, width: int, height: int) -> list[KeyedRuns]:
+    def lines(self, width: int, height: int) -> list[KeyedSpans]:
         board = self.board
         if board is None:
             return []
@@ -314,15 +314,15 @@ class OverlayChart(_BoardView):
             return [visible(g.label) for g in board.groups]
         return [visible(row.label) for row in board.rows]
 
-    def _legend(self, names: list[str], width: int, height: int) -> list[KeyedRuns]:
+    def _legend(self, names: list[str], width: int, height: int) -> list[KeyedSpans]:
         """One name a row, after its colour; ``+N more`` when they do not all fit."""
-        rows: list[KeyedRuns] = []
+        rows: list[KeyedSpans] = []
         fits = height if len(names) <= height else height - 1
         for i, name in enumerate(names[:fits]):
             rows.append([("  ━ ", i), (fit_middle(name, width - 4).ljust(width - 4), "")])
         if len(names) > fits:
             rows.append([(f"  +{len(names) - fits} more".ljust(width), "axis")])
-        blank: KeyedRuns = [(" " * width, "")]
+        blank: KeyedSpans = [(" " * width, "")]
         return rows + [blank] * (height - len(rows))
 
 
