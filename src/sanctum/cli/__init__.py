@@ -15,10 +15,10 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from sanctum.cli.parser import build_parser, refuse_command_typos, with_default_command
 from sanctum.cli.run_args import one_run, runs_app, several  # stdlib only
@@ -60,20 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
-SCRIPTED = ("check", "summary", "rollouts", "diff", "import", "schema", "serve")
-"""Commands a script or CI job reads the exit code of: an internal error is exit 2 there."""
-
-
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    """Hand the parsed command over."""
-    plain = {"rollouts": _rollouts, "import": _import, "serve": _serve}
-    judged = {"check": _check, "summary": _summary, "diff": _diff}
-    if args.command in plain:
-        return plain[args.command](args)
-    if args.command in judged:
-        return judged[args.command](args, thresholds)
-    if args.command == "schema":
-        return _schema()
+    """Hand the parsed command over: a scripted one to its handler in :data:`COMMANDS`;
+    ``watch`` and ``replay`` to the dashboard (``watch --once`` prints it instead)."""
+    handler = COMMANDS.get(args.command)
+    if handler is not None:
+        return handler(args, thresholds)
     if args.command == "watch":
         refuse_command_typos(args.run)
         if args.once or args.json:
@@ -162,14 +154,14 @@ def _summary(args: argparse.Namespace, thresholds: Thresholds) -> int:
     return EXIT_OK
 
 
-def _schema() -> int:
+def _schema(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from telemetry.schema import shipped_schema_text
 
     _emit(shipped_schema_text().rstrip("\n"))
     return EXIT_OK
 
 
-def _import(args: argparse.Namespace) -> int:
+def _import(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.formatting import visible, visible_lines
     from sanctum.importers.tensorboard.command import ImportOptions, import_tensorboard
 
@@ -181,7 +173,7 @@ def _import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _rollouts(args: argparse.Namespace) -> int:
+def _rollouts(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.reports.rollouts_view import render
 
     events = resolve_run(args.run)
@@ -190,7 +182,7 @@ def _rollouts(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _serve(args: argparse.Namespace) -> int:
+def _serve(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.cli.serve import serve
 
     thresholds_file = getattr(args, "thresholds", None)  # SUPPRESS: absent
@@ -246,3 +238,21 @@ def _interactive(args: argparse.Namespace, thresholds: Thresholds) -> int:
         )
         return EXIT_UNUSABLE
     return EXIT_OK
+
+
+Handler = Callable[[argparse.Namespace, "Thresholds"], int]
+
+COMMANDS: dict[str, Handler] = {
+    "check": _check,
+    "summary": _summary,
+    "diff": _diff,
+    "rollouts": _rollouts,
+    "import": _import,
+    "schema": _schema,
+    "serve": _serve,
+}
+"""Each command a script or CI job runs, and its handler (given the rule table, which only
+check, summary and diff read). Every other command opens the dashboard."""
+
+SCRIPTED: Final = tuple(COMMANDS)
+"""Commands a script or CI job reads the exit code of: an internal error is exit 2 there."""
