@@ -1,5 +1,6 @@
 """argparse types shared by the ``sanctum`` subcommands: one home for what a number on
-the command line must be, and for how its error reads."""
+the command line must be, and for how its error reads; and ``--json``, which four commands
+spell the same."""
 
 from __future__ import annotations
 
@@ -35,3 +36,8 @@ def count(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
     return value
+
+
+def add_json(parser: argparse.ArgumentParser, says: str = "print one JSON object") -> None:
+    """``--json``, spelled once for every command that prints a document."""
+    parser.add_argument("--json", action="store_true", help=says)

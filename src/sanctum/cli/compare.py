@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from sanctum.cli.arg_types import count, finite_number
+from sanctum.cli.arg_types import add_json, count, finite_number
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import UsageError, resolve_run
 
@@ -62,7 +62,7 @@ def add_diff_parser(
     )
     diff.add_argument("a", metavar="A", help="a run folder or its events.jsonl")
     diff.add_argument("b", metavar="B", help="the run to compare with A")
-    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(diff)
 
 
 def add_gate_arguments(check: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from sanctum.cli.arg_types import count, positive_number
+from sanctum.cli.arg_types import add_json, count, positive_number
 from sanctum.cli.compare import add_diff_parser, add_gate_arguments  # stdlib only
 from sanctum.cli.run_args import add_run_arguments  # stdlib only
 from sanctum.run_files import UsageError
@@ -89,7 +89,7 @@ def _add_summary_and_schema(
         "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
     )
     summary.add_argument("run", metavar="RUN")
-    summary.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(summary)
     sub.add_parser(
         "schema",
         prog="sanctum schema",
@@ -151,7 +151,7 @@ def _add_once(watch: argparse.ArgumentParser) -> None:
         help="print the dashboard's current state as text and exit (for scripts, tmux "
         "status lines, ssh one-liners); the first two lines are the banner",
     )
-    watch.add_argument("--json", action="store_true", help="with --once: one JSON object")
+    add_json(watch, "with --once: one JSON object")
 
 
 def _add_check(check: argparse.ArgumentParser) -> None:
@@ -169,7 +169,7 @@ def _add_check(check: argparse.ArgumentParser) -> None:
         "failing its checksum); by default what the check could not read fails it: it "
         "was not judged. Events lost from seq and events of another run always fail",
     )
-    check.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(check)
     check.add_argument(
         "--junit",
         metavar="FILE",
