@@ -156,10 +156,15 @@ class Rule:
                 return format_value(value, 1)
         return format_value(value, self.decimals, absent)
 
+    @property
+    def sign(self) -> str:
+        """``>`` for a rule whose lines are crossed from below, ``<`` from above."""
+        return ">" if self.direction == "above" else "<"
+
     def describe(self) -> str:
         """The rule in words, for tables and help, e.g. ``approx_kl > 0.02 / > 0.05, 2
         updates in a row (at once past 0.15)``."""
-        sign = ">" if self.direction == "above" else "<"
+        sign = self.sign
         unit = "x" if self.statistic == "jump" else ""
         measure = self.metric
         if self.per is not None:

@@ -24,10 +24,6 @@ from sanctum.health.rules import Rule
 from sanctum.model.snapshot import SanctumSnapshot
 
 
-def _sign(rule: Rule) -> str:
-    return ">" if rule.direction == "above" else "<"
-
-
 def band_words(rule: Rule | None, value: float, level: Level) -> str:
     """``warning band (> 0.04)``, ``critical: non-finite``, ``healthy`` ... for a value."""
     if not math.isfinite(value):
@@ -38,12 +34,12 @@ def band_words(rule: Rule | None, value: float, level: Level) -> str:
         return f"warm-up (judged from update {rule.warmup_updates})"
     if level is Level.CRITICAL:
         return (
-            f"critical band ({_sign(rule)} {rule.critical:g})"
+            f"critical band ({rule.sign} {rule.critical:g})"
             if rule.critical is not None
             else "critical"
         )
     if level is Level.WARNING:
-        return f"warning band ({_sign(rule)} {rule.warning:g})"
+        return f"warning band ({rule.sign} {rule.warning:g})"
     return "healthy band"
 
 

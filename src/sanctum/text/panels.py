@@ -34,10 +34,15 @@ CONNECTION_MARK = {
 }
 
 
+def connection_word(state: Connection) -> str:
+    """``● LIVE``, ``◐ STALE``, ``✖ FAILED``: a connection state's mark and name."""
+    return f"{CONNECTION_MARK[state]} {state.value.upper()}"
+
+
 def connection_text(snapshot: SanctumSnapshot) -> str:
     """``● LIVE``, ``◐ STALE · silent 0:42``, ``✖ FAILED``..."""
     state = snapshot.connection
-    text = f"{CONNECTION_MARK[state]} {state.value.upper()}"
+    text = connection_word(state)
     last = snapshot.run.last_event_ts
     if state is Connection.STALE and last is not None:
         text += f" · silent {format_duration(snapshot.now - last)}"

@@ -27,7 +27,7 @@ from sanctum.health.levels import Level, verdict_word
 from sanctum.model.board import GroupRow, RunRow, Spread
 from sanctum.model.snapshot import Connection
 from sanctum.model.verdict import RunVerdict
-from sanctum.text.panels import CONNECTION_MARK
+from sanctum.text.panels import CONNECTION_MARK, connection_word
 
 NAME_MIN: Final = 12
 SWATCH: Final = "━━"
@@ -127,7 +127,7 @@ def status_text(row: RunRow) -> str:
     """``● LIVE``, ``◐ STALE 0:42``, ``✖ UNREADABLE``..."""
     if row.problem is not None:
         return "✖ UNREADABLE"
-    text = f"{CONNECTION_MARK[row.connection]} {row.connection.value.upper()}"
+    text = connection_word(row.connection)
     return text if row.silent is None else f"{text} {format_duration(row.silent)}"
 
 
