@@ -181,6 +181,29 @@ def test_each_package_imports_only_the_layers_below_it(package: str) -> None:
     assert sorted(wrong) == []
 
 
+def test_the_top_level_modules_import_no_package() -> None:
+    top = {m for m in MODULES if m.count(".") == 1 and MODULES[m].name != "__init__.py"}
+    top -= {f"{PACKAGE}.__main__"}
+    wrong = {
+        f"{module} -> {target}"
+        for module in top
+        for target in _imports(module, everywhere=True) & MODULES.keys()
+        if _package_of(target) != ""
+    }
+    assert sorted(wrong) == []
+
+
+def test_only_the_entry_points_import_the_cli() -> None:
+    wrong = {
+        module
+        for module in MODULES
+        if not _in(module, "cli")
+        and module not in {PACKAGE, f"{PACKAGE}.__main__"}
+        and any(_in(t, "cli") for t in _imports(module, everywhere=True))
+    }
+    assert sorted(wrong) == []
+
+
 @pytest.mark.parametrize("package", ["health", "model"])
 def test_model_and_health_import_neither_rich_nor_textual(package: str) -> None:
     wrong = {m for m in MODULES if _in(m, package) and _roots(m) & {"rich", "textual"}}
