@@ -94,7 +94,7 @@ def run_attached(steps: int, run_dir: Path, run_id: str) -> dict[str, float]:
 
 async def watch_until_finished(app: Any) -> None:
     """Run the app as ``ppo train`` would, headless, and close it once the run has ended."""
-    from sanctum.snapshot import Connection
+    from sanctum.model.snapshot import Connection
 
     ended = (Connection.FINISHED, Connection.FAILED, Connection.INTERRUPTED)
     task = asyncio.create_task(app.run_async(headless=True, size=(120, 36)))

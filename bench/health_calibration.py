@@ -57,11 +57,11 @@ from calibration_corpus import (
     record,
 )
 from peer_runs import final_return
-from sanctum.check import CheckResult, run_check
 from sanctum.cli import main as sanctum_main
-from sanctum.health import Level
-from sanctum.runs_feed import RunFollower
-from sanctum.thresholds import Thresholds, load_thresholds
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.live.board_feed import RunFollower
+from sanctum.reports.check import CheckResult, run_check
 from telemetry.recorder import EVENTS_FILE
 
 CONTINUOUS = (

@@ -305,8 +305,8 @@ def final_return(events: Path) -> float | None:
     """The run's final return as the project defines it (the last 20 episodes or more)."""
     import json
 
-    from sanctum.return_curve import final_return as last_episodes
-    from sanctum.return_curve import read_curve
+    from sanctum.reports.return_curve import final_return as last_episodes
+    from sanctum.reports.return_curve import read_curve
 
     with events.open("rb") as fh:
         run_id = json.loads(fh.readline())["run_id"]

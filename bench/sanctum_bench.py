@@ -42,9 +42,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sanctum.aggregator import SanctumAggregator
-from sanctum.summary import build_summary
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.reports.summary import build_summary
 from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogReader, EventLogWriter
 from telemetry.events import (
@@ -214,7 +214,7 @@ def worker_hot_path(updates: int = 200_000) -> dict[str, Any]:
 
 async def tail_latency(samples: int) -> list[float]:
     """ms from appending one ppo_update line to the app's snapshot holding that update."""
-    from sanctum.app import SanctumApp
+    from sanctum.tui.app import SanctumApp
     from telemetry.codec import encode_line
     from telemetry.events import PPOUpdate
 

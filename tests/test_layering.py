@@ -43,3 +43,35 @@ def test_ppo_loads_no_textual_and_no_sanctum(module: str) -> None:
     assert "torch" in roots  # the import really reached the training code
     assert "textual" not in roots
     assert "sanctum" not in roots
+
+
+@pytest.mark.parametrize(
+    "module", ["sanctum.model.aggregator", "sanctum.model.board", "sanctum.health.judge"]
+)
+def test_sanctum_model_and_health_load_neither_rich_nor_textual(module: str) -> None:
+    roots = _roots(_modules_after_import(module))
+    assert {"rich", "textual", "torch", "ppo"}.isdisjoint(roots)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "sanctum.charts.zoom",
+        "sanctum.charts.overlay",
+        "sanctum.text.panels",
+        "sanctum.text.run_table",
+        "sanctum.live.snapshot_feed",
+        "sanctum.live.board_feed",
+        "sanctum.reports.once",
+        "sanctum.importers.tensorboard.command",
+    ],
+)
+def test_only_sanctum_tui_loads_textual(module: str) -> None:
+    assert "textual" not in _roots(_modules_after_import(module))
+
+
+@pytest.mark.parametrize(
+    "module", ["sanctum.text.panels", "sanctum.text.chart_words", "sanctum.text.run_table"]
+)
+def test_sanctum_text_loads_no_renderer(module: str) -> None:
+    assert {"rich", "textual"}.isdisjoint(_roots(_modules_after_import(module)))

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from textual.pilot import Pilot
 
-from sanctum.app import SanctumApp
+from sanctum.tui.app import SanctumApp
 
 POLL_SECONDS = 0.05
 

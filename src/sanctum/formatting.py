@@ -3,8 +3,9 @@
 The dashboard's renderables, the event log panel, ``sanctum check`` and ``sanctum summary``
 all format through :func:`format_value`, so one value reads the same everywhere: 4
 significant digits (or a rule's fixed decimals), integers exactly, ``NaN``, ``+Inf`` and
-``-Inf`` spelled out, and ``None`` as :data:`NOT_MEASURED`, never as zero. A text table
-short of room may pass ``absent="-"`` and must say in its header what ``-`` means.
+``-Inf`` spelled out, and ``None`` as :data:`NOT_MEASURED`, never as zero. A table cell
+with nothing is :data:`EMPTY_CELL`; a text table short of room may pass
+``absent=SHORT_ABSENT`` and must say in its header what ``-`` means.
 JSON output writes non-finite floats as the event log does ("NaN", "Infinity",
 "-Infinity") and ``None`` as ``null``. Nothing here imports Rich or Textual.
 
@@ -25,7 +26,9 @@ from telemetry.codec import spell_nonfinite
 from telemetry.text import json_visible, visible, visible_lines
 
 __all__ = [
+    "EMPTY_CELL",
     "NOT_MEASURED",
+    "SHORT_ABSENT",
     "dumps",
     "format_anomaly",
     "format_count",
@@ -37,7 +40,11 @@ __all__ = [
 ]
 
 NOT_MEASURED: Final = "not measured"
-"""Shown for a field the trainer did not report; never a zero."""
+"""Shown in words for a field the trainer did not report; never a zero."""
+EMPTY_CELL: Final = "—"
+"""A table cell or a count with nothing to show (not measured, not yet known)."""
+SHORT_ABSENT: Final = "-"
+"""Nothing, in a text report's narrow column whose header says what ``-`` means."""
 
 
 def format_value(
@@ -76,8 +83,8 @@ def _significant(value: float, digits: int) -> str:
 
 
 def format_count(count: int | None) -> str:
-    """An integer with thousands separators; ``None`` is ``—``."""
-    return "—" if count is None else f"{count:,}"
+    """An integer with thousands separators; ``None`` is :data:`EMPTY_CELL`."""
+    return EMPTY_CELL if count is None else f"{count:,}"
 
 
 def format_duration(seconds: float | None) -> str:

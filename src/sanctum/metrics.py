@@ -1,4 +1,5 @@
-"""The PPO metrics Sanctum tracks, derived from the event contract rather than spelled out.
+"""The PPO metrics Sanctum tracks, derived from the event contract rather than spelled out;
+the ones it features (the KL), and the window of a run's final return.
 
 Every numeric field of :class:`telemetry.events.PPOUpdatePayload` except the two indices
 (``update``, ``global_step``) is a metric. Deriving the list means a field appended to the
@@ -46,3 +47,13 @@ FLOAT_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, t in _NUMERIC 
 
 REQUIRED_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, _ in _NUMERIC if f.required)
 """Metrics every ``ppo_update`` carries; all others may be absent (not measured)."""
+
+KL_METRIC: Final = "approx_kl"
+"""The metric the banner, the KL chart and the run table feature."""
+
+REF_KL_METRIC: Final = "ref_kl"
+"""The KL to the frozen reference policy, charted beside KL_METRIC when a run has it."""
+
+FINAL_EPISODES: Final = 20
+"""Episodes a run's final (and initial) return is the mean of, at least: the same window as
+``ppo train``'s own final figure. ``diff``, the learning gate and their help read it here."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from sanctum.app import SanctumApp
+from sanctum.tui.app import SanctumApp
 from tests.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]

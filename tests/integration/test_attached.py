@@ -20,12 +20,12 @@ from textual.widgets import Label
 
 from ppo.cli import build_parser
 from ppo.run.attach import AttachedRun, launch, report
-from sanctum.aggregator import SanctumAggregator
-from sanctum.app import SanctumApp
-from sanctum.snapshot import Connection
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner
-from sanctum.widgets.quit_dialog import QuitDialog
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.snapshot import Connection
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import StatusBanner
+from sanctum.tui.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import EventLogReader, read_events
 from telemetry.events import RunFinished
 from tests.integration.support import WAIT_LIMIT, wait_closed, wait_for

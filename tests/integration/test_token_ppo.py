@@ -12,10 +12,10 @@ import msgspec
 import pytest
 
 from ppo.cli import main as ppo_main
-from sanctum.app import SanctumApp
 from sanctum.cli import main as sanctum_main
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import HealthStatusPanel
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import HealthStatusPanel
 from telemetry import PPOUpdate, RunStarted, read_events
 from telemetry.rollouts import RolloutRecord, iter_records
 from tests.sanctum.app_support import wait_until

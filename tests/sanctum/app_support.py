@@ -12,7 +12,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from sanctum.snapshot import SanctumSnapshot
+from sanctum.model.snapshot import SanctumSnapshot
 from telemetry.events import PPOUpdatePayload
 from tests.sanctum.logs import early_stop_update, ppo_update
 from tests.waiting import settle

@@ -23,18 +23,18 @@ from hypothesis import strategies as st
 from textual.content import Content
 from textual.widgets import Label
 
-from sanctum.app import SanctumApp
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.thresholds import DEFAULT_THRESHOLDS, load_thresholds
-from sanctum.widgets import KLChart, StatusBanner, TimelinePanel
-from sanctum.widgets.help import HelpScreen
+from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import KLChart, StatusBanner, TimelinePanel
+from sanctum.tui.widgets.help import HelpScreen
 from telemetry.events import AnomalyPayload
 from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
-from tests.sanctum.test_rollouts_view import record
+from tests.sanctum.reports.test_rollouts_view import record
 
 ANY_CODE_POINT = st.characters(min_codepoint=0, max_codepoint=sys.maxunicode, codec=None)
 BATTERY = "\x1b]0;x\x07\x1b[2J\u061c\u2060\u2064\U000e0041\u00ad\ufffe\uffff\u202e\n[b]x[/b]"

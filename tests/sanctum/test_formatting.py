@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sanctum import renderables
+from sanctum.charts import drawing
 from sanctum.formatting import (
     NOT_MEASURED,
     dumps,
@@ -79,6 +79,5 @@ def test_json_spells_non_finite_as_the_event_log_does() -> None:
     assert plural(1, "update") == "1 update" and plural(0, "update") == "0 updates"
 
 
-def test_the_renderables_spell_numbers_with_the_same_functions() -> None:
-    assert renderables.format_value is format_value
-    assert renderables.NOT_MEASURED == NOT_MEASURED
+def test_the_drawing_spells_numbers_with_the_same_functions() -> None:
+    assert drawing.format_value is format_value

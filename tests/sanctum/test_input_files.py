@@ -92,7 +92,7 @@ def test_thresholds_nested_past_the_limit_are_one_line(run: Path, tmp_path: Path
 
 
 def test_a_fifo_as_the_trainer_output_leaves_the_tail_empty(fifo: Path) -> None:
-    code = "from pathlib import Path\nfrom sanctum.supervisor import tail\n"
+    code = "from pathlib import Path\nfrom sanctum.live.trainer_process import tail\n"
     code += f"print(tail(Path({str(fifo)!r})))"
     assert python(code).strip() == "()"
 
@@ -117,7 +117,7 @@ needs_tensorboard = pytest.mark.skipif(
 
 @needs_tensorboard
 def test_a_fifo_as_the_tensorboard_map_is_one_line(fifo: Path, tmp_path: Path) -> None:
-    from tests.sanctum.test_tb_import import write_tb
+    from tests.sanctum.importers.test_tensorboard import write_tb
 
     logdir = tmp_path / "tb"
     write_tb(logdir, {"my/kl": [(100, 0.01)], "my/clip": [(100, 0.1)]}, 1.7e9)
@@ -130,7 +130,7 @@ def test_a_fifo_as_the_tensorboard_map_is_one_line(fifo: Path, tmp_path: Path) -
 
 @needs_tensorboard
 def test_an_event_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
-    from tests.sanctum.test_tb_import import write_tb
+    from tests.sanctum.importers.test_tensorboard import write_tb
 
     logdir = tmp_path / "tb"
     write_tb(logdir, {"train/approx_kl": [(100, 0.01)], "train/clip_fraction": [(100, 0.1)]}, 1.7e9)

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sanctum.cli import main
-from sanctum.multi_run import group_rows
-from sanctum.runs_feed import RunFollower
-from sanctum.runs_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.board_feed import RunFollower
+from sanctum.model.board import group_rows
+from sanctum.text.run_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line
 
 CONFIG_KEYS = (
     "kl_estimator",

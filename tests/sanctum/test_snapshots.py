@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from sanctum.app import SanctumApp
-from sanctum.snapshot import Connection, SanctumSnapshot
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.snapshot import Connection, SanctumSnapshot
+from sanctum.tui.app import SanctumApp
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
 

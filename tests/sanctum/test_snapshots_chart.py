@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.app import SanctumApp
+from sanctum.tui.app import SanctumApp
 from tests.sanctum.app_support import lively
+from tests.sanctum.charts.test_chart import VALUE_KL_TABLE
 from tests.sanctum.logs import RunLog
-from tests.sanctum.test_chart import VALUE_KL_TABLE
 from tests.sanctum.test_snapshots import LARGE, SMALL, settled
 
 SnapCompare = Callable[..., bool]

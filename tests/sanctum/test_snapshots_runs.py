@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from sanctum.multi_run import find_runs
-from sanctum.runs_app import RunsApp
-from sanctum.runs_feed import EPISODE_RETURN
-from sanctum.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.board_feed import EPISODE_RETURN
+from sanctum.run_files import find_runs
+from sanctum.tui.runs_app import RunsApp
 from tests.sanctum.sweep_logs import SWEEP, write_sweep
-from tests.sanctum.test_runs_app import board_of, wait_for
+from tests.sanctum.tui.test_runs_app import board_of, wait_for
 
 SnapCompare = Callable[..., bool]
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])

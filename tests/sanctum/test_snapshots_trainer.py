@@ -14,10 +14,10 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from sanctum.app import SanctumApp
-from sanctum.supervisor import TrainerProcess
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.trainer_process import TrainerProcess
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import StatusBanner
 from tests.sanctum.app_support import WAIT_LIMIT, wait_until
 from tests.sanctum.test_snapshots import HEALTHY_KL, LARGE, LOG, SMALL, SnapCompare, write
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from textual.widgets import Label
 
-from sanctum.app import SanctumApp
-from sanctum.check import run_check
-from sanctum.check_report import format_text, to_dict, write_junit
 from sanctum.formatting import dumps, visible
-from sanctum.summary import build_summary
-from sanctum.summary import format_text as summary_text
-from sanctum.thresholds import DEFAULT_THRESHOLDS
-from sanctum.widgets import StatusBanner
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.reports.check import run_check
+from sanctum.reports.check_report import format_text, to_dict, write_junit
+from sanctum.reports.summary import build_summary
+from sanctum.reports.summary import format_text as summary_text
+from sanctum.tui.app import SanctumApp
+from sanctum.tui.widgets import StatusBanner
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
 

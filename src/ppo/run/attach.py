@@ -24,8 +24,8 @@ from telemetry.recorder import EVENTS_FILE
 from telemetry.text import visible
 
 if TYPE_CHECKING:
-    from sanctum.app import SanctumApp
-    from sanctum.supervisor import TrainerExit, TrainerProcess
+    from sanctum.live.trainer_process import TrainerExit, TrainerProcess
+    from sanctum.tui.app import SanctumApp
 
 STDOUT_FILE = "trainer.out"
 """The child's progress lines, in the run folder."""
@@ -82,9 +82,9 @@ def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | 
     if (run_path / EVENTS_FILE).exists():
         error(err, f"{run_path} already has an event log; pick another --run-id")
         return None
-    from sanctum.app import SanctumApp  # Textual loads only for the dashboard
-    from sanctum.supervisor import TrainerProcess
-    from sanctum.thresholds import DEFAULT_THRESHOLDS
+    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.live.trainer_process import TrainerProcess
+    from sanctum.tui.app import SanctumApp  # Textual loads only for the dashboard
 
     trainer = TrainerProcess.start(
         child_command(args, run_id),

@@ -1,0 +1,332 @@
+"""``sanctum serve``: the same dashboard in a browser, one dashboard process per tab.
+
+textual-serve runs a command for each browser connection and relays its terminal over a
+websocket; this module builds that command (``python -m sanctum watch RUN``, so the
+browser shows exactly what the terminal shows), checks the run and where it may listen,
+says where to point a browser, and sets the bounds :mod:`sanctum.cli.serve_server` holds the
+server to: the websocket only from the page's own origin, a terminal of at most
+:data:`MAX_COLUMNS` x :data:`MAX_ROWS`, at most :data:`MAX_TABS` tabs, and a tab's process
+ended when its client goes. The server has no authentication: on a loopback address (the
+default) only this machine reaches it; bound anywhere else, anyone who can reach the port
+sees the run and drives a dashboard process, so it says so every time. Everything that can
+be wrong (the run, the thresholds file, the host, a port in use, the missing extra) is
+reported before the server starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import ipaddress
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
+
+from sanctum.exits import EXIT_OK
+from sanctum.formatting import plural, visible, visible_lines
+from sanctum.run_files import UsageError
+from telemetry.eventlog import MAX_LINE_BYTES, EventLogReader
+from telemetry.events import RunStarted
+
+if TYPE_CHECKING:
+    from sanctum.cli.serve_server import SanctumServer
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8000
+INSTALL_HINT: Final = "pip install 'sanctum-ppo[serve]'"
+_WILDCARDS: Final = frozenset({"0.0.0.0", "::"})
+_LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+
+MAX_COLUMNS: Final = 500
+MAX_ROWS: Final = 200
+"""The largest terminal a tab may ask for (a 4K screen at a small font is ~480 x 135);
+larger requests, at the start or in a resize, are clamped to it."""
+DEFAULT_COLUMNS: Final = 80
+DEFAULT_ROWS: Final = 24
+MAX_TABS: Final = 8
+"""Tabs served at once (each runs its own dashboard process); the next is refused."""
+QUIT_SECONDS: Final = 2.0
+"""After its client goes, a tab's process is asked to quit, then sent SIGTERM, then
+SIGKILL, this many seconds apart."""
+MAX_MESSAGE_BYTES: Final = 64 * 1024
+"""The largest websocket message a client may send (keys, a resize, a ping)."""
+STDERR_KEPT: Final = 64 * 1024
+"""What a tab's process wrote to stderr is shown on the server's terminal, this much of it."""
+RUN_PROBE_BYTES: Final = 1024 * 1024
+"""How much of RUN is read before serving, to find its ``run_started``."""
+
+
+def port_number(text: str) -> int:
+    """argparse type of ``--port``: a TCP port, 1 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 65535, got {text!r}")
+    return value
+
+
+def host_name(text: str) -> str:
+    """argparse type of ``--host``: a host name or an address, without scheme or port."""
+    if not text or any(c.isspace() or c in "/@" for c in text):
+        raise argparse.ArgumentTypeError(f"must be a host name or an address, got {text!r}")
+    if ":" in text and not _is_ip(text):
+        raise argparse.ArgumentTypeError(
+            f"must be a host name or an address, got {text!r} (give the port with --port)"
+        )
+    return text
+
+
+def public_url(text: str) -> str:
+    """argparse type of ``--public-url``: an http(s) URL."""
+    if not text.startswith(("http://", "https://")) or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(f"must be an http:// or https:// URL, got {text!r}")
+    return text.rstrip("/")
+
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    """The ``serve`` subcommand's arguments."""
+    serve = sub.add_parser(
+        "serve",
+        prog="sanctum serve",
+        parents=[common],
+        help="the dashboard in a browser (needs the serve extra)",
+        description="Serve the dashboard of RUN over HTTP: each browser tab runs its own "
+        "dashboard. Without RUN, the newest run under ./runs when the server starts. There "
+        "is no authentication: keep the default loopback host and reach a remote machine "
+        "through an SSH tunnel.",
+        epilog=f"Limits: at most {MAX_TABS} tabs at once (the next is told so and closed); "
+        f"a terminal of at most {MAX_COLUMNS}x{MAX_ROWS}; the websocket only from the page's "
+        "own address (http://HOST:PORT, on loopback also 127.0.0.1, localhost and [::1]) "
+        "or --public-url; a tab's dashboard ends when its tab closes.",
+    )
+    serve.add_argument("run", nargs="?", metavar="RUN")
+    serve.add_argument(
+        "--host",
+        type=host_name,
+        default=DEFAULT_HOST,
+        help=f"address to listen on (default {DEFAULT_HOST}: this machine only)",
+    )
+    serve.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}"
+    )
+    serve.add_argument(
+        "--public-url",
+        type=public_url,
+        metavar="URL",
+        help="the address browsers use, when it differs from http://HOST:PORT (a proxy, a "
+        "tunnel to another port)",
+    )
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def server_url(host: str, port: int, this_machine: str) -> str:
+    """The URL to open: ``this_machine`` stands in for a wildcard address (0.0.0.0, ::)."""
+    name = this_machine if host in _WILDCARDS else host
+    if ":" in name:
+        name = f"[{name}]"
+    return f"http://{name}:{port}"
+
+
+def dashboard_command(
+    events: Path, thresholds: Path | None, python: str, fail_on: str | None = None
+) -> list[str]:
+    """The command each browser tab runs (no shell): the terminal dashboard of ``events``,
+    with the same ``--thresholds`` and ``--fail-on`` (so it gives the run the same verdict)."""
+    words = [python, "-m", "sanctum", "watch", str(events.absolute())]
+    if thresholds is not None:
+        words += ["--thresholds", str(thresholds.absolute())]
+    if fail_on is not None:
+        words += ["--fail-on", fail_on]
+    return words
+
+
+def origin_key(url: str) -> str | None:
+    """``url``'s web origin as ``scheme://host:port`` (lower case, default port filled
+    in), comparable with an ``Origin`` header; None when it has none (``null``, not http)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").rstrip(".")
+    if scheme not in ("http", "https") or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port or (443 if scheme == 'https' else 80)}"
+
+
+def allowed_origins(host: str, port: int, url: str) -> frozenset[str]:
+    """The origins whose pages may open the websocket: the URL ``serve`` prints (or
+    ``--public-url``), ``http://HOST:PORT``, and on a loopback or wildcard host this
+    machine's own names for it (127.0.0.1, localhost, [::1]). Never the request's own
+    ``Host`` header, which a page on another site controls (DNS rebinding)."""
+    urls = [url, server_url(host, port, socket.gethostname())]
+    if is_loopback(host) or host in _WILDCARDS:
+        urls += [f"http://{name}:{port}" for name in _LOOPBACK_NAMES]
+    return frozenset(key for key in map(origin_key, urls) if key is not None)
+
+
+def _clamp(value: int, most: int) -> int:
+    return max(1, min(value, most))
+
+
+def query_size(width: str | None, height: str | None) -> tuple[int, int]:
+    """The terminal a tab starts with, from its URL's ``width`` and ``height``: clamped to
+    MAX_COLUMNS x MAX_ROWS, 80 x 24 where missing or not a number."""
+    return (
+        _clamp(_to_int(width, DEFAULT_COLUMNS), MAX_COLUMNS),
+        _clamp(_to_int(height, DEFAULT_ROWS), MAX_ROWS),
+    )
+
+
+def resize_size(width: object, height: object) -> tuple[int, int] | None:
+    """The terminal a resize message asks for, clamped; None unless both are integers."""
+    if type(width) is not int or type(height) is not int:  # not bool, not a float
+        return None
+    return _clamp(width, MAX_COLUMNS), _clamp(height, MAX_ROWS)
+
+
+def _to_int(text: str | None, default: int) -> int:
+    if text is None or not text.strip().isdigit() or len(text) > 9:
+        return default
+    return int(text)
+
+
+def tabs_full_message(max_tabs: int) -> str:
+    """What a tab past the cap shows in its terminal before it is closed."""
+    return (
+        f"sanctum serve: {max_tabs} tabs are open already (the most it serves at once); "
+        "close one and reload this page.\r\n"
+    )
+
+
+def check_run(events: Path) -> None:
+    """Refuse, before anything listens, a RUN that is not the event log of a run: missing,
+    not a regular file (a folder, a FIFO, a device), unreadable, or with no ``run_started``
+    among the lines of its first MiB. A log with no complete line yet, shorter than a line
+    may be, is served (a run about to start: the dashboard waits for its first line).
+    Raises EventLogError or UsageError."""
+    reader = EventLogReader(events)
+    batch = reader.read_new(RUN_PROBE_BYTES)  # the reader's own checks: regular files only
+    if any(isinstance(event, RunStarted) for event in batch.events):
+        return
+    if reader.line_no:
+        found = f"no run_started event in its first {plural(reader.line_no, 'line')}"
+    elif reader.size >= MAX_LINE_BYTES:
+        found = f"no complete line in its first {MAX_LINE_BYTES // 1024**2} MiB"
+    else:
+        return
+    raise UsageError(f"{events}: {found}; not the event log of a run")
+
+
+def announcement(events: Path, url: str, host: str) -> list[str]:
+    """What ``serve`` prints before it starts: the URL and, off loopback, the warning."""
+    lines = [
+        f"sanctum: serving the dashboard of {visible(str(events))} at {url}",
+        "Press Ctrl+C to stop.",
+    ]
+    if not is_loopback(host):
+        lines.append(
+            f"sanctum: warning: no authentication: bound to {host}, so anyone who can reach "
+            "this port sees the run and can drive the dashboard; bind to 127.0.0.1 and use "
+            "an SSH tunnel to keep it private"
+        )
+    return lines
+
+
+def bind_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port, or None: tried before it starts."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot serve on {host}: {exc.strerror}"
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                return _bind_message(host, port, exc)
+    return None
+
+
+def _bind_message(host: str, port: int, exc: OSError) -> str:
+    reason = {
+        errno.EADDRINUSE: "the port is in use; pick another with --port",
+        errno.EACCES: "permission denied (ports below 1024 need privileges)",
+        errno.EADDRNOTAVAIL: "not an address of this machine",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
+    return f"cannot serve on {host}:{port}: {reason}"
+
+
+def serve(
+    events: Path,
+    thresholds: Path | None,
+    host: str,
+    port: int,
+    url: str | None = None,
+    fail_on: str | None = None,
+) -> int:
+    """Serve the dashboard of ``events`` until Ctrl+C; raise UsageError (or EventLogError)
+    when it cannot, before anything listens."""
+    server_class = _server_class()
+    check_run(events)
+    problem = bind_problem(host, port)
+    if problem is not None:
+        raise UsageError(problem)
+    url = url or server_url(host, port, socket.gethostname())
+    server = server_class(
+        dashboard_command(events, thresholds, sys.executable, fail_on),
+        host=host,
+        port=port,
+        title=f"sanctum: {visible(str(events))}",
+        public_url=url,
+        origins=allowed_origins(host, port, url),
+    )
+    print(visible_lines(announcement(events, url, host)), flush=True)
+    try:
+        server.serve()
+    except KeyboardInterrupt:  # before the server's own handler was in place
+        pass
+    except OSError as exc:  # another process took the port after the probe
+        raise UsageError(_bind_message(host, port, exc)) from None
+    return EXIT_OK
+
+
+def _server_class() -> type[SanctumServer]:
+    """The server of :mod:`sanctum.cli.serve_server` (textual-serve's, bounded)."""
+    try:
+        import aiohttp  # noqa: F401
+        import textual_serve.server  # noqa: F401
+    except ImportError:
+        raise UsageError(f"serving in a browser needs textual-serve: {INSTALL_HINT}") from None
+    from sanctum.cli.serve_server import SanctumServer
+
+    return SanctumServer

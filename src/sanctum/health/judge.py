@@ -1,0 +1,181 @@
+"""Every update judged against the rule table, in order, with memory: the one judgement.
+
+:class:`HealthJudge` runs every rule (a :class:`~sanctum.health.rule_judge.RuleJudge` each), the
+non-finite rule and the range contracts over a batch of updates, and keeps each metric's
+:class:`MetricStats`. The aggregator owns one, so the dashboard, ``check`` and ``summary``
+read the same judgement of the same updates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sanctum.health import contracts
+from sanctum.health.levels import Level, unruled_level
+from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
+from sanctum.health.rules import Thresholds
+from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
+
+
+@dataclass
+class MetricStats:
+    """Final, smallest and largest value of one metric over the run; non-finite counted."""
+
+    measured: int = 0
+    nonfinite: int = 0
+    first_nonfinite: int | None = None
+    final: float | None = None
+    final_update: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def fold(
+        self, updates: Sequence[int], values: Sequence[float | None], floats: bool
+    ) -> tuple[list[int], tuple[float, float] | None]:
+        """Fold a column; ``floats``: the metric can be non-finite (integers cannot).
+        Returns the updates whose value was non-finite, and the smallest and largest
+        finite value of the column (None: none), which the range contracts reuse."""
+        numbers, total = measured(values)
+        if not numbers:
+            return [], None
+        self.measured += len(numbers)
+        last = len(values) - 1
+        while values[last] is None:
+            last -= 1
+        self.final, self.final_update = values[last], updates[last]
+        bad: list[int] = []
+        if floats and not math.isfinite(total):  # the sum is NaN/Inf iff a value is (or overflow)
+            bad = [
+                u
+                for u, v in zip(updates, values, strict=True)
+                if v is not None and not math.isfinite(v)
+            ]
+            self.nonfinite += len(bad)
+            if bad and self.first_nonfinite is None:
+                self.first_nonfinite = bad[0]
+            numbers = [v for v in numbers if math.isfinite(v)]
+        if not numbers:
+            return bad, None
+        low, high = min(numbers), max(numbers)
+        self.minimum = low if self.minimum is None else min(self.minimum, low)
+        self.maximum = high if self.maximum is None else max(self.maximum, high)
+        return bad, (low, high)
+
+
+class HealthJudge:
+    """Every rule, the non-finite rule and the range contracts over one run's updates."""
+
+    def __init__(self, thresholds: Thresholds) -> None:
+        self.thresholds = thresholds
+        self.rules = {rule.metric: RuleJudge(rule) for rule in thresholds.rules}
+        self.contracts = contracts.CONTRACTS + contracts.kl_contracts({})
+        self.stats = {metric: MetricStats() for metric in PPO_METRICS}
+        """Final, smallest, largest and non-finite values of every metric."""
+        self.nonfinite_updates = 0
+        self.first_nonfinite_update: int | None = None
+        self.violations = 0
+        self.first_violation: contracts.Violation | None = None
+        self.latest_violations: tuple[contracts.Violation, ...] = ()
+        """The range violations of the latest update (what the verdict shows now)."""
+        self.last_update: int | None = None
+        self.last_step: int | None = None
+
+    def configure(self, config: Mapping[str, object]) -> None:
+        """Take the run's ``run_started.config`` into account (the KL estimator it names)."""
+        self.contracts = contracts.CONTRACTS + contracts.kl_contracts(config)
+
+    def fold(
+        self,
+        updates: Sequence[int],
+        columns: Mapping[str, Sequence[float | None]],
+        steps: Sequence[int] = (),
+    ) -> list[contracts.Violation]:
+        """Judge a batch of updates (indices, one column per metric, and their
+        ``global_step`` when known, in file order); returns the range violations found,
+        for the event log."""
+        if not updates:
+            return []
+        for metric, judge in self.rules.items():
+            spread = judge.rule.min_return_spread
+            gate = None
+            if spread is not None:
+                gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
+            rule = judge.rule
+            others = columns[rule.per] if rule.per is not None else None
+            judge.fold(updates, columns[metric], gate, rule.judged_column(columns[metric], others))
+        extremes = self._stats(updates, columns)
+        found = self._violations(updates, columns, steps, extremes)
+        self.last_update = (
+            max(updates) if self.last_update is None else max(self.last_update, *updates)
+        )
+        if steps:
+            self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
+        return found
+
+    def _stats(
+        self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
+    ) -> dict[str, tuple[float, float] | None]:
+        """Fold every column's statistics; return each column's finite extremes."""
+        bad_updates: set[int] = set()
+        extremes: dict[str, tuple[float, float] | None] = {}
+        for metric, stats in self.stats.items():
+            bad, extremes[metric] = stats.fold(updates, columns[metric], metric in FLOAT_METRICS)
+            bad_updates.update(bad)
+        if bad_updates:
+            self.nonfinite_updates += len(bad_updates)
+            if self.first_nonfinite_update is None:
+                self.first_nonfinite_update = min(bad_updates)
+        return extremes
+
+    def _violations(
+        self,
+        updates: Sequence[int],
+        columns: Mapping[str, Sequence[float | None]],
+        steps: Sequence[int],
+        extremes: Mapping[str, tuple[float, float] | None],
+    ) -> list[contracts.Violation]:
+        found = contracts.check_order(self.last_update, updates)
+        if steps:
+            found += contracts.check_steps(self.last_step, updates, steps)
+        for contract in self.contracts:
+            extreme = extremes[contract.metric]
+            if extreme is not None and contract.breached_by(*extreme):
+                found += contracts.check_column(contract, updates, columns[contract.metric])
+        found += contracts.check_entropy(updates, columns["entropy"], columns["entropy_normalized"])
+        if found:
+            found.sort(key=lambda v: v.update)
+            self.violations += len(found)
+            if self.first_violation is None:
+                self.first_violation = found[0]
+        latest = updates[-1]
+        self.latest_violations = tuple(v for v in found if v.update == latest)
+        return found
+
+    def levels(self, values: Mapping[str, float | None]) -> dict[str, Level]:
+        """The level of every metric at the latest update: each ruled metric as its rule
+        judged it, every other one by its value alone (pending, or critical if non-finite)."""
+        levels = {}
+        for metric in PPO_METRICS:
+            judge = self.rules.get(metric)
+            if judge is not None:
+                levels[metric] = judge.latest.level if judge.latest is not None else Level.PENDING
+            else:
+                levels[metric] = unruled_level(values.get(metric))
+        return levels
+
+
+def returns_vary(
+    stds: Sequence[float | None], means: Sequence[float | None], spread: float
+) -> list[str | None]:
+    """Per update, why it is not judged (None: it is): ``return_std`` under ``spread``
+    times ``|return_mean|`` (or 0), or not recorded at all (a gate never judges blind)."""
+    return [
+        RETURNS_UNKNOWN
+        if std is None or mean is None
+        else RETURNS_FLAT
+        if std < spread * abs(mean) or std == 0.0
+        else None
+        for std, mean in zip(stds, means, strict=True)
+    ]

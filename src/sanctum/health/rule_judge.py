@@ -1,0 +1,368 @@
+"""One rule over the updates of a run, with memory.
+
+A rule's level at an update can depend on the updates before it: a rolling median, a
+jump over the recent median, a level that must persist for several updates. So judging is
+a fold: :class:`RuleJudge` keeps the window of recent values, the streaks, the tallies
+``sanctum check`` reports (updates measured, judged, at each level, the first of each, the
+worst statistic) and the latest :class:`Judgement`, which the dashboard shows.
+
+A healthy batch costs a few C-speed passes per plain rule (``min``/``max``/``sum`` over a
+column); only values past a warning line, non-finite values, rolling statistics and
+running streaks go through the per-update path.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right, insort
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, cast
+
+from sanctum.health.levels import Level, level_of
+from sanctum.health.rules import Rule
+
+JUMP_BASELINE: Final = 3
+"""A jump is judged once this many values make the median it is measured against."""
+
+
+def values_needed(rule: Rule) -> int:
+    """Values a rolling statistic needs before it judges: a jump's baseline, or half the
+    window for a median (a median of one or two values is no smoother than the value)."""
+    return JUMP_BASELINE if rule.statistic in ("jump", "shift") else (rule.window + 1) // 2
+
+
+RETURNS_FLAT: Final = "not judged: returns nearly constant"
+RETURNS_UNKNOWN: Final = "not judged: return spread not recorded"
+"""A rule gated on the returns' spread cannot tell flat returns from varied ones when the
+trainer records no ``return_std``: it does not judge blind."""
+WARMUP: Final = "warm-up"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """How a rule judged one update."""
+
+    update: int
+    value: float | None
+    """The metric's value (None: not measured)."""
+    statistic: float | None
+    """What the rule judged: the value, its rolling median, or its jump over the median."""
+    band: Level
+    """The level by the warning and critical lines alone."""
+    level: Level
+    """The rule's level: the band once it persisted (or past ``far``; non-finite at once)."""
+    note: str | None = None
+    """Why it is pending (``warm-up``, ``baseline 1/3``, ``not judged: returns nearly
+    constant``), or a band not yet persisted (``crit 1/2``: one update of two past the
+    critical line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleTally:
+    """How one rule judged the run so far: what ``check`` and ``summary`` report."""
+
+    rule: Rule
+    measured: int
+    """Updates that carried a value (finite or not)."""
+    judged: int
+    """Updates whose statistic was judged (not pending)."""
+    at_warning: int
+    at_critical: int
+    first_warning: int | None
+    first_critical: int | None
+    worst: float | None
+    """Worst statistic judged; a non-finite value is worse than any number."""
+    worst_update: int | None
+
+    def reached(self, level: Level) -> int:
+        """Updates at ``level`` or worse (WARNING or CRITICAL)."""
+        return self.at_critical + (self.at_warning if level is Level.WARNING else 0)
+
+
+class RollingWindow:
+    """The last ``size`` values, kept in arrival order and sorted (for the median)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._order: deque[float] = deque()
+        self._sorted: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def push(self, value: float) -> None:
+        if len(self._order) == self.size:
+            oldest = self._order.popleft()
+            del self._sorted[bisect_left(self._sorted, oldest)]
+        self._order.append(value)
+        insort(self._sorted, value)
+
+    def median(self) -> float:
+        values, n = self._sorted, len(self._sorted)
+        mid = n // 2
+        return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
+
+    def push_median(self, value: float) -> float:
+        """:meth:`push`, then :meth:`median`, in one call (the hot path of a median rule)."""
+        order, ordered = self._order, self._sorted
+        if len(order) == self.size:
+            del ordered[bisect_left(ordered, order.popleft())]
+        order.append(value)
+        insort(ordered, value)
+        n = len(ordered)
+        mid = n // 2
+        return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def measured(values: Sequence[float | None]) -> tuple[Sequence[float], float]:
+    """The measured values of a column and their sum: one C-speed pass when none is None.
+    The sum is non-finite iff a value is (or the sum overflowed)."""
+    complete = cast("Sequence[float]", values)
+    try:
+        return complete, sum(complete)
+    except TypeError:  # a None (not measured) among them
+        numbers = [v for v in values if v is not None]
+        return numbers, sum(numbers)
+
+
+class RuleJudge:
+    """One rule over the updates of a run: its window, streaks, tallies and latest verdict."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
+        self._low_baseline = False
+        """The last statistic was not judged: its jump's baseline is under ``min_baseline``."""
+        self._need = values_needed(rule)
+        self._past_critical = (
+            rule.worse_than(rule.critical) if rule.critical is not None else _never
+        )
+        self.streak_warning = 0
+        self.streak_critical = 0
+        self.measured = 0
+        """Updates that carried a value (finite or not)."""
+        self.judged = 0
+        """Updates whose statistic was judged (not pending)."""
+        self.at_warning = 0
+        self.at_critical = 0
+        self.first_warning: int | None = None
+        self.first_critical: int | None = None
+        self.worst: float | None = None
+        """Worst statistic judged; a non-finite value is worse than any number."""
+        self.worst_update: int | None = None
+        self.latest: Judgement | None = None
+
+    @property
+    def tally(self) -> RuleTally:
+        """The counts so far, frozen."""
+        return RuleTally(
+            self.rule,
+            self.measured,
+            self.judged,
+            self.at_warning,
+            self.at_critical,
+            self.first_warning,
+            self.first_critical,
+            self.worst,
+            self.worst_update,
+        )
+
+    def fold(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        unjudged: Sequence[str | None] | None = None,
+        inputs: Sequence[float | None] | None = None,
+    ) -> None:
+        """Judge a column of values, in update order. ``unjudged[i]``: why update ``i``
+        fails the rule's gate and is not judged (None: it is judged). ``inputs``: what the
+        statistic is computed from when it is not the values themselves (a rule ``per``
+        another metric: :meth:`Rule.judged_column`)."""
+        if not values:
+            return
+        numbers, _ = measured(values)
+        self.measured += len(numbers)
+        source = values if inputs is None else inputs
+        statistics, note = self._statistics(updates, source, unjudged)
+        judged: Sequence[int] = range(len(values))
+        if statistics is not values or len(numbers) != len(values):
+            judged = [i for i, s in enumerate(statistics) if s is not None]
+        self.judged += len(judged)
+        past_warning, isfinite = self.rule.worse_than(self.rule.warning), math.isfinite
+        flagged = [i for i in judged if not isfinite(s := statistics[i]) or past_warning(s)]  # type: ignore[arg-type]
+        latest = self._fire(updates, values, statistics, judged, flagged)
+        self._offer_worst(updates, statistics, judged, flagged)
+        last = len(values) - 1
+        if latest is None:
+            value, statistic = values[last], statistics[last]
+            if statistic is None:
+                latest = Judgement(updates[last], value, None, Level.PENDING, Level.PENDING, note)
+            else:
+                latest = Judgement(updates[last], value, statistic, Level.HEALTHY, Level.HEALTHY)
+        self.latest = latest
+
+    def _statistics(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        unjudged: Sequence[str | None] | None,
+    ) -> tuple[Sequence[float | None], str | None]:
+        """What the rule judges at each update (None: pending), and why the last is pending.
+
+        A plain rule past its warm-up judges the values themselves (no copy). A non-finite
+        value is judged as it is, even in the warm-up: it is critical at once.
+        """
+        rule = self.rule
+        if self.window is None and unjudged is None and updates[0] >= rule.warmup_updates:
+            return values, None
+        out: list[float | None] = []
+        note: str | None = None
+        for i, value in enumerate(values):
+            note = None
+            if value is None or not math.isfinite(value):
+                out.append(value)
+            elif updates[i] < rule.warmup_updates:
+                out.append(None)
+                note = WARMUP
+            elif unjudged is not None and unjudged[i] is not None:
+                out.append(None)
+                note = unjudged[i]
+            else:
+                statistic = self._statistic(value)
+                if statistic is None and self._low_baseline:
+                    note = f"not judged: recent median under {rule.min_baseline:g}"
+                elif statistic is None:  # the window is still filling
+                    what = "median" if rule.statistic == "median" else "baseline"
+                    note = f"{what} {len(self.window or ())}/{self._need}"
+                out.append(statistic)
+        return out, note
+
+    def _statistic(self, value: float) -> float | None:
+        """The value, the median including it, or its ratio to the median before it. A
+        jump joins its baseline unless it is past critical: a fault keeps firing."""
+        self._low_baseline = False
+        window = self.window
+        if window is None:
+            return value
+        if self.rule.statistic == "median":
+            median = window.push_median(value)
+            return median if len(window) >= self._need else None
+        if len(window) < self._need:
+            window.push(value)
+            return None
+        baseline = window.median()
+        floor = self.rule.min_baseline
+        self._low_baseline = floor is not None and baseline < floor
+        if self._low_baseline:  # not judged; the value joins, so the baseline can recover
+            window.push(value)
+            return None
+        if self.rule.statistic == "shift":
+            statistic = abs(value - baseline)
+        elif baseline <= 0:
+            return None
+        else:
+            statistic = value / baseline
+        if not self._past_critical(statistic):
+            window.push(value)
+        return statistic
+
+    def _fire(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        statistics: Sequence[float | None],
+        judged: Sequence[int],
+        flagged: Sequence[int],
+    ) -> Judgement | None:
+        """Streaks and levels at the positions past the warning line (every other judged
+        position is healthy and breaks a streak); the last position's judgement if flagged."""
+        rule, last = self.rule, len(values) - 1
+        latest: Judgement | None = None
+        previous = -1
+        for i in flagged:
+            if _any_between(judged, previous, i):
+                self.streak_warning = self.streak_critical = 0
+            previous = i
+            statistic = statistics[i]
+            assert statistic is not None
+            band = level_of(rule, statistic, updates[i])
+            self._streak(band)
+            level = self._persisted(band, statistic)
+            self._count(level, updates[i])
+            if i == last:
+                note = None
+                if level is not band:  # past a line, not for long enough yet: ``crit 1/2``
+                    note = f"{band.value[:4]} {self._streak_of(band)}/{rule.persist}"
+                latest = Judgement(updates[i], values[i], statistic, band, level, note)
+        if _any_between(judged, previous, last + 1):
+            self.streak_warning = self.streak_critical = 0
+        return latest
+
+    def _streak(self, band: Level) -> None:
+        self.streak_warning = self.streak_warning + 1 if band >= Level.WARNING else 0
+        self.streak_critical = self.streak_critical + 1 if band >= Level.CRITICAL else 0
+
+    def _streak_of(self, band: Level) -> int:
+        return self.streak_critical if band is Level.CRITICAL else self.streak_warning
+
+    def _persisted(self, band: Level, statistic: float) -> Level:
+        rule = self.rule
+        if not math.isfinite(statistic):
+            return Level.CRITICAL  # non-finite: at once
+        if band is Level.CRITICAL and rule.far is not None and rule.is_worse(statistic, rule.far):
+            return Level.CRITICAL  # past far: no waiting
+        if self.streak_critical >= rule.persist:
+            return Level.CRITICAL
+        if self.streak_warning >= rule.persist:
+            return Level.WARNING
+        return Level.HEALTHY
+
+    def _count(self, level: Level, update: int) -> None:
+        if level is Level.CRITICAL:
+            self.at_critical += 1
+            if self.first_critical is None:
+                self.first_critical = update
+        elif level is Level.WARNING:
+            self.at_warning += 1
+            if self.first_warning is None:
+                self.first_warning = update
+
+    def _offer_worst(
+        self,
+        updates: Sequence[int],
+        statistics: Sequence[float | None],
+        judged: Sequence[int],
+        flagged: Sequence[int],
+    ) -> None:
+        """Keep the worst judged statistic: the first non-finite one, else the first most
+        extreme (a C-speed max or min over the column)."""
+        nonfinite = [i for i in flagged if not math.isfinite(statistics[i])]  # type: ignore[arg-type]
+        if nonfinite:
+            self._offer(statistics[nonfinite[0]], updates[nonfinite[0]])  # type: ignore[arg-type]
+            return
+        if not judged:
+            return
+        column = statistics if isinstance(judged, range) else [statistics[i] for i in judged]
+        worst = self.rule.worst_of(column)  # type: ignore[arg-type]
+        self._offer(worst, updates[judged[column.index(worst)]])
+
+    def _offer(self, value: float, update: int) -> None:
+        worst = self.worst
+        if worst is None or (
+            math.isfinite(worst) and (not math.isfinite(value) or self.rule.is_worse(value, worst))
+        ):
+            self.worst, self.worst_update = value, update
+
+
+def _never(value: float) -> bool:
+    """A warn-only rule's critical line: never past."""
+    return False
+
+
+def _any_between(judged: Sequence[int], low: int, high: int) -> bool:
+    """Whether a judged position lies strictly between ``low`` and ``high``."""
+    if isinstance(judged, range):
+        return high - low > 1 and high > 0 and low < len(judged) - 1
+    return bisect_left(judged, high) - bisect_right(judged, low) > 0

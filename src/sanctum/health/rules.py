@@ -1,0 +1,472 @@
+"""The one table of health rules (docs/design.md, section 6), overridable from a TOML file.
+
+Every consumer (the banner, each widget, ``sanctum check``, ``sanctum summary``) reads the
+same :class:`Thresholds`, so a threshold cannot disagree with itself across the product.
+A TOML file overrides defaults per metric and may add a rule for any other PPO metric::
+
+    stale_seconds = 20
+
+    [approx_kl]
+    warning = 0.01
+    critical = 0.02
+
+    [entropy]              # a new rule needs a direction
+    direction = "below"
+    warning = 0.1
+    critical = 0.01
+
+A rule judges a *statistic* of its metric: the value itself, the rolling median of the
+last ``window`` judged values (for noisy metrics such as explained variance), or the jump
+of the value over the median of the ``window`` values before it (for metrics whose scale
+is the run's own, such as the pre-clip gradient norm). A level fires only once it held for
+``persist`` consecutive judged updates, except past ``far``, where critical fires at once.
+
+A bad file is refused with a :class:`ThresholdsError` naming the file, the table and the key.
+Non-finite values are critical for every metric regardless of the table (see ``health``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from sanctum.formatting import NOT_MEASURED, format_value, visible
+from sanctum.metrics import PPO_METRICS
+from telemetry.files import InputFileError, read_toml
+
+Direction = Literal["above", "below"]
+Statistic = Literal["value", "median", "jump", "shift"]
+STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift")
+_TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
+"""Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
+
+
+class ThresholdsError(ValueError):
+    """A thresholds file (or rule) is unusable; the message names file, table and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A metric is at warning past ``warning`` and critical past ``critical``.
+
+    ``above``: worse when larger (strictly greater than the threshold fires); ``below``:
+    worse when smaller (strictly less fires). A value exactly at a threshold is not past it.
+    During the first ``warmup_updates`` updates (0-based index below it) the rule does not
+    judge: the level is pending.
+    """
+
+    metric: str
+    """Field of PPOUpdatePayload the rule reads."""
+    label: str
+    """Short name for banners and verdicts, e.g. ``KL``."""
+    direction: Direction
+    """``above`` or ``below``: which way is worse."""
+    warning: float
+    """Past this (strictly) the metric is at warning."""
+    critical: float | None
+    """Past this (strictly) the metric is critical. None (``critical = false`` in a
+    thresholds file): the rule only warns, it never fails a run."""
+    warmup_updates: int = 0
+    """Updates with a 0-based index below this are not judged (pending)."""
+    decimals: int = 3
+    """Decimals to show values of this metric with."""
+    statistic: Statistic = "value"
+    """What is judged: the ``value``; the ``median`` of the last ``window`` judged values;
+    the ``jump``, the value over the median of the ``window`` measured values before it; or
+    the ``shift``, how far the value lies from that median, either way, in the metric's
+    units (``abs(value - median)``)."""
+    window: int = 1
+    """Updates in the rolling statistic (``median`` and ``jump``)."""
+    persist: int = 1
+    """Consecutive judged updates a level must hold before it fires."""
+    far: float | None = None
+    """Past this, the rule fires critical at once, whatever ``persist`` says."""
+    min_return_spread: float | None = None
+    """Judge only updates whose ``return_std`` is at least this share of ``|return_mean|``
+    (when the update reports both): explained variance is noise when returns barely vary."""
+    min_baseline: float | None = None
+    """A jump is judged only while the median it is measured against is at least this: a
+    policy whose normalised entropy already sits near 0 (MountainCar converging to a
+    deterministic policy) has nothing left to collapse, and its dips are noise."""
+    only_when_measured: bool = False
+    """The metric exists only in some runs (a reference KL only when fine-tuning): the
+    dashboard shows its row only in runs that measure it."""
+    per: str | None = None
+    """Judge the metric per unit of this other metric of the same update: value /
+    max(other, ``per_floor``) (an absent other counts as ``per_floor``). The KL rule judges
+    approx_kl per clip fraction: a policy that moves far while the clip bounds almost
+    nothing is PPO's trust region gone, whatever the run's healthy KL is."""
+    per_floor: float = 0.01
+    """The smallest divisor ``per`` uses (a clip fraction of 0 counts as this)."""
+
+    def __post_init__(self) -> None:
+        problem = _rule_problem(self)
+        if problem is not None:
+            key, message = problem
+            raise ThresholdsError(f"[{self.metric}] {key}: {message}")
+
+    def is_worse(self, value: float, than: float) -> bool:
+        """Whether ``value`` is strictly worse than ``than`` in this rule's direction."""
+        return self.worse_than(than)(value)
+
+    def worse_than(self, than: float) -> Callable[[float], bool]:
+        """A predicate: is a value strictly worse than ``than``? The one place the direction
+        is read. It is a bound float comparison, so a scan can call it per value at C speed;
+        NaN is never worse (comparisons with NaN are false: check finiteness first)."""
+        bound = float(than)  # int.__lt__(float) would return NotImplemented, which is truthy
+        return bound.__lt__ if self.direction == "above" else bound.__gt__
+
+    def worst_of(self, values: Sequence[float]) -> float:
+        """The worst of finite ``values`` (the largest for ``above``, smallest for ``below``)."""
+        return max(values) if self.direction == "above" else min(values)
+
+    @property
+    def in_metric_units(self) -> bool:
+        """Whether the lines are in the metric's own units (not a jump's ratio, not a
+        quantity per another metric), so a chart of the metric can draw them."""
+        return self.statistic in ("value", "median") and self.per is None
+
+    def judged_column(
+        self, values: Sequence[float | None], others: Sequence[float | None] | None
+    ) -> Sequence[float | None]:
+        """What the rule's statistic is computed from: ``values`` themselves, or each per
+        unit of ``others`` (see ``per``). Absent and non-finite values stay as they are."""
+        if self.per is None:
+            return values
+        floor, isfinite = self.per_floor, math.isfinite
+        others = others if others is not None else [None] * len(values)
+        return [
+            v if v is None or not isfinite(v) else v / max(o if o is not None else 0.0, floor)
+            for v, o in zip(values, others, strict=True)
+        ]
+
+    def format(self, value: float | None, absent: str = NOT_MEASURED) -> str:
+        """A judged statistic as text: ``x12.3`` for a jump, ``12.3`` for a quantity per
+        another metric, else the value at ``decimals`` (``NaN``/``+Inf`` spelled out; None
+        is ``absent``)."""
+        if value is not None and math.isfinite(value):
+            if self.statistic == "jump":
+                return f"x{format_value(value, 1)}"
+            if self.statistic == "shift":
+                return f"±{format_value(value, 2)}"
+            if self.per is not None:
+                return format_value(value, 1)
+        return format_value(value, self.decimals, absent)
+
+    @property
+    def sign(self) -> str:
+        """``>`` for a rule whose lines are crossed from below, ``<`` from above."""
+        return ">" if self.direction == "above" else "<"
+
+    def describe(self) -> str:
+        """The rule in words, for tables and help, e.g. ``approx_kl > 0.02 / > 0.05, 2
+        updates in a row (at once past 0.15)``."""
+        sign = self.sign
+        unit = "x" if self.statistic == "jump" else ""
+        measure = self.metric
+        if self.per is not None:
+            measure = f"{self.metric} / {self.per} (at least {self.per_floor:g})"
+        if self.statistic == "jump":
+            subject = f"{measure} / median of previous {self.window}"
+        elif self.statistic == "shift":
+            subject = f"|{measure} - median of previous {self.window}|"
+        else:
+            subject = measure
+            if self.statistic == "median":
+                subject = f"median of {self.window} {measure}"
+        bands = f"{sign} {self.warning:g}{unit} (warns only)"
+        if self.critical is not None:
+            bands = f"{sign} {self.warning:g}{unit} / {sign} {self.critical:g}{unit}"
+        text = f"{subject} {bands}"
+        if self.persist > 1:
+            text += f", {self.persist} updates in a row"
+        if self.far is not None:
+            text += f" (at once {'past' if self.direction == 'above' else 'below'} {self.far:g})"
+        if self.warmup_updates:
+            text += f", after {self.warmup_updates} updates"
+        if self.min_return_spread is not None:
+            text += ", when returns vary"
+        if self.min_baseline is not None:
+            text += f", while the median is at least {self.min_baseline:g}"
+        return text
+
+
+def _rule_problem(rule: Rule) -> tuple[str, str] | None:
+    """The first (key, problem) that makes ``rule`` unusable, or None."""
+    if rule.metric not in PPO_METRICS:
+        return "metric", f"unknown metric {rule.metric!r}"
+    if rule.direction not in ("above", "below"):
+        return "direction", f"must be 'above' or 'below', got {rule.direction!r}"
+    for key in ("warning", "critical"):
+        value = getattr(rule, key)
+        if key == "critical" and value is None:
+            continue
+        if not _is_number(value) or not math.isfinite(value):
+            hint = " (or false: the rule only warns)" if key == "critical" else ""
+            return key, f"must be a finite number{hint}, got {value!r}"
+    if rule.critical is not None and rule.is_worse(rule.warning, rule.critical):
+        relation = "above" if rule.direction == "above" else "below"
+        return "warning", (
+            f"warning {rule.warning:g} is {relation} critical {rule.critical:g}; "
+            f"for a rule that fires {rule.direction} its thresholds, warning comes first"
+        )
+    if not _is_int(rule.warmup_updates) or rule.warmup_updates < 0:
+        return "warmup_updates", f"must be an integer >= 0, got {rule.warmup_updates!r}"
+    if not _is_int(rule.decimals) or not 0 <= rule.decimals <= 12:
+        return "decimals", f"must be an integer from 0 to 12, got {rule.decimals!r}"
+    return _statistic_problem(rule)
+
+
+def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
+    """The first problem with the statistic, persistence and gate keys, or None."""
+    if rule.statistic not in STATISTICS:
+        return "statistic", f"must be one of {', '.join(STATISTICS)}, got {rule.statistic!r}"
+    for key in ("window", "persist"):
+        value = getattr(rule, key)
+        if not _is_int(value) or value < 1:
+            return key, f"must be an integer >= 1, got {value!r}"
+    if rule.statistic != "value" and rule.window < 2:
+        return "window", f"a {rule.statistic} needs a window of at least 2, got {rule.window!r}"
+    if rule.far is not None and rule.critical is None:
+        return "far", "needs a critical line (the rule only warns: critical = false)"
+    if rule.far is not None and (
+        not _is_number(rule.far)
+        or not math.isfinite(rule.far)
+        or rule.is_worse(rule.critical, rule.far)  # type: ignore[arg-type]
+    ):
+        return (
+            "far",
+            f"must be a finite number at or past critical {rule.critical:g}, got {rule.far!r}",
+        )
+    low = rule.min_baseline
+    if low is not None and (
+        rule.statistic != "jump" or not _is_number(low) or not 0 < low < math.inf
+    ):
+        return "min_baseline", f"needs statistic = 'jump' and a finite number > 0, got {low!r}"
+    spread = rule.min_return_spread
+    if spread is not None and (not _is_number(spread) or not 0 <= spread < math.inf):
+        return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
+    if not isinstance(rule.label, str) or not rule.label or visible(rule.label) != rule.label:
+        return "label", f"must be a non-empty string of visible characters, got {rule.label!r}"
+    if not isinstance(rule.only_when_measured, bool):
+        return "only_when_measured", f"must be true or false, got {rule.only_when_measured!r}"
+    if rule.per is not None and (rule.per not in PPO_METRICS or rule.per == rule.metric):
+        return "per", f"must name another ppo_update metric, got {rule.per!r}"
+    if not _is_number(rule.per_floor) or not 0 < rule.per_floor < math.inf:
+        return "per_floor", f"must be a finite number > 0, got {rule.per_floor!r}"
+    return None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The rule table in force: rules in display and verdict order, and the stale limit."""
+
+    rules: tuple[Rule, ...]
+    """Rules, in the order verdicts name them."""
+    stale_seconds: float = 10.0
+    """A running log with no event for longer than this is STALE (banner only)."""
+    stall_seconds: float = 120.0
+    """The stall limit's floor: no silence this long or shorter is a stall."""
+    stall_pace: float = 10.0
+    """No event for longer than this many times the run's own pace (the median of its
+    recent intervals between updates and heartbeats), and longer than ``stall_seconds``,
+    while the run is unfinished is a stall: critical. A run is silent for 10x its pace when
+    it has stalled; the 120 s floor lets a fast run take one slow step (a 70 s checkpoint
+    or evaluation) without failing. No stall is judged before a run has a pace."""
+    _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_metric: dict[str, Rule] = {}
+        for r in self.rules:
+            if r.metric in by_metric:
+                raise ThresholdsError(f"rules: more than one rule for the metric {r.metric}")
+            by_metric[r.metric] = r
+        for key in _TOP_KEYS:
+            value = getattr(self, key)
+            if not _is_number(value) or not 0 < value < math.inf:
+                raise ThresholdsError(f"{key}: must be a finite number > 0, got {value!r}")
+        object.__setattr__(self, "_by_metric", by_metric)
+
+    def rule(self, metric: str) -> Rule | None:
+        """The rule for ``metric``, or None when no rule judges it."""
+        return self._by_metric.get(metric)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Metrics that have a rule, in rule order."""
+        return tuple(r.metric for r in self.rules)
+
+
+DEFAULT_THRESHOLDS: Final = Thresholds(
+    rules=(
+        Rule(
+            "approx_kl",
+            "KL",
+            "above",
+            5.0,
+            20.0,
+            decimals=4,
+            statistic="median",
+            window=5,
+            per="clip_fraction",
+        ),
+        Rule(
+            "clip_fraction",
+            "Clip",
+            "above",
+            0.5,
+            None,
+            decimals=3,
+            statistic="median",
+            window=10,
+        ),
+        Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=20, persist=2),
+        Rule(
+            "explained_variance",
+            "EV",
+            "below",
+            -0.5,
+            None,
+            warmup_updates=10,
+            decimals=3,
+            statistic="median",
+            window=10,
+            persist=3,
+            min_return_spread=0.05,
+        ),
+        Rule(
+            "entropy_normalized",
+            "Entropy",
+            "below",
+            0.1,
+            0.01,
+            decimals=3,
+            statistic="jump",
+            window=20,
+            persist=2,
+            min_baseline=0.05,
+        ),
+        Rule(
+            "entropy",
+            "Entropy shift",
+            "above",
+            2.0,
+            4.0,
+            decimals=3,
+            statistic="shift",
+            window=20,
+            persist=2,
+        ),
+        Rule(
+            "ref_kl",
+            "RefKL",
+            "above",
+            0.6,
+            1.0,
+            decimals=4,
+            persist=2,
+            far=3.0,
+            only_when_measured=True,
+        ),
+        Rule(
+            "max_length_rate",
+            "Length",
+            "above",
+            0.25,
+            0.5,
+            decimals=2,
+            persist=3,
+            only_when_measured=True,
+        ),
+    ),
+    stale_seconds=10.0,
+    stall_seconds=120.0,
+    stall_pace=10.0,
+)
+"""The rules as calibrated on real healthy and broken runs of three trainers (ours, SB3 with
+its defaults and RL Zoo's tuned settings, CleanRL's structure) on eight environments
+(``bench/health_calibration.py``; the README's health section has its figures, the tuned
+and the held-out ones apart). Each healthy level that moves with a run's settings is judged
+relative to the run: KL per clip fraction (a single-env zoo CartPole reaches 500 with single
+updates at 10 nats, but in no healthy run does the policy move far while the clip bounds
+nothing), pre-clip gradient norms and normalised entropy against their recent medians,
+a Gaussian policy's entropy by its shift from its recent median. Clip fraction and
+explained variance only warn: tuned healthy runs clip half their samples and keep critics
+below 0 for hundreds of updates. The reference KL and the length rate are judged in their
+own units (fine-tuning and token-level runs)."""
+
+_RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
+_OFF_KEYS: Final = ("critical", "far", "per")
+"""Keys a thresholds file may turn off with ``false``."""
+
+
+def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) -> Thresholds:
+    """``base`` with the overrides of the TOML file at ``path``; ``base`` itself for None."""
+    if path is None:
+        return base
+    try:  # the one opener: a regular file, 1 MiB at most, nested 16 deep at most
+        document = read_toml(path, "thresholds file")
+    except InputFileError as exc:
+        raise ThresholdsError(str(exc)) from None
+    try:
+        return thresholds_from_mapping(document, base)
+    except ThresholdsError as exc:
+        raise ThresholdsError(f"{path}: {exc}") from exc
+
+
+def thresholds_from_mapping(document: Mapping[str, Any], base: Thresholds) -> Thresholds:
+    """Apply a parsed TOML document to ``base``; errors name the table and the key."""
+    rules = list(base.rules)
+    top = {key: getattr(base, key) for key in _TOP_KEYS}
+    for key, value in document.items():
+        if key in _TOP_KEYS:
+            top[key] = value
+        elif isinstance(value, dict):
+            rules = _apply_table(rules, key, value)
+        elif key in PPO_METRICS:
+            raise ThresholdsError(f"{key}: must be a table like [{key}], got {value!r}")
+        else:
+            raise ThresholdsError(
+                f"{key}: unknown key; expected {', '.join(_TOP_KEYS)} or a [metric] table"
+            )
+    return Thresholds(rules=tuple(rules), **top)
+
+
+def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> list[Rule]:
+    if metric not in PPO_METRICS:
+        raise ThresholdsError(
+            f"[{metric}]: unknown metric; expected a ppo_update metric such as "
+            f"{', '.join(PPO_METRICS[:4])}..."
+        )
+    for key in table:
+        if key not in _RULE_KEYS:
+            raise ThresholdsError(
+                f"[{metric}] {key}: unknown key; expected one of {', '.join(_RULE_KEYS)}"
+            )
+    # TOML has no null: false is "none" (no critical line, no far line, judged on its own)
+    table = {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
+    existing = next((i for i, r in enumerate(rules) if r.metric == metric), None)
+    if existing is not None:
+        rules[existing] = replace(rules[existing], **table)
+        return rules
+    missing = [k for k in ("direction", "warning", "critical") if k not in table]
+    if missing:
+        raise ThresholdsError(
+            f"[{metric}] {missing[0]}: required for a new rule (no default rule for {metric})"
+        )
+    return [*rules, Rule(metric=metric, label=table.get("label", metric), **_without(table))]
+
+
+def _without(table: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in table.items() if k != "label"}

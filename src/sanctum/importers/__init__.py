@@ -1,0 +1,1 @@
+"""Other trainers' logs written as event logs."""

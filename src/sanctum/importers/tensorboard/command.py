@@ -1,0 +1,277 @@
+"""``sanctum import tensorboard LOGDIR``: a TensorBoard log written as an event log.
+
+The run folder (``--out``, default ``runs/<logdir name>-tb``) gets an ``events.jsonl`` that
+``sanctum check``, ``summary`` and the dashboard read like any other: ``run_started`` (the
+config says ``source: tensorboard`` and records the mapping, what was left out and why,
+and every tag nothing maps), the rollouts and updates of
+:mod:`sanctum.importers.tensorboard.convert`, and ``run_finished`` ``completed`` (the log
+does not say how the run ended; the config says so). An event file TensorBoard could not
+read whole (a record cut short, or failing its checksum: TensorBoard stops there without a
+word) is imported as far as it was read, and
+what was lost is written in ``run_started.config.source_unread`` (one line per file),
+printed on stderr, and fails ``sanctum check`` unless ``--allow-skipped``. The log is
+written to a temporary file and renamed into place, so a failed import
+leaves nothing half-written; an existing log is replaced only with ``--force`` and only
+when an earlier import wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sanctum.formatting import plural
+from sanctum.importers.tensorboard.convert import (
+    Timed,
+    config_values,
+    gather,
+    ignored,
+    mapped,
+    step_events,
+    unmapped,
+)
+from sanctum.importers.tensorboard.mapping import (
+    REQUIRED,
+    TABLES,
+    TagMapping,
+    detect,
+    load_map,
+    with_file,
+)
+from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
+from sanctum.model.aggregator import SOURCE_UNREAD
+from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
+from telemetry.eventlog import MAX_LINE_BYTES
+from telemetry.events import (
+    PPOUpdatePayload,
+    RolloutPayload,
+    RunFinishedPayload,
+    RunStartedPayload,
+    TrainerInfo,
+)
+from telemetry.files import InputFileError, open_input
+from telemetry.integrations.cleanrl import config_of
+from telemetry.recorder import EVENTS_FILE, RUN_ID, Recorder, new_run_id
+
+SOURCE = "tensorboard"
+"""``run_started.config.source`` of an imported log."""
+_PROGRESS = (PPOUpdatePayload, RolloutPayload)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    """The command's arguments."""
+
+    logdir: Path
+    out: Path | None = None
+    map_file: Path | None = None
+    env_id: str | None = None
+    action_count: int | None = None
+    force: bool = False
+
+
+def _literal(text: str) -> Any:
+    """A setting from CleanRL's table: None, a bool, an int, a float, else the text."""
+    words = {"None": None, "True": True, "False": False}
+    if text in words:
+        return words[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_hyperparameters(text: str) -> dict[str, Any]:
+    """CleanRL's ``|param|value|`` table (after its two header rows) as settings."""
+    rows = [line.strip().strip("|").split("|", 1) for line in text.splitlines()[2:]]
+    return {row[0]: _literal(row[1]) for row in rows if len(row) == 2 and row[0]}
+
+
+def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
+    """The table the tags name, with the mapping file over it; UsageError when the log
+    holds no tag for approx_kl or clip_fraction under it."""
+    if not log.scalars:
+        raise UsageError(f"{log.directory}: its event files hold no scalars")
+    base = detect(log.scalars)
+    mapping = base if map_file is None else with_file(base, load_map(map_file))
+    if mapping is None:
+        known = " or ".join(f"{t.name}'s ({t.tags_for('approx_kl')[0]}, ...)" for t in TABLES)
+        tags = ", ".join(sorted(log.scalars)[:8]) or "none"
+        raise UsageError(
+            f"{log.directory}: the tags are not {known}: map them with --map FILE "
+            f"(scalar tags: {tags})"
+        )
+    for name in REQUIRED:
+        if not any(tag in log.scalars for tag in mapping.tags_for(name)):
+            raise UsageError(
+                f"{log.directory}: no tag holds {name} ({mapping.name} reads it from "
+                f"{', '.join(mapping.tags_for(name)) or 'no tag'}): map one with --map"
+            )
+    return mapping
+
+
+def _notes(mapping: TagMapping, settings: dict[str, Any]) -> list[str]:
+    notes = list(mapping.notes)
+    if not mapping.tags_for("early_stopped"):
+        stops = "the trainer logs no early stop"
+        if "target_kl" in settings and settings["target_kl"] is None:
+            stops = "target_kl is None, so no update stopped early"
+        notes.append(f"early_stopped is not in the log: written false on every update ({stops})")
+    notes.append("the log does not say how the run ended: run_finished is written completed")
+    notes.append("event times are TensorBoard's wall times")
+    return notes
+
+
+def run_started(log: TBLog, mapping: TagMapping, opts: ImportOptions) -> RunStartedPayload:
+    """The header: the trainer's settings when the log holds them, and the import's record."""
+    text = log.texts.get(mapping.hyperparameters_tag or "")
+    settings = parse_hyperparameters(text) if text is not None else {}
+    config = config_of(settings) if settings else {}
+    config.update(config_values(log, mapping))
+    config.setdefault("kl_estimator", mapping.kl_estimator)
+    config |= {
+        "source": SOURCE,
+        "tensorboard_logdir": str(log.directory),
+        "tensorboard_files": list(log.files),
+        "tensorboard_mapping": mapping.name,
+        "tensorboard_tags": mapped(log, mapping),
+        "tensorboard_ignored_tags": ignored(log, mapping),
+        "tensorboard_unmapped_tags": unmapped(log, mapping),
+        "tensorboard_other_data": {kind: list(tags) for kind, tags in other_data(log, mapping)},
+        "tensorboard_action_count": opts.action_count,
+        "tensorboard_notes": _notes(mapping, settings),
+    }
+    if log.unread:
+        config[SOURCE_UNREAD] = list(log.unread)
+    env_id = opts.env_id or settings.get("env_id")
+    seed = settings.get("seed")
+    return RunStartedPayload(
+        trainer=TrainerInfo(name=f"{mapping.trainer} (imported from TensorBoard)"),
+        env_id=env_id if isinstance(env_id, str) else "unknown",
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        config=config,
+    )
+
+
+def other_data(log: TBLog, mapping: TagMapping) -> list[tuple[str, tuple[str, ...]]]:
+    """Non-scalar data not imported: texts other than the settings table, histograms..."""
+    texts = tuple(t for t in log.texts if t != mapping.hyperparameters_tag)
+    return [(k, v) for k, v in (("text", texts), *log.other_tags.items()) if v]
+
+
+def _imported(path: Path) -> bool:
+    """Whether the log at ``path`` was written by an import (its config's source)."""
+    try:
+        with open_input(path, "event log") as fh:
+            first = json.loads(fh.readline(MAX_LINE_BYTES))
+        return bool(first["payload"]["config"]["source"] == SOURCE)
+    except (OSError, InputFileError, ValueError, KeyError, TypeError, RecursionError):
+        return False
+
+
+def _refuse_existing(path: Path, force: bool) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    if not force:
+        raise UsageError(
+            f"{path}: an event log is already there: choose another --out (or --force to "
+            "replace a log an earlier import wrote)"
+        )
+    if not _imported(path):
+        raise UsageError(f"{path}: not written by sanctum import; --force replaces only those")
+
+
+def write_log(path: Path, run_id: str, started: Timed, events: list[Timed]) -> RunFinishedPayload:
+    """The events into ``path`` at their own times, through a temporary file."""
+    now = [started.ts]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.importing")
+    rec = Recorder(path=tmp, run_id=run_id, clock=lambda: now[0])
+    steps = [e.payload.global_step for e in events if isinstance(e.payload, _PROGRESS)]
+    updates = sum(isinstance(e.payload, PPOUpdatePayload) for e in events)
+    last = max((e.ts for e in events), default=started.ts)
+    finished = RunFinishedPayload(
+        status="completed",
+        global_step=max(steps, default=None),
+        updates=updates,
+        duration_seconds=last - started.ts,
+    )
+    try:
+        rec.open()
+        for timed in [started, *events, Timed(last, finished)]:
+            now[0] = timed.ts
+            rec.emit(timed.payload)
+        rec.close()
+        os.replace(tmp, path)
+    except BaseException:
+        rec.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    return finished
+
+
+def _run_id(folder: Path) -> str:
+    name = folder.resolve().name
+    return name if RUN_ID.fullmatch(name) else new_run_id(name)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What ``sanctum import tensorboard`` says: the report, and what it could not read."""
+
+    lines: list[str]
+    unread: tuple[str, ...]
+    """One line per event file not read whole (for stderr; the log records them too)."""
+
+
+def import_tensorboard(opts: ImportOptions) -> ImportReport:
+    """Import ``opts.logdir``; returns the report (UsageError for bad input)."""
+    if opts.action_count is not None and opts.action_count < 2:
+        raise UsageError(f"--actions must be at least 2, got {opts.action_count}")
+    directory = event_directory(opts.logdir)
+    out = opts.out if opts.out is not None else DEFAULT_RUNS_DIR / f"{directory.resolve().name}-tb"
+    path = out / EVENTS_FILE
+    _refuse_existing(path, opts.force)
+    log = read_log(directory)
+    mapping = choose_mapping(log, opts.map_file)
+    events = step_events(gather(log, mapping), mapping, opts.action_count)
+    times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
+    started = Timed(min(times), run_started(log, mapping, opts))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        finished = write_log(path, _run_id(out), started, events)
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
+    return ImportReport(report(log, mapping, events, finished, out), log.unread)
+
+
+def report(
+    log: TBLog, mapping: TagMapping, events: list[Timed], end: RunFinishedPayload, out: Path
+) -> list[str]:
+    """What was read, what was written, and what was left out."""
+    rollouts = [e.payload for e in events if isinstance(e.payload, RolloutPayload)]
+    episodes = sum(r.episodes for r in rollouts)
+    warnings = len(events) - len(rollouts) - (end.updates or 0)
+    lines = [
+        f"read {len(log.files)} event file(s) in {log.directory}: {mapping.name} tags",
+        f"imported {end.updates} updates, {len(rollouts)} rollouts, {episodes} episodes "
+        f"(to step {end.global_step})"
+        + (f"; {warnings} step(s) lacked approx_kl or clip_fraction" if warnings else ""),
+    ]
+    lines += [f"not imported: {tag}: {why}" for tag, why in ignored(log, mapping).items()]
+    if names := unmapped(log, mapping):
+        lines.append(f"unmapped tags (named in the run's config): {', '.join(names)}")
+    for kind, tags in other_data(log, mapping):
+        lines.append(f"not imported ({kind}): {', '.join(tags)}")
+    lines.append(f"wrote {out / EVENTS_FILE}: sanctum check {out}")
+    if log.unread:
+        lines.append(
+            f"not read whole: {plural(len(log.unread), 'event file')} (recorded in the log: "
+            "sanctum check fails it unless --allow-skipped)"
+        )
+    return lines

@@ -1,0 +1,226 @@
+"""A TensorBoard log as an event log: scalars grouped by step into rollouts and updates.
+
+Every distinct step at which a tag mapped to a ``ppo_update`` field was logged is one
+update, numbered 0, 1, 2... in step order; its ``global_step`` is that step (for a trainer
+that logs its updates late, SB3, the step of the rollout it trained on). A rollout is
+written at every step with a rollout figure (SPS, SB3's episode means) or with finished
+episodes: each episode counts in the first such step at or after the step it was logged
+at, which for CleanRL is the update the rollout fed. Events carry TensorBoard's wall
+times, so a replay keeps the run's pace (and a gap between two logged steps longer than
+the stall limit, 10x the run's pace and at least ``stall_seconds``, reads as a stall).
+
+What a log lacks is written honestly: a step with update figures but no approx_kl or
+clip_fraction is not an update (a warning anomaly says so); ``early_stopped``, required by
+the contract but logged by neither SB3 nor CleanRL, is written false and the config says
+so; explained variance NaN (both trainers' "Var(R) = 0") is written as not measured.
+Tags no table maps are listed in ``run_started.config.tensorboard_unmapped_tags``.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sanctum.importers.tensorboard.mapping import (
+    REQUIRED,
+    ROLLOUT_FIELDS,
+    UPDATE_FIELDS,
+    NumberKind,
+    TagMapping,
+)
+from sanctum.importers.tensorboard.reader import Point, TBLog
+from telemetry.events import AnomalyPayload, Payload, PPOUpdatePayload, RolloutPayload
+
+Values = dict[str, tuple[float, float]]
+"""field -> (value, wall time) at one step: the last value logged there wins."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timed:
+    """A payload and the wall time it is written at."""
+
+    ts: float
+    payload: Payload
+
+
+@dataclass(slots=True)
+class Step:
+    """Everything logged at one step, by target."""
+
+    update: Values = field(default_factory=dict)
+    rollout: Values = field(default_factory=dict)
+    returns: list[Point] = field(default_factory=list)
+    lengths: list[Point] = field(default_factory=list)
+
+
+def _convert(value: float, kind: NumberKind, name: str) -> float | int | bool | None:
+    """A logged float as the field's type; None where it means "not measured"."""
+    if name == "explained_variance" and math.isnan(value):
+        return None  # both trainers log NaN when Var(R) = 0: our null
+    if kind is bool:
+        return value != 0
+    if kind is int:
+        return round(value) if math.isfinite(value) else None
+    return value
+
+
+def gather(log: TBLog, mapping: TagMapping) -> dict[int, Step]:
+    """The mapped scalars by step (episodes moved to the rollout they finished in)."""
+    steps: dict[int, Step] = defaultdict(Step)
+    episodes: list[tuple[str, Point]] = []
+    for tag, points in log.scalars.items():
+        target = mapping.tags.get(tag)
+        if target is None or target.kind in ("config", "ignore"):
+            continue
+        for p in points:
+            value = p.value * target.scale
+            if target.kind == "episode":
+                episodes.append((target.field, Point(p.step, p.wall_time, value)))
+            else:
+                values = steps[p.step].update if target.kind == "update" else steps[p.step].rollout
+                values[target.field] = (value, p.wall_time)
+    _place_episodes(steps, episodes)
+    return dict(sorted(steps.items()))
+
+
+def _place_episodes(steps: dict[int, Step], episodes: Sequence[tuple[str, Point]]) -> None:
+    """Each episode into the first step at or after its own that has figures (the step
+    of the update its rollout fed), or at its own step past the last of them."""
+    bounds = sorted(steps)
+    for name, point in sorted(episodes, key=lambda e: e[1].step):
+        i = bisect_left(bounds, point.step)
+        step = steps[bounds[i]] if i < len(bounds) else steps[point.step]
+        (step.returns if name == "episode_return" else step.lengths).append(point)
+
+
+def _mean(points: Sequence[Point]) -> float | None:
+    return math.fsum(p.value for p in points) / len(points) if points else None
+
+
+def rollout_payload(step: Step, update: int, global_step: int) -> RolloutPayload:
+    """The rollout at ``step``: its figures, and the episodes that finished in it."""
+    fields: dict[str, Any] = {
+        name: _convert(value, ROLLOUT_FIELDS[name], name)
+        for name, (value, _) in step.rollout.items()
+    }
+    if step.returns or step.lengths:
+        fields["episodes"] = max(len(step.returns), len(step.lengths))
+    if step.returns:
+        fields["episode_return_mean"] = _mean(step.returns)
+        fields["episode_return_min"] = min(p.value for p in step.returns)
+        fields["episode_return_max"] = max(p.value for p in step.returns)
+    if step.lengths:
+        fields["episode_length_mean"] = _mean(step.lengths)
+    return RolloutPayload(update=update, global_step=global_step, **fields)
+
+
+def update_payload(
+    values: Values, update: int, global_step: int, action_count: int | None
+) -> PPOUpdatePayload | None:
+    """The update at one step; None when it lacks approx_kl or clip_fraction."""
+    if any(name not in values for name in REQUIRED):
+        return None
+    fields: dict[str, Any] = {
+        name: _convert(value, UPDATE_FIELDS[name], name) for name, (value, _) in values.items()
+    }
+    fields.setdefault("early_stopped", False)
+    entropy = fields.get("entropy")
+    if action_count is not None and action_count > 1 and isinstance(entropy, float):
+        fields.setdefault("entropy_normalized", entropy / math.log(action_count))
+    return PPOUpdatePayload(update=update, global_step=global_step, **fields)
+
+
+def _missing(values: Values, step: int) -> AnomalyPayload:
+    absent = " and ".join(name for name in REQUIRED if name not in values)
+    return AnomalyPayload(
+        severity="warning",
+        metric=next(name for name in REQUIRED if name not in values),
+        message=f"TensorBoard step {step} has update figures but no {absent}: "
+        "not imported as an update",
+        global_step=step,
+    )
+
+
+def _latest(times: Iterable[float]) -> float:
+    return max(times, default=-math.inf)
+
+
+def step_events(
+    steps: Mapping[int, Step], mapping: TagMapping, action_count: int | None
+) -> list[Timed]:
+    """Rollouts, updates and warnings in the order the trainer produced them."""
+    out: list[Timed] = []
+    updates, rollout_step = 0, None
+    for step, found in steps.items():
+        rollout = found.rollout or found.returns or found.lengths
+        if rollout and not mapping.updates_logged_late:
+            out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))
+        if found.update:
+            at = rollout_step if mapping.updates_logged_late and rollout_step is not None else step
+            payload = update_payload(found.update, updates, at, action_count)
+            t = _latest(w for _, w in found.update.values())
+            out.append(Timed(t, payload if payload is not None else _missing(found.update, step)))
+            updates += payload is not None
+        if rollout and mapping.updates_logged_late:
+            out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))
+        if rollout:
+            rollout_step = step
+    return _monotone(out)
+
+
+def _step_time(found: Step) -> float:
+    times = [w for _, w in found.rollout.values()]
+    times += [p.wall_time for p in (*found.returns, *found.lengths)]
+    return _latest(times)
+
+
+def _monotone(events: Sequence[Timed]) -> list[Timed]:
+    """Times that never go back (the last of a step's values may precede an earlier
+    event's; a reader takes a step back in time for a logging bug)."""
+    out: list[Timed] = []
+    last = -math.inf
+    for e in events:
+        last = max(last, e.ts)
+        out.append(Timed(last, e.payload))
+    return out
+
+
+def config_values(log: TBLog, mapping: TagMapping) -> dict[str, Any]:
+    """``config.NAME`` tags: the first value, and ``NAME_end`` when the value changed."""
+    config: dict[str, Any] = {}
+    for tag, target in mapping.tags.items():
+        points = log.scalars.get(tag, ())
+        if target.kind != "config" or not points:
+            continue
+        first, last = points[0].value * target.scale, points[-1].value * target.scale
+        config[target.field] = first
+        if last != first:
+            config[f"{target.field}_end"] = last
+    return config
+
+
+def unmapped(log: TBLog, mapping: TagMapping) -> list[str]:
+    """Scalar tags no entry of the mapping names."""
+    return sorted(tag for tag in log.scalars if tag not in mapping.tags)
+
+
+def ignored(log: TBLog, mapping: TagMapping) -> dict[str, str]:
+    """Tags in the log the mapping knows and leaves out, with why."""
+    return {
+        tag: target.reason or "ignored"
+        for tag, target in mapping.tags.items()
+        if target.kind == "ignore" and tag in log.scalars
+    }
+
+
+def mapped(log: TBLog, mapping: TagMapping) -> dict[str, str]:
+    """Tags in the log that were imported, and where to."""
+    return {
+        tag: target.describe()
+        for tag, target in mapping.tags.items()
+        if target.kind != "ignore" and tag in log.scalars
+    }

@@ -1,0 +1,267 @@
+"""Which TensorBoard tag becomes which event-log field: one table per trainer, or a file.
+
+A trainer's table is chosen from the tags a log holds (Stable-Baselines3's ``train/*`` or
+CleanRL's ``losses/*``); a TOML mapping file (``--map``) adds tags or overrides entries, or
+stands alone for any other trainer. A tag's target is one of: a ``ppo_update`` field (one
+value per update, at the step the trainer logged it), a ``rollout`` field (one value per
+rollout), ``episode_return`` / ``episode_length`` (one value per finished episode: counted,
+averaged and ranged per rollout), ``config.NAME`` (a setting: its first value, and
+``NAME_end`` when it changed), or ``ignore`` (known, and deliberately not imported). The
+fields a target may name are derived from the payload types, so a new field is mappable
+as soon as it exists. A value is multiplied by ``scale`` (SB3's ``entropy_loss`` is the
+negative entropy: scale -1). A mapping file::
+
+    trainer = "my-trainer"              # optional: the run's trainer name
+    updates_logged_late = false         # optional: see TagMapping.updates_logged_late
+    kl_estimator = "k3"                 # optional: the estimator approx_kl is (default k3)
+
+    [tags]
+    "ppo/kl" = "approx_kl"
+    "ppo/clip" = "clip_fraction"
+    "ppo/entropy_loss" = { field = "entropy", scale = -1.0 }
+    "episode/return" = "episode_return"
+    "ppo/clip_range" = "config.clip_range"
+    "debug/grad_hist" = "ignore"
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Final, Literal, get_args
+
+import msgspec
+
+from sanctum.run_files import UsageError
+from telemetry.events import PPOUpdatePayload, RolloutPayload
+from telemetry.files import InputFileError, read_toml
+
+TargetKind = Literal["update", "rollout", "episode", "config", "ignore"]
+NumberKind = type[bool] | type[int] | type[float]
+
+
+def _number_fields(payload: type[msgspec.Struct], *skip: str) -> dict[str, NumberKind]:
+    """The numeric (bool, int, float) fields of a payload, with their kind."""
+    found: dict[str, NumberKind] = {}
+    for f in msgspec.structs.fields(payload):
+        kinds = set(get_args(f.type)) or {f.type}
+        kind = next((k for k in (bool, int, float) if k in kinds), None)
+        if kind is not None and f.name not in skip:
+            found[f.name] = kind
+    return found
+
+
+UPDATE_FIELDS: Final = _number_fields(PPOUpdatePayload, "update", "global_step")
+"""``ppo_update`` fields a tag may fill (the index and step come from the log's steps)."""
+ROLLOUT_FIELDS: Final = _number_fields(RolloutPayload, "update", "global_step")
+"""``rollout`` fields a tag may fill."""
+EPISODE_FIELDS: Final = ("episode_return", "episode_length")
+"""One value per finished episode, gathered into the rollout it finished in."""
+REQUIRED: Final = ("approx_kl", "clip_fraction")
+"""The required ``ppo_update`` fields a log must hold (``early_stopped`` is written false
+when no tag holds it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where one tag's values go."""
+
+    kind: TargetKind
+    field: str = ""
+    """The payload field or config key ("" for ``ignore``)."""
+    scale: float = 1.0
+    """Each value is multiplied by it (-1: the trainer logs the negative)."""
+    reason: str = ""
+    """Why an ``ignore`` tag is not imported."""
+
+    def describe(self) -> str:
+        """``entropy (x -1)``, ``config.clip_range``, ``not imported: ...``."""
+        if self.kind == "ignore":
+            return f"not imported: {self.reason}" if self.reason else "not imported"
+        name = f"config.{self.field}" if self.kind == "config" else self.field
+        return name if self.scale == 1.0 else f"{name} (x {self.scale:g})"
+
+
+@dataclass(frozen=True, slots=True)
+class TagMapping:
+    """One trainer's tags and how to read them."""
+
+    name: str
+    """What chose it: ``stable-baselines3``, ``cleanrl`` or a mapping file."""
+    trainer: str
+    """The trainer's name for ``run_started.trainer``."""
+    tags: Mapping[str, Target]
+    updates_logged_late: bool = False
+    """The trainer writes an update's figures with the *next* rollout's (SB3 dumps
+    ``train/*`` after collecting the next rollout): each is the update of the rollout
+    before, and the last update is never written."""
+    kl_estimator: str = "k3"
+    """The estimator the trainer's approx_kl is (k3 for SB3 and CleanRL)."""
+    hyperparameters_tag: str | None = None
+    """A text tag holding the settings as a ``|param|value|`` table (CleanRL's)."""
+    notes: tuple[str, ...] = ()
+    """How the trainer's definitions differ from ours, written into the config."""
+
+    def tags_for(self, field_name: str) -> list[str]:
+        """The tags that fill ``field_name``."""
+        return [tag for tag, t in self.tags.items() if t.field == field_name and t.kind != "config"]
+
+
+def _update(name: str, scale: float = 1.0) -> Target:
+    return Target("update", name, scale)
+
+
+def _ignore(reason: str) -> Target:
+    return Target("ignore", reason=reason)
+
+
+SB3: Final = TagMapping(
+    name="stable-baselines3",
+    trainer="stable-baselines3",
+    tags=MappingProxyType(
+        {
+            "train/approx_kl": _update("approx_kl"),
+            "train/clip_fraction": _update("clip_fraction"),
+            "train/entropy_loss": _update("entropy", -1.0),
+            "train/policy_gradient_loss": _update("policy_loss"),
+            "train/value_loss": _update("value_loss"),
+            "train/explained_variance": _update("explained_variance"),
+            "train/learning_rate": _update("learning_rate"),
+            "train/clip_range": Target("config", "clip_range"),
+            "train/clip_range_vf": Target("config", "clip_range_vf"),
+            "train/loss": _ignore("the last minibatch's loss; total_loss is a mean over them"),
+            "train/std": _ignore("no field in schema 1"),
+            "rollout/ep_rew_mean": Target("rollout", "episode_return_mean"),
+            "rollout/ep_len_mean": Target("rollout", "episode_length_mean"),
+            "time/fps": Target("rollout", "steps_per_second"),
+        }
+    ),
+    updates_logged_late=True,
+    notes=(
+        "SB3 writes an update's train/* figures with the next rollout's: each update's "
+        "global_step is the rollout's it trained on, and the last update is not in the log",
+        "rollout/ep_rew_mean and ep_len_mean are SB3's means over its last 100 episodes, "
+        "written as each rollout's episode_return_mean and episode_length_mean with "
+        "episodes 0: the count of episodes is not logged",
+        "train/value_loss is the mean squared error without the 0.5 (twice sanctum-ppo's)",
+        "time/fps is the steps per second since learn() began",
+    ),
+)
+"""Stable-Baselines3's PPO (as ``telemetry.integrations.sb3`` maps its logger)."""
+
+CLEANRL: Final = TagMapping(
+    name="cleanrl",
+    trainer="cleanrl-ppo",
+    tags=MappingProxyType(
+        {
+            "losses/approx_kl": _update("approx_kl"),
+            "losses/clipfrac": _update("clip_fraction"),
+            "losses/entropy": _update("entropy"),
+            "losses/policy_loss": _update("policy_loss"),
+            "losses/value_loss": _update("value_loss"),
+            "losses/explained_variance": _update("explained_variance"),
+            "charts/learning_rate": _update("learning_rate"),
+            "losses/old_approx_kl": _ignore("the k1 estimator; no field in schema 1"),
+            "charts/episodic_return": Target("episode", "episode_return"),
+            "charts/episodic_length": Target("episode", "episode_length"),
+            "charts/SPS": Target("rollout", "steps_per_second"),
+        }
+    ),
+    hyperparameters_tag="hyperparameters/text_summary",
+    notes=(
+        "losses/approx_kl, policy_loss, value_loss and entropy are the last minibatch's "
+        "values (approx_kl: of the last epoch that ran), not means over the update",
+        "charts/SPS is the steps per second since the run began",
+    ),
+)
+"""CleanRL's ``ppo.py`` family (as ``telemetry.integrations.cleanrl`` maps its variables)."""
+
+TABLES: Final = (SB3, CLEANRL)
+
+
+def detect(tags: Collection[str]) -> TagMapping | None:
+    """The trainer whose required tags (approx_kl and clip_fraction) the log holds."""
+    for table in TABLES:
+        if all(any(t in tags for t in table.tags_for(name)) for name in REQUIRED):
+            return table
+    return None
+
+
+def target_of(name: str, scale: float = 1.0) -> Target | None:
+    """The target a mapping file names: a field, ``config.NAME`` or ``ignore``."""
+    if name == "ignore":
+        return _ignore("ignored by the mapping file")
+    if name.startswith("config.") and len(name) > len("config."):
+        return Target("config", name.removeprefix("config."), scale)
+    if name in UPDATE_FIELDS:
+        return Target("update", name, scale)
+    if name in ROLLOUT_FIELDS:
+        return Target("rollout", name, scale)
+    if name in EPISODE_FIELDS:
+        return Target("episode", name, scale)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class MapFile:
+    """What a ``--map`` file says."""
+
+    path: Path
+    tags: Mapping[str, Target]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    """``trainer``, ``updates_logged_late``, ``kl_estimator`` when given."""
+
+
+_SETTINGS: Final = {"trainer": str, "updates_logged_late": bool, "kl_estimator": str}
+
+
+def _entry(path: Path, tag: str, entry: object) -> Target:
+    where = f"{path}: tags.{tag!r}"
+    if isinstance(entry, str):
+        entry = {"field": entry}
+    if not isinstance(entry, dict) or not isinstance(entry.get("field"), str):
+        raise UsageError(f'{where}: give a field name or {{ field = "...", scale = -1.0 }}')
+    if set(entry) - {"field", "scale"}:
+        raise UsageError(f"{where}: unknown keys {sorted(set(entry) - {'field', 'scale'})}")
+    scale = entry.get("scale", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not math.isfinite(scale):
+        raise UsageError(f"{where}: scale must be a finite number, got {scale!r}")
+    target = target_of(entry["field"], float(scale))
+    if target is None:
+        raise UsageError(
+            f"{where}: {entry['field']!r} is not a ppo_update or rollout field, "
+            f"{' or '.join(EPISODE_FIELDS)}, config.NAME or ignore"
+        )
+    return target
+
+
+def load_map(path: Path) -> MapFile:
+    """Read a mapping file; UsageError naming the file and key when it is unusable."""
+    try:  # the one opener: a regular file, 1 MiB at most, nested 16 deep at most
+        doc = read_toml(path, "mapping file")
+    except InputFileError as exc:
+        raise UsageError(str(exc)) from None
+    tags = doc.pop("tags", {})
+    if not isinstance(tags, dict):
+        raise UsageError(f"{path}: tags must be a table of tag = field")
+    for key, value in doc.items():
+        if key not in _SETTINGS:
+            raise UsageError(f"{path}: unknown key {key!r} (known: tags, {', '.join(_SETTINGS)})")
+        if not isinstance(value, _SETTINGS[key]):
+            raise UsageError(f"{path}: {key} must be a {_SETTINGS[key].__name__}, got {value!r}")
+    return MapFile(path, {tag: _entry(path, tag, e) for tag, e in tags.items()}, doc)
+
+
+def with_file(base: TagMapping | None, file: MapFile) -> TagMapping:
+    """``base`` (or nothing) with the file's tags added over it and its settings applied."""
+    name = f"mapping file {file.path.name}"
+    start = base or TagMapping(name=name, trainer="unknown", tags={})
+    merged = replace(
+        start,
+        name=name if base is None else f"{base.name} + {name}",
+        tags=MappingProxyType({**start.tags, **file.tags}),
+    )
+    return replace(merged, **dict(file.settings))

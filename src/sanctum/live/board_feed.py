@@ -1,0 +1,292 @@
+"""The reading loop behind the run table: every run's log folded, one frozen board a frame.
+
+One thread follows all the runs (a reader and an aggregator each: the same fold as the
+single-run dashboard, ``check`` and ``summary``) and hands the UI a :class:`Board`: a row
+per run, the groups of seeds, the chosen metric of every run for the overlay, and the
+full :class:`~sanctum.model.snapshot.SanctumSnapshot` of the one run whose full view is open.
+A full snapshot costs about a millisecond per run, so the table is built from each
+aggregator's run facts and health alone, and only the focused run gets one.
+
+Cost is bounded by frames, not by events: while logs grow, the runs are read once per
+frame (``frame_seconds``) and a board is posted only when the UI took the previous one,
+so ten runs writing twenty updates a second each make about six boards a second, each holding
+everything read until then. While the logs are quiet they are polled every
+``poll_interval``, and the first new line is posted at once. With nothing new, a board is
+still posted every ``tick_seconds``, so a silent run turns STALE on screen.
+There is no Textual here: the loop is driven with plain callables.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds
+from sanctum.live.pacing import (
+    POLL_INTERVAL,
+    REFRESH_SECONDS,
+    TICK_SECONDS,
+    FeedCallbacks,
+    Handshake,
+    Severity,
+)
+from sanctum.metrics import KL_METRIC
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.board import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
+from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.model.state import SERIES_LEN, TamiyoState
+from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader
+
+EPISODE_RETURN: Final = "episode_return"
+"""The overlay of the mean return of each rollout that finished an episode."""
+OVERLAY_METRICS: Final = (
+    KL_METRIC,
+    EPISODE_RETURN,
+    "clip_fraction",
+    "entropy",
+    "explained_variance",
+    "value_loss",
+    "grad_norm",
+)
+"""What ``o`` cycles through, in this order."""
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayLine:
+    """One run's values of the overlay metric, by update, oldest first."""
+
+    updates: tuple[int, ...] = ()
+    values: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """Everything the run table, the overlay and the full view show, at time ``now``."""
+
+    generation: int
+    now: float
+    rows: tuple[RunRow, ...]
+    groups: tuple[GroupRow, ...]
+    group_of: tuple[int, ...]
+    """Each run's index in ``groups``."""
+    metric: str
+    """The overlay metric."""
+    lines: tuple[OverlayLine, ...]
+    """The overlay metric of each run, in table order."""
+    focus: int | None
+    """The run whose full view is open."""
+    snapshot: SanctumSnapshot | None
+    """The full snapshot of ``focus``."""
+    thresholds: Thresholds
+
+
+class RunFollower:
+    """One run: its reader, its aggregator, and its episode returns by update."""
+
+    def __init__(
+        self, path: Path, label: str, thresholds: Thresholds, fail_on: Level = Level.CRITICAL
+    ) -> None:
+        self.path = path
+        self.label = label
+        self.reader = EventLogReader(path)
+        self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
+        self._fail_on = fail_on
+        self.problem: str | None = None
+        """Why the log cannot be followed (it is no longer read)."""
+        self._column: _Column | None = None
+        self._group: tuple[object, str | None] = (None, None)
+        """The config the group key was computed for, and the key."""
+
+    def read(self) -> tuple[bool, list[tuple[str, Severity]]]:
+        """Fold what was appended: (anything changed, notices for a human)."""
+        if self.problem is not None:
+            return False, []
+        try:
+            batch = self.reader.read_new()
+        except EventLogNotFound:
+            return False, []
+        except EventLogError as exc:  # unreadable, or a newer schema: nothing to follow
+            self.problem = str(exc)
+            return True, [(self.problem, "error")]
+        if not batch:
+            return False, []
+        try:
+            self.aggregator.handle_batch(batch)
+        except Exception as exc:  # noqa: BLE001 - a bug folding one log costs its row only
+            self.problem = f"cannot fold this log: {type(exc).__name__}: {exc}"
+            self.aggregator = SanctumAggregator(self.aggregator.thresholds, fail_on=self._fail_on)
+            return True, [(f"{self.label}: {self.problem}", "error")]
+        return True, [] if batch.reset is None else [(f"{self.label}: {batch.reset}", "warning")]
+
+    def row(self, now: float) -> RunRow:
+        """The run's row at time ``now``."""
+        agg = self.aggregator
+        judge = agg.judge
+        stats = judge.stats[KL_METRIC]
+        kl = worst_kl(judge.rules.get(KL_METRIC), stats.maximum, stats.nonfinite)
+        latest = agg.tamiyo.latest
+        update = None if latest is None else latest.update
+        run = agg.run.snapshot()
+        if self._group[0] is not run.config:  # a run's config is written once: key it once
+            self._group = (run.config, group_key(run.env_id, run.config))
+        return run_row(
+            self.label,
+            run,
+            agg.run_verdict(now),
+            update,
+            kl,
+            now,
+            agg.thresholds,
+            self.problem,
+            group=self._group[1],
+        )
+
+    def line(self, metric: str) -> OverlayLine:
+        """The run's values of ``metric`` over the updates it keeps (cut from each update
+        once: a frame reads only the updates that arrived since the last)."""
+        if metric == EPISODE_RETURN:  # the aggregator's own fold of the rollouts
+            run = self.aggregator.run
+            return _rising(run.episode_return_updates, run.episode_return_series)
+        tamiyo = self.aggregator.tamiyo
+        column = self._column
+        if column is None or column.metric != metric or column.tamiyo is not tamiyo:
+            column = self._column = _Column(metric, tamiyo)
+        new = min(tamiyo.updates_seen - column.seen, len(tamiyo.series))
+        if new > 0:
+            for payload in list(itertools.islice(reversed(tamiyo.series), new))[::-1]:
+                if column.updates and payload.update <= column.updates[-1]:
+                    continue  # an update index going back: a logging bug, not a point
+                column.updates.append(payload.update)
+                column.values.append(getattr(payload, metric))
+            column.seen = tamiyo.updates_seen
+        return OverlayLine(tuple(column.updates), tuple(column.values))
+
+
+@dataclass
+class _Column:
+    """One metric of one run's updates, kept as the run's series is (SERIES_LEN)."""
+
+    metric: str
+    tamiyo: TamiyoState
+    seen: int = 0
+    """``tamiyo.updates_seen`` when the column was last extended."""
+    updates: deque[int] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+    values: deque[float | None] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
+
+
+def _rising(updates: Iterable[int], values: Iterable[float]) -> OverlayLine:
+    """The points whose update index rises: one going back is a logging bug (the verdict
+    says so), not a point to draw."""
+    kept_updates: list[int] = []
+    kept_values: list[float] = []
+    for update, value in zip(updates, values, strict=True):
+        if not kept_updates or update > kept_updates[-1]:
+            kept_updates.append(update)
+            kept_values.append(value)
+    return OverlayLine(tuple(kept_updates), tuple(kept_values))
+
+
+class RunsFeed(Handshake):
+    """Follows the event logs at ``paths`` (named ``labels``) into boards."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        labels: Sequence[str],
+        thresholds: Thresholds,
+        *,
+        clock: Callable[[], float] = time.time,
+        poll_interval: float = POLL_INTERVAL,
+        frame_seconds: float = REFRESH_SECONDS,
+        tick_seconds: float = TICK_SECONDS,
+        fail_on: Level = Level.CRITICAL,
+    ) -> None:
+        super().__init__()
+        self.followers = [
+            RunFollower(path, label, thresholds, fail_on)
+            for path, label in zip(paths, labels, strict=True)
+        ]
+        self.thresholds = thresholds
+        self.poll_interval = poll_interval
+        self.frame_seconds = frame_seconds
+        self.tick_seconds = tick_seconds
+        self._clock = clock
+        self.metric = OVERLAY_METRICS[0]
+        """The overlay metric (the UI sets it through :meth:`show_metric`)."""
+        self.focus: int | None = None
+        """The run whose full snapshot each board holds (set through :meth:`show_run`)."""
+        self._generation = itertools.count(1)
+        self._wanted = True  # the first board is owed at once
+        self._dirty = False
+
+    def taken(self) -> None:
+        """The UI drew the last board: the next one may be posted (at the next look, so
+        that a frame's reads are not split by the UI finishing the previous one)."""
+        self._ui_free.set()
+
+    def show_metric(self, metric: str) -> None:
+        """Overlay ``metric`` from the next board on, which is posted at once."""
+        self.metric = metric
+        self._want()
+
+    def show_run(self, index: int | None) -> None:
+        """Hold the full snapshot of run ``index`` (None: of none) from the next board on."""
+        self.focus = index
+        self._want()
+
+    def _want(self) -> None:
+        self._wanted = True
+        self._wake.set()
+
+    def run(self, callbacks: FeedCallbacks[Board]) -> None:
+        """Read and post boards until ``callbacks.stopped()``."""
+        next_frame = last_board = -float("inf")
+        while not callbacks.stopped():
+            changed = self._read_all(callbacks)
+            self._dirty = self._dirty or changed
+            now = time.monotonic()
+            wanted = self._dirty or self._wanted or now >= last_board + self.tick_seconds
+            if wanted and now >= next_frame and self._ui_free.is_set():
+                self._ui_free.clear()
+                self._dirty = self._wanted = False
+                callbacks.publish(self.board())
+                last_board, next_frame = now, now + self.frame_seconds
+            busy = changed or self._dirty  # read again just before the next frame
+            self._nap(max(self.poll_interval, next_frame - now) if busy else self.poll_interval)
+
+    def _read_all(self, callbacks: FeedCallbacks[Board]) -> bool:
+        changed = False
+        for follower in self.followers:
+            news, notices = follower.read()
+            changed = changed or news
+            for text, severity in notices:
+                callbacks.notice(text, severity)
+        return changed
+
+    def board(self) -> Board:
+        """The board now (called by the reading thread, which owns the aggregators)."""
+        now = self._clock()
+        rows = tuple(f.row(now) for f in self.followers)
+        groups, group_of = group_rows(rows)
+        metric, focus = self.metric, self.focus
+        if focus is not None and not 0 <= focus < len(self.followers):
+            focus = None
+        snapshot = None if focus is None else self.followers[focus].aggregator.snapshot(now)
+        return Board(
+            generation=next(self._generation),
+            now=now,
+            rows=rows,
+            groups=groups,
+            group_of=group_of,
+            metric=metric,
+            lines=tuple(f.line(metric) for f in self.followers),
+            focus=focus,
+            snapshot=snapshot,
+            thresholds=self.thresholds,
+        )

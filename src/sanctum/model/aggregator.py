@@ -1,0 +1,589 @@
+"""Folds events into run state and hands out frozen snapshots.
+
+``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
+writes and three appends). Updates are judged in batches: they wait in a list until the
+end of the reader's batch, or until a snapshot or the health report is asked for, and
+then go through the :class:`~sanctum.health.judge.HealthJudge` column by column. Everything
+per-metric for the screen happens in ``snapshot``, cached until the next update arrives.
+No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
+
+The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made here too, from the rows
+``sanctum check`` prints (:mod:`sanctum.model.verdict`), so every view says what ``check`` says.
+A stall is a silence longer than the run's own pace allows: ``stall_pace`` times the
+median of the recent intervals between its updates and heartbeats (its progress events:
+a rollout and the update it feeds come together, so counting every event would halve the
+pace), and never less than ``stall_seconds``. Until the run has a pace (a few intervals)
+no silence is judged a stall: a large model may load for minutes before its first update.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from sanctum.formatting import format_anomaly, plural
+from sanctum.health.judge import HealthJudge
+from sanctum.health.levels import HealthReport, Level, health_report
+from sanctum.health.rule_judge import RollingWindow
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.metrics import PPO_METRICS
+from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
+from sanctum.model.snapshot import (
+    MetricSnapshot,
+    SanctumSnapshot,
+    SkipCounts,
+    TimelineEntry,
+    connection_of,
+)
+from sanctum.model.state import (
+    HISTORY_LEN,
+    SERIES_LEN,
+    TIMELINE_LEN,
+    RunState,
+    TamiyoState,
+    early_stop_text,
+    max_kl_of,
+    metric_columns,
+    total_steps_of,
+)
+from sanctum.model.trend import least_squares_slope, trend_of
+from sanctum.model.verdict import (
+    PENDING,
+    RunVerdict,
+    judge_rows,
+    over_words,
+    seconds_text,
+    verdict_of,
+)
+from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
+from telemetry.events import (
+    Anomaly,
+    AnomalyPayload,
+    Event,
+    Heartbeat,
+    PPOUpdate,
+    PPOUpdatePayload,
+    Rollout,
+    RolloutPayload,
+    RunFinished,
+    RunFinishedPayload,
+    RunStarted,
+    RunStartedPayload,
+)
+
+BUG_LABEL, STALL_LABEL = "Bug", "Stall"
+"""Verdict labels of the run-wide checks: a value out of its possible range, a stall."""
+
+_FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
+
+PACE_WINDOW: Final = 25
+"""Intervals between progress events the pace is the median of: the recent ones, so a run
+whose pace changes is judged by its recent pace."""
+PACE_MIN_INTERVALS: Final = 3
+"""Intervals it takes before a run has a pace, and so before a silence can be a stall."""
+FOREIGN_KEPT: Final = 10
+"""Run ids of foreign events named one by one (all such events are counted)."""
+SOURCE_UNREAD: Final = "source_unread"
+"""``run_started.config`` key where an import lists what it could not read of its source
+(one line each); ``sanctum check`` fails such a run unless ``--allow-skipped``."""
+SOURCE_UNREAD_KEPT: Final = 100
+"""Entries of ``source_unread`` kept (a hostile config may hold millions)."""
+
+
+def may_be_an_update(skip: SkipClass) -> bool:
+    """A skipped line (of this class) that says it is a ``ppo_update``, or says nothing of
+    what it is."""
+    return skip == ("malformed", None) or skip == ("malformed", "ppo_update")
+
+
+def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """What an import says it could not read of its source (``config.source_unread``): its
+    lines; a value of another shape is itself a loss the gate cannot vouch for."""
+    value = config.get(SOURCE_UNREAD)
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(x, str) for x in value[:SOURCE_UNREAD_KEPT]):
+        more = len(value) - SOURCE_UNREAD_KEPT
+        return tuple(value[:SOURCE_UNREAD_KEPT]) + ((f"... and {more} more",) if more > 0 else ())
+    return (f"config.{SOURCE_UNREAD} is not a list of lines ({type(value).__name__})",)
+
+
+def new_run_reason(run_id: str) -> str:
+    """Why the state started over at a ``run_started`` of another run in the same log."""
+    return f"a new run {run_id} started in the same log"
+
+
+class SanctumAggregator:
+    """The one place events become state. Not thread-safe: one reader thread owns it."""
+
+    def __init__(
+        self,
+        thresholds: Thresholds = DEFAULT_THRESHOLDS,
+        history_len: int = HISTORY_LEN,
+        series_len: int = SERIES_LEN,
+        timeline_len: int = TIMELINE_LEN,
+        fail_on: Level = Level.CRITICAL,
+    ) -> None:
+        self.thresholds = thresholds
+        self.fail_on = fail_on
+        """The level at which a rule fails the run's verdict (``check --fail-on``)."""
+        self._history_len = history_len
+        self._series_len = series_len
+        self.timeline: deque[TimelineEntry] = deque(maxlen=timeline_len)
+        self.malformed = 0
+        self.unknown_kind = 0
+        self.resets = 0
+        self.last_reset: str | None = None
+        self.skipped_lines: list[SkippedLine] = []
+        """The first SKIPPED_KEPT lines the reader skipped (all are counted)."""
+        self.unreadable: list[SkippedLine] = []
+        """The first SKIPPED_KEPT skipped lines that may have been a ``ppo_update`` (one
+        that says so, or one that could not even say its type): updates not judged."""
+        self.unreadable_total = 0
+        self.earlier_runs: list[EarlierRun] = []
+        """Runs forgotten because the log started over after them, oldest first."""
+        self._clear()
+
+    def _clear(self) -> None:
+        self.tamiyo = TamiyoState(self._history_len, self._series_len)
+        self.run = RunState()
+        self.judge = HealthJudge(self.thresholds)
+        self.records = RunRecords()
+        self._unjudged: list[PPOUpdatePayload] = []
+        self._cache_key: tuple[int, int] | None = None
+        self._cached: (
+            tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]] | None
+        ) = None
+        self._pace = RollingWindow(PACE_WINDOW)
+        self._last_progress: float | None = None
+        """``ts`` of the latest update or heartbeat (the pace is measured between them)."""
+        self._stalled_since_progress = False
+        """A stall ended after the latest progress event: the interval that spans it is
+        left out of the pace (as a critical value is left out of a rule's baseline)."""
+        self._verdict_key: tuple[object, ...] | None = None
+        self._verdict: RunVerdict = PENDING
+        self._before_start: dict[str, int] = {}
+        """Run ids of the events before the run's ``run_started`` (the first FOREIGN_KEPT):
+        those of another run are foreign once it starts."""
+
+    def reset(self, reason: str, new_run: bool = False) -> None:
+        """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
+        the event log and skip counts, and remember the run in ``earlier_runs``."""
+        self.judge_pending()
+        self.earlier_runs.append(EarlierRun(self.run.run_id, self.run.updates, reason, new_run))
+        self._clear()
+        self.resets += 1
+        self.last_reset = reason
+        self.timeline.append(TimelineEntry("reset", Level.WARNING, reason))
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def handle_batch(self, batch: ReadBatch) -> None:
+        """Fold one reader batch: a reset first, then its events, then its skipped lines."""
+        if batch.reset is not None:
+            self.reset(batch.reset)
+        for event in batch.events:
+            self.handle(event)
+        for line in batch.skipped:
+            self._count_skipped(line.skip_class, 1)
+            if len(self.skipped_lines) < SKIPPED_KEPT:
+                self.skipped_lines.append(line)
+            if may_be_an_update(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
+                self.unreadable.append(line)
+        for skip, count in batch.unlisted.items():  # past the reader's cap: counted only
+            self._count_skipped(skip, count)
+        if n := batch.skipped_count:
+            first = batch.skipped[0] if batch.skipped else None
+            text = plural(n, "line") + " skipped"
+            if first is not None:
+                text += f" from line {first.line_no}: {first.detail}"
+            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
+        self.judge_pending()
+
+    def _count_skipped(self, skip: SkipClass, count: int) -> None:
+        if skip[0] == "malformed":
+            self.malformed += count
+        else:
+            self.unknown_kind += count
+        self.run.skipped_lines += count
+        if may_be_an_update(skip):
+            self.unreadable_total += count
+
+    def judge_pending(self) -> None:
+        """Judge the updates folded since the last call, in one batch."""
+        if not self._unjudged:
+            return
+        updates, columns = metric_columns(self._unjudged)
+        steps = [p.global_step for p in self._unjudged]
+        self._unjudged = []
+        violations = self.judge.fold(updates, columns, steps)
+        for v in violations[:3]:
+            self.timeline.append(
+                TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
+            )
+        if len(violations) > 3:
+            more = len(violations) - 3
+            self.timeline.append(
+                TimelineEntry(
+                    "bug", Level.CRITICAL, f"logging bug: {more} more value(s) out of range"
+                )
+            )
+
+    def handle(self, event: Event) -> None:
+        """Fold one event of any kind.
+
+        An event of another run (other than the ``run_started`` that begins a new run) is
+        not this run's and is left out; time and steps never move backwards in the state
+        (a value that does is a logging bug, which the judge reports).
+        """
+        run = self.run
+        if event.run_id != run.run_id and run.run_id is not None and type(event) is not RunStarted:
+            self._foreign(event)
+            return
+        if run.run_id is None and type(event) is not RunStarted:
+            early = self._before_start
+            if event.run_id in early or len(early) < FOREIGN_KEPT:
+                early[event.run_id] = early.get(event.run_id, 0) + 1
+        run.events += 1
+        last = run.last_event_ts
+        silent = 0.0 if last is None else event.ts - last
+        if silent > self.thresholds.stall_seconds and run.status == "running":
+            limit = self.stall_limit()
+            if limit is not None and silent > limit:
+                self._stall(silent, event)
+        if last is None or event.ts > last:
+            run.last_event_ts = event.ts
+        if run.last_seq is not None and event.seq > run.last_seq + 1:
+            self._gap(run.last_seq, event)
+        run.last_seq = event.seq
+        if run.status is None:
+            run.status = "running"
+        match event:
+            case PPOUpdate(payload=p):
+                self._ppo_update(p, event)
+            case Rollout(payload=p):
+                self._rollout(p)
+            case Heartbeat(payload=p):
+                self._advance(p.global_step)
+                self._progress(event.ts)
+            case Anomaly(payload=p):
+                self._anomaly(p, event)
+            case RunStarted(payload=p):
+                self._run_started(p, event)
+            case RunFinished(payload=p):
+                self._run_finished(p, event)
+
+    def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
+        self.tamiyo.record(p)
+        self._unjudged.append(p)
+        if self.run.first_update_index is None:
+            self.run.first_update_index = p.update
+        self.run.updates += 1
+        self._advance(p.global_step)
+        self._progress(event.ts)
+        if p.early_stopped:
+            text = early_stop_text(p)
+            self.records.early_stop(p.update, text)
+            self.timeline.append(
+                TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
+            )
+
+    def _advance(self, global_step: int | None) -> None:
+        """Progress moves forward only."""
+        run = self.run
+        if global_step is not None and (run.global_step is None or global_step > run.global_step):
+            run.global_step = global_step
+
+    def _progress(self, ts: float) -> None:
+        """An update or a heartbeat at ``ts``: the interval since the last one joins the
+        pace (unless a stall ended within it, or the clock went back)."""
+        last = self._last_progress
+        if last is not None and not self._stalled_since_progress:
+            interval = ts - last
+            if interval >= 0 and math.isfinite(interval):
+                self._pace.push(interval)
+        self._stalled_since_progress = False
+        if last is None or ts > last:
+            self._last_progress = ts
+
+    @property
+    def pace(self) -> float | None:
+        """The median of the recent intervals between updates and heartbeats, in seconds;
+        None until there are PACE_MIN_INTERVALS of them."""
+        if len(self._pace) < PACE_MIN_INTERVALS:
+            return None
+        return self._pace.median()
+
+    def stall_limit(self) -> float | None:
+        """The longest silence that is not a stall: ``stall_pace`` times the run's pace,
+        at least ``stall_seconds``; None while the run has no pace (no stall is judged)."""
+        pace = self.pace
+        if pace is None:
+            return None
+        return max(self.thresholds.stall_seconds, self.thresholds.stall_pace * pace)
+
+    def is_live(self, now: float | None) -> bool:
+        """Whether the run may still be written at time ``now``: no ``run_finished`` yet,
+        and silent no longer than its stall limit (``stall_seconds`` before it has a
+        pace). A log silent longer was cut off, or its trainer hangs."""
+        run = self.run
+        if run.status != "running" or now is None or run.last_event_ts is None:
+            return False
+        limit = self.stall_limit()
+        if limit is None:
+            limit = self.thresholds.stall_seconds
+        return now - run.last_event_ts <= limit
+
+    def _foreign(self, event: Event) -> None:
+        first = not self.run.foreign_events
+        self._count_foreign(event.run_id, 1)
+        if first:
+            text = (
+                f"an event of another run ({event.run_id}, seq {event.seq}) is in this log: "
+                "events of other runs are left out, and fail the run's verdict"
+            )
+            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text, event.ts, event.seq))
+
+    def _count_foreign(self, run_id: str, count: int) -> None:
+        run = self.run
+        run.foreign_events += count
+        runs = dict(run.foreign_runs)
+        if run_id in runs or len(runs) < FOREIGN_KEPT:
+            runs[run_id] = runs.get(run_id, 0) + count
+            run.foreign_runs = tuple(runs.items())
+
+    def _rollout(self, p: RolloutPayload) -> None:
+        run = self.run
+        self._advance(p.global_step)
+        if p.steps_per_second is not None:
+            run.steps_per_second = p.steps_per_second
+        run.episodes += p.episodes
+        if p.episode_return_mean is not None:  # a rollout without a finished episode says nothing
+            self.records.episode_return(p.episode_return_mean)
+            run.episode_return = p.episode_return_mean
+            run.episode_return_min = p.episode_return_min
+            run.episode_return_max = p.episode_return_max
+            run.episode_length = p.episode_length_mean
+            run.episode_returns.append(p.episode_return_mean)
+            run.episode_return_series.append(p.episode_return_mean)
+            run.episode_return_updates.append(p.update)
+
+    def _anomaly(self, p: AnomalyPayload, event: Anomaly) -> None:
+        if p.severity == "critical":
+            self.run.anomalies_critical += 1
+        else:
+            self.run.anomalies_warning += 1
+        if p.global_step is not None:
+            self.run.global_step = p.global_step
+        self.records.anomaly(AnomalyRecord(p.update, p.severity, p.metric, p.value, p.message))
+        level = Level.CRITICAL if p.severity == "critical" else Level.WARNING
+        text = format_anomaly(p.metric, p.value, p.message)
+        self.timeline.append(TimelineEntry("anomaly", level, text, event.ts, event.seq, p.update))
+
+    def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
+        if self.run.run_id is not None and self.run.run_id != event.run_id:
+            self.reset(new_run_reason(event.run_id), new_run=True)
+            self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
+        run = self.run
+        if run.run_id is None:  # events of another run id came before it: not its own
+            for run_id, count in self._before_start.items():
+                if run_id != event.run_id:
+                    self._count_foreign(run_id, count)
+        run.run_id = event.run_id
+        run.env_id = p.env_id
+        run.trainer = f"{p.trainer.name} {p.trainer.version}".strip()
+        run.seed = p.seed
+        run.schema = p.schema
+        run.config = MappingProxyType(dict(p.config))
+        run.started_ts = event.ts
+        run.total_steps = total_steps_of(p.config)
+        run.source_unread = source_unread_of(p.config)
+        self.tamiyo.max_kl = max_kl_of(p.config)
+        self.judge.configure(p.config)
+        details = ", ".join(
+            f"{k} {v}"
+            for k, v in (("env", p.env_id), ("seed", p.seed), ("trainer", run.trainer))
+            if v is not None
+        )
+        self.timeline.append(
+            TimelineEntry(
+                "start",
+                Level.HEALTHY,
+                f"run {event.run_id} started ({details})",
+                event.ts,
+                event.seq,
+            )
+        )
+
+    def _run_finished(self, p: RunFinishedPayload, event: RunFinished) -> None:
+        run = self.run
+        run.status = p.status
+        run.reason = p.reason
+        if p.updates is not None:
+            run.reported_updates = p.updates
+        if p.status == "failed":
+            run.failures_reported += 1
+            if run.failures_reported == 1:
+                run.first_failure = p.reason or ""
+        run.finished_ts = event.ts
+        run.duration_seconds = p.duration_seconds
+        self._advance(p.global_step)
+        text = f"run {p.status}" + (f": {p.reason}" if p.reason else "")
+        self.timeline.append(
+            TimelineEntry("finish", _FINISH_LEVEL[p.status], text, event.ts, event.seq)
+        )
+
+    def _stall(self, seconds: float, event: Event) -> None:
+        run = self.run
+        run.stalls += 1
+        latest = self.tamiyo.latest
+        update = 0 if latest is None else latest.update + 1
+        if run.first_stall_update is None:
+            run.first_stall_update = update
+        pace = self.pace
+        if run.longest_stall is None or seconds >= run.longest_stall:
+            run.longest_stall_pace = pace
+        run.longest_stall = max(seconds, run.longest_stall or 0.0)
+        self._stalled_since_progress = True
+        text = (
+            f"stall: no event for {seconds_text(seconds)} during update {update}, "
+            f"{over_words(self.thresholds, pace)}"
+        )
+        self.timeline.append(
+            TimelineEntry("stall", Level.CRITICAL, text, event.ts, event.seq, update)
+        )
+
+    def _gap(self, last_seq: int, event: Event) -> None:
+        run = self.run
+        run.seq_gaps += 1
+        missing = event.seq - last_seq - 1
+        run.seq_missing += missing
+        if run.first_gap_seq is None:
+            run.first_gap_seq = event.seq
+        if missing == 1 and isinstance(event, RunFinished) and event.payload.status == "failed":
+            run.refused += 1  # the write a full disk refused, the trainer's last but one
+        self.timeline.append(
+            TimelineEntry(
+                "gap",
+                Level.WARNING,
+                f"{plural(missing, 'event')} missing before seq {event.seq}",
+                event.ts,
+                event.seq,
+            )
+        )
+
+    # -- snapshot --------------------------------------------------------------------------
+
+    def health(self, now: float | None = None) -> HealthReport:
+        """The health report at the latest update (PENDING before the first): what happens
+        now. With ``now``, an unfinished run silent past its stall limit has stalled."""
+        self.judge_pending()
+        checks: dict[str, tuple[str, Level]] = {}
+        if self.judge.latest_violations:
+            checks["bug"] = (BUG_LABEL, Level.CRITICAL)
+        run = self.run
+        limit = self.stall_limit()
+        if (
+            run.status == "running"
+            and now is not None
+            and run.last_event_ts is not None
+            and limit is not None
+            and now - run.last_event_ts > limit
+        ):
+            checks["stall"] = (STALL_LABEL, Level.CRITICAL)
+        return health_report(self.judge.levels(self.tamiyo.values()), self.thresholds, checks)
+
+    def run_verdict(self, now: float | None = None, fail_on: Level | None = None) -> RunVerdict:
+        """The run's verdict (``sanctum check``'s, under ``fail_on``, default the
+        aggregator's): a live run at ``now`` (see :meth:`is_live`) is judged so far, as
+        ``check --allow-unfinished`` judges it; any other as ``check`` does. Cached until an
+        event arrives or the run stops being live."""
+        self.judge_pending()
+        fail_on = self.fail_on if fail_on is None else fail_on
+        run = self.run
+        if run.status is None:
+            return PENDING
+        live = self.is_live(now)
+        key = (
+            id(run),
+            run.events,
+            run.foreign_events,
+            run.skipped_lines,
+            self.unreadable_total,
+            live,
+            fail_on,
+        )
+        if key != self._verdict_key:
+            rows = judge_rows(self, fail_on, allow_unfinished=live)
+            self._verdict, self._verdict_key = verdict_of(rows, so_far=live), key
+        return self._verdict
+
+    def snapshot(self, now: float) -> SanctumSnapshot:
+        """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
+        health = self.health(now)
+        metrics, history_updates, series_updates = self._metrics(health)
+        tamiyo = self.tamiyo
+        run = self.run.snapshot()
+        return SanctumSnapshot(
+            now=now,
+            connection=connection_of(run, now, self.thresholds.stale_seconds),
+            run=run,
+            update=None if tamiyo.latest is None else tamiyo.latest.update,
+            metrics=metrics,
+            history_updates=history_updates,
+            series_updates=series_updates,
+            health=health,
+            run_verdict=self.run_verdict(now),
+            return_direction=trend_of(run.episode_returns),
+            early_stops=tamiyo.early_stops,
+            last_early_stop_reason=tamiyo.last_early_stop_reason,
+            policy_drift_rate=tamiyo.policy_drift_rate,
+            trust_region_health=tamiyo.trust_region_health,
+            max_kl=tamiyo.max_kl,
+            timeline=tuple(self.timeline),
+            skipped=SkipCounts(
+                self.malformed,
+                self.unknown_kind,
+                self.resets,
+                self.last_reset,
+                tuple(self.skipped_lines),
+            ),
+            thresholds=self.thresholds,
+        )
+
+    def _metrics(
+        self, health: HealthReport
+    ) -> tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]]:
+        """Per-metric columns and judgements, recomputed only when an update arrived."""
+        tamiyo = self.tamiyo
+        key = (id(tamiyo), tamiyo.updates_seen)
+        if self._cached is not None and key == self._cache_key:
+            return self._cached
+        history_updates, history = metric_columns(tamiyo.history)
+        series_updates, series = tamiyo.series_columns()
+        judges = self.judge.rules
+        metrics = {}
+        for m in PPO_METRICS:
+            judged = judges[m].latest if m in judges else None
+            metrics[m] = MetricSnapshot(
+                name=m,
+                value=history[m][-1] if history[m] else None,
+                history=history[m],
+                series=series[m],
+                level=health.level(m),
+                trend=least_squares_slope(history_updates, history[m]),
+                direction=trend_of(history[m]),
+                statistic=None if judged is None else judged.statistic,
+                note=None if judged is None else judged.note,
+            )
+        self._cache_key = key
+        self._cached = (MappingProxyType(metrics), history_updates, series_updates)
+        return self._cached
+
+
+def empty_snapshot(now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> SanctumSnapshot:
+    """The snapshot before any event: WAITING, every metric pending."""
+    return SanctumAggregator(thresholds).snapshot(now)

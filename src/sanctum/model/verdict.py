@@ -1,0 +1,520 @@
+"""The verdict on a run: every check of ``sanctum check`` as rows, and the one word every
+view shows (docs/design.md, section 6).
+
+A run has one verdict, computed once, here, from the judged run the aggregator holds:
+each rule's tally over every update, non-finite values, logging bugs, stalls, anomalies,
+update lines that could not be read, whether the log holds the whole run and only it
+(events lost from ``seq`` or fewer updates than ``run_finished`` says, events of another
+run id, an import that could not read all of its source), and how the run finished (a run
+that ever reported ``failed`` has failed, whatever it reported after). ``sanctum check`` prints
+the rows; the banner, the run table, ``summary``, ``--once`` and ``diff`` print the
+:class:`RunVerdict` made from the same rows under the same ``fail_on``:
+
+- ``FAIL`` exactly when the check fails, naming each failing row (``FAIL: KL 22x, Stall 1x``:
+  the rule and the updates it failed in, or the stalls, the impossible values...);
+- ``WARN`` when the check passes but a rule reached warning at some update, or the trainer
+  recorded a warning anomaly (``WARN: KL 3x``);
+- ``PENDING`` while no rule has judged an update;
+- ``OK`` otherwise.
+
+Whether a log without ``run_finished`` is a live run, judged so far (as ``check
+--allow-unfinished`` judges it: being unfinished is no failure while it runs), or a run
+that was cut off, judged as ``check`` judges it, depends on its silence and pace, which
+the aggregator holds: it says which by ``allow_unfinished``. What happens *now* (the level
+at the latest update) is the :class:`~sanctum.health.levels.HealthReport`, not this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
+from sanctum.health.levels import Level
+from sanctum.health.rule_judge import RuleTally
+from sanctum.health.rules import Rule
+
+if TYPE_CHECKING:
+    from sanctum.health.rules import Thresholds
+    from sanctum.model.aggregator import SanctumAggregator
+
+_describe = lru_cache(maxsize=256)(Rule.describe)
+"""A rule in words, once per rule: the live views make the rows every frame."""
+
+Word = Literal["PENDING", "OK", "WARN", "FAIL"]
+
+WORD_LEVEL: Final[dict[str, Level]] = {
+    "PENDING": Level.PENDING,
+    "OK": Level.HEALTHY,
+    "WARN": Level.WARNING,
+    "FAIL": Level.CRITICAL,
+}
+"""The level a verdict's word stands for (its colour)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRow:
+    """One line of the verdict: a rule, non-finite values, anomalies or the finish."""
+
+    name: str
+    """``approx_kl`` ... for rules, then ``nonfinite``, ``bug``, ``stall``, ``anomalies``,
+    ``skipped``, ``lost``, ``foreign``, ``source``, ``run_finished``."""
+    label: str
+    passed: bool
+    message: str
+    """Why it failed, or what it saw when it passed."""
+    rule: str | None = None
+    """The thresholds in words, for rule rows."""
+    worst: float | None = None
+    worst_update: int | None = None
+    updates_measured: int = 0
+    updates_warning: int = 0
+    updates_critical: int = 0
+    first_warning: int | None = None
+    first_critical: int | None = None
+    worst_text: str | None = None
+    """``worst`` as the rule spells its statistic (``0.0412``, ``x12.3``)."""
+    updates_judged: int = 0
+    """Updates the rule judged (not pending): a verdict with none judged is PENDING."""
+    verdict_name: str | None = None
+    """What the verdict calls this row when it fails or warns (``Stall``, ``interrupted``);
+    None: its ``label``."""
+    counted: int = 0
+    """What the verdict counts for a failing row (``KL 22x``): the updates at ``fail_on``,
+    the stalls, the impossible values...; 0: no count."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """The run's verdict: one word, and the rows that made it."""
+
+    word: Word
+    items: tuple[str, ...] = ()
+    """The failing rows (for FAIL) or those that warned (for WARN), each named with its
+    count: ``KL 22x``, ``Stall 1x``, ``interrupted``."""
+    so_far: bool = False
+    """Judged as a live run (no ``run_finished`` yet, and not silent past its stall
+    limit): being unfinished was not counted against it."""
+
+    @property
+    def level(self) -> Level:
+        """The level of the word: CRITICAL for FAIL, WARNING for WARN..."""
+        return WORD_LEVEL[self.word]
+
+    @property
+    def text(self) -> str:
+        """``FAIL: KL 22x, Stall 1x``; the word alone for OK and PENDING."""
+        return self.word if not self.items else f"{self.word}: {', '.join(self.items)}"
+
+    @property
+    def short(self) -> str:
+        """``FAIL: KL 22x (+1)``: the first item and how many more, for a narrow column."""
+        if not self.items:
+            return self.word
+        more = len(self.items) - 1
+        return f"{self.word}: {self.items[0]}" + (f" (+{more})" if more else "")
+
+    def fields(self) -> dict[str, Any]:
+        """The verdict in a JSON document: every JSON output spells it with these keys."""
+        return {
+            "verdict": self.word,
+            "verdict_text": self.text,
+            "verdict_level": self.level.value,
+            "verdict_so_far": self.so_far,
+        }
+
+
+PENDING: Final = RunVerdict("PENDING")
+"""The verdict before anything was judged."""
+
+
+def verdict_of(rows: Sequence[CheckRow], so_far: bool = False) -> RunVerdict:
+    """The verdict from the check's rows (those of :func:`judge_rows`, and any the learning
+    gate adds): FAIL iff a row failed, else WARN if any warned, else PENDING if no rule
+    judged an update, else OK."""
+    failed = tuple(_item(row, row.counted) for row in rows if not row.passed)
+    if failed:
+        return RunVerdict("FAIL", failed, so_far)
+    warned = tuple(_item(row, row.updates_warning) for row in rows if _warned(row))
+    if warned:
+        return RunVerdict("WARN", warned, so_far)
+    if not any(row.updates_judged for row in rows if row.rule is not None):
+        return RunVerdict("PENDING", (), so_far)
+    return RunVerdict("OK", (), so_far)
+
+
+def _warned(row: CheckRow) -> bool:
+    """A rule at warning at some update, or a warning anomaly (rows that passed)."""
+    return row.updates_warning > 0 and (row.rule is not None or row.name == "anomalies")
+
+
+def _item(row: CheckRow, count: int) -> str:
+    name = row.verdict_name or row.label
+    return f"{name} {count}x" if count else name
+
+
+# -- the rows ------------------------------------------------------------------------------
+
+
+def judge_rows(
+    agg: SanctumAggregator, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
+) -> tuple[CheckRow, ...]:
+    """Every check of the run the aggregator holds, in ``check``'s order: each rule, then
+    non-finite values, logging bugs, stalls, anomalies, unreadable update lines, lost
+    events, events of other runs, an import's unread source, and the finish. Pure: the
+    aggregator is only read (its pending updates judged first)."""
+    if fail_on not in (Level.WARNING, Level.CRITICAL):
+        raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
+    agg.judge_pending()
+    rows = [_rule_row(judge.tally, fail_on) for judge in agg.judge.rules.values()]
+    rows += [
+        _nonfinite_row(agg),
+        _bug_row(agg),
+        _stall_row(agg),
+        _anomaly_row(agg, fail_on),
+        _unreadable_row(agg, allow_skipped),
+        *integrity_rows(agg, allow_skipped),
+        _finish_row(agg, allow_unfinished),
+    ]
+    return tuple(rows)
+
+
+INTEGRITY_ROWS: Final = ("lost", "foreign", "source")
+"""The rows that say whether the log holds the whole run, and only it: events lost from
+``seq``, events of another run, a source an import could not read whole."""
+
+
+def integrity_rows(agg: SanctumAggregator, allow_skipped: bool = False) -> tuple[CheckRow, ...]:
+    """Whether the gate can vouch for what it judged: no event lost, none of another run,
+    and (for an import) a source read whole. A row that fails says what it could not see."""
+    return (_lost_row(agg), _foreign_row(agg), _source_row(agg, allow_skipped))
+
+
+def doubts(agg: SanctumAggregator) -> list[str]:
+    """Why the log cannot be vouched for, one line each (empty: it can): the failing
+    integrity rows, and a run that reported failed before it reported otherwise. The
+    summary lists them; ``check`` prints them as rows."""
+    said = [row.message for row in integrity_rows(agg) if not row.passed]
+    finish = _finish_row(agg, allow_unfinished=True)
+    if agg.run.failures_reported and agg.run.status != "failed":
+        said.append(finish.message)
+    return said
+
+
+def lost_counts(agg: SanctumAggregator) -> tuple[int, int]:
+    """(events lost from ``seq`` that no skipped line accounts for, updates fewer than
+    ``run_finished.updates`` says): what the log lacks of the run, beyond lines it holds
+    but could not read (the ``unreadable`` row) and the writes a full disk refused right
+    before the run failed (the README's one gap; the run fails for it anyway)."""
+    run = agg.run
+    lost = max(0, run.seq_missing - run.refused - run.skipped_lines)
+    short = 0
+    if run.reported_updates is not None:
+        base = run.first_update_index if run.first_update_index is not None else 0
+        expected = run.reported_updates - base  # a resumed run's count starts before its log
+        short = max(0, expected - run.updates - agg.unreadable_total - run.refused)
+    return lost, short
+
+
+def _lost_row(agg: SanctumAggregator) -> CheckRow:
+    """A gate never passes what the log lost: events missing from ``seq`` may have been
+    updates (or the critical anomaly), and ``run_finished.updates`` says how many ran."""
+    run = agg.run
+    lost, short = lost_counts(agg)
+    if not lost and not short:
+        if run.refused:
+            return CheckRow(
+                "lost",
+                "lost events",
+                True,
+                "1 event missing right before run_finished failed (a write the disk "
+                "refused): the run fails for it",
+            )
+        if run.seq_gaps:
+            return CheckRow(
+                "lost",
+                "lost events",
+                True,
+                f"seq has {plural(run.seq_gaps, 'gap')}, each a line the reader skipped "
+                "(counted above), none lost",
+            )
+        return CheckRow("lost", "lost events", True, "no event missing: seq has no gap")
+    said = []
+    if short:
+        said.append(
+            f"run_finished says {plural(run.reported_updates or 0, 'update')}, the log holds "
+            f"{run.updates}"
+            + (f" from update {run.first_update_index}" if run.first_update_index else "")
+            + f" ({short} not in it)"
+        )
+    if lost:
+        said.append(
+            f"seq has {plural(run.seq_gaps, 'gap')}: {plural(lost, 'event')} missing "
+            f"(first before seq {run.first_gap_seq}) that no skipped line accounts for"
+        )
+    return CheckRow(
+        "lost",
+        "lost events",
+        False,
+        "; ".join(said) + ": the log lost events that may be updates, and the gate does not "
+        "pass what it did not see",
+        updates_critical=max(lost, short),
+        verdict_name="lost",
+        counted=max(lost, short),
+    )
+
+
+def _foreign_row(agg: SanctumAggregator) -> CheckRow:
+    """Events of another run id in the run's log: two runs' events mixed in one file."""
+    run = agg.run
+    if not run.foreign_events:
+        return CheckRow("foreign", "other runs", True, "every event is this run's")
+    named = ", ".join(f"{run_id} ({n}x)" for run_id, n in run.foreign_runs)
+    more = run.foreign_events - sum(n for _, n in run.foreign_runs)
+    named += f", and {more} of other run ids" if more else ""
+    return CheckRow(
+        "foreign",
+        "other runs",
+        False,
+        f"{plural(run.foreign_events, 'event')} of another run in this log: {named}; "
+        "the log is not this run's alone, and the gate does not pass a mix of runs",
+        updates_critical=run.foreign_events,
+        verdict_name="other run",
+        counted=run.foreign_events,
+    )
+
+
+def _source_row(agg: SanctumAggregator, allow_skipped: bool) -> CheckRow:
+    """An import that could not read all of its source (a TensorBoard record cut short, a
+    checksum that does not match): what it lost was not judged."""
+    unread = agg.run.source_unread
+    if not unread:
+        return CheckRow("source", "source", True, "the log is not an import, or read it whole")
+    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    more = f"; and {len(unread) - 1} more" if len(unread) > 1 else ""
+    return CheckRow(
+        "source",
+        "source",
+        allow_skipped,
+        f"the import could not read all of its source, so what it lost was not judged"
+        f"{allowed}: {unread[0]}{more}",
+        updates_critical=len(unread),
+        verdict_name="source unread",
+        counted=len(unread),
+    )
+
+
+def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
+    rule = t.rule
+    failing = t.reached(fail_on)
+    if t.measured == 0:
+        message = "not measured in this run"
+    elif t.judged == 0:
+        message = f"not judged: all {plural(t.measured, 'update')} within the warm-up"
+    elif failing:
+        first = _first_reaching(t, fail_on)
+        message = (
+            f"{rule.label} reached {fail_on.value} in {plural(failing, 'update')}, "
+            f"first at update {first}; worst {rule.format(t.worst)} at update {t.worst_update}"
+        )
+    else:
+        message = f"worst {rule.format(t.worst)} over {plural(t.judged, 'update')}"
+    return CheckRow(
+        name=rule.metric,
+        label=rule.label,
+        passed=failing == 0,
+        message=message,
+        rule=_describe(rule),
+        worst=t.worst,
+        worst_update=t.worst_update,
+        updates_measured=t.measured,
+        updates_warning=t.at_warning,
+        updates_critical=t.at_critical,
+        first_warning=t.first_warning,
+        first_critical=t.first_critical,
+        worst_text=rule.format(t.worst, SHORT_ABSENT),
+        updates_judged=t.judged,
+        counted=failing,
+    )
+
+
+def _first_reaching(t: RuleTally, level: Level) -> int | None:
+    """The first update at ``level`` or worse."""
+    firsts = [t.first_critical] + ([t.first_warning] if level is Level.WARNING else [])
+    return min((u for u in firsts if u is not None), default=None)
+
+
+def _nonfinite_row(agg: SanctumAggregator) -> CheckRow:
+    judge = agg.judge
+    bad = {m: s for m, s in judge.stats.items() if s.nonfinite}
+    if not bad:
+        return CheckRow("nonfinite", "non-finite", True, "every measured value is finite")
+    metrics = ", ".join(
+        f"{m} ({s.nonfinite}x, first at update {s.first_nonfinite})" for m, s in bad.items()
+    )
+    return CheckRow(
+        "nonfinite",
+        "non-finite",
+        False,
+        f"NaN or Inf in {plural(judge.nonfinite_updates, 'update')}: {metrics}",
+        updates_critical=judge.nonfinite_updates,
+        first_critical=judge.first_nonfinite_update,
+        counted=judge.nonfinite_updates,
+    )
+
+
+def _bug_row(agg: SanctumAggregator) -> CheckRow:
+    judge = agg.judge
+    first = judge.first_violation
+    if first is None:
+        return CheckRow("bug", "bug", True, "every value within its possible range")
+    return CheckRow(
+        "bug",
+        "bug",
+        False,
+        f"{plural(judge.violations, 'impossible value')} (a logging bug, not data); "
+        f"first at update {first.update}: {first.message}",
+        updates_critical=judge.violations,
+        first_critical=first.update,
+        verdict_name="Bug",
+        counted=judge.violations,
+    )
+
+
+def _stall_row(agg: SanctumAggregator) -> CheckRow:
+    run, thresholds = agg.run, agg.thresholds
+    if not run.stalls:
+        return CheckRow(
+            "stall", "stall", True, f"no silence past the stall limit ({limit_words(thresholds)})"
+        )
+    longest = run.longest_stall or 0.0
+    return CheckRow(
+        "stall",
+        "stall",
+        False,
+        f"{plural(run.stalls, 'silence')} past the stall limit while running; longest: no "
+        f"event for {seconds_text(longest)}, {over_words(thresholds, run.longest_stall_pace)}; "
+        f"first during update {run.first_stall_update}",
+        updates_critical=run.stalls,
+        first_critical=run.first_stall_update,
+        verdict_name="Stall",
+        counted=run.stalls,
+    )
+
+
+def _anomaly_row(agg: SanctumAggregator, fail_on: Level) -> CheckRow:
+    run = agg.run
+    counted = run.anomalies_critical + (run.anomalies_warning if fail_on is Level.WARNING else 0)
+    first = next(
+        (a for a in agg.records.anomalies if a.severity == "critical" or fail_on is Level.WARNING),
+        None,
+    )
+    summary = f"{run.anomalies_critical} critical, {run.anomalies_warning} warning"
+    if run.anomalies_warning and fail_on is Level.WARNING:
+        summary += " (warning anomalies fail the check under --fail-on warning)"
+    message = (
+        summary
+        if first is None
+        else (
+            f"{summary}; first at update {first.update}: "
+            f"{format_anomaly(first.metric, first.value, first.message)}"
+        )
+    )
+    return CheckRow(
+        "anomalies",
+        "anomalies",
+        counted == 0,
+        message,
+        updates_warning=run.anomalies_warning,
+        updates_critical=run.anomalies_critical,
+        verdict_name="anomaly",
+        counted=counted,
+    )
+
+
+def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool) -> CheckRow:
+    """A gate never passes what it could not read: an update line that did not decode."""
+    total = agg.unreadable_total
+    if not total:
+        return CheckRow("skipped", "unreadable", True, "every update line was read")
+    listed = agg.unreadable
+    numbers = ", ".join(str(s.line_no) for s in listed[:20]) + (", ..." if total > 20 else "")
+    where = f"line {numbers}" if total == 1 else f"lines {numbers}; the first"
+    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    return CheckRow(
+        "skipped",
+        "unreadable",
+        allow_skipped,
+        f"{plural(total, 'line')} that may be a ppo_update could not be read, so "
+        f"{'its update was' if total == 1 else 'their updates were'} not judged{allowed}: "
+        f"{where}: {listed[0].detail}",
+        updates_critical=total,
+        counted=total,
+    )
+
+
+def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
+    run = agg.run
+    status, reason = run.status, run.reason
+    because = f": {reason}" if reason else ""
+    if run.failures_reported and status != "failed":
+        first = f": {run.first_failure}" if run.first_failure else ""
+        return CheckRow(
+            "run_finished",
+            "finished",
+            False,
+            f"run failed{first}; then run_finished {status}: a run that reported failed has failed",
+            verdict_name="run failed",
+        )
+    if status == "completed":
+        return CheckRow("run_finished", "finished", True, "run_finished: completed")
+    if status == "failed":
+        return CheckRow(
+            "run_finished", "finished", False, f"run failed{because}", verdict_name="run failed"
+        )
+    if status == "interrupted":
+        return CheckRow(
+            "run_finished",
+            "finished",
+            allow_unfinished,
+            f"run interrupted{because}",
+            verdict_name="interrupted",
+        )
+    return CheckRow(
+        "run_finished",
+        "finished",
+        allow_unfinished,
+        "no run_finished: the run is still going or was cut off",
+        verdict_name="unfinished",
+    )
+
+
+# -- the stall limit in words --------------------------------------------------------------
+
+
+def seconds_text(seconds: float) -> str:
+    """``412 s``, ``7.5 s``, ``0.05 s``: a silence or an interval in seconds."""
+    if not math.isfinite(seconds):
+        return f"{seconds} s"
+    if abs(seconds) >= 10:
+        return f"{seconds:.0f} s"
+    return f"{seconds:.1f} s" if abs(seconds) >= 1 else f"{seconds:.2g} s"
+
+
+def over_words(thresholds: Thresholds, pace: float | None) -> str:
+    """Which limit a silence went past: ``over 10x the run's median interval of 30 s``
+    when the run's pace set it, else ``over the 120 s floor``."""
+    if pace is not None and thresholds.stall_pace * pace > thresholds.stall_seconds:
+        return f"over {thresholds.stall_pace:g}x the run's median interval of {seconds_text(pace)}"
+    return f"over the {thresholds.stall_seconds:g} s floor"
+
+
+def limit_words(thresholds: Thresholds) -> str:
+    """The stall limit in words: ``120 s, or 10x the run's median interval if longer``."""
+    return (
+        f"{thresholds.stall_seconds:g} s, or {thresholds.stall_pace:g}x the run's median "
+        "interval if longer"
+    )

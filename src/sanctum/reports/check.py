@@ -1,0 +1,159 @@
+"""``sanctum check``: training health as a CI exit code (docs/design.md, section 6).
+
+Exit 0 when healthy; 1 when any update reached ``fail_on`` under a rule, a metric went
+non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), the
+gate cannot vouch for what it judged (a line that may be an update unreadable, events lost
+from ``seq`` that no skipped line accounts for, fewer updates than ``run_finished.updates``
+says, events of another run id in the log, an import that could not read all of its
+source), or the run did not end with ``run_finished`` status ``completed`` (or ever
+reported ``failed``). ``allow_unfinished`` accepts a
+log without ``run_finished`` (still running, or cut off) and an ``interrupted`` run; a
+``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
+as EventLogError / ThresholdsError) is for input that cannot be judged at all. The rows
+and the verdict they make (``FAIL: KL 22x``, the word every view shows for the run) are
+built in :mod:`sanctum.model.verdict`, from the aggregator every view reads.
+
+A check judges one run. A file that holds several (a ``run_started`` of another run id
+after the first run: two trainers, or two jobs, writing one path) is refused with exit 2
+naming the line where the second run starts, rather than judged by its last run: a CI
+gate must neither pass over a failed run in the file nor fail on a run its header does not
+name. A file truncated or replaced while it was read is judged on what it holds now, with
+a note: it holds one run again. A file a writer keeps appending to is judged up to its
+size when the check began (the line that straddles it read whole): the check ends, and
+says which byte it stopped at (``judged_bytes``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sanctum.exits import EXIT_FAILED, EXIT_OK
+from sanctum.formatting import plural
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds
+from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
+from sanctum.reports.scan import LogScan, run_starts, scan_log
+from telemetry.eventlog import EventLogError, SkippedLine
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The whole verdict of ``sanctum check``."""
+
+    path: Path
+    run_id: str | None
+    fail_on: Level
+    allow_unfinished: bool
+    allow_skipped: bool
+    updates: int
+    status: str | None
+    rows: tuple[CheckRow, ...]
+    skipped_lines: int
+    skipped: tuple[SkippedLine, ...] = ()
+    """The first skipped lines, with their reasons."""
+    notes: tuple[str, ...] = ()
+    """What the reader had to do that the verdict depends on (the file started over)."""
+    judged_bytes: int = 0
+    """The byte the check stopped at: it judged every line before it, none after."""
+    file_bytes: int = 0
+    """The file's size when the check began: a file that grows is judged up to there."""
+    foreign_runs: tuple[tuple[str, int], ...] = ()
+    """Other run ids with events in the log, and how many (the first few)."""
+    lost_events: int = 0
+    """Events missing from ``seq`` that no skipped line accounts for."""
+    missing_updates: int = 0
+    """Updates ``run_finished.updates`` says ran that the log does not hold."""
+
+    @property
+    def passed(self) -> bool:
+        return all(row.passed for row in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.passed else EXIT_FAILED
+
+    @property
+    def verdict(self) -> RunVerdict:
+        """The run's verdict from these rows: the word every view shows for the run."""
+        return verdict_of(self.rows)
+
+
+def run_check(
+    path: Path,
+    thresholds: Thresholds,
+    fail_on: Level = Level.CRITICAL,
+    allow_unfinished: bool = False,
+    allow_skipped: bool = False,
+) -> CheckResult:
+    """Scan the log at ``path`` and judge it. Raises EventLogError for unusable input,
+    :class:`SeveralRuns` for a log that holds more than one run."""
+    scan = scan_log(path, thresholds)
+    refuse_several_runs(scan)
+    return judge(scan, fail_on, allow_unfinished, allow_skipped)
+
+
+class SeveralRuns(EventLogError):
+    """The log holds more than one run; ``check`` judges exactly one (exit 2)."""
+
+
+def refuse_several_runs(scan: LogScan) -> None:
+    """Raise :class:`SeveralRuns` when the file, as it is now, holds more than one run."""
+    since_reset = scan.earlier_runs
+    for i, earlier in enumerate(scan.earlier_runs):
+        if not earlier.new_run:  # the file was replaced: runs before that are not in it
+            since_reset = scan.earlier_runs[i + 1 :]
+    if not any(r.new_run for r in since_reset):
+        return
+    starts = run_starts(scan.path, scan.judged_bytes or None)  # what the scan judged
+    where, first, second = str(scan.path), since_reset[0].run_id, scan.run_id
+    if len(starts) > 1:  # else the file changed again since the scan: name no line
+        where, first, second = f"{scan.path}:{starts[1][0]}", starts[0][1], starts[1][1]
+    ids = ", ".join(run_id for _, run_id in starts)
+    raise SeveralRuns(
+        f"{where}: a second run, {second}, starts here after run {first} "
+        f"(the log holds {plural(len(starts), 'run')}: {ids}); sanctum check judges one run: "
+        "give it that run's own events file (sanctum summary describes the last run)"
+    )
+
+
+def judge(
+    scan: LogScan, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
+) -> CheckResult:
+    """The verdict on a scanned log (pure)."""
+    agg = scan.aggregator
+    run = agg.run
+    rows = judge_rows(agg, fail_on, allow_unfinished, allow_skipped)
+    notes = [f"{r.why}; judged what the file holds now" for r in scan.earlier_runs if not r.new_run]
+    if scan.torn_tail is not None:
+        line, size = scan.torn_tail
+        notes.append(
+            f"line {line} ({plural(size, 'byte')}) has no newline: torn by a crash, or still "
+            "being written; not judged"
+        )
+    if scan.size_after > scan.file_bytes:
+        notes.append(
+            f"the file grew while it was read: judged up to byte {scan.judged_bytes} (it held "
+            f"{plural(scan.file_bytes, 'byte')} when check began; "
+            f"{plural(scan.size_after - scan.judged_bytes, 'byte')} written since were not "
+            "judged)"
+        )
+    lost, short = lost_counts(agg)
+    return CheckResult(
+        path=scan.path,
+        run_id=run.run_id,
+        fail_on=fail_on,
+        allow_unfinished=allow_unfinished,
+        allow_skipped=allow_skipped,
+        updates=run.updates,
+        status=run.status,
+        rows=rows,
+        skipped_lines=agg.malformed + agg.unknown_kind,
+        skipped=tuple(scan.skipped),
+        notes=tuple(notes),
+        judged_bytes=scan.judged_bytes,
+        file_bytes=scan.file_bytes,
+        foreign_runs=run.foreign_runs,
+        lost_events=lost,
+        missing_updates=short,
+    )

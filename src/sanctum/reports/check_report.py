@@ -1,0 +1,174 @@
+"""What ``sanctum check`` prints and writes: the text table, one JSON object, JUnit XML.
+
+Every string that came from the log (run ids, reasons, messages, paths) is made visible
+before it is printed or written (:func:`telemetry.text.visible`): a log cannot send
+commands to the terminal, and the XML stays valid whatever the log holds.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
+from sanctum.health.levels import Level
+from sanctum.reports.check import CheckResult
+from sanctum.reports.learning import LearningVerdict
+from sanctum.reports.learning_report import learning_dict, learning_lines
+from telemetry.codec import spell_nonfinite
+
+FAILING_ON = {
+    Level.CRITICAL: "critical (a rule at critical, a critical anomaly)",
+    Level.WARNING: "warning (a rule at warning or critical, any anomaly, warning ones too)",
+}
+"""What ``--fail-on`` fails on, as the check output states it. Non-finite values and an
+unfinished or failed run fail at either level."""
+
+
+def format_text(result: CheckResult, learning: LearningVerdict | None = None) -> str:
+    """The table for a terminal or a CI log; with ``learning``, the gate's seeds table too
+    (its judgements are rows of ``result``)."""
+    lines = [
+        f"sanctum check {result.path}",
+        f"run {result.run_id}, {plural(result.updates, 'update')}, "
+        f"failing on {FAILING_ON[result.fail_on]}"
+        + (", unfinished allowed" if result.allow_unfinished else ""),
+        "",
+        "per rule: worst judged value; updates measured, at warning, at critical (- = none)",
+    ]
+    ruled = [row for row in result.rows if row.rule is not None]
+    width = max([20, *(len(f"{row.label} {row.name}") for row in ruled)])
+    lines.append(
+        f"{'check':<{width}} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}"
+        "  result"
+    )
+    for row in ruled:
+        first = SHORT_ABSENT if row.first_critical is None else str(row.first_critical)
+        worst = row.worst_text or SHORT_ABSENT
+        lines.append(
+            f"{row.label + ' ' + row.name:<{width}} {worst:>10} "
+            f"{row.updates_measured:>5} {row.updates_warning:>5} "
+            f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
+        )
+    lines.append("")
+    if learning is not None:
+        lines += learning_lines(learning)
+    for row in result.rows:
+        lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
+    lines += [f"note  {note}" for note in result.notes]
+    if result.skipped_lines:
+        lines.append(
+            f"note  {plural(result.skipped_lines, 'line')} skipped "
+            "(malformed or unknown kind); see sanctum summary"
+        )
+    failed = [r.label for r in result.rows if not r.passed]
+    lines.append(f"verdict  {result.verdict.text} (what every view shows for this run)")
+    lines.append("")
+    lines.append("PASS" if not failed else f"FAIL: {', '.join(failed)}")
+    return visible_lines(lines)
+
+
+def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dict[str, Any]:
+    """The result as one JSON-ready object (non-finite numbers spelled as strings); with
+    ``learning``, the gate's figures under ``learning``."""
+    doc: dict[str, Any] = {
+        "path": str(result.path),
+        "run_id": result.run_id,
+        "passed": result.passed,
+        "exit_code": result.exit_code,
+        "fail_on": result.fail_on.value,
+        "allow_unfinished": result.allow_unfinished,
+        "allow_skipped": result.allow_skipped,
+        "updates": result.updates,
+        "status": result.status,
+        **result.verdict.fields(),
+        "skipped_lines": result.skipped_lines,
+        "skipped": [
+            {"line": s.line_no, "kind": s.kind, "type": s.event_type, "detail": s.detail}
+            for s in result.skipped
+        ],
+        "notes": list(result.notes),
+        "judged_bytes": result.judged_bytes,
+        "file_bytes": result.file_bytes,
+        "lost_events": result.lost_events,
+        "missing_updates": result.missing_updates,
+        "foreign_runs": dict(result.foreign_runs),
+        "rows": [
+            {
+                "name": r.name,
+                "label": r.label,
+                "passed": r.passed,
+                "message": r.message,
+                "rule": r.rule,
+                "worst": spell_nonfinite(r.worst),
+                "worst_update": r.worst_update,
+                "updates_measured": r.updates_measured,
+                "updates_warning": r.updates_warning,
+                "updates_critical": r.updates_critical,
+                "first_warning": r.first_warning,
+                "first_critical": r.first_critical,
+            }
+            for r in result.rows
+        ],
+    }
+    if learning is not None:
+        doc["learning"] = learning_dict(learning)
+    return doc
+
+
+def write_junit(result: CheckResult, path: Path) -> None:
+    """JUnit XML: one test case per row (each rule, non-finite, anomalies, finish)."""
+    failures = sum(not r.passed for r in result.rows)
+    suite = _suite(
+        len(result.rows), failures, 0, str(result.path), result.run_id, result.fail_on.value
+    )
+    classname = f"sanctum.reports.check.{visible(result.run_id or 'run')}"
+    for row in result.rows:
+        name = visible(row.name)
+        case = ET.SubElement(suite, "testcase", {"classname": classname, "name": name})
+        if row.passed:
+            ET.SubElement(case, "system-out").text = visible(row.message)
+        else:
+            message, label = visible(row.message), visible(row.label)
+            failure = ET.SubElement(case, "failure", {"message": message, "type": label})
+            failure.text = message if row.rule is None else f"{visible(row.rule)}\n{message}"
+    _write(suite, path)
+
+
+def write_junit_error(message: str, run: Path, fail_on: Level, path: Path) -> None:
+    """JUnit XML for input that could not be judged: one test case ``input`` in error, so a
+    CI report shows why instead of a missing file."""
+    suite = _suite(1, 0, 1, str(run), None, fail_on.value)
+    case = ET.SubElement(suite, "testcase", {"classname": "sanctum.reports.check", "name": "input"})
+    message = visible(message)
+    ET.SubElement(case, "error", {"message": message, "type": "unusable input"}).text = message
+    _write(suite, path)
+
+
+def _suite(
+    tests: int, failures: int, errors: int, run: str, run_id: str | None, fail_on: str
+) -> ET.Element:
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": "sanctum check",
+            "tests": str(tests),
+            "failures": str(failures),
+            "errors": str(errors),
+            "skipped": "0",
+        },
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (("path", run), ("run_id", run_id or ""), ("fail_on", fail_on)):
+        ET.SubElement(props, "property", {"name": name, "value": visible(value)})
+    return suite
+
+
+def _write(suite: ET.Element, path: Path) -> None:
+    root = ET.Element("testsuites")
+    root.append(suite)
+    tree = ET.ElementTree(root)
+    ET.indent(tree)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree.write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,139 @@
+"""``sanctum RUN --once [--json]``: the dashboard's state, printed once, for scripts.
+
+The log is read to its end through the same reader and aggregator as the dashboard, and
+the snapshot is judged at the current time (so a silent unfinished run reads STALE). The
+verdict is the run's, ``sanctum check``'s under the same ``--fail-on`` (so far, while the
+run is live, with the level at the latest update beside it), as the banner shows it.
+The text is what the dashboard shows, line by line: the banner's two lines, one line per
+metric of the health panel, the panel's facts, the episode return and the last events of
+the timeline. ``--json`` prints the same as one object. No Textual: this is meant for
+tmux status lines, cron jobs and ``ssh host sanctum RUN --once | head -2``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sanctum.formatting import plural, visible_lines
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.reports.scan import SnapshotRead
+from sanctum.run_files import UsageError
+from sanctum.text.panels import (
+    clock_text,
+    connection_text,
+    entry_text,
+    facts_lines,
+    kl_text,
+    metric_row,
+    panel_metrics,
+    returns_lines,
+    run_text,
+    steps_text,
+    verdict_line,
+)
+from telemetry.eventlog import EventLogReader
+
+TIMELINE_LINES = 5
+"""Events of the timeline printed (the newest)."""
+SPARK_WIDTH = 20
+
+
+def read_snapshot(
+    path: Path,
+    thresholds: Thresholds,
+    now: Callable[[], float] = time.time,
+    fail_on: Level = Level.CRITICAL,
+) -> SanctumSnapshot:
+    """The whole log at ``path`` folded into one snapshot, judged at ``now()``."""
+    if not path.exists():
+        raise UsageError(f"{path}: no such event log")
+    reader = EventLogReader(path)
+    aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
+    for batch in SnapshotRead(reader):  # a file that keeps growing: up to its size now
+        aggregator.handle_batch(batch)
+    snapshot = aggregator.snapshot(now())
+    if snapshot.run.status is None and reader.line_no:  # lines, but never a run's first
+        raise UsageError(
+            f"{path}: no run_started event in {plural(reader.line_no, 'line')}; "
+            "not the event log of a run"
+        )
+    return snapshot
+
+
+def once_text(snapshot: SanctumSnapshot, path: Path) -> str:
+    """The dashboard as plain lines: banner, metric table, facts, returns, last events."""
+    banner = [
+        f"{connection_text(snapshot)}  {run_text(snapshot, path)}  {clock_text(snapshot)}",
+        f"{verdict_line(snapshot)}  {kl_text(snapshot)}  {_progress(snapshot)}"
+        f"{steps_text(snapshot)}",
+    ]
+    rows = [metric_row(snapshot, name) for name in _metrics(snapshot)]
+    table = [
+        f"{r.metric:<22} {r.value:>12}  {r.level.value:<8} {r.note:<11} {r.arrow}".rstrip()
+        for r in rows
+        if r.display
+    ]
+    returns = returns_lines(snapshot, SPARK_WIDTH)
+    events = [entry_text(e, snapshot.run.started_ts) for e in snapshot.timeline[-TIMELINE_LINES:]]
+    lines = [*banner, "", *table, "", *facts_lines(snapshot), "", "return  " + returns[0]]
+    lines += returns[2:]
+    if events:
+        lines += ["", "last events:", *events]
+    return visible_lines(lines)
+
+
+def once_dict(snapshot: SanctumSnapshot) -> dict[str, Any]:
+    """The same state as one JSON-ready object (non-finite numbers as strings)."""
+    run = snapshot.run
+    metrics = {}
+    for name in _metrics(snapshot):
+        metric = snapshot.metric(name)
+        if metric_row(snapshot, name).display:
+            metrics[name] = {
+                "value": metric.value,
+                "level": metric.level.value,
+                "statistic": metric.statistic,
+                "note": metric.note,
+                "trend": metric.direction,
+            }
+    return {
+        "run_id": run.run_id,
+        "env_id": run.env_id,
+        "connection": snapshot.connection.value,
+        **snapshot.run_verdict.fields(),
+        "worst_level": snapshot.run_verdict.level.value,
+        "now_verdict": snapshot.health.verdict,
+        "now_level": snapshot.health.worst.value,
+        "update": snapshot.update,
+        "global_step": run.global_step,
+        "total_steps": run.total_steps,
+        "progress": run.progress,
+        "steps_per_second": run.steps_per_second,
+        "elapsed_seconds": run.elapsed(snapshot.now),
+        "episodes": run.episodes,
+        "episode_return": run.episode_return,
+        "early_stops": snapshot.early_stops,
+        "metrics": metrics,
+        "timeline": [
+            {"kind": e.kind, "level": e.level.value, "update": e.update, "text": e.text}
+            for e in snapshot.timeline[-TIMELINE_LINES:]
+        ],
+    }
+
+
+def _metrics(snapshot: SanctumSnapshot) -> tuple[str, ...]:
+    """The panel's metrics, then any other that went bad (as the panel adds them)."""
+    table = panel_metrics(snapshot.thresholds)
+    fired = tuple(m for m in snapshot.health.fired if m not in table and m in snapshot.metrics)
+    return table + fired
+
+
+def _progress(snapshot: SanctumSnapshot) -> str:
+    progress = snapshot.run.progress
+    return "" if progress is None else f"{progress:.0%}  "

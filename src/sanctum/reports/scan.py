@@ -1,0 +1,223 @@
+"""One pass over a whole event log, for ``sanctum check`` and ``sanctum summary``.
+
+A scan feeds each reader batch to the same :class:`SanctumAggregator` the dashboard uses
+and reads its results: the rule tallies and per-metric statistics of its
+:class:`~sanctum.health.judge.HealthJudge`, its records of early stops and anomalies, and the
+runs it forgot when the log started over. There is one fold and one reset rule; the scan
+only adds what the reader alone knows of the file: a last line torn off.
+
+A scan describes one run: the last in the file. ``check`` refuses a file that holds
+several, ``summary`` says which runs it left out.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from sanctum.formatting import plural
+from sanctum.health.judge import MetricStats
+from sanctum.health.rule_judge import RuleTally
+from sanctum.health.rules import Thresholds
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.ledger import AnomalyRecord, EarlierRun
+from telemetry.eventlog import (
+    DEFAULT_MAX_BYTES,
+    MAX_LINE_BYTES,
+    EventLogError,
+    EventLogReader,
+    ReadBatch,
+    SkippedLine,
+)
+from telemetry.eventlog.reader import DECODE_ERRORS
+from telemetry.events import Event, RunStarted
+from telemetry.files import InputFileError, bounded_lines, open_input
+
+
+class NoRunStarted(EventLogError):
+    """The file holds no ``run_started`` event: not the log of a run."""
+
+
+@dataclass
+class LogScan:
+    """Everything ``check`` and ``summary`` report, folded from a whole log."""
+
+    path: Path
+    thresholds: Thresholds
+    aggregator: SanctumAggregator = field(init=False)
+    torn_tail: tuple[int, int] | None = None
+    """(line number, bytes) of a last line without its newline: torn by a crash, or still
+    being written."""
+    judged_bytes: int = 0
+    """The byte the scan stopped at: every line before it was read, none after."""
+    file_bytes: int = 0
+    """The file's size when the scan began (or started over, the file being replaced):
+    a scan reads that much and no further, however fast a writer appends."""
+    size_after: int = 0
+    """The file's size when the scan ended (more than ``file_bytes``: it grew meanwhile)."""
+
+    def __post_init__(self) -> None:
+        self.aggregator = SanctumAggregator(self.thresholds)
+
+    def feed(self, batch: ReadBatch) -> None:
+        """Fold one reader batch."""
+        self.aggregator.handle_batch(batch)
+
+    @property
+    def unreadable(self) -> list[SkippedLine]:
+        """The first skipped lines that may have been a ``ppo_update``: updates that could
+        not be judged (the aggregator keeps them: the live views judge them too)."""
+        return self.aggregator.unreadable
+
+    @property
+    def unreadable_total(self) -> int:
+        return self.aggregator.unreadable_total
+
+    @property
+    def skipped(self) -> list[SkippedLine]:
+        """The first lines the reader skipped (all are counted by the aggregator)."""
+        return self.aggregator.skipped_lines
+
+    @property
+    def run_started(self) -> bool:
+        """The run being described began with a ``run_started``."""
+        return self.aggregator.run.run_id is not None
+
+    @property
+    def run_id(self) -> str | None:
+        return self.aggregator.run.run_id
+
+    @property
+    def tallies(self) -> dict[str, RuleTally]:
+        """How each rule judged the run, in rule order."""
+        return {m: judge.tally for m, judge in self.aggregator.judge.rules.items()}
+
+    @property
+    def stats(self) -> dict[str, MetricStats]:
+        return self.aggregator.judge.stats
+
+    @property
+    def nonfinite_updates(self) -> int:
+        return self.aggregator.judge.nonfinite_updates
+
+    @property
+    def first_nonfinite_update(self) -> int | None:
+        return self.aggregator.judge.first_nonfinite_update
+
+    @property
+    def early_stops(self) -> list[tuple[int, str]]:
+        return self.aggregator.records.early_stops
+
+    @property
+    def anomalies(self) -> list[AnomalyRecord]:
+        return self.aggregator.records.anomalies
+
+    @property
+    def best_return(self) -> float | None:
+        return self.aggregator.records.best_return
+
+    @property
+    def updates_seen(self) -> int:
+        """``ppo_update`` events of this run."""
+        return self.aggregator.run.updates
+
+    @property
+    def early_stop_count(self) -> int:
+        return self.aggregator.tamiyo.early_stops
+
+    @property
+    def earlier_runs(self) -> list[EarlierRun]:
+        """Runs dropped because the log started over after them, oldest first."""
+        return self.aggregator.earlier_runs
+
+
+@dataclass
+class SnapshotRead:
+    """The batches of a log as far as it was when reading began: a file a writer keeps
+    appending to is read up to its size at the first read (taken again when the file was
+    replaced), the line that straddles that byte read whole, and no further, so the read
+    ends however fast the writer is."""
+
+    reader: EventLogReader
+    limit: int | None = None
+    """The size the read stops at (None before the first read)."""
+
+    def __iter__(self) -> Iterator[ReadBatch]:
+        reader = self.reader
+        while self.limit is None or reader.offset < self.limit:
+            want = DEFAULT_MAX_BYTES
+            if self.limit is not None:
+                want = min(want, self.limit - reader.offset)
+            before = reader.offset
+            batch = reader.read_new(want)
+            if self.limit is None or batch.reset is not None:  # the size now: all it reads
+                self.limit = reader.size
+            if batch:
+                yield batch
+            elif reader.offset == before:  # an empty batch that moved read blank lines
+                return
+
+
+def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
+    """(line number, run id) of each ``run_started`` that begins a new run in the file at
+    ``path`` (a run id other than the one before it), decoded as the reader decodes; in
+    its first ``limit`` bytes (None: all of it). Empty when the file cannot be read now.
+
+    Events carry no line numbers, so this second pass runs only when a scan found more
+    than one run, to name the lines; it decodes only lines that mention run_started, and,
+    as the reader does, never holds a line longer than MAX_LINE_BYTES (it skips it) nor
+    takes a last line without its newline.
+    """
+    decoder = msgspec.json.Decoder(Event, strict=False)
+    starts: list[tuple[int, str]] = []
+    try:
+        with open_input(path, "event log") as fh:
+            for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), 1):
+                if line is not None and b"run_started" in line and line.endswith(b"\n"):
+                    try:
+                        event = decoder.decode(line)
+                    except DECODE_ERRORS:
+                        event = None  # the reader skipped it too
+                    if isinstance(event, RunStarted) and (
+                        not starts or starts[-1][1] != event.run_id
+                    ):
+                        starts.append((line_no, event.run_id))
+                if limit is not None and fh.tell() >= limit:  # the line that straddles it, read
+                    break
+    except (OSError, InputFileError):
+        return []
+    return starts
+
+
+def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
+    """Read the log at ``path`` once, as far as it was when the scan began: a file a
+    writer keeps appending to is judged on that snapshot (the line that straddles its end
+    read whole), so the scan ends. Raises EventLogError for unusable input."""
+    scan = LogScan(path, thresholds)
+    snapshot = SnapshotRead(EventLogReader(path))
+    for batch in snapshot:
+        scan.feed(batch)
+    reader = snapshot.reader
+    scan.file_bytes = snapshot.limit or 0
+    scan.aggregator.judge_pending()
+    scan.judged_bytes = reader.offset
+    try:
+        scan.size_after = max(reader.size, os.stat(path).st_size)
+    except OSError:  # gone since: it held what was read
+        scan.size_after = reader.size
+    pending = min(reader.pending_bytes, max(0, scan.file_bytes - reader.offset))
+    if pending:
+        scan.torn_tail = (reader.line_no + 1, pending)
+    if not scan.run_started:
+        agg = scan.aggregator
+        raise NoRunStarted(
+            f"{path}: no run_started event in {plural(reader.line_no, 'line')} "
+            f"({plural(agg.run.events, 'event')}, "
+            f"{plural(agg.malformed + agg.unknown_kind, 'line')} skipped); "
+            "not the event log of a run"
+        )
+    return scan

@@ -1,0 +1,299 @@
+"""``sanctum summary``: what happened in a run, from its log, in one screen or one JSON object.
+
+Built as one JSON-ready document from a :class:`LogScan` (so ``--json`` and the text show
+the same facts), then printed. Final and worst values come from the same rule table as the
+dashboard and ``check``; "not measured" metrics say so instead of showing a zero. The
+verdict is the run's, ``check``'s under the same ``--fail-on`` (so far, for a run still
+live when the summary is made), beside the level at the latest update.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural, visible_lines
+from sanctum.health.levels import Level
+from sanctum.health.rule_judge import RuleTally
+from sanctum.health.rules import Thresholds
+from sanctum.model.verdict import doubts, lost_counts
+from sanctum.reports.scan import LogScan, scan_log
+
+TEXT_LIST_LIMIT = 20
+"""Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
+fold kept: ``records.KEPT`` early stops and anomalies, ``SKIPPED_KEPT`` skipped lines)."""
+
+
+def build_summary(
+    path: Path,
+    thresholds: Thresholds,
+    fail_on: Level = Level.CRITICAL,
+    now: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Scan ``path`` and summarise it, at time ``now()`` (a run silent no longer than its
+    stall limit is live: judged so far). Raises EventLogError for unusable input."""
+    return summarize(scan_log(path, thresholds), fail_on, now())
+
+
+_RUN_FACTS = (
+    "run_id",
+    "env_id",
+    "trainer",
+    "seed",
+    "schema",
+    "status",
+    "reason",
+    "started_ts",
+    "global_step",
+    "total_steps",
+    "updates",
+    "events",
+    "steps_per_second",
+    "episodes",
+)
+
+
+def utc_text(ts: float | None) -> str:
+    """A log's time (seconds since 1970) as a UTC date; ``unknown`` when it has none or
+    one no calendar holds (Infinity, NaN, 1e300: a log may say anything)."""
+    if ts is None:
+        return "unknown"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+    except (OverflowError, OSError, ValueError):
+        return f"unknown (ts {ts:g} is not a date)"
+
+
+def summarize(
+    scan: LogScan, fail_on: Level = Level.CRITICAL, now: float | None = None
+) -> dict[str, Any]:
+    """The summary document of a scanned log (pure); ``now``: when it is made (None: the
+    log is judged as a finished file, as ``check`` judges it)."""
+    agg = scan.aggregator
+    run = agg.snapshot(agg.run.last_event_ts or 0.0).run
+    lost, short = lost_counts(agg)
+    facts = {name: getattr(run, name) for name in _RUN_FACTS}
+    facts.update(
+        duration_seconds=run.elapsed(run.last_event_ts or 0.0),
+        episode_return_final=run.episode_return,
+        episode_return_best=scan.best_return,
+        max_kl=agg.tamiyo.max_kl,
+    )
+    return {
+        "path": str(scan.path),
+        "run": facts,
+        **agg.run_verdict(now, fail_on).fields(),
+        "fail_on": fail_on.value,
+        "latest_verdict": agg.health().verdict,
+        "rules": [_rule_row(scan, tally) for tally in scan.tallies.values()],
+        "metrics": {metric: asdict(stats) for metric, stats in scan.stats.items()},
+        "early_stops": {
+            "count": scan.early_stop_count,
+            "listed": [{"update": u, "reason": r} for u, r in scan.early_stops],
+        },
+        "anomalies": {
+            "critical": agg.run.anomalies_critical,
+            "warning": agg.run.anomalies_warning,
+            "listed": [asdict(a) for a in scan.anomalies],
+        },
+        "skipped_lines": {
+            "malformed": agg.malformed,
+            "unknown_kind": agg.unknown_kind,
+            "listed": [
+                {"line": s.line_no, "kind": s.kind, "detail": s.detail} for s in scan.skipped
+            ],
+        },
+        "earlier_runs": [asdict(r) for r in scan.earlier_runs],
+        "resets": agg.resets,
+        "seq_gaps": agg.run.seq_gaps,
+        "lost_events": lost,
+        "missing_updates": short,
+        "foreign_events": agg.run.foreign_events,
+        "foreign_runs": dict(agg.run.foreign_runs),
+        "source_unread": list(agg.run.source_unread),
+        "failures_reported": agg.run.failures_reported,
+        "doubts": doubts(agg),
+        "judged_bytes": scan.judged_bytes,
+        "file_bytes": scan.file_bytes,
+        "grew_while_read": scan.size_after > scan.file_bytes,
+    }
+
+
+def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
+    rule, final = tally.rule, scan.stats[tally.rule.metric]
+    latest = scan.aggregator.judge.rules[rule.metric].latest
+    return {
+        "metric": rule.metric,
+        "label": rule.label,
+        "rule": rule.describe(),
+        "final": final.final,
+        "final_text": format_value(final.final, rule.decimals, "-"),
+        "final_update": final.final_update,
+        "final_level": (Level.PENDING if latest is None else latest.level).value,
+        "worst": tally.worst,
+        "worst_text": rule.format(tally.worst, "-"),
+        "worst_update": tally.worst_update,
+        "updates_warning": tally.at_warning,
+        "updates_critical": tally.at_critical,
+        "first_critical": tally.first_critical,
+    }
+
+
+def format_text(doc: dict[str, Any]) -> str:
+    """The summary for a terminal (numbers to 4 significant digits, NaN/Inf as such)."""
+    return visible_lines([*_facts(doc), "", *_rules(doc), "", *_metrics(doc), *_lists(doc)])
+
+
+def _facts(doc: dict[str, Any]) -> list[str]:
+    r = doc["run"]
+    ident = ", ".join(
+        f"{k} {v}"
+        for k, v in (
+            ("env", r["env_id"]),
+            ("seed", r["seed"]),
+            ("trainer", r["trainer"]),
+            ("schema", r["schema"]),
+        )
+        if v is not None
+    )
+    started = utc_text(r["started_ts"])
+    status = r["status"] or "no events"
+    if r["status"] == "running":
+        status = "no run_finished (still running, or cut off)"
+    if r["reason"]:
+        status += f": {r['reason']}"
+    steps = _steps(r["global_step"], r["total_steps"])
+    a, e = doc["anomalies"], doc["early_stops"]
+    return [
+        f"run       {r['run_id']} ({ident})",
+        f"file      {doc['path']}" + _grew(doc),
+        *_earlier(doc),
+        f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
+        f"status    {status}",
+        f"progress  {plural(r['updates'], 'update')}, {steps}, {plural(r['events'], 'event')}",
+        f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
+        f"returns   {plural(r['episodes'], 'episode')}; last mean "
+        f"{format_value(r['episode_return_final'], 2, 'none')}, "
+        f"best mean {format_value(r['episode_return_best'], 2, 'none')}",
+        f"verdict   {doc['verdict_text']}{_so_far(doc)} (as sanctum check --fail-on "
+        f"{doc['fail_on']}); latest update {doc['latest_verdict']}",
+        *(f"doubt     {line}" for line in doc["doubts"]),
+        f"health    {plural(e['count'], 'early stop')}; "
+        f"anomalies {a['critical']} critical, {a['warning']} warning",
+    ]
+
+
+def _grew(doc: dict[str, Any]) -> str:
+    if not doc["grew_while_read"]:
+        return ""
+    return f" (it grew while read: summarised up to byte {doc['judged_bytes']})"
+
+
+def _so_far(doc: dict[str, Any]) -> str:
+    return " so far (live: no run_finished yet)" if doc["verdict_so_far"] else ""
+
+
+def _earlier(doc: dict[str, Any]) -> list[str]:
+    """The runs before this one in the same file, which the summary leaves out."""
+    earlier = [x for x in doc["earlier_runs"] if x["new_run"]]
+    if not earlier:
+        return []
+    runs = ", ".join(f"{x['run_id']} ({plural(x['updates'], 'update')})" for x in earlier)
+    return [f"earlier   {plural(len(earlier), 'earlier run')} in this file not summarised: {runs}"]
+
+
+def _steps(global_step: int | None, total_steps: int | None) -> str:
+    """``6144 / 10240 steps (60%)``; a log with no step yet says so (never 0 %, never a crash)."""
+    if global_step is None:
+        return "no step yet" + ("" if total_steps is None else f" of {total_steps} planned")
+    if total_steps is None:
+        return plural(global_step, "step")
+    return f"{global_step} / {total_steps} steps ({100 * global_step / total_steps:.0f}%)"
+
+
+def _unit(value: float | None, decimals: int, unit: str) -> str:
+    return NOT_MEASURED if value is None else f"{format_value(value, decimals)} {unit}"
+
+
+def _rules(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
+        "judged)",
+        f"{'rule':<28} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit",
+    ]
+    for row in doc["rules"]:
+        first = "-" if row["first_critical"] is None else str(row["first_critical"])
+        final = row["final_text"] + (
+            "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
+        )
+        lines.append(
+            f"{row['label'] + ' ' + row['metric']:<28} {final:>9} "
+            f"{row['worst_text']:>9} {row['updates_warning']:>5} "
+            f"{row['updates_critical']:>5}  {first}"
+        )
+    return lines
+
+
+def _metrics(doc: dict[str, Any]) -> list[str]:
+    lines = [
+        "metrics (final: last measured; min and max: of the finite values; - = none)",
+        f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite",
+    ]
+    for metric, s in doc["metrics"].items():
+        if not s["measured"]:
+            lines.append(f"{metric:<22} {NOT_MEASURED:>10}")
+            continue
+        bad = (
+            "-"
+            if not s["nonfinite"]
+            else (f"{s['nonfinite']}, first at update {s['first_nonfinite']}")
+        )
+        lines.append(
+            f"{metric:<22} {format_value(s['final']):>10} "
+            f"{format_value(s['minimum'], absent='-'):>10} "
+            f"{format_value(s['maximum'], absent='-'):>10} {s['measured']:>8}  {bad}"
+        )
+    return lines
+
+
+def _lists(doc: dict[str, Any]) -> list[str]:
+    e, a, s = doc["early_stops"], doc["anomalies"], doc["skipped_lines"]
+    sections = [
+        (
+            f"early stops ({e['count']})",
+            e["count"],
+            [f"update {x['update']}: {x['reason']}" for x in e["listed"]],
+        ),
+        (
+            f"anomalies ({a['critical'] + a['warning']})",
+            a["critical"] + a["warning"],
+            [
+                f"update {x['update']} {x['severity']} "
+                f"{format_anomaly(x['metric'], x['value'], x['message'])}"
+                for x in a["listed"]
+            ],
+        ),
+        (
+            f"skipped lines ({s['malformed']} malformed, {s['unknown_kind']} unknown kind)",
+            s["malformed"] + s["unknown_kind"],
+            [f"line {x['line']} {x['kind']}: {x['detail']}" for x in s["listed"]],
+        ),
+    ]
+    lines: list[str] = []
+    for title, count, items in sections:
+        lines += ["", title] if count else []
+        lines += [f"  {item}" for item in items[:TEXT_LIST_LIMIT]]
+        if count > TEXT_LIST_LIMIT:
+            lines.append(
+                f"  ... and {count - TEXT_LIST_LIMIT} more (--json lists up to {len(items)})"
+            )
+    if doc["resets"] or doc["seq_gaps"]:
+        lines += [
+            "",
+            f"log restarted {plural(doc['resets'], 'time')}; "
+            f"{plural(doc['seq_gaps'], 'gap')} in seq (events lost)",
+        ]
+    return lines

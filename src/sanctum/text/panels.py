@@ -1,0 +1,295 @@
+"""What the dashboard says, as text: one home for the words of every panel.
+
+The banner's two lines, the health panel's rows and facts, the episode-return lines and
+the timeline's entries are pure functions of a :class:`~sanctum.model.snapshot.SanctumSnapshot`.
+The widgets draw them (with colour, from the stylesheet); ``sanctum RUN --once`` prints
+them. No Textual here, so printing the state once starts fast and needs no terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from sanctum.charts.glyphs import ARROWS, sparkline
+from sanctum.formatting import format_count, format_duration, format_value, visible
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds
+from sanctum.metrics import KL_METRIC
+from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
+
+BANNER_KL_DECIMALS: Final = 3
+"""KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
+
+
+CONNECTION_MARK = {
+    Connection.WAITING: "◌",
+    Connection.LIVE: "●",
+    Connection.STALE: "◐",
+    Connection.FINISHED: "■",
+    Connection.FAILED: "✖",
+    Connection.INTERRUPTED: "■",
+}
+
+
+def connection_word(state: Connection) -> str:
+    """``● LIVE``, ``◐ STALE``, ``✖ FAILED``: a connection state's mark and name."""
+    return f"{CONNECTION_MARK[state]} {state.value.upper()}"
+
+
+def connection_text(snapshot: SanctumSnapshot) -> str:
+    """``● LIVE``, ``◐ STALE · silent 0:42``, ``✖ FAILED``..."""
+    state = snapshot.connection
+    text = connection_word(state)
+    last = snapshot.run.last_event_ts
+    if state is Connection.STALE and last is not None:
+        text += f" · silent {format_duration(snapshot.now - last)}"
+    return text
+
+
+def run_text(snapshot: SanctumSnapshot, path: Path) -> str:
+    """Run id and environment; while waiting, which file is awaited; after a failure, why:
+    one line, made visible (a line break in a run id or a reason is shown escaped)."""
+    run = snapshot.run
+    if snapshot.connection is Connection.WAITING:
+        return visible(f"waiting for {path}…")
+    parts = [run.run_id or "(no run id)"]
+    if run.env_id:
+        parts.append(run.env_id)
+    if run.reason and snapshot.connection in (Connection.FAILED, Connection.INTERRUPTED):
+        parts.append(run.reason)
+    return visible("  ".join(parts))
+
+
+def clock_text(snapshot: SanctumSnapshot, replay_speed: float | None = None) -> str:
+    """``update 42  3:12``: the latest update index and the elapsed time (run time in a
+    replay, which says so: ``replay ×4  update 42  3:12``)."""
+    update = "update —" if snapshot.update is None else f"update {snapshot.update}"
+    text = f"{update}  {format_duration(snapshot.run.elapsed(snapshot.now))}"
+    return text if replay_speed is None else f"replay ×{replay_speed:g}  {text}"
+
+
+def now_verdict_text(snapshot: SanctumSnapshot) -> str | None:
+    """``now WARN: KL``: the verdict at the latest update, while the run is unfinished
+    (what is happening now); None once it finished, or before it started."""
+    return f"now {snapshot.verdict}" if snapshot.run.status == "running" else None
+
+
+def run_verdict_text(snapshot: SanctumSnapshot) -> str:
+    """The run's verdict, ``sanctum check``'s, with its first failing (or warning) row and
+    how many more: ``run FAIL: KL 22x (+1)`` while the run is unfinished (its verdict so
+    far), ``FAIL: KL 22x (+1)`` once it finished (``--json`` and ``check`` list them all)."""
+    text = snapshot.run_verdict.short
+    return f"run {text}" if snapshot.run.status == "running" else text
+
+
+def verdict_line(snapshot: SanctumSnapshot) -> str:
+    """``now OK · run FAIL: KL 22x`` while the run is unfinished (a spike that has passed
+    stays in sight), the run's verdict alone once it finished: the banner's verdict."""
+    now = now_verdict_text(snapshot)
+    run = run_verdict_text(snapshot)
+    return run if now is None else f"{now} · {run}"
+
+
+def kl_text(snapshot: SanctumSnapshot) -> str:
+    """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
+    metric = snapshot.metric(KL_METRIC)
+    if metric.value is None:
+        return "KL —"
+    alarm = "!" if metric.level >= Level.WARNING else ""
+    arrow = ARROWS[metric.direction].strip()
+    return f"KL {format_value(metric.value, BANNER_KL_DECIMALS)}{arrow}{alarm}"
+
+
+def steps_text(snapshot: SanctumSnapshot) -> str:
+    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known)."""
+    run = snapshot.run
+    if run.global_step is None and run.total_steps is None:
+        return ""
+    steps = format_count(run.global_step)
+    if run.total_steps is not None:
+        steps += f"/{format_count(run.total_steps)}"
+    rate = run.steps_per_second
+    sps = "" if rate is None or not math.isfinite(rate) else f"  {rate:,.0f} sps"
+    return f"{steps} steps{sps}"
+
+
+EXTRA_METRICS = (
+    "approx_kl_max",
+    "kl_final",
+    "entropy",
+    "policy_loss",
+    "value_loss",
+    "learning_rate",
+    "kl_coef",
+    "full_reward_rate",
+    "max_new_tokens_rate",
+)
+"""Shown without a rule: context for reading the ruled metrics (a row whose metric the run
+does not report hides once updates arrive)."""
+
+
+SHOWN_WHEN_MEASURED = frozenset({"full_reward_rate", "max_new_tokens_rate"})
+"""Context rows only some runs report (token-level PPO): no row until a value arrives."""
+
+
+SPARK_WIDTH = 10
+"""One cell per update of the 10-update history."""
+
+
+def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
+    """The metrics that always have a row: the ruled ones first, then the context."""
+    ruled = thresholds.metrics
+    return ruled + tuple(m for m in EXTRA_METRICS if m not in ruled)
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """What one row shows: the metric's value, sparkline or note, arrow and level."""
+
+    metric: str
+    value: str
+    note: str
+    arrow: str
+    level: Level
+    display: bool
+    """Whether the row is on screen (a metric the run does not report has none)."""
+
+
+def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
+    """The row of metric ``name`` in ``snapshot``."""
+    metric = snapshot.metric(name)
+    rule = snapshot.thresholds.rule(name)
+    if name in SHOWN_WHEN_MEASURED or (rule is not None and rule.only_when_measured):
+        display = any(v is not None for v in metric.series)
+    else:
+        display = rule is not None or metric.value is not None or snapshot.update is None
+    return MetricRow(
+        name,
+        value_text(snapshot, metric),
+        note_text(metric),
+        ARROWS[metric.direction],
+        metric.level,
+        display,
+    )
+
+
+def pending_row(name: str) -> MetricRow:
+    """A row before the first snapshot."""
+    return MetricRow(name, "pending", "", "", Level.PENDING, True)
+
+
+def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
+    """What the rule judges: the value at the rule's decimals, ``x1.3`` for a jump over the
+    recent median, ``med 0.930`` for a rolling median (the raw values are the sparkline);
+    ``pending`` before any update, ``not measured``."""
+    if snapshot.update is None:
+        return "pending"
+    rule = snapshot.thresholds.rule(metric.name)
+    if rule is None:
+        return format_value(metric.value)
+    if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:
+        text = rule.format(metric.statistic)
+        if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats
+            return f"{text}/{rule.per.split('_')[0]}"
+        return f"med {text}" if rule.statistic == "median" else text
+    return format_value(metric.value, rule.decimals)
+
+
+def history_values(metric: MetricSnapshot) -> list[float]:
+    """The measured values of the history (updates that did not measure it are left out)."""
+    return [v for v in metric.history if v is not None]
+
+
+def note_text(metric: MetricSnapshot) -> str:
+    """The rule's note when it has one (``warm-up``, ``not judged``, ``crit 1/2``: a band
+    not yet persisted), else the sparkline of the raw values."""
+    if metric.note is not None:
+        return metric.note.split(":")[0]  # the reason, in full, is a fact line below
+    return sparkline(history_values(metric), SPARK_WIDTH)
+
+
+def rule_notes(snapshot: SanctumSnapshot) -> list[str]:
+    """Full sentences for notes too long for a row: ``EV not judged: returns nearly ...``."""
+    return [
+        f"{rule.label} {note}"
+        for rule in snapshot.thresholds.rules
+        if (note := snapshot.metric(rule.metric).note) is not None and ":" in note
+    ]
+
+
+def facts_lines(snapshot: SanctumSnapshot) -> list[str]:
+    """The policy's health beyond single metrics: why a rule does not judge, drift, trust
+    region, stops, anomalies."""
+    lines = rule_notes(snapshot)
+    drift = snapshot.policy_drift_rate
+    if drift is not None:
+        sign = "+" if drift >= 0 else ""
+        lines.append(f"KL drift      {sign}{format_value(drift)} per update")
+    if snapshot.trust_region_health is not None and snapshot.max_kl is not None:
+        share = format_value(100 * snapshot.trust_region_health, 0)
+        lines.append(f"trust region  {share}% of max_kl {snapshot.max_kl:g}")
+    stops = f"early stops   {snapshot.early_stops}"
+    if snapshot.early_stops and snapshot.timeline:
+        last = next((e for e in reversed(snapshot.timeline) if e.kind == "early_stop"), None)
+        if last is not None and last.update is not None:
+            stops += f", last at update {last.update}"
+    lines.append(stops)
+    run = snapshot.run
+    lines.append(
+        f"anomalies     {run.anomalies_critical} critical, {run.anomalies_warning} warning"
+    )
+    skipped = snapshot.skipped
+    if skipped.malformed or skipped.unknown_kind or skipped.resets:
+        lines.append(
+            f"log           {skipped.malformed} malformed, {skipped.unknown_kind} unknown kind, "
+            f"{skipped.resets} resets"
+        )
+    return lines
+
+
+def returns_lines(snapshot: SanctumSnapshot, width: int) -> list[str]:
+    """Mean return with its trend and range, a sparkline of the longer series, counts."""
+    run = snapshot.run
+    if run.episode_return is None:
+        return ["no episode finished yet", f"episodes {format_count(run.episodes)}"]
+    low, high = format_value(run.episode_return_min), format_value(run.episode_return_max)
+    best = max(run.episode_return_series, default=run.episode_return)
+    return [
+        f"mean {format_value(run.episode_return)} {ARROWS[snapshot.return_direction]}"
+        f"  ({low}…{high})",
+        sparkline(run.episode_return_series, width),
+        f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}"
+        f"  best {format_value(best)}",
+    ]
+
+
+KIND_LABEL = {
+    "start": "start",
+    "early_stop": "early stop",
+    "anomaly": "anomaly",
+    "finish": "finish",
+    "reset": "reset",
+    "skipped": "skipped",
+    "gap": "gap",
+    "trainer": "trainer",
+    "bug": "bug",
+    "stall": "stall",
+}
+
+
+def when_text(entry: TimelineEntry, started_ts: float | None) -> str:
+    """``u12`` for an entry of an update, else ``+m:ss`` since the start, else blank."""
+    if entry.update is not None:
+        return f"u{entry.update}"
+    if entry.ts is not None and started_ts is not None:
+        return f"+{format_duration(entry.ts - started_ts)}"
+    return ""
+
+
+def entry_text(entry: TimelineEntry, started_ts: float | None) -> str:
+    """One line: when, what kind, the text (early-stop reasons verbatim)."""
+    kind = KIND_LABEL.get(entry.kind, entry.kind)
+    return visible(f"{when_text(entry, started_ts):<7} {kind:<10} {entry.text}")

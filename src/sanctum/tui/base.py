@@ -1,0 +1,62 @@
+"""What the dashboard and the run table share as Textual apps: the stylesheet and title, the
+callbacks a reading thread is given, its notices shown, and the repaint after ``fg``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from textual.app import App
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from sanctum.formatting import visible
+from sanctum.live.pacing import FeedCallbacks, Severity
+from sanctum.tui.messages import ReaderNotice
+
+Frame = TypeVar("Frame")
+
+
+def repaint_after_resume(app: App[None]) -> None:
+    """Have ``app`` draw its whole screen again after SIGTSTP and SIGCONT (``fg``): the
+    driver is back in the alternate screen, which the terminal shows blank, and Textual
+    redraws only what changed since (nothing, for a finished run) until a key is pressed."""
+    app.app_resume_signal.subscribe(app, lambda resumed: resumed.screen.refresh(layout=True))
+
+
+class SanctumAppBase(App[None]):
+    """A Sanctum app fed by one reading thread: the dashboard or the run table."""
+
+    CSS_PATH = "sanctum.tcss"
+    TITLE = "Sanctum"
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notices: list[tuple[str, Severity]] = []
+        """Every notice the reader posted, in order (tests read them)."""
+
+    def feed_callbacks(self, ready: Callable[[Frame], Message]) -> FeedCallbacks[Frame]:
+        """The callbacks for a reading loop run by the current thread worker: each frame is
+        posted as ``ready(frame)``, each notice as a :class:`ReaderNotice`, and the loop
+        stops when the worker is cancelled."""
+        worker = get_current_worker()
+
+        def publish(frame: Frame) -> None:
+            self.post_message(ready(frame))
+
+        def notice(text: str, severity: Severity) -> None:
+            self.post_message(ReaderNotice(text, severity))
+
+        return FeedCallbacks(publish, notice, stopped=lambda: worker.is_cancelled)
+
+    def on_reader_notice(self, message: ReaderNotice) -> None:
+        self.notices.append((message.text, message.severity))
+        # a notice names the log's path: text, never markup (a folder may be "x[/]y")
+        self.notify(visible(message.text), markup=False, severity=message.severity, timeout=10)
+        if message.severity == "error":
+            self.reader_stopped(message.text)
+
+    def reader_stopped(self, text: str) -> None:
+        """The reader stopped on an unusable log (``text`` says why); the notice is shown."""

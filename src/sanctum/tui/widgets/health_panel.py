@@ -1,0 +1,150 @@
+"""HealthStatusPanel: one row per metric, coloured by the level the rule table gave it.
+
+Rows: every metric with a rule (in rule order; a rule for a metric only some runs have,
+such as the reference KL, only in runs that measure it), then the other PPO statistics
+worth a glance, then any further metric that went non-finite (the verdict may name it, so
+it must be on screen). Each row shows the latest value, a sparkline of the last 10 updates
+and a trend arrow; the stylesheet's ``metric-table--*`` classes give each level its colour.
+A metric not measured by the trainer reads "not measured"; before the first update every
+row reads "pending", never a healthy zero.
+
+The table is one widget that renders all its rows at once: a widget (and a style lookup)
+per cell cost the dashboard most of a frame, and it redraws up to seven times a second.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from textual.app import ComposeResult
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static
+
+from sanctum.health.levels import Level
+from sanctum.health.rules import Thresholds
+from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.text.panels import MetricRow, facts_lines, metric_row, panel_metrics, pending_row
+from sanctum.tui.widgets.base import SnapshotView, plain
+from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans, set_text
+
+COLUMNS = (("metric", 18), ("value", 12), ("last 10", 11), ("", 2))
+"""Header and width of each column; the value is right-aligned with one blank after it."""
+
+
+class MetricTable(Widget):
+    """Header and one line per shown row, styled by level from the stylesheet."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "metric-table--header",
+        "metric-table--pending",
+        "metric-table--healthy",
+        "metric-table--warning",
+        "metric-table--critical",
+        "metric-table--warning-row",
+        "metric-table--critical-row",
+    }
+
+    def __init__(self, rows: tuple[MetricRow, ...], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows = rows
+        self._picture = LineCache.of_spans()
+        self._component = ComponentStyles(self)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component.clear()
+        self._picture.clear()
+
+    def set_rows(self, rows: tuple[MetricRow, ...]) -> None:
+        """Show ``rows``: only the lines that changed are drawn again; the screen is laid
+        out again only when the row count changes."""
+        shown = sum(r.display for r in self.rows)
+        self.rows = rows
+        if sum(r.display for r in rows) != shown or self._picture.lines is None:
+            self._picture.clear()
+            self.refresh(layout=True)
+        else:
+            self._picture.show(self, self._lines())
+
+    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+        return 1 + sum(r.display for r in self.rows)
+
+    def on_resize(self) -> None:
+        self._picture.clear()
+
+    def render_line(self, y: int) -> Strip:
+        return self._picture.line(self, y, self._lines)
+
+    def _lines(self) -> list[Spans]:
+        return [self._header(), *(self._line(row) for row in self.rows if row.display)]
+
+    def _header(self) -> Spans:
+        """Column titles, underlined (the words only), aligned like the values."""
+        underline = self._style("header")
+        header: Spans = []
+        for (title, _), cell in zip(COLUMNS, self._cells(*(t for t, _ in COLUMNS)), strict=True):
+            start = cell.index(title) if title else 0
+            header += [(cell[:start], ""), (title, underline), (cell[start + len(title) :], "")]
+        return header
+
+    def _cells(self, name: str, value: str, note: str, arrow: str) -> list[str]:
+        (_, w0), (_, w1), (_, w2), (_, w3) = COLUMNS
+        return [f"{name:<{w0}.{w0}}", f"{value:>{w1}.{w1}} ", f"{note:<{w2}}", f"{arrow:<{w3}}"]
+
+    def _line(self, row: MetricRow) -> Spans:
+        name, value, note, arrow = self._cells(row.metric, row.value, row.note, row.arrow)
+        if row.level is Level.PENDING:
+            return [(name + value + note + arrow, self._style("pending"))]
+        colour = self._style(row.level.value)
+        if row.level not in (Level.WARNING, Level.CRITICAL):
+            return [(name, ""), (value + note + arrow, colour)]
+        background = self._style(f"{row.level.value}-row")  # spans the panel
+        bold = Style(bold=row.level is Level.CRITICAL)
+        pad = " " * max(0, self.content_size.width - len(name + value + note + arrow))
+        return [
+            (name, background + bold),
+            (value + note + arrow, background + colour),
+            (pad, background),
+        ]
+
+    def _style(self, name: str) -> Style:
+        """The stylesheet's ``metric-table--<name>``: its background for a ``-row`` class,
+        else its text colour and weight (so a row's background shows under its text)."""
+        style = self._component(f"metric-table--{name}")
+        if name.endswith("-row"):
+            return Style(bgcolor=style.bgcolor)
+        return Style(color=style.color, bold=style.bold, underline=style.underline)
+
+
+class HealthStatusPanel(SnapshotView):
+    """The metric table, and the facts under it."""
+
+    def __init__(self, thresholds: Thresholds, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.metrics = panel_metrics(thresholds)
+
+    def compose(self) -> ComposeResult:
+        yield MetricTable(tuple(pending_row(m) for m in self.metrics), id="health-table")
+        yield Static(id="health-facts")
+
+    def on_mount(self) -> None:
+        self.border_title = "Health"
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        fired = [
+            m for m in snapshot.health.fired if m not in self.metrics and m in snapshot.metrics
+        ]  # run-wide checks (bug, stall) are not metrics: the banner and the log show them
+        if fired:  # a metric outside the table went bad: it gets a row from now on
+            self.metrics = self.metrics + tuple(fired)
+        rows = tuple(metric_row(snapshot, m) for m in self.metrics)
+        self.query_one(MetricTable).set_rows(rows)
+        set_text(self.query_one("#health-facts", Static), plain("\n".join(facts_lines(snapshot))))
+
+    def row(self, metric: str) -> MetricRow:
+        """The row of ``metric`` as shown (for tests); KeyError when it has none."""
+        for row in self.query_one(MetricTable).rows:
+            if row.metric == metric:
+                return row
+        raise KeyError(metric)

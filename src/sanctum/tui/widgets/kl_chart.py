@@ -1,0 +1,158 @@
+"""KLChart: the longer KL history on a log scale, with the rule's lines when they are in
+nats; the reference KL beside it when the run measures one.
+
+A sparkline rescales to its data, so a KL that doubles looks the same at 0.002 and at
+0.2. KL also spans decades: a healthy run sits near 1e-5 and a broken one past 0.1, and a
+linear scale sized for the thresholds draws the healthy run as a flat line on the floor.
+So the chart is logarithmic. When the rule's lines are in nats (a rule on the value, as the
+reference KL's) it is topped a decade above the critical line and reaches two decades below
+the warning line (further down when the values are smaller), both lines drawn and
+labelled, and bars are coloured by the same rule that colours the panel. The default KL
+rule judges KL per clip fraction, which has no line in nats: the chart then scales to the
+values, draws no line and says so in its border. A fine-tuning run (one that reports
+``ref_kl``) gets two charts side by side, each under a caption: the policy's KL between
+updates on the left, its KL to the frozen reference on the right, each with its own rule's
+lines.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import ClassVar
+
+from textual.markup import escape
+from textual.strip import Strip
+
+from sanctum.charts.drawing import Cell, ChartStyles, ThresholdChart
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
+from sanctum.health.levels import level_of, unruled_level
+from sanctum.metrics import KL_METRIC, REF_KL_METRIC
+from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.tui.widgets.base import SnapshotView
+from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans
+
+GAP = 2
+"""Blank cells between the two charts."""
+
+
+def measures_ref_kl(snapshot: SanctumSnapshot) -> bool:
+    """Whether the charted updates report a reference KL."""
+    return any(v is not None for v in snapshot.metric(REF_KL_METRIC).series)
+
+
+class KLChart(SnapshotView):
+    """Fixed-scale bar charts of ``approx_kl`` (and ``ref_kl``), one column per update,
+    newest at the right."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "klchart--healthy",
+        "klchart--warning",
+        "klchart--critical",
+        "klchart--axis",
+    }
+
+    @cached_property
+    def _picture(self) -> LineCache[Spans]:
+        return LineCache.of_spans()
+
+    @cached_property
+    def _columns(self) -> dict[str, dict[tuple[float, float, float, int], list[Cell | None]]]:
+        """Each chart's drawn columns, kept across frames (cleared with the styles)."""
+        return {}
+
+    @cached_property
+    def _component(self) -> ComponentStyles:
+        return ComponentStyles(self)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component.clear()
+        self._picture.clear()
+        self._columns.clear()
+
+    def on_mount(self) -> None:
+        self.border_title = "KL"
+
+    def show(self, snapshot: SanctumSnapshot) -> None:
+        self._titles(snapshot)
+        if self._picture.lines is None or not self.size:
+            self._picture.clear()
+            self.refresh()
+        else:  # only the rows the new update changed are drawn again
+            self._picture.show(self, self._rows(*self._extent()))
+
+    def on_resize(self) -> None:
+        self._picture.clear()
+
+    def _titles(self, snapshot: SanctumSnapshot) -> None:
+        """The border's titles, set only when they change (setting one repaints it all)."""
+        series = snapshot.metric(KL_METRIC).series
+        rule = snapshot.thresholds.rule(KL_METRIC)
+        subtitle = "log"
+        if rule is not None and rule.in_metric_units:
+            subtitle = f"log · {WARNING_LINE} warning {CRITICAL_LINE} critical"
+        elif rule is not None and rule.per is not None:  # the lines are not in nats
+            label = escape(rule.label)  # from a thresholds file: a title is read as markup
+            subtitle = f"log · {label} judged per {rule.per.split('_')[0]}"
+        title = f"KL · {len(series)} updates" if series else "KL"
+        if (title, subtitle) != (self.border_title, self.border_subtitle):
+            self.border_title, self.border_subtitle = title, subtitle
+
+    def _extent(self) -> tuple[int, int]:
+        return max(1, self.content_size.width), max(1, self.content_size.height)
+
+    def render_line(self, y: int) -> Strip:
+        """Row ``y`` of the chart, drawn as strips of styled spans (no Rich rendering: this
+        is the dashboard's largest widget, redrawn with every update)."""
+        return self._picture.line(self, y, lambda: self._rows(*self._extent()))
+
+    def _rows(self, width: int, height: int) -> list[Spans]:
+        snapshot = self.snapshot
+        if snapshot is None or not snapshot.metric(KL_METRIC).series:
+            return [[("no update yet", self._component("klchart--axis"))]]
+        if not measures_ref_kl(snapshot) or height < 2:
+            return self._chart(snapshot, KL_METRIC, width, height).rows(width)
+        left_width = (width - GAP) // 2
+        right_width = width - GAP - left_width
+        axis = self._component("klchart--axis")
+        caption = (
+            f"{'policy  (old ‖ new)':<{left_width + GAP}}{'reference  (θ ‖ ref)':<{right_width}}"
+        )
+        left = self._chart(snapshot, KL_METRIC, left_width, height - 1).rows(left_width)
+        right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).rows(right_width)
+        gap: Spans = [(" " * GAP, "")]
+        return [[(caption, axis)], *(a + gap + b for a, b in zip(left, right, strict=True))]
+
+    def _chart(
+        self, snapshot: SanctumSnapshot, metric: str, width: int, height: int
+    ) -> ThresholdChart:
+        rule = snapshot.thresholds.rule(metric)
+        series = snapshot.metric(metric).series
+        if metric != KL_METRIC:  # approx_kl is required; an update without ref_kl is no bar
+            series = tuple(v for v in series if v is not None)
+        values = [math.nan if v is None else v for v in series]
+
+        def level(value: float) -> str:
+            if rule is None or not rule.in_metric_units:  # lines in other units: none here
+                return unruled_level(value).value
+            return level_of(rule, value, rule.warmup_updates).value  # judged as past warm-up
+
+        lines = rule is not None and rule.in_metric_units
+        return ThresholdChart(
+            values,
+            warning=rule.warning if lines and rule is not None else None,
+            critical=rule.critical if lines and rule is not None else None,
+            height=height,
+            width=width,
+            decimals=None if rule is None else rule.decimals,
+            log=True,
+            level_of=level,
+            memo=self._columns.setdefault(metric, {}),
+            styles=ChartStyles(
+                healthy=self._component("klchart--healthy"),
+                warning=self._component("klchart--warning"),
+                critical=self._component("klchart--critical"),
+                axis=self._component("klchart--axis"),
+            ),
+        )

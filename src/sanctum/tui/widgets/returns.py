@@ -1,0 +1,26 @@
+"""EpisodeReturnPanel: is the policy getting better? Mean return, its range, and its trend.
+
+Fed only by rollouts that finished an episode; until one does, it says so instead of
+showing a zero return.
+"""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from sanctum.text.panels import returns_lines
+from sanctum.tui.widgets.base import SnapshotView
+
+
+class EpisodeReturnPanel(SnapshotView):
+    """Return statistics of the finished episodes."""
+
+    def on_mount(self) -> None:
+        self.border_title = "Episode return"
+
+    def render(self) -> RenderableType:
+        if self.snapshot is None:
+            return ""
+        lines = returns_lines(self.snapshot, max(1, self.content_size.width))
+        return Text("\n".join(lines[: max(1, self.content_size.height)]), no_wrap=True)

@@ -1,0 +1,324 @@
+"""``sanctum import tensorboard``: mapping files, grouping by step, and unusable input.
+
+Logs are written by torch's ``SummaryWriter`` (the writer SB3 and CleanRL use) with chosen
+steps and wall times; the imported log is read back with the real reader.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sanctum.cli import main as sanctum_main
+from sanctum.importers.tensorboard.reader import masked_crc32c
+from telemetry import (
+    Anomaly,
+    PPOUpdate,
+    Rollout,
+    RunFinished,
+    RunStarted,
+    read_events,
+)
+from tests.schema_support import assert_valid_log
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None,
+    reason="needs the tensorboard extra: pip install 'sanctum-ppo[tensorboard]'",
+)
+
+MAP = """
+trainer = "my-trainer"
+[tags]
+"ppo/kl" = "approx_kl"
+"ppo/clip" = "clip_fraction"
+"ppo/entropy_loss" = { field = "entropy", scale = -1.0 }
+"ppo/stopped" = "early_stopped"
+"ppo/clip_range" = "config.clip_range"
+"ep/return" = "episode_return"
+"ep/len" = "episode_length"
+"debug/ignored" = "ignore"
+"""
+UNMAPPED = "debug/\x1b[2Jx"
+"""A tag nothing maps, with a control character a terminal would obey."""
+
+
+def write_tb(folder: Path, scalars: dict[str, list[tuple[int, float]]], t0: float) -> None:
+    """Scalars as (step, value) per tag, each at wall time ``t0 + step / 100``."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(folder))
+    rows = sorted((step, tag, value) for tag, points in scalars.items() for step, value in points)
+    for step, tag, value in rows:
+        writer.add_scalar(tag, value, step, walltime=t0 + step / 100)
+    writer.add_histogram("weights", np.array([0.1, 0.2, 0.3]), 100)
+    writer.close()
+
+
+def custom_log(folder: Path, t0: float) -> None:
+    write_tb(
+        folder,
+        {
+            "ppo/kl": [(100, 0.01), (200, 0.02), (300, 0.03)],
+            "ppo/clip": [(100, 0.1), (200, 0.2)],  # step 300 lacks it
+            "ppo/entropy_loss": [(100, -0.6), (200, -0.5)],
+            "ppo/stopped": [(100, 0.0), (200, 1.0)],
+            "ppo/clip_range": [(100, 0.2), (200, 0.1)],
+            "ep/return": [(50, 10.0), (100, 30.0), (150, 20.0), (350, 40.0)],
+            "ep/len": [(50, 10.0), (100, 30.0), (150, 20.0), (350, 40.0)],
+            "debug/ignored": [(100, 1.0)],
+            UNMAPPED: [(100, 1.0)],
+        },
+        t0,
+    )
+
+
+def sanctum(*args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = sanctum_main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_mapping_file_imports_any_trainers_tags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t0 = time.time()
+    custom_log(tmp_path / "tb", t0)
+    (tmp_path / "map.toml").write_text(MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    code, printed, _ = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0
+    assert "imported 2 updates, 3 rollouts, 4 episodes (to step 350)" in printed
+    assert "unmapped tags (named in the run's config): debug/\\x1b[2Jx" in printed
+    assert "not imported (histograms): weights" in printed
+    assert_valid_log(out / "events.jsonl")
+    events = read_events(out / "events.jsonl").events
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        *("RunStarted", "Rollout", "PPOUpdate", "Rollout", "PPOUpdate"),
+        *("Anomaly", "Rollout", "RunFinished"),
+    ]
+    started, first, update0, second, update1, warning, last, finished = events
+    assert isinstance(started, RunStarted) and isinstance(finished, RunFinished)
+    assert started.payload.trainer.name == "my-trainer (imported from TensorBoard)"
+    assert started.payload.env_id == "unknown"
+    config = started.payload.config
+    assert config["source"] == "tensorboard"
+    assert config["tensorboard_unmapped_tags"] == [UNMAPPED]
+    assert config["tensorboard_ignored_tags"] == {"debug/ignored": "ignored by the mapping file"}
+    assert config["tensorboard_other_data"] == {"histograms": ["weights"]}
+    assert (config["clip_range"], config["clip_range_end"]) == (0.2, 0.1)
+    assert not any("early_stopped" in note for note in config["tensorboard_notes"])
+    assert isinstance(first, Rollout) and isinstance(second, Rollout) and isinstance(last, Rollout)
+    # episodes count in the first step with figures at or after their own
+    assert (first.payload.update, first.payload.global_step, first.payload.episodes) == (0, 100, 2)
+    assert (first.payload.episode_return_mean, first.payload.episode_return_max) == (20.0, 30.0)
+    assert (second.payload.update, second.payload.global_step, second.payload.episodes) == (
+        1,
+        200,
+        1,
+    )
+    assert (last.payload.update, last.payload.global_step, last.payload.episodes) == (2, 350, 1)
+    assert isinstance(update0, PPOUpdate) and isinstance(update1, PPOUpdate)
+    assert (update0.payload.entropy, update0.payload.early_stopped) == (0.6, False)
+    assert (update1.payload.approx_kl, update1.payload.early_stopped) == (0.02, True)
+    assert update1.ts == t0 + 2.0  # TensorBoard's wall time
+    assert isinstance(warning, Anomaly)
+    assert warning.payload.severity == "warning"
+    assert "step 300 has update figures but no clip_fraction" in warning.payload.message
+    assert (finished.payload.updates, finished.payload.global_step) == (2, 350)
+    assert sanctum("check", str(out), capsys=capsys)[0] == 0
+    assert sanctum("check", str(out), "--fail-on", "warning", capsys=capsys)[0] == 1
+
+
+def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_tb(
+        tmp_path / "logs" / "run7",
+        {"losses/approx_kl": [(1, 0.01)], "losses/clipfrac": [(1, 0.1)]},
+        0.0,
+    )
+    args = ("import", "tensorboard", "logs")
+    assert sanctum(*args, capsys=capsys)[0] == 0
+    log = tmp_path / "runs" / "run7-tb" / "events.jsonl"
+    started = read_events(log).events[0]
+    assert isinstance(started, RunStarted)
+    assert started.run_id == "run7-tb"
+    assert started.payload.trainer.name == "cleanrl-ppo (imported from TensorBoard)"
+    code, _, err = sanctum(*args, capsys=capsys)
+    assert (code, err.count("\n")) == (2, 1)
+    assert "an event log is already there" in err
+    assert sanctum(*args, "--force", capsys=capsys)[0] == 0
+    assert [p.name for p in log.parent.iterdir()] == ["events.jsonl"]  # no temporary left
+    log.write_text(json.dumps({"type": "run_started", "payload": {"config": {}}}) + "\n")
+    code, _, err = sanctum(*args, "--force", capsys=capsys)
+    assert code == 2
+    assert "not written by sanctum import" in err
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("missing", "no such file or directory"),
+        ("empty", "no TensorBoard event files"),
+        ("no scalars", "its event files hold no scalars"),
+        ("two runs", "holds the TensorBoard logs of 2 runs (a, b): import one of them"),
+        ("unknown tags", "map them with --map FILE (scalar tags: my/kl)"),
+        ("bad field", "tags.'my/kl': 'kl' is not a ppo_update or rollout field"),
+        ("bad toml", "mapping file is not valid TOML"),
+        ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
+        ("actions", "--actions must be at least 2, got 1"),
+        ("unwritable out", "cannot write the event log"),
+        ("not an event", "TensorBoard cannot read its event files: DecodeError: "),
+    ],
+)
+def test_unusable_input_is_one_line_and_exit_2(
+    case: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logdir, extra = tmp_path / "tb", []
+    (tmp_path / "map.toml").write_text(
+        {"bad field": '[tags]\n"my/kl" = "kl"\n'}.get(case, '[tags]\n"my/kl" = "approx_kl"\n')
+    )
+    if case == "empty":
+        logdir.mkdir()
+    elif case == "no scalars":
+        logdir.mkdir()
+        (logdir / "events.out.tfevents.1.host").write_bytes(b"")
+    elif case == "two runs":
+        for name in ("a", "b"):
+            write_tb(logdir / name, {"train/approx_kl": [(1, 0.0)]}, 0.0)
+    elif case != "missing":
+        write_tb(logdir, {"my/kl": [(1, 0.01)]}, 0.0)
+    if case in ("bad field", "bad toml", "no clip tag"):
+        extra = ["--map", str(tmp_path / "map.toml")]
+    if case == "bad toml":
+        (tmp_path / "map.toml").write_text("[tags\n")
+    if case == "actions":
+        extra = ["--actions", "1"]
+    if case == "not an event":  # a record whose checksums match, holding no event
+        (file,) = logdir.iterdir()
+        data = b"\xff\xfe not a protobuf"
+        header = struct.pack("<Q", len(data))
+        with file.open("ab") as fh:
+            fh.write(header + struct.pack("<I", masked_crc32c(header)))
+            fh.write(data + struct.pack("<I", masked_crc32c(data)))
+    out = tmp_path / "out"
+    if case == "unwritable out":  # a file where the run folder would go
+        write_tb(logdir, {"train/approx_kl": [(1, 0.01)], "train/clip_fraction": [(1, 0.1)]}, 0.0)
+        out.write_text("a file\n")
+        out = out / "run"
+    args = ["import", "tensorboard", str(logdir), "--out", str(out), *extra]
+    code, printed, err = sanctum(*args, capsys=capsys)
+    assert (code, printed) == (2, "")
+    assert err.startswith("sanctum: error: ") and err.count("\n") == 1
+    assert message in err
+    assert not (out / "events.jsonl").exists()
+
+
+def test_without_tensorboard_the_error_names_the_extra(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tb(tmp_path / "tb", {"losses/approx_kl": [(1, 0.01)]}, 0.0)
+    for name in list(sys.modules):
+        if name == "tensorboard" or name.startswith("tensorboard."):
+            monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    code, _, err = sanctum("import", "tensorboard", str(tmp_path / "tb"), capsys=capsys)
+    assert code == 2
+    assert err == (
+        "sanctum: error: reading TensorBoard logs needs tensorboard: "
+        "pip install 'sanctum-ppo[tensorboard]'\n"
+    )
+
+
+def test_the_record_checksum_is_tensorboards_own() -> None:
+    stub = pytest.importorskip(
+        "tensorboard.compat.tensorflow_stub.pywrap_tensorflow",
+        reason="needs tensorboard: pip install 'sanctum-ppo[tensorboard]'",
+    )
+    for data in (b"", b"\x00" * 12, bytes(range(256)) * 40):
+        assert masked_crc32c(data) == stub.masked_crc32c(data)
+
+
+def test_reading_a_log_loads_neither_torch_nor_tensorflow(tmp_path: Path) -> None:
+    write_tb(tmp_path / "tb", {"losses/approx_kl": [(1, 0.01)]}, 0.0)
+    code = (
+        "import json, sys; import sanctum.cli, sanctum.importers.tensorboard.command; "
+        "before = 'tensorboard' in sys.modules; "
+        "from sanctum.importers.tensorboard.reader import read_log; from pathlib import Path; "
+        f"log = read_log(Path({str(tmp_path / 'tb')!r})); "
+        "print(json.dumps([before, sorted(log.scalars), list(sys.modules)]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    before, tags, modules = json.loads(out.stdout)
+    assert before is False  # the command loads tensorboard only to read
+    assert tags == ["losses/approx_kl"]
+    roots = {m.split(".")[0] for m in modules}
+    assert "tensorboard" in roots
+    assert {"torch", "tensorflow", "ppo"}.isdisjoint(roots)
+
+
+KL_MAP = '[tags]\n"ppo/kl" = "approx_kl"\n"ppo/clip" = "clip_fraction"\n'
+
+
+def damaged(logdir: Path, how: str) -> Path:
+    """The event file of ``logdir``, cut in half or with one bit flipped a third in."""
+    (file,) = logdir.iterdir()
+    data = bytearray(file.read_bytes())
+    if how == "cut in half":
+        del data[len(data) // 2 :]
+    else:
+        data[len(data) // 3] ^= 0x10
+    file.write_bytes(bytes(data))
+    return file
+
+
+@pytest.mark.parametrize("how", ["cut in half", "one bit flipped"])
+def test_an_event_file_not_read_whole_is_said_and_fails_the_check(
+    how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """30 updates, KL critical in the last 20: what TensorBoard stops reading at a bad
+    record (without a word) would hide them. The import says what it lost, on stderr and
+    in the log; check fails it unless the loss is accepted with --allow-skipped."""
+    healthy, critical = (0.005, 0.08), (0.5, 0.0)
+    points = [(100 * (s + 1), healthy if s < 10 else critical) for s in range(30)]
+    write_tb(
+        tmp_path / "tb",
+        {"ppo/kl": [(s, v[0]) for s, v in points], "ppo/clip": [(s, v[1]) for s, v in points]},
+        time.time(),
+    )
+    (tmp_path / "map.toml").write_text(KL_MAP)
+    whole = ["import", "tensorboard", str(tmp_path / "tb"), "--map", str(tmp_path / "map.toml")]
+    assert sanctum(*whole, "--out", str(tmp_path / "whole"), capsys=capsys)[0] == 0
+    assert sanctum("check", str(tmp_path / "whole"), capsys=capsys)[0] == 1  # the KL
+    file = damaged(tmp_path / "tb", how)
+    out = tmp_path / "damaged"
+    code, printed, err = sanctum(*whole, "--out", str(out), capsys=capsys)
+    assert code == 0
+    assert err.startswith(f"sanctum import: could not read {file.name}: record ")
+    assert ("cut short" if how == "cut in half" else "fails its checksum") in err
+    assert err.count("\n") == 1 and "not read" in err
+    assert "not read whole: 1 event file (recorded in the log" in printed
+    started = read_events(out / "events.jsonl").events[0]
+    assert isinstance(started, RunStarted)
+    assert started.payload.config["source_unread"] == [err.strip().split("could not read ")[1]]
+    code, printed, _ = sanctum("check", str(out), capsys=capsys)
+    assert code == 1
+    assert "FAIL  source: the import could not read all of its source" in printed
+    code, printed, _ = sanctum("check", str(out), "--json", capsys=capsys)
+    assert "source unread 1x" in json.loads(printed)["verdict_text"]
+    _, printed, _ = sanctum("check", str(out), "--json", "--allow-skipped", capsys=capsys)
+    source = next(row for row in json.loads(printed)["rows"] if row["name"] == "source")
+    assert source["passed"] is True  # accepted explicitly
+    assert source["message"].endswith(err.strip().split("could not read ")[1])

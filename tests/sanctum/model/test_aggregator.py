@@ -1,0 +1,378 @@
+"""The aggregator over real event logs read by the real reader."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sanctum.health.levels import Level
+from sanctum.health.rule_judge import values_needed
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.model.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
+from sanctum.model.snapshot import Connection, SanctumSnapshot
+from sanctum.model.state import HISTORY_LEN
+from telemetry.eventlog import EventLogReader
+from telemetry.events import PPOUpdate, RolloutPayload
+from tests.sanctum.logs import (
+    KL_CRITICAL,
+    KL_HOLDS,
+    T0,
+    RunLog,
+    early_stop_update,
+    kl_breach,
+    kl_spike,
+    ppo_update,
+    write_run,
+)
+
+
+def fold(path: Path, agg: SanctumAggregator | None = None) -> SanctumSnapshot:
+    agg = agg or SanctumAggregator()
+    for batch in EventLogReader(path).batches():
+        agg.handle_batch(batch)
+    return agg.snapshot(agg.run.last_event_ts or T0)
+
+
+def test_healthy_finished_run(tmp_path: Path) -> None:
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=20))
+    assert snap.connection is Connection.FINISHED
+    assert snap.verdict == "OK"
+    assert snap.update == 19
+    run = snap.run
+    assert (run.run_id, run.env_id, run.trainer, run.seed) == (
+        "run-test",
+        "CartPole-v1",
+        "test-trainer 0.1",
+        3,
+    )
+    assert (run.updates, run.global_step, run.total_steps, run.progress) == (20, 10240, 10240, 1)
+    assert run.steps_per_second == 4000.0
+    assert run.episodes == 40
+    assert run.episode_return == 39.0
+    assert run.episode_returns == tuple(float(20 + u) for u in range(10, 20))
+    assert snap.max_kl == 0.03
+    assert snap.trust_region_health == pytest.approx(0.005 / 0.03)
+    assert snap.policy_drift_rate == pytest.approx(0.0)
+    assert [e.kind for e in snap.timeline] == ["start", "finish"]
+    assert snap.timeline[-1].level is Level.HEALTHY
+
+
+def test_history_is_bounded_and_aligned(tmp_path: Path) -> None:
+    snap = fold(
+        write_run(tmp_path / "e.jsonl", updates=25, overrides=lambda u: {"approx_kl": u / 1000})
+    )
+    kl = snap.metric("approx_kl")
+    assert len(kl.history) == HISTORY_LEN
+    assert snap.history_updates == tuple(range(15, 25))
+    assert kl.history == pytest.approx(tuple(u / 1000 for u in range(15, 25)))
+    assert kl.series == pytest.approx(tuple(u / 1000 for u in range(25)))
+    assert kl.value == pytest.approx(0.024)
+    assert kl.trend == pytest.approx(0.001)
+    assert snap.policy_drift_rate == pytest.approx(0.001)
+
+
+def test_not_measured_stays_none_and_zero_stays_zero(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    clip_rule = DEFAULT_THRESHOLDS.rule("clip_fraction")
+    assert clip_rule is not None
+    updates = values_needed(clip_rule)  # the Clip rule judges its median from then on
+    for u in range(updates):
+        log.update(
+            ppo_update(u, grad_norm=None, entropy=None, explained_variance=None, clip_fraction=0.0)
+        )
+    log.close()
+    snap = fold(path)
+    assert snap.metric("grad_norm").value is None
+    assert snap.metric("grad_norm").level is Level.PENDING
+    assert snap.metric("entropy").history == (None,) * updates
+    assert snap.metric("clip_fraction").value == 0.0
+    assert snap.metric("clip_fraction").level is Level.HEALTHY
+    assert snap.connection is Connection.LIVE
+    assert snap.verdict == "OK"
+
+
+def test_critical_kl_and_nan(tmp_path: Path) -> None:
+    kl = kl_breach(5 - KL_HOLDS)  # KL critical at the last update, 4
+
+    def unhealthy(u: int) -> dict[str, float]:
+        return {**kl(u), "value_loss": math.nan} if u == 4 else {**kl(u)}
+
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=5, overrides=unhealthy))
+    assert snap.verdict == "FAIL: KL (+1)"
+    assert snap.metric("approx_kl").level is Level.CRITICAL
+    assert math.isnan(snap.metric("value_loss").value)  # type: ignore[arg-type]
+    assert snap.metric("value_loss").level is Level.CRITICAL
+    assert snap.health.fired == ("approx_kl", "value_loss")
+
+
+def test_health_is_of_the_latest_update(tmp_path: Path) -> None:
+    snap = fold(write_run(tmp_path / "e.jsonl", updates=12, overrides=kl_breach(5)))
+    assert snap.verdict == "OK"  # the dashboard shows now; check judges the whole run
+    assert snap.run_verdict.text == f"FAIL: KL {KL_HOLDS}x"
+    kl = snap.metric("approx_kl").history
+    assert max(kl) == KL_CRITICAL["approx_kl"]  # type: ignore[type-var]
+
+
+def test_early_stops_and_anomalies_reach_the_event_log(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(ppo_update(0))
+    log.update(early_stop_update(1))
+    log.anomaly("critical", "grad_norm", math.inf, update=1)
+    log.anomaly("warning", "ratio_max", 40.0, update=1)
+    log.finish("failed", "RuntimeError: boom")
+    log.close()
+    snap = fold(path)
+    assert snap.early_stops == 1
+    assert snap.last_early_stop_reason is not None
+    assert snap.last_early_stop_reason.startswith("approx_kl 0.0412 > max_kl 0.0300 at epoch 2")
+    assert (snap.run.anomalies_critical, snap.run.anomalies_warning) == (1, 1)
+    kinds = [(e.kind, e.level) for e in snap.timeline]
+    assert kinds == [
+        ("start", Level.HEALTHY),
+        ("early_stop", Level.WARNING),
+        ("anomaly", Level.CRITICAL),
+        ("anomaly", Level.WARNING),
+        ("finish", Level.CRITICAL),
+    ]
+    # spelled as the metric rows spell it (sanctum.formatting): +Inf, not Inf
+    assert snap.timeline[2].text == "grad_norm = +Inf: optimizer step skipped: non-finite gradient"
+    assert snap.timeline[1].update == 1
+    assert snap.timeline[-1].text == "run failed: RuntimeError: boom"
+    assert snap.connection is Connection.FAILED
+    assert snap.run.reason == "RuntimeError: boom"
+
+
+def test_early_stop_without_reason_uses_the_record(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(early_stop_update(0, early_stop_reason=None))
+    log.close()
+    snap = fold(path, agg)
+    # the trainer's wording (EarlyStop.describe), not a second spelling of it
+    assert snap.timeline[-1].text == (
+        "approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
+    )
+    assert snap.last_early_stop_reason == snap.timeline[-1].text
+
+
+def test_rollout_without_episodes_keeps_the_last_return(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.emit(RolloutPayload(update=1, global_step=2000, episodes=0))
+    log.close()
+    snap = fold(path)
+    assert snap.run.episode_return == 20.0
+    assert snap.run.episode_returns == (20.0,)
+    assert snap.run.global_step == 2000
+
+
+def test_unknown_fields_kinds_and_corrupt_lines(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    extra = {
+        "type": "ppo_update",
+        "run_id": "run-test",
+        "seq": 4,
+        "ts": T0 + 4,
+        "payload": {
+            "update": 1,
+            "global_step": 1024,
+            "approx_kl": 0.002,
+            "clip_fraction": 0.1,
+            "early_stopped": False,
+            "new_metric": 7.5,
+        },
+    }
+    log.raw(json.dumps(extra) + "\n")
+    log.raw('{"type": "gpu_stats", "run_id": "run-test", "seq": 5, "ts": 1.0, "payload": {}}\n')
+    log.raw("{not json\n")
+    log.close()
+    snap = fold(path)
+    assert snap.update == 1
+    assert snap.metric("approx_kl").value == 0.002
+    assert snap.metric("grad_norm").value is None  # absent in that line: not measured
+    assert (snap.skipped.malformed, snap.skipped.unknown_kind) == (1, 1)
+    assert [line.line_no for line in snap.skipped.lines] == [5, 6]
+    assert snap.timeline[-1].kind == "skipped"
+    assert snap.timeline[-1].text.startswith("2 lines skipped from line 5")
+
+
+def test_seq_gap_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.emitter._seq = iter(range(5, 100))  # type: ignore[assignment] # the log lost seq 2-4
+    log.update(0)
+    log.close()
+    snap = fold(path)
+    assert snap.run.seq_gaps == 1
+    assert [e.text for e in snap.timeline if e.kind == "gap"] == ["3 events missing before seq 5"]
+
+
+def test_truncated_log_resets_the_state(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=5, overrides=kl_breach(5 - KL_HOLDS))
+    agg = SanctumAggregator()
+    reader = EventLogReader(path)
+    for batch in reader.batches():
+        agg.handle_batch(batch)
+    assert agg.snapshot(T0).verdict == "FAIL: KL"
+    path.write_text("")
+    write_run(path, updates=2)
+    for batch in reader.batches():
+        agg.handle_batch(batch)
+    snap = agg.snapshot(T0)
+    assert snap.verdict == "PENDING"  # two updates: too few to judge, nothing kept from before
+    assert snap.run.updates == 2
+    assert snap.skipped.resets == 1
+    assert any(e.kind == "reset" for e in snap.timeline)
+
+
+def test_a_second_run_in_the_same_log_starts_over(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_breach(0), finish=None)
+    log = RunLog(path, run_id="run-two")
+    log.start()
+    log.update(0)
+    log.close()
+    snap = fold(path)
+    assert snap.run.run_id == "run-two"
+    assert snap.run.updates == 1
+    assert snap.verdict == "PENDING"  # one update: too few to judge, nothing kept of run one
+    assert snap.run.events == 3
+
+
+def test_stale_when_silent_while_running(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=2, finish=None)
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    assert last is not None
+    assert agg.snapshot(last + DEFAULT_THRESHOLDS.stale_seconds).connection is Connection.LIVE
+    assert agg.snapshot(last + 10.5).connection is Connection.STALE
+
+
+def test_snapshot_does_not_change_after_more_events(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    healthy, breach = [0.001] * KL_HOLDS, [KL_CRITICAL["approx_kl"]] * KL_HOLDS
+    for u in range(KL_HOLDS):
+        agg.handle(
+            PPOUpdate(run_id="r", seq=u, ts=float(u), payload=ppo_update(u, approx_kl=0.001))
+        )
+    before = agg.snapshot(0.0)
+    for u in range(KL_HOLDS, 2 * KL_HOLDS):
+        payload = ppo_update(u, **KL_CRITICAL)
+        agg.handle(PPOUpdate(run_id="r", seq=u, ts=float(u), payload=payload))
+    after = agg.snapshot(0.0)
+    assert before.metric("approx_kl").history == tuple(healthy)
+    assert before.verdict == "OK"
+    assert after.metric("approx_kl").history == tuple(healthy + breach)
+    assert after.verdict == "FAIL: KL"
+
+
+def test_events_before_run_started_show_as_running(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.update(0)  # a log whose start was lost still shows what it has
+    log.close()
+    snap = fold(path)
+    assert snap.connection is Connection.LIVE
+    assert snap.run.run_id is None
+    assert snap.update == 0
+
+
+def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=4, finish=None)  # updates 2 s apart
+    agg = SanctumAggregator()
+    reader = EventLogReader(path)
+    agg.handle_batch(reader.read_new())
+    last = agg.run.last_event_ts
+    assert last is not None
+    assert agg.pace == 2.0
+    limit = agg.stall_limit()
+    assert limit == DEFAULT_THRESHOLDS.stall_seconds  # 10 x 2 s is under the floor
+    live = agg.snapshot(last + limit)
+    assert (live.verdict, live.run_verdict.text, live.run_verdict.so_far) == ("OK", "OK", True)
+    silent = agg.snapshot(last + limit + 1)  # stalled, or cut off: judged as check judges it
+    assert (silent.verdict, silent.run_verdict.text) == ("FAIL: Stall", "FAIL: unfinished")
+    log = RunLog(path, run_id="run-test", t0=last + 130.0)  # the trainer comes back
+    log.emitter._seq = iter(range(agg.run.events + 1, 100))  # type: ignore[assignment]
+    log.update(4)
+    log.close()
+    agg.handle_batch(reader.read_new())
+    snap = agg.snapshot(log.now)
+    assert snap.verdict == "OK"  # not stalled now; the stall stays on record
+    assert snap.run_verdict.text == "FAIL: Stall 1x"
+    assert (snap.run.stalls, snap.run.first_stall_update) == (1, 4)
+    assert snap.run.longest_stall == pytest.approx(131.0)
+    stall = [e for e in snap.timeline if e.kind == "stall"]
+    assert stall and stall[0].level is Level.CRITICAL
+    assert stall[0].text == "stall: no event for 131 s during update 4, over the 120 s floor"
+
+
+def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Path) -> None:
+    """Before a few intervals between updates there is no pace to judge a silence by (a
+    large model may load for minutes); a log silent past the floor is judged as cut off."""
+    path = write_run(tmp_path / "e.jsonl", updates=1, finish=None)
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    assert last is not None and agg.pace is None and agg.stall_limit() is None
+    snap = agg.snapshot(last + 10_000)  # not judged yet (one update), and no stall either
+    assert (snap.verdict, snap.run_verdict.text) == ("PENDING", "FAIL: unfinished")
+
+
+def test_a_finished_run_never_stalls(tmp_path: Path) -> None:
+    agg = SanctumAggregator()
+    fold(write_run(tmp_path / "e.jsonl", updates=PACE_MIN_INTERVALS + 1), agg)
+    assert agg.pace is not None  # a pace to judge a silence by, and none judged
+    assert agg.snapshot(T0 + 10_000).verdict == "OK"
+
+
+def test_an_impossible_value_is_a_bug_in_the_verdict_and_the_event_log(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, overrides=kl_spike(2, -0.5))
+    snap = fold(path)
+    assert snap.verdict == "FAIL: Bug"
+    bug = [e for e in snap.timeline if e.kind == "bug"]
+    assert [e.text for e in bug] == [
+        "logging bug: approx_kl -0.5 outside >= 0 (the KL estimator is never negative)"
+    ]
+    assert bug[0].update == 2 and bug[0].level is Level.CRITICAL
+
+
+def test_updates_going_backwards_are_a_bug(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(ppo_update(5))
+    log.update(ppo_update(3))
+    log.close()
+    snap = fold(path)
+    assert snap.verdict == "FAIL: Bug"
+    assert any("update index 3 after 5" in e.text for e in snap.timeline)
+
+
+def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "e.jsonl", updates=3, finish=None)
+    log = RunLog(path, run_id="someone-else", t0=0.0)  # ts 1.0: 54 years before the run
+    log.heartbeat(10**9)
+    log.close()
+    agg = SanctumAggregator()
+    fold(path, agg)
+    last = agg.run.last_event_ts
+    snap = agg.snapshot(last or 0.0)
+    assert snap.run.foreign_events == 1 and snap.run.global_step == 3 * 512
+    assert snap.connection is Connection.LIVE  # not "silent for 54 years"
+    assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.timeline)
+    assert snap.verdict == "OK"

@@ -1,0 +1,220 @@
+"""``sanctum summary``: run facts, final and worst values, early stops, skipped lines."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sanctum.cli import main
+from sanctum.formatting import dumps
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.reports import check_report
+from sanctum.reports.check import run_check
+from sanctum.reports.summary import TEXT_LIST_LIMIT, build_summary, format_text
+from tests.sanctum.logs import (
+    HEALTHY,
+    RunLog,
+    append_after_each_read,
+    early_stop_update,
+    kl_breach,
+    write_run,
+    write_two_runs,
+)
+
+PLAIN_KL = Thresholds(
+    rules=(Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5),)
+)
+"""A KL rule on the value itself, with persistence and a far line: the final and worst
+values below follow its mechanics, whatever the default KL rule judges."""
+
+
+def summary(path: Path, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(dumps(build_summary(path, thresholds)))
+    return doc
+
+
+def test_run_facts(healthy_log: Path) -> None:
+    doc = summary(healthy_log / "events.jsonl")
+    run = doc["run"]
+    assert run["run_id"] == "run-test"
+    assert (run["env_id"], run["seed"], run["trainer"], run["schema"]) == (
+        "CartPole-v1",
+        3,
+        "test-trainer 0.1",
+        1,
+    )
+    assert (run["status"], run["updates"], run["global_step"], run["total_steps"]) == (
+        "completed",
+        20,
+        10240,
+        10240,
+    )
+    assert run["events"] == 42
+    assert run["duration_seconds"] == 60.0  # from run_finished
+    assert (run["episode_return_final"], run["episode_return_best"]) == (39.0, 39.0)
+    assert run["max_kl"] == 0.03
+    assert doc["verdict"] == "OK"
+
+
+def test_final_and_worst_values(tmp_path: Path) -> None:
+    kls = [0.004, 0.6, 0.05, 0.06]  # far past critical once, then past warning twice
+    path = write_run(
+        tmp_path / "e.jsonl",
+        updates=4,
+        overrides=lambda u: {
+            "approx_kl": kls[u],
+            "entropy": None if u == 3 else 0.5 - u / 10,
+            "value_loss": math.inf if u == 1 else 3.0,
+        },
+    )
+    doc = summary(path, PLAIN_KL)
+    kl_rule = doc["rules"][0]
+    assert (
+        kl_rule["final"],
+        kl_rule["final_level"],
+        kl_rule["worst"],
+        kl_rule["worst_update"],
+    ) == (0.06, "warning", 0.6, 1)
+    assert (kl_rule["updates_warning"], kl_rule["updates_critical"]) == (2, 1)
+    entropy = doc["metrics"]["entropy"]
+    assert (entropy["final"], entropy["final_update"], entropy["measured"]) == (0.3, 2, 3)
+    assert (entropy["minimum"], entropy["maximum"]) == (0.3, 0.5)
+    loss = doc["metrics"]["value_loss"]
+    assert (loss["nonfinite"], loss["first_nonfinite"], loss["maximum"]) == (1, 1, 3.0)
+    assert doc["metrics"]["kl_coef"]["measured"] == 0
+    assert doc["metrics"]["kl_coef"]["final"] is None
+    text = format_text(build_summary(path, PLAIN_KL))
+    assert "kl_coef                not measured" in text
+    assert "value_loss" in text
+    assert "1, first at update 1" in text
+
+
+def test_early_stops_with_reasons(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(TEXT_LIST_LIMIT + 5):
+        log.update(early_stop_update(u, kl=0.04 + u / 10000))
+    log.finish()
+    log.close()
+    doc = summary(path)
+    assert doc["early_stops"]["count"] == TEXT_LIST_LIMIT + 5
+    first = doc["early_stops"]["listed"][0]
+    assert first == {
+        "update": 0,
+        "reason": "approx_kl 0.0400 > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)",
+    }
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "  update 1: approx_kl 0.0401 > max_kl 0.0300" in text
+    assert "... and 5 more" in text
+
+
+def test_skipped_lines_with_line_numbers(corrupt_log: Path, unknown_kind_log: Path) -> None:
+    doc = summary(corrupt_log)
+    skipped = doc["skipped_lines"]
+    assert (skipped["malformed"], skipped["unknown_kind"]) == (2, 0)
+    assert [s["line"] for s in skipped["listed"]] == [4, 7]
+    unknown = summary(unknown_kind_log)["skipped_lines"]
+    assert [(s["line"], s["kind"]) for s in unknown["listed"]] == [
+        (4, "unknown_kind"),
+        (5, "unknown_kind"),
+    ]
+    assert "'gpu_stats'" in unknown["listed"][0]["detail"]
+    text = format_text(build_summary(corrupt_log, DEFAULT_THRESHOLDS))
+    assert "skipped lines (2 malformed, 0 unknown kind)" in text
+    assert "  line 4 malformed:" in text
+
+
+def test_unfinished_run_says_so(unfinished_log: Path) -> None:
+    doc = summary(unfinished_log)
+    assert doc["run"]["status"] == "running"
+    text = format_text(build_summary(unfinished_log, DEFAULT_THRESHOLDS))
+    assert "no run_finished (still running, or cut off)" in text
+
+
+def test_anomalies_listed(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.anomaly("critical", "grad_norm", math.nan, update=0)
+    log.close()
+    doc = summary(path)
+    assert doc["anomalies"]["critical"] == 1
+    assert doc["anomalies"]["listed"][0]["value"] == "NaN"
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "update 0 critical grad_norm = NaN: optimizer step skipped" in text
+
+
+def test_a_log_with_only_run_started_summarises_and_checks(tmp_path: Path) -> None:
+    """total_steps declared, no step yet: no arithmetic on a missing global_step."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()  # CONFIG declares total_steps
+    log.close()
+    doc = summary(path)
+    assert (doc["run"]["global_step"], doc["run"]["total_steps"]) == (None, 10240)
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "progress  0 updates, no step yet of 10240 planned, 1 event" in text
+    result = run_check(path, DEFAULT_THRESHOLDS, allow_unfinished=True)
+    assert result.exit_code == 0
+    assert {r.name: r.message for r in result.rows}["approx_kl"] == "not measured in this run"
+    assert run_check(path, DEFAULT_THRESHOLDS).exit_code == 1  # unfinished, not an error
+    assert main(["summary", str(path)]) == 0
+
+
+def test_a_log_holding_two_runs_summarises_the_last_and_names_the_earlier(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "both.jsonl"
+    write_two_runs(path)
+    doc = summary(path)
+    assert (doc["run"]["run_id"], doc["run"]["updates"]) == ("run-b", 4)
+    kl = doc["rules"][0]
+    # run-b's KL per clip fraction; run-a's critical KL is not here
+    assert (kl["worst"], kl["updates_critical"]) == (0.001 / HEALTHY["clip_fraction"], 0)
+    assert doc["metrics"]["value_loss"]["nonfinite"] == 0
+    assert (doc["early_stops"]["count"], doc["anomalies"]["critical"]) == (0, 0)
+    assert doc["earlier_runs"] == [
+        {
+            "run_id": "run-a",
+            "updates": 6,
+            "why": "a new run run-b started in the same log",
+            "new_run": True,
+        }
+    ]
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "earlier   1 earlier run in this file not summarised: run-a (6 updates)" in text
+
+
+def test_summary_and_check_write_the_worst_kl_alike(tmp_path: Path) -> None:
+    breach = {"approx_kl": 0.41234, "clip_fraction": 0.0}  # 41.234 per clip fraction
+    path = write_run(tmp_path / "e.jsonl", overrides=kl_breach(5, breach))
+    check_text = check_report.format_text(run_check(path, DEFAULT_THRESHOLDS))
+    summary_text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    kl_rows = [
+        line.split()
+        for line in (check_text + summary_text).splitlines()
+        if line.startswith("KL approx_kl")
+    ]
+    assert len(kl_rows) == 2
+    assert "41.2" in kl_rows[0] and "41.2" in kl_rows[1]  # the rule's format in both
+
+
+def test_a_file_that_grows_while_summarised_is_summarised_up_to_its_size_at_the_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_run(tmp_path / "events.jsonl", updates=5, finish=None)
+    size = path.stat().st_size
+    writer = RunLog(path)
+    writer.emitter._seq = itertools.count(12)
+    append_after_each_read(monkeypatch, writer, first_update=5)
+    doc = build_summary(path, DEFAULT_THRESHOLDS)
+    writer.close()
+    assert (doc["run"]["updates"], doc["judged_bytes"], doc["grew_while_read"]) == (5, size, True)
+    assert f"(it grew while read: summarised up to byte {size})" in format_text(doc)

@@ -1,0 +1,39 @@
+"""The help screen's glossary describes the fields a user meets on the dashboard."""
+
+from __future__ import annotations
+
+import msgspec
+
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.tui.widgets.help import GLOSSARY
+from telemetry.events import PPOUpdatePayload
+
+SCHEMA_1_2 = (
+    "ratio_std",
+    "entropy_penalty",
+    "entropy_below_threshold",
+    "td_error_mean",
+    "return_scale",
+    "ref_kl",
+    "ref_kl_coef",
+    "ref_kl_reward_coef",
+    "ref_kl_loss",
+    "ref_kl_reward_penalty",
+)
+"""The fields schema 1.2 appended to ppo_update."""
+
+SCHEMA_1_3 = ("full_reward_rate", "max_new_tokens_rate", "max_length_rate")
+"""The fields schema 1.3 appended to ppo_update (token-level PPO)."""
+
+APPENDED = SCHEMA_1_2 + SCHEMA_1_3
+
+
+def test_the_fields_of_schema_1_2_and_1_3_are_real_fields_of_the_contract() -> None:
+    fields = [f.name for f in msgspec.structs.fields(PPOUpdatePayload)]
+    assert list(APPENDED) == fields[-len(APPENDED) :]
+
+
+def test_every_ruled_metric_and_every_appended_field_is_in_the_glossary() -> None:
+    described = {name for name, _ in GLOSSARY}
+    missing = (set(APPENDED) | set(DEFAULT_THRESHOLDS.metrics)) - described
+    assert not missing, f"the ? help does not describe {sorted(missing)}"
