@@ -137,3 +137,48 @@ def test_an_event_file_that_is_a_fifo_is_one_line(tmp_path: Path) -> None:
     os.mkfifo(logdir / "events.out.tfevents.0.fifo")  # TensorBoard would open it and wait
     err = one_line(*sanctum("import", "tensorboard", logdir, "--out", tmp_path / "out"))
     assert "events.out.tfevents.0.fifo: cannot read TensorBoard event file: it is a pipe" in err
+
+
+@pytest.mark.parametrize("logdir", ["fifo", "/dev/zero"])
+def test_a_tensorboard_logdir_that_is_a_pipe_or_a_device_is_one_line(
+    logdir: str, fifo: Path
+) -> None:
+    err = one_line(*sanctum("import", "tensorboard", fifo if logdir == "fifo" else logdir))
+    assert "not a folder of TensorBoard logs nor an event file" in err
+
+
+def test_a_junit_file_that_is_a_pipe_no_one_reads_is_one_line_not_a_hang(
+    run: Path, fifo: Path
+) -> None:
+    err = one_line(*sanctum("check", run, "--junit", fifo))
+    assert err.endswith(f"cannot write JUnit file {fifo}: it is a pipe no one reads\n")
+
+
+def _with_stdout(argv: list[str], stdout: int | None, close: bool = False) -> tuple[int, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "sanctum", *argv],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=HANG,
+        check=False,
+        preexec_fn=(lambda: os.close(1)) if close else None,
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize(
+    "argv", [["check"], ["summary"], ["summary", "--json"], ["--once"], ["--once", "--json"]]
+)
+def test_a_report_standard_output_cannot_take_is_one_line_and_exit_2(
+    argv: list[str], run: Path
+) -> None:
+    """``> /dev/full`` and a closed stdout: the report was not delivered, so the command
+    could not do its job (exit 2), said in one line, never a traceback."""
+    args = [*argv[:1], str(run), *argv[1:]] if argv[0] != "--once" else [str(run), *argv]
+    with open("/dev/full", "w") as full:
+        err = one_line(*_with_stdout(args, full.fileno()))
+    assert err.endswith("cannot write the report to standard output: No space left on device\n")
+    err = one_line(*_with_stdout(args, None, close=True))
+    assert "cannot write the report to standard output" in err

@@ -12,6 +12,7 @@ internal error). ``diff`` exits 0 or 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import traceback
@@ -85,7 +86,8 @@ def _unusable(args: argparse.Namespace, message: str) -> int:
     """Say why, write the JUnit error case when asked for one, and exit 2."""
     from sanctum.formatting import visible
 
-    print(f"sanctum: error: {visible(message)}", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr full or closed
+        print(f"sanctum: error: {visible(message)}", file=sys.stderr)
     if args.command == "check" and args.junit is not None:
         from sanctum.reports.check_report import write_junit_error
 
@@ -103,11 +105,18 @@ def _junit_unwritable(path: Path, exc: OSError) -> str:
 
 
 def _emit(text: str) -> None:
-    """Print ``text``; a reader that went away (``| head``) is not an error."""
+    """Print ``text``; a reader that went away (``| head``) is not an error, a standard
+    output that cannot take it (``> /dev/full``, closed) is unusable output: exit 2."""
     try:
+        if sys.stdout is None:
+            raise OSError("standard output is closed")
         print(text, flush=True)
     except BrokenPipeError:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+    except (OSError, ValueError) as exc:  # ValueError: a closed stream
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more to flush at exit
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UsageError(f"cannot write the report to standard output: {reason}") from None
 
 
 def _check(args: argparse.Namespace, thresholds: Thresholds) -> int:

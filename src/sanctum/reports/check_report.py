@@ -7,6 +7,9 @@ commands to the terminal, and the XML stays valid whatever the log holds.
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -170,5 +173,17 @@ def _write(suite: ET.Element, path: Path) -> None:
     root.append(suite)
     tree = ET.ElementTree(root)
     ET.indent(tree)
+    document = io.BytesIO()
+    tree.write(document, encoding="utf-8", xml_declaration=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    # O_NONBLOCK: a FIFO no one reads is refused at once (ENXIO), never waited on
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            exc.strerror = "it is a pipe no one reads"
+        raise
+    with open(fd, "wb") as fh:
+        os.set_blocking(fd, True)
+        fh.write(document.getvalue())

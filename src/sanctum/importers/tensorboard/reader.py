@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from sanctum.run_files import UsageError
-from telemetry.files import InputFileError, regular_file_size
+from telemetry.files import InputFileError, describe, regular_file_size
+from telemetry.text import visible
 
 EXTRA_HINT: Final = (
     "reading TensorBoard logs needs tensorboard: pip install 'sanctum-ppo[tensorboard]'"
@@ -111,22 +113,35 @@ def event_directory(logdir: Path) -> Path:
     """The one folder of event files that ``logdir`` names: itself, its only sub-folder
     that holds some (SB3 writes ``LOGDIR/PPO_1``), or the folder of an event file.
     UsageError when there is none or more than one run."""
-    if not logdir.exists():
-        raise UsageError(f"{logdir}: no such file or directory")
-    if logdir.is_file():
+    name = describe(logdir)
+    try:
+        st = logdir.stat()
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such file or directory") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read it: {visible(exc.strerror or str(exc))}") from None
+    if stat.S_ISREG(st.st_mode):
         if not is_event_file(logdir):
-            raise UsageError(f"{logdir}: not a TensorBoard event file (events.out.tfevents.*)")
+            raise UsageError(f"{name}: not a TensorBoard event file (events.out.tfevents.*)")
         return logdir.parent
-    if any(is_event_file(p) for p in logdir.iterdir()):
-        return logdir
-    found = sorted({p.parent for p in logdir.rglob("*tfevents*") if is_event_file(p)})
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(
+            f"{name}: not a folder of TensorBoard logs nor an event file (a pipe, a device "
+            "or a socket)"
+        )
+    try:
+        if any(is_event_file(p) for p in logdir.iterdir()):
+            return logdir
+        found = sorted({p.parent for p in logdir.rglob("*tfevents*") if is_event_file(p)})
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot read it: {visible(exc.strerror or str(exc))}") from None
     if not found:
-        raise UsageError(f"{logdir}: no TensorBoard event files (events.out.tfevents.*) in it")
+        raise UsageError(f"{name}: no TensorBoard event files (events.out.tfevents.*) in it")
     if len(found) > 1:
-        names = ", ".join(str(p.relative_to(logdir)) for p in found[:5])
+        names = ", ".join(visible(str(p.relative_to(logdir))) for p in found[:5])
         more = f" and {len(found) - 5} more" if len(found) > 5 else ""
         raise UsageError(
-            f"{logdir}: holds the TensorBoard logs of {len(found)} runs ({names}{more}): "
+            f"{name}: holds the TensorBoard logs of {len(found)} runs ({names}{more}): "
             "import one of them"
         )
     return found[0]
