@@ -1,8 +1,9 @@
 """``ppo train``: parse, build the config, run the trainer, report progress; nothing more.
 
-Exit codes: 0 completed, 1 training stopped (the run could not be recorded, or a
-checkpoint could not be written), 2 unusable input (bad config, unknown environment, a
-checkpoint that cannot be used, a run id that is taken or not a name), 130 interrupted by
+Exit codes: 0 completed, 1 training stopped (the run could not be recorded, a checkpoint
+could not be written, or standard output broke while training), 2 unusable input (bad
+config, unknown environment, a checkpoint that cannot be used, a run id that is taken or
+not a name; standard output closed or unwritable at the start: nothing recorded), 130 interrupted by
 Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved). Headless progress is a
 Rich bar on a terminal and plain periodic lines otherwise, so CI logs stay readable. With
 the dashboard (a terminal, or ``--tui``) the trainer runs in a child process under
@@ -21,7 +22,17 @@ from pathlib import Path
 from typing import TextIO
 
 from ppo.config import ConfigError, PPOConfig
-from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
+from ppo.config.limits import (
+    MAX_ASYNC_ENVS,
+    MAX_HIDDEN_LAYERS,
+    MAX_HIDDEN_WIDTH,
+    MAX_MINIBATCH_STEPS,
+    MAX_NPROC,
+    MAX_NUM_ENVS,
+    MAX_SEED,
+    MAX_TORCH_THREADS,
+    MAX_UPDATE_EPOCHS,
+)
 from ppo.distributed.launch import launch
 from ppo.distributed.world import SINGLE, RankLost, World, join, launched_world_size
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
@@ -29,10 +40,19 @@ from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
 from ppo.run.attach import train_attached, wants_dashboard
-from ppo.run.messages import announce, error, memory_line, out_of_memory, shown, summarize
+from ppo.run.messages import (
+    announce,
+    error,
+    memory_line,
+    out_of_memory,
+    say,
+    shown,
+    summarize,
+)
 from ppo.run.messages import path as shown_path
 from ppo.run.preflight import check_memory, check_run_folder
 from ppo.run.progress import PlainReporter, Reporter, RichReporter
+from ppo.run.ranks import check_share
 from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.run.trainer import Trainer, TrainingStopped, TrainResult
@@ -59,15 +79,21 @@ Every field of the config (see ppo/config/ppo_config.py) can be set in a flat TO
 
 checked before anything is built (one line and exit 2 when not):
   seed in [0, 2^63-1]; num_envs in [1, {MAX_NUM_ENVS}] (at most {MAX_ASYNC_ENVS} with
-  vector_env=async: a process each); --config a regular TOML file of at most
-  {TOML_MAX_BYTES // MIB} MiB, nested at most {TOML_MAX_DEPTH} deep; checkpoints regular files; the
-  run folder creatable, writable and free; the memory the rollout (num_steps x num_envs) and
-  the network (hidden_sizes, with gradients and Adam state) will need at most what the
-  machine has available now (MemAvailable).
+  vector_env=async: a process each); torch_threads in [1, {MAX_TORCH_THREADS}]; hidden_sizes
+  1 to {MAX_HIDDEN_LAYERS} layers of 1 to {MAX_HIDDEN_WIDTH} units; update_epochs in
+  [1, {MAX_UPDATE_EPOCHS}] and update_epochs x num_minibatches at most {MAX_MINIBATCH_STEPS};
+  --nproc in [1, {MAX_NPROC}], dividing num_envs; --run-id a name (not empty); --config a
+  regular TOML file of at most {TOML_MAX_BYTES // MIB} MiB, nested at most {TOML_MAX_DEPTH}
+  deep; checkpoints (--resume, init_from, reference unless "init") regular files torch.save
+  wrote; the run folder creatable, writable (a probe file is created and removed) and free;
+  the memory the rollout (num_steps x num_envs) and the network (hidden_sizes, with
+  gradients and Adam state) will need at most what the machine has available now
+  (MemAvailable).
 
 exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
-or standard output could not be written); 2 unusable input (nothing was recorded); 130,
-143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was saved).
+could not be written, or standard output broke while training: the run is recorded);
+2 unusable input, or standard output closed or unwritable at the start (nothing was
+recorded); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was saved).
 """
 
 
@@ -131,7 +157,9 @@ def _add_run_arguments(train: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="folder that receives the run folder (default: runs)",
     )
-    train.add_argument("--run-id", metavar="ID", help="name of the run folder (default: generated)")
+    train.add_argument(
+        "--run-id", metavar="ID", help="name of the run folder, not empty (default: generated)"
+    )
     train.add_argument(
         "--resume",
         type=Path,
@@ -143,8 +171,9 @@ def _add_run_arguments(train: argparse.ArgumentParser) -> None:
         "--nproc",
         type=int,
         metavar="N",
-        help="train with N processes on this machine (torch.distributed, gloo), as "
-        "torchrun --nproc_per_node N -m ppo train would; headless",
+        help=f"train with N processes on this machine (torch.distributed, gloo), as "
+        f"torchrun --nproc_per_node N -m ppo train would; headless; N in [1, {MAX_NPROC}], "
+        "dividing num_envs",
     )
     mode = train.add_mutually_exclusive_group()
     mode.add_argument(
@@ -189,7 +218,7 @@ def _train_tokens(
     args: argparse.Namespace, config: TokenPPOConfig, out: TextIO, err: TextIO
 ) -> int:
     """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
-    run_id = check_run_id(args.run_id) if args.run_id else new_run_id("tokens")
+    run_id = _run_id(args, "tokens")
     check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
@@ -211,9 +240,9 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
             return _train_tokens(args, tokens, out, err)
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
         reference.check_sources(config)  # and the checkpoints fine-tuning starts from
-        run_id = check_run_id(args.run_id) if args.run_id else new_run_id(config.env_id)
-        if args.nproc is not None and args.nproc < 1:
-            raise ValueError(f"--nproc must be at least 1, got {args.nproc}")
+        run_id = _run_id(args, config.env_id)
+        if args.nproc is not None:
+            _check_nproc(args.nproc, config)
         if launched_world_size() == 1:  # one process, or the launcher of --nproc ranks
             preflight(args, config, run_id)
         if (args.nproc or 1) > 1 and launched_world_size() == 1:
@@ -232,6 +261,19 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
         return _train_rank(args, config, run_id, world, out, err)
     finally:
         world.close()
+
+
+def _run_id(args: argparse.Namespace, prefix: str) -> str:
+    """``--run-id`` checked (an empty one is refused, not replaced), or a new one."""
+    return new_run_id(prefix) if args.run_id is None else check_run_id(args.run_id)
+
+
+def _check_nproc(nproc: int, config: PPOConfig) -> None:
+    """``--nproc`` in [1, MAX_NPROC], sharing the job evenly: checked before any process
+    starts (a hundred thousand would never all start)."""
+    if not 1 <= nproc <= MAX_NPROC:
+        raise ValueError(f"--nproc must be in [1, {MAX_NPROC}], got {nproc}")
+    check_share(config, nproc)
 
 
 def preflight(args: argparse.Namespace, config: PPOConfig, run_id: str) -> None:
@@ -292,7 +334,7 @@ def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err:
         error(err, f"training stopped: {exc}; the run is recorded as failed")
         return EXIT_STOPPED
     except KeyboardInterrupt as exc:
-        print(_interrupted(exc, trainer, run_path), file=err)
+        say(err, _interrupted(exc, trainer, run_path))
         return exit_code_of(exc)
     except (MemoryError, RuntimeError) as exc:  # beyond the pre-flight estimate
         if not out_of_memory(exc):
@@ -329,6 +371,9 @@ def _summary(result: TrainResult, seconds: float) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ppo`` console script and ``python -m ppo``."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if sys.stdout is None:  # started with standard output closed (>&-)
+        error(sys.stderr, "cannot write to standard output: it is closed")
+        return EXIT_USAGE
     try:
         args = build_parser().parse_args(argv)
     except SystemExit:  # --help, or argparse's own usage error (exit 2)

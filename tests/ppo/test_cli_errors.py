@@ -27,7 +27,7 @@ def train(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return code, err.strip()
 
 
-@pytest.mark.parametrize("run_id", ["../../x", "/abs/x", "a/b", "..", ".hidden", "-x", "a b"])
+@pytest.mark.parametrize("run_id", ["../../x", "/abs/x", "a/b", "..", ".hidden", "-x", "a b", ""])
 def test_a_run_id_is_a_name_not_a_path(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, run_id: str
 ) -> None:
@@ -40,6 +40,7 @@ def test_a_taken_run_id_is_refused_before_training(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     assert train(capsys, "--run-dir", str(tmp_path), "--run-id", "once")[0] == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["once"]  # the write probe is gone
     code, err = train(capsys, "--run-dir", str(tmp_path), "--run-id", "once")
     assert (code, err) == (
         2,
@@ -205,6 +206,81 @@ def test_a_special_file_as_input_is_one_line_not_a_hang(
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.parametrize("target", ["fifo", "/dev/zero", "loop", "folder", "hostile"])
+def test_a_reference_that_is_no_checkpoint_is_refused_even_when_unused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, target: str
+) -> None:
+    """No reference KL is on, yet a ``reference`` naming no checkpoint is a mistake: one
+    line, exit 2, the name escaped, before anything is built."""
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "folder").mkdir()
+    path = {"/dev/zero": "/dev/zero", "hostile": str(tmp_path / HOSTILE)}.get(
+        target, str(tmp_path / target)
+    )
+    runs = tmp_path / "runs"
+    code, err = train(capsys, "--set", f"reference={path}", "--run-dir", str(runs))
+    assert code == 2 and err.startswith("ppo train: reference: ") and "\n" not in err
+    if target == "hostile":
+        assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;owned\\x07" in err
+    else:
+        assert path in err
+    assert not runs.exists()
+
+
+@pytest.mark.parametrize(
+    ("nproc", "says"),
+    [
+        ("100000", "--nproc must be in [1, 64], got 100000"),
+        ("0", "--nproc must be in [1, 64], got 0"),
+        ("3", "num_envs (4) must be a multiple of the 3 processes"),
+    ],
+)
+def test_nproc_out_of_bounds_is_refused_before_any_process_starts(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    nproc: str,
+    says: str,
+) -> None:
+    def launched(*args: object) -> int:
+        raise AssertionError("processes were started")
+
+    monkeypatch.setattr("ppo.cli.launch", launched)
+    code, err = train(capsys, "--nproc", nproc, "--run-dir", str(tmp_path))
+    assert (code, err) == (2, f"ppo train: {says}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_standard_streams_closed_or_full_do_not_change_the_exit_code(tmp_path: Path) -> None:
+    """stdout closed (``>&-``) is refused like stdout at /dev/full: one line, exit 2,
+    nothing recorded; a bad setting with stderr at /dev/full is still exit 2."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", "--headless", "--run-dir", "runs"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: os.close(1),  # the child starts without stdout
+        timeout=120,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert (proc.returncode, one_line(err)) == (
+        2,
+        "ppo train: cannot write to standard output: it is closed",
+    )
+    assert not (tmp_path / "runs").exists()
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ppo", "train", "--headless", "--set", "nokey=1"],
+            cwd=tmp_path,
+            stderr=full,
+            stdout=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    assert (proc.returncode, proc.stdout) == (2, b"")
+
+
 def test_a_deeply_nested_toml_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -252,11 +328,16 @@ def test_a_read_only_runs_folder_is_refused_before_anything(tmp_path: Path) -> N
     assert list(runs.iterdir()) == []
 
 
-def test_a_folder_the_file_system_refuses_is_one_line(tmp_path: Path) -> None:
-    """/proc takes no folders, whoever asks: refused before training (2) when the
-    permissions say so, else when the log is opened (1), one line either way."""
-    code, err = ppo("--run-dir", "/proc/self/runs", cwd=tmp_path)
-    assert code in (1, 2) and "/proc/self/runs" in one_line(err)
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc file system")
+@pytest.mark.parametrize("run_dir", ["/proc", "/proc/self/runs"])
+def test_a_folder_the_file_system_refuses_is_one_line(
+    capsys: pytest.CaptureFixture[str], run_dir: str
+) -> None:
+    """/proc takes no files, whoever asks (root too, whom its permissions let in): the
+    probe file pre-flight creates fails, so the run is refused before anything (2)."""
+    code, err = train(capsys, "--run-dir", run_dir, "--run-id", "a")
+    assert code == 2 and err.count("\n") == 0
+    assert err.startswith(f"ppo train: --run-dir {run_dir}") and "cannot " in err
 
 
 @pytest.mark.parametrize(
@@ -393,6 +474,16 @@ def test_help_states_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
         "num_envs in [1, 4096] (at most 256 with vector_env=async",
         "at most 1 MiB, nested at most 16 deep",
         "available now (MemAvailable)",
+        "torch_threads in [1, 1024]",
+        "hidden_sizes 1 to 64 layers of 1 to 1000000 units",
+        "update_epochs in [1, 10000] and update_epochs x num_minibatches at most 100000",
+        "--nproc in [1, 64], dividing num_envs",
+        "--run-id a name (not empty)",
+        'reference unless "init"',
+        "a probe file is created and removed",
+        "standard output broke while training: the run is recorded",
+        "2 unusable input, or standard output closed or unwritable at the start",
+        "N in [1, 64], dividing num_envs",
     ):
         assert limit in text
 

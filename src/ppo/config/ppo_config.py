@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ppo.config import validators as valid
-from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
+from ppo.config.limits import (
+    MAX_ASYNC_ENVS,
+    MAX_HIDDEN_LAYERS,
+    MAX_HIDDEN_WIDTH,
+    MAX_MINIBATCH_STEPS,
+    MAX_NUM_ENVS,
+    MAX_SEED,
+    MAX_TORCH_THREADS,
+    MAX_UPDATE_EPOCHS,
+)
 from ppo.config.settings import ConfigError, Settings, setting
 from ppo.core import kl
 from ppo.core.kl import KLEstimator
@@ -57,8 +66,8 @@ class PPOConfig(Settings):
     [0, 2^63 - 1]."""
     total_steps: int = setting(500_000, valid.integer(1))
     """Environment steps to train for, all environments together (rounded up to a batch)."""
-    torch_threads: int = setting(1, valid.integer(1))
-    """PyTorch intra-op threads; 1 is fastest for small MLPs on a few cores."""
+    torch_threads: int = setting(1, valid.integer(1, MAX_TORCH_THREADS))
+    """PyTorch intra-op threads, 1 to 1024; 1 is fastest for small MLPs on a few cores."""
     checkpoint_every: int = setting(50, valid.integer(0))
     """Save a checkpoint every this many updates (0: only at the end)."""
     heartbeat_seconds: float = setting(5.0, valid.number(0, 5, strict_low=True))
@@ -95,10 +104,11 @@ class PPOConfig(Settings):
     """Decay the learning rate linearly to 0 over the run."""
     adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
     """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
-    update_epochs: int = setting(4, valid.integer(1))
-    """PPO epochs per update."""
-    num_minibatches: int = setting(4, valid.integer(1))
-    """Minibatches per epoch."""
+    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS))
+    """PPO epochs per update, 1 to 10000 (and update_epochs x num_minibatches at most
+    100000)."""
+    num_minibatches: int = setting(4, valid.integer(1, MAX_MINIBATCH_STEPS))
+    """Minibatches per epoch (at most num_envs x num_steps)."""
     max_grad_norm: float | None = setting(0.5, valid.number(0, strict_low=True, optional=True))
     """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
     norm_adv: bool = setting(True, valid.boolean)
@@ -107,8 +117,11 @@ class PPOConfig(Settings):
     """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
 
     # --- policy ---
-    hidden_sizes: tuple[int, ...] = setting((64, 64), valid.sizes)
-    """Hidden layer widths of the actor and of the critic MLP."""
+    hidden_sizes: tuple[int, ...] = setting(
+        (64, 64), valid.sizes(MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH)
+    )
+    """Hidden layer widths of the actor and of the critic MLP: 1 to 64 layers of 1 to
+    10^6 units."""
     activation: Activation = setting("tanh", valid.literal(Activation))  # noqa: RUF009
     """Hidden activation."""
 
@@ -235,6 +248,15 @@ def _cross_field(config: PPOConfig) -> list[tuple[str, str]]:
                 "num_minibatches",
                 f"num_minibatches must be <= num_envs * num_steps ({batch}), "
                 f"got {config.num_minibatches!r}",
+            )
+        )
+    steps = config.update_epochs * config.num_minibatches
+    if steps > MAX_MINIBATCH_STEPS:
+        problems.append(
+            (
+                "update_epochs",
+                f"update_epochs x num_minibatches must be <= {MAX_MINIBATCH_STEPS} (minibatch "
+                f"steps per update), got {config.update_epochs} x {config.num_minibatches}",
             )
         )
     problems += _reference_problems(config)

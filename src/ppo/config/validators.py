@@ -108,10 +108,18 @@ def probabilities(value: Any) -> str | None:
     return None if ok else f"must be a non-empty list of numbers in [0, 1], got {value!r}"
 
 
-def sizes(value: Any) -> str | None:
-    ok = isinstance(value, tuple) and len(value) > 0
-    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-    return None if ok else f"must be a non-empty list of positive integers, got {value!r}"
+def sizes(max_len: int, max_value: int) -> Validator:
+    """A non-empty list of at most ``max_len`` integers in [1, ``max_value``]."""
+    want = f"a list of 1 to {max_len} integers in [1, {max_value}]"
+
+    def rule(value: Any) -> str | None:
+        ok = isinstance(value, tuple) and 0 < len(value) <= max_len
+        ok = ok and all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 < v <= max_value for v in value
+        )
+        return None if ok else f"must be {want}, got {_short(value)}"
+
+    return rule
 
 
 def field_problems(config: Any) -> list[str]:

@@ -57,9 +57,11 @@ def _mismatch(here: dict[str, Tensor], saved: object) -> str | None:
 
 def check_sources(config: PPOConfig) -> None:
     """Find the checkpoints the config names, and check each is a file torch.save wrote,
-    before anything is built (their shapes are checked once the environment is known)."""
+    before anything is built (their shapes are checked once the environment is known).
+    A ``reference`` is checked whenever it is set, used or not: a setting that names a
+    FIFO or nothing is a mistake to report now, not when a reference KL is turned on."""
     sources = [("init_from", config.init_from)]
-    if config.uses_reference and config.reference != INIT:
+    if config.reference != INIT:
         sources.append(("reference", config.reference))
     for name, source in sources:
         if source is not None:

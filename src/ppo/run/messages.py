@@ -11,6 +11,7 @@ line escaped on its own).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TextIO
@@ -29,10 +30,19 @@ def shown(problem: BaseException | str) -> str:
     return visible(str(problem))
 
 
-def error(err: TextIO, problem: BaseException | str, lead: str = "") -> None:
+def error(err: TextIO | None, problem: BaseException | str, lead: str = "") -> None:
     """Write ``ppo train: <problem>`` (escaped) on ``err``; ``lead`` goes before the
-    prefix (a newline after a progress bar)."""
-    print(f"{lead}{PREFIX}{shown(problem)}", file=err)
+    prefix (a newline after a progress bar). When standard error is closed or cannot be
+    written (``2>/dev/full``) the line is lost, never the exit code: nothing is raised."""
+    say(err, f"{lead}{PREFIX}{shown(problem)}")
+
+
+def say(err: TextIO | None, line: str) -> None:
+    """Print ``line`` on ``err`` if it can be written; a failure to tell is not a new one."""
+    if err is None:
+        return
+    with contextlib.suppress(OSError, ValueError):  # full, broken or closed
+        print(line, file=err, flush=True)
 
 
 def path(value: str | os.PathLike[str]) -> str:

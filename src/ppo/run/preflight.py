@@ -93,13 +93,33 @@ def _kind(path: Path) -> str:
     return "not a folder"
 
 
+PROBE = ".ppo-write-probe"
+"""The file pre-flight creates (``PROBE-<pid>``) and removes at once in the folder that
+will hold the run folder: a folder can say it is writable and still take no files
+(``/proc``, an immutable folder, a file system that refuses new names)."""
+
+
 def _writable(folder: Path, what: str) -> None:
     """``what`` names the folder, or ends with "in" for an ancestor."""
+    where = f" {shown(folder)}" if what.endswith(" in") else ""
     if not os.access(folder, os.W_OK | os.X_OK):
-        where = f" {shown(folder)}" if what.endswith(" in") else ""
         raise PreflightError(
             f"{what}{where}: cannot write there (permission denied or a read-only file system)"
         )
+    probe = folder / f"{PROBE}-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise PreflightError(
+            f"{what}{where}: cannot create a file there ({exc.strerror or exc})"
+        ) from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError as exc:
+        raise PreflightError(
+            f"{what}{where}: cannot remove a file created there ({exc.strerror or exc})"
+        ) from None
 
 
 # ---------------------------------------------------------------------------- memory

@@ -34,22 +34,27 @@ def rank_share(config: PPOConfig, world: World) -> PPOConfig:
     if not world.distributed:
         return config
     n = world.size
-    problems = []
-    if config.num_envs % n:
-        problems.append(f"num_envs ({config.num_envs}) must be a multiple of the {n} processes")
-    elif (config.num_envs // n * config.num_steps) % config.num_minibatches:
-        problems.append(
-            f"each process's rollout ({config.num_envs // n} envs x {config.num_steps} steps) "
-            f"must split into num_minibatches ({config.num_minibatches}) equal shards"
-        )
-    if problems:
-        raise DistributedSetupError("; ".join(problems))
+    check_share(config, n)
     local_envs = config.num_envs // n
     return dataclasses.replace(
         config,
         num_envs=local_envs,
         total_steps=config.num_updates * local_envs * config.num_steps,  # same update count
     )
+
+
+def check_share(config: PPOConfig, n: int) -> None:
+    """Refuse (:class:`DistributedSetupError`) a job that ``n`` processes cannot share
+    evenly; the launcher of ``--nproc`` asks before it starts any."""
+    if config.num_envs % n:
+        raise DistributedSetupError(
+            f"num_envs ({config.num_envs}) must be a multiple of the {n} processes"
+        )
+    if (config.num_envs // n * config.num_steps) % config.num_minibatches:
+        raise DistributedSetupError(
+            f"each process's rollout ({config.num_envs // n} envs x {config.num_steps} steps) "
+            f"must split into num_minibatches ({config.num_minibatches}) equal shards"
+        )
 
 
 def env_seed_offset(world: World, local: PPOConfig) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from ppo.config import validators as valid
-from ppo.config.limits import MAX_SEED
+from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, MAX_UPDATE_EPOCHS
 from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
 from ppo.core.kl import KLEstimator
@@ -38,7 +38,7 @@ class TokenPPOConfig(Settings):
     """PPO updates to run, each on a fresh batch of rollouts."""
     rollouts_per_update: int = setting(256, valid.integer(1))
     """Sequences generated per update (one rollout each)."""
-    torch_threads: int = setting(1, valid.integer(1))
+    torch_threads: int = setting(1, valid.integer(1, MAX_TORCH_THREADS))
     """PyTorch intra-op threads."""
     warm_start_steps: int = setting(550, valid.integer(0))
     """Supervised steps the example task trains first (the stand-in for a pretrained model)."""
@@ -65,9 +65,9 @@ class TokenPPOConfig(Settings):
     """Adam learning rate."""
     adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
     """Adam epsilon."""
-    update_epochs: int = setting(4, valid.integer(1))
+    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS))
     """PPO epochs per update."""
-    num_minibatches: int = setting(4, valid.integer(1))
+    num_minibatches: int = setting(4, valid.integer(1, MAX_MINIBATCH_STEPS))
     """Minibatches of sequences per epoch."""
     max_grad_norm: float | None = setting(1.0, valid.number(0, strict_low=True, optional=True))
     """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""

@@ -106,8 +106,36 @@ def test_wrong_types_are_named() -> None:
     assert errors_of(total_steps=1.5, norm_adv="yes", hidden_sizes=(64, 0)) == (
         "total_steps must be an integer >= 1, got 1.5",
         "norm_adv must be true or false, got 'yes'",
-        "hidden_sizes must be a non-empty list of positive integers, got (64, 0)",
+        "hidden_sizes must be a list of 1 to 64 integers in [1, 1000000], got (64, 0)",
     )
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        (["torch_threads=1000000"], "torch_threads must be an integer in [1, 1024], got 1000000"),
+        (
+            ["hidden_sizes=[" + ",".join(["4"] * 65) + "]"],
+            "hidden_sizes must be a list of 1 to 64 integers in [1, 1000000], got (4, 4,",
+        ),
+        (["hidden_sizes=[10000000]"], "hidden_sizes must be a list of 1 to 64 integers"),
+        (
+            ["update_epochs=1000000000"],
+            "update_epochs must be an integer in [1, 10000], got 1000000000",
+        ),
+        (
+            ["update_epochs=10000", "num_minibatches=11"],
+            "update_epochs x num_minibatches must be <= 100000 (minibatch steps per update), "
+            "got 10000 x 11",
+        ),
+    ],
+)
+def test_settings_that_would_exhaust_the_machine_are_bounded(
+    settings: list[str], says: str
+) -> None:
+    with pytest.raises(ConfigError) as refused:
+        PPOConfig().with_overrides(settings)
+    assert len(refused.value.errors) == 1 and refused.value.errors[0].startswith(says)
 
 
 def test_every_field_has_a_validator_and_a_docstring() -> None:
