@@ -205,9 +205,11 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         float,
         about(
             "Mean over the minibatches evaluated in the update's last epoch of the configured "
-            "estimator (default k3 = (r-1) - log r), each computed before its minibatch's "
-            "optimizer step: KL(pi_old || pi_new). Stable-Baselines3's definition; CleanRL "
-            "logs the last minibatch's value (schema 1.1; 1.0 averaged every epoch).",
+            "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old, from Schulman's "
+            '"Approximating KL divergence"), each computed before its minibatch\'s optimizer '
+            "step: KL(pi_old ‖ pi_new). Stable-Baselines3's "
+            "definition; CleanRL logs the last minibatch's value (schema 1.1; 1.0 averaged "
+            "every epoch).",
             min=0,
             unit="nats",
             estimator="kl_estimator",
@@ -437,7 +439,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     ref_kl: Annotated[
         float | None,
         about(
-            "Fine-tuning: per-sample KL(pi_theta || pi_ref) to the frozen reference policy "
+            "Fine-tuning: per-sample KL(pi_theta ‖ pi_ref) to the frozen reference policy "
             f"with ref_kl_loss_estimator, {_EVALUATED} (the samples' log-probabilities "
             "under the policy being trained are the sampled side).",
             min=0,
@@ -474,7 +476,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         float | None,
         about(
             "Mean over the rollout's steps of the penalty subtracted from the reward: "
-            "ref_kl_reward_coef * KL(pi_old || pi_ref) per sample with "
+            "ref_kl_reward_coef * KL(pi_old ‖ pi_ref) per sample with "
             "ref_kl_reward_estimator.",
             min=0,
             estimator="ref_kl_reward_estimator",

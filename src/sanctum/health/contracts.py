@@ -19,6 +19,7 @@ from typing import Final
 
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import PPOUpdatePayload, field_docs
+from telemetry.schema import range_text
 
 TOLERANCE: Final = 1e-6
 """Float32 rounding allowed past a bound (a k3 mean of 1e-12 may round to -1e-13)."""
@@ -46,9 +47,7 @@ class Contract:
 
     def bounds(self) -> str:
         """``[0, 1]``, ``>= 0`` or ``<= 1``."""
-        if self.low is not None and self.high is not None:
-            return f"[{self.low:g}, {self.high:g}]"
-        return f">= {self.low:g}" if self.low is not None else f"<= {self.high:g}"
+        return range_text(self.low, self.high)
 
 
 _DEFINED: Final = {d.name: d for d in field_docs(PPOUpdatePayload) if d.name in PPO_METRICS}
