@@ -33,7 +33,7 @@ def update_table() -> set[str]:
     """The field names in the first column of the PPOUpdatePayload table."""
     table = TEXT.split("### PPOUpdatePayload", 1)[1].split("\n## ", 1)[0]
     rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ")]
-    return {name.strip() for row in rows[1:] for name in row.split(",")}
+    return {name.strip().strip("`") for row in rows[1:] for name in row.split(",")}
 
 
 PLAIN_KINDS = [kind_of(c) for c in EVENT_TYPES if kind_of(c) != "ppo_update"]

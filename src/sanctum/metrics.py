@@ -14,7 +14,7 @@ from typing import Final
 
 import msgspec
 
-from telemetry.events import PPOUpdatePayload
+from telemetry.events import PPOUpdatePayload, bare_type
 
 _INDEX_FIELDS: Final = frozenset({"update", "global_step"})
 _FIELDS: Final = msgspec.structs.fields(PPOUpdatePayload)
@@ -31,9 +31,9 @@ def _numeric_base(annotation: object) -> type | None:
 
 
 _NUMERIC: Final = [
-    (i, f, _numeric_base(f.type))
+    (i, f, _numeric_base(bare_type(f.type)))
     for i, f in enumerate(_FIELDS)
-    if f.name not in _INDEX_FIELDS and _numeric_base(f.type) is not None
+    if f.name not in _INDEX_FIELDS and _numeric_base(bare_type(f.type)) is not None
 ]
 
 PPO_METRICS: Final[tuple[str, ...]] = tuple(f.name for _, f, _ in _NUMERIC)

@@ -9,7 +9,9 @@ readers ignore unknown fields and refuse only a newer *major* ``schema``.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, TypeAlias, get_args
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any, Final, Literal, NamedTuple, TypeAlias, get_args, get_origin
 
 import msgspec
 
@@ -27,83 +29,152 @@ coefficients, ``ratio_std``, ``entropy_penalty``, ``entropy_below_threshold``,
 ``ppo_update``. 4: ``world_size`` appended to ``run_started``."""
 
 
+FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
+"""The vocabulary of a field's ``Meta.extra`` (every key optional):
+
+- ``min``, ``max`` (float): the range a correct trainer can log; a finite value outside it
+  is a logging bug (``sanctum.health.contracts`` reads them). Never ``ge``/``le``
+  constraints: a reader keeps an impossible value and shows it as what it is.
+- ``bound`` (str): what the range means, for a message (default: ``a fraction`` for [0, 1],
+  ``never negative`` for >= 0).
+- ``unit`` (str): ``nats``, ``s``, ``steps/s`` or ``reward units``.
+- ``estimator`` (str): the ``run_started.config`` setting naming the KL estimator the field
+  measures; ``min`` then holds only when that estimator is not a signed one.
+"""
+
+
+def about(
+    description: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    bound: str | None = None,
+    unit: str | None = None,
+    estimator: str | None = None,
+) -> msgspec.Meta:
+    """A field's definition and facts, as ``Annotated[type, about(...)]`` carries them: the
+    one source of the JSON Schema's descriptions, the docs' field tables, the help
+    glossary and the range contracts."""
+    facts = {"min": min, "max": max, "bound": bound, "unit": unit, "estimator": estimator}
+    return msgspec.Meta(
+        description=description, extra={k: v for k, v in facts.items() if v is not None}
+    )
+
+
+class FieldDoc(NamedTuple):
+    """One field of a contract Struct with its definition and facts (see :func:`about`)."""
+
+    name: str
+    type: Any
+    """The field's type, its ``Annotated`` wrapper removed."""
+    required: bool
+    description: str
+    facts: Mapping[str, Any]
+    """The ``Meta.extra`` of the field: keys from :data:`FACT_KEYS`."""
+
+
+def field_docs(struct: type[msgspec.Struct]) -> tuple[FieldDoc, ...]:
+    """Every field of ``struct``, in order, with its definition (empty when it has none)."""
+    docs = []
+    for field in msgspec.structs.fields(struct):
+        meta = next((m for m in get_args(field.type)[1:] if isinstance(m, msgspec.Meta)), None)
+        docs.append(
+            FieldDoc(
+                name=field.name,
+                type=bare_type(field.type),
+                required=field.required,
+                description=(meta.description or "") if meta else "",
+                facts=MappingProxyType(dict(meta.extra or {}) if meta else {}),
+            )
+        )
+    return tuple(docs)
+
+
+def bare_type(annotation: Any) -> Any:
+    """``annotation`` without its ``Annotated`` wrapper (``msgspec.structs.fields`` keeps it)."""
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+
+
 class Payload(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
     """Base of every payload: what a trainer reports, before the envelope is stamped.
 
     Fields left at their default are not written: absent means "not measured" (or the
-    default), which keeps lines short and the encoder on its fast path.
+    default), which keeps lines short and the encoder on its fast path. Each field's
+    definition is its ``about(...)``.
     """
 
 
 class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Who wrote the log."""
 
-    name: str
-    """Trainer name, e.g. ``sanctum-ppo`` or ``stable-baselines3``."""
-    version: str = ""
-    """Trainer version string."""
+    name: Annotated[str, about("Trainer name, e.g. sanctum-ppo or stable-baselines3.")]
+    version: Annotated[str, about("Trainer version string.")] = ""
 
 
 class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False):
     """First event of every run (written in full: other tools read its schema and config)."""
 
-    schema: int = SCHEMA_MAJOR
-    """Major schema version of this log."""
-    trainer: TrainerInfo
-    """Name and version of the program that wrote the log."""
-    env_id: str | None = None
-    """Gymnasium id (or any label) of the environment."""
-    seed: int | None = None
-    """Seed of the run, when it has one."""
-    config: dict[str, Any] = msgspec.field(default_factory=dict)
-    """The full configuration in force, including KL estimator and thresholds."""
-    host: str = ""
-    """Host name of the machine that trained."""
-    pid: int = 0
-    """Process id of the trainer."""
-    schema_minor: int = SCHEMA_MINOR
-    """Minor schema version (additive changes)."""
-    world_size: int = 1
-    """Processes that trained together (torch.distributed ranks); rank 0 wrote this log and
-    every figure in it is over all ranks (schema 1.4)."""
+    schema: Annotated[int, about("Major schema version of this log.")] = SCHEMA_MAJOR
+    trainer: Annotated[TrainerInfo, about("Name and version of the program that wrote the log.")]
+    env_id: Annotated[str | None, about("Gymnasium id (or any label) of the environment.")] = None
+    seed: Annotated[int | None, about("Seed of the run, when it has one.")] = None
+    config: Annotated[
+        dict[str, Any],
+        about("The full configuration in force, including the KL estimator and thresholds."),
+    ] = msgspec.field(default_factory=dict)
+    host: Annotated[str, about("Host name of the machine that trained.")] = ""
+    pid: Annotated[int, about("Process id of the trainer.")] = 0
+    schema_minor: Annotated[int, about("Minor schema version (additive changes).")] = SCHEMA_MINOR
+    world_size: Annotated[
+        int,
+        about(
+            "Processes that trained together (torch.distributed ranks); rank 0 wrote this "
+            "log and every figure in it is over all ranks (schema 1.4)."
+        ),
+    ] = 1
 
 
 class RolloutPayload(Payload, frozen=True, kw_only=True):
     """One rollout collected before an update."""
 
-    update: int
-    """0-based index of the update this rollout feeds."""
-    global_step: int
-    """Environment steps so far, all envs together."""
-    episodes: int = 0
-    """Episodes finished during this rollout."""
-    episode_return_mean: float | None = None
-    """Mean undiscounted return of those episodes; null when none finished."""
-    episode_return_min: float | None = None
-    """Smallest such return; null when none finished."""
-    episode_return_max: float | None = None
-    """Largest such return; null when none finished."""
-    episode_length_mean: float | None = None
-    """Mean length of those episodes; null when none finished."""
-    steps_per_second: float | None = None
-    """Environment steps per second, collection and update together."""
+    update: Annotated[int, about("0-based index of the update this rollout feeds.")]
+    global_step: Annotated[int, about("Environment steps so far, all envs together.")]
+    episodes: Annotated[int, about("Episodes finished during this rollout.")] = 0
+    episode_return_mean: Annotated[
+        float | None,
+        about("Mean undiscounted return of those episodes; null when none finished."),
+    ] = None
+    episode_return_min: Annotated[
+        float | None, about("Smallest such return; null when none finished.")
+    ] = None
+    episode_return_max: Annotated[
+        float | None, about("Largest such return; null when none finished.")
+    ] = None
+    episode_length_mean: Annotated[
+        float | None, about("Mean length of those episodes; null when none finished.")
+    ] = None
+    steps_per_second: Annotated[
+        float | None,
+        about("Environment steps per second, collection and update together.", unit="steps/s"),
+    ] = None
 
 
 class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Why and where an update stopped early: data, not a print."""
 
-    epoch: int
-    """0-based PPO epoch at which the stop fired."""
-    minibatch: int
-    """0-based minibatch within that epoch (the last one for epoch scope)."""
-    kl: float
-    """The KL value that crossed the threshold."""
-    threshold: float
-    """``max_kl`` in force."""
-    scope: Literal["minibatch", "epoch"]
-    """``minibatch``: checked before each step; ``epoch``: checked on the epoch mean."""
-    applied: bool
-    """Whether the optimizer step of the offending minibatch was applied."""
+    epoch: Annotated[int, about("0-based PPO epoch at which the stop fired.")]
+    minibatch: Annotated[
+        int, about("0-based minibatch within that epoch (the last one for epoch scope).")
+    ]
+    kl: Annotated[float, about("The KL value that crossed the threshold.", unit="nats")]
+    threshold: Annotated[float, about("max_kl in force.", unit="nats")]
+    scope: Annotated[
+        Literal["minibatch", "epoch"],
+        about("minibatch: checked before each step; epoch: checked on the epoch mean."),
+    ]
+    applied: Annotated[
+        bool, about("Whether the optimizer step of the offending minibatch was applied.")
+    ]
 
     def describe(self) -> str:
         """The one deterministic reason text, e.g.
@@ -119,145 +190,348 @@ class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         )
 
 
-class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
-    """One PPO update; definitions in docs/design.md, section 4. Absent means not measured."""
+_APPLIED = "mean over applied minibatches"
+_EVALUATED = "mean over the evaluated minibatches of every epoch"
 
-    update: int
-    """0-based update index."""
-    global_step: int
-    """Environment steps so far."""
-    approx_kl: float
-    """Mean over the last epoch's evaluated minibatches of the configured estimator, each
-    measured before its minibatch's step (nats); Stable-Baselines3's definition."""
-    approx_kl_max: float | None = None
-    """Largest minibatch approx_kl."""
-    kl_final: float | None = None
-    """The estimator over the whole batch after the last step."""
-    clip_fraction: float
-    """Fraction of samples with abs(ratio - 1) > clip_range, mean over minibatches."""
-    clip_fraction_lower: float | None = None
-    """Dual-clip only: fraction of negative-advantage samples where the dual bound binds."""
-    ratio_mean: float | None = None
-    """Mean probability ratio pi_new/pi_old over the update."""
-    ratio_min: float | None = None
-    """Smallest probability ratio."""
-    ratio_max: float | None = None
-    """Largest probability ratio."""
-    entropy: float | None = None
-    """Mean policy entropy (nats)."""
-    entropy_coef: float | None = None
-    """Entropy coefficient in force."""
-    policy_loss: float | None = None
-    """Mean clipped-surrogate loss over applied minibatches."""
-    value_loss: float | None = None
-    """Mean value loss over applied minibatches."""
-    kl_penalty: float | None = None
-    """Mean ``kl_coef * approx_kl`` term over applied minibatches."""
-    total_loss: float | None = None
-    """Mean total loss over applied minibatches."""
-    kl_coef: float | None = None
-    """KL penalty coefficient in force (changes when adaptive)."""
-    explained_variance: float | None = None
-    """1 - Var(R - V) / Var(R) on the rollout; null when Var(R) = 0."""
-    grad_norm: float | None = None
-    """Mean global gradient norm before clipping."""
-    grad_norm_max: float | None = None
-    """Largest global gradient norm before clipping."""
-    learning_rate: float | None = None
-    """Learning rate in force for this update."""
-    advantage_mean: float | None = None
-    """Mean advantage before normalisation."""
-    advantage_std: float | None = None
-    """Advantage standard deviation before normalisation."""
-    return_mean: float | None = None
-    """Mean return target."""
-    value_mean: float | None = None
-    """Mean value prediction on the rollout."""
-    epochs_completed: int | None = None
-    """PPO epochs that ran (fully or partly)."""
-    minibatches_completed: int | None = None
-    """Optimizer steps applied."""
-    minibatches_planned: int | None = None
-    """Optimizer steps planned: epochs x minibatches."""
-    early_stopped: bool
-    """Whether the update stopped before its planned minibatches."""
-    early_stop_reason: str | None = None
-    """Deterministic text, e.g. ``approx_kl 0.0412 > max_kl 0.0300 at epoch 2 minibatch 3``."""
-    early_stop: EarlyStop | None = None
-    """Structured record of the early stop."""
-    skipped_steps: int | None = None
-    """Optimizer steps skipped for a non-finite loss or gradient."""
-    nonfinite_ratios: int | None = None
-    """Ratios replaced by the NaN guard."""
-    update_seconds: float | None = None
-    """Wall time of the update."""
-    grad_norm_actor: float | None = None
-    """Mean pre-clip gradient norm of the actor's parameters (separate actor and critic)."""
-    grad_norm_critic: float | None = None
-    """Mean pre-clip gradient norm of the critic's parameters (separate actor and critic)."""
-    grad_clip_scale: float | None = None
-    """Mean factor the clip multiplied gradients by, min(1, max_grad_norm / grad_norm)."""
-    return_std: float | None = None
-    """Standard deviation of the return targets (explained variance needs them to vary)."""
-    entropy_normalized: float | None = None
-    """Mean entropy over log(allowed actions): 1 uniform, 0 deterministic (categorical)."""
-    ratio_std: float | None = None
-    """Standard deviation of the probability ratio within a minibatch, mean over them."""
-    entropy_penalty: float | None = None
-    """The min-entropy term added to the loss, mean over applied minibatches (with
-    policy, value, entropy bonus, KL penalty and ref_kl_loss it sums to total_loss)."""
-    entropy_below_threshold: bool | None = None
-    """Whether the update's mean entropy was below min_entropy (absent: no floor set)."""
-    td_error_mean: float | None = None
-    """Mean one-step TD error r + gamma V(s') - V(s) on the rollout (reward units)."""
-    return_scale: float | None = None
-    """The divisor of the rewards when returns are normalised (returns are reported
-    unnormalised)."""
-    ref_kl: float | None = None
-    """Mean per-sample KL(pi_theta || pi_ref) to the frozen reference policy over the
-    evaluated minibatches (nats)."""
-    ref_kl_coef: float | None = None
-    """Coefficient of the reference KL in the loss in force (changes when adaptive)."""
-    ref_kl_reward_coef: float | None = None
-    """Coefficient of the reference-KL reward penalty in force (changes when adaptive)."""
-    ref_kl_loss: float | None = None
-    """``ref_kl_coef * ref_kl``, the term in the loss, mean over applied minibatches."""
-    ref_kl_reward_penalty: float | None = None
-    """Mean reference-KL penalty subtracted from each step's reward in the rollout."""
-    full_reward_rate: float | None = None
-    """Token-level PPO: share of the update's rollouts whose every answer digit was right
-    (schema 1.3)."""
-    max_new_tokens_rate: float | None = None
-    """Token-level PPO: share of the update's rollouts stopped by ``max_new_tokens`` before
-    answering, which earn no reward (schema 1.3)."""
-    max_length_rate: float | None = None
-    """Token-level PPO: share of the update's rollouts that used all ``max_new_tokens``
-    tokens, answered on the last or not at all (schema 1.3): near 1, the policy is
-    gaming the length."""
+
+class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
+    """One PPO update: how each number is computed is its ``about(...)``; the run's
+    ``run_started.config`` names the estimator and thresholds in force. Absent means not
+    measured. r is the probability ratio pi_new/pi_old of a sample."""
+
+    update: Annotated[int, about("0-based update index.")]
+    global_step: Annotated[int, about("Environment steps so far.")]
+    approx_kl: Annotated[
+        float,
+        about(
+            "Mean over the minibatches evaluated in the update's last epoch of the configured "
+            "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old, from Schulman's "
+            '"Approximating KL divergence"), each computed before its minibatch\'s optimizer '
+            "step: KL(pi_old ‖ pi_new). Stable-Baselines3's "
+            "definition; CleanRL logs the last minibatch's value (schema 1.1; 1.0 averaged "
+            "every epoch).",
+            min=0,
+            unit="nats",
+            estimator="kl_estimator",
+        ),
+    ]
+    approx_kl_max: Annotated[
+        float | None,
+        about(
+            "The largest minibatch approx_kl of the update, any epoch.",
+            min=0,
+            unit="nats",
+            estimator="kl_estimator",
+        ),
+    ] = None
+    kl_final: Annotated[
+        float | None,
+        about(
+            "The same estimator over the whole batch after the last step: how far the "
+            "update really moved the policy.",
+            min=0,
+            unit="nats",
+            estimator="kl_estimator",
+        ),
+    ] = None
+    clip_fraction: Annotated[
+        float,
+        about(
+            f"Fraction of samples with abs(r - 1) > clip_range, {_EVALUATED} (the "
+            "SB3/CleanRL definition).",
+            min=0,
+            max=1,
+        ),
+    ]
+    clip_fraction_lower: Annotated[
+        float | None,
+        about(
+            "Dual clip only: fraction of negative-advantage samples where the dual bound "
+            f"binds, {_EVALUATED}.",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    ratio_mean: Annotated[
+        float | None, about(f"Mean of r over the update ({_EVALUATED}).", min=0)
+    ] = None
+    ratio_min: Annotated[float | None, about("Smallest r of the update.", min=0)] = None
+    ratio_max: Annotated[float | None, about("Largest r of the update.", min=0)] = None
+    entropy: Annotated[
+        float | None,
+        about(
+            f"Policy entropy, {_EVALUATED}; never negative for a categorical policy. A "
+            "collapse means the policy stopped exploring.",
+            unit="nats",
+        ),
+    ] = None
+    entropy_coef: Annotated[float | None, about("Entropy bonus coefficient in force.", min=0)] = (
+        None
+    )
+    policy_loss: Annotated[float | None, about(f"Clipped-surrogate loss, {_APPLIED}.")] = None
+    value_loss: Annotated[float | None, about(f"Value-function loss, {_APPLIED}.", min=0)] = None
+    kl_penalty: Annotated[
+        float | None, about(f"The kl_coef * approx_kl term of the loss, {_APPLIED}.")
+    ] = None
+    total_loss: Annotated[
+        float | None,
+        about(
+            f"The loss optimised, {_APPLIED}: policy_loss + vf_coef * value_loss - "
+            "entropy_coef * entropy + kl_penalty + entropy_penalty + ref_kl_loss (when every "
+            "evaluated minibatch was applied)."
+        ),
+    ] = None
+    kl_coef: Annotated[
+        float | None, about("KL penalty coefficient in force (changes when adaptive).", min=0)
+    ] = None
+    explained_variance: Annotated[
+        float | None,
+        about(
+            "1 - Var(R - V) / Var(R) on the rollout: 1 is a perfect critic, 0 or less is "
+            "useless; absent when Var(R) = 0.",
+            max=1,
+            bound="1 - Var(R - V)/Var(R)",
+        ),
+    ] = None
+    grad_norm: Annotated[
+        float | None, about(f"Global gradient norm before clipping, {_EVALUATED}.", min=0)
+    ] = None
+    grad_norm_max: Annotated[
+        float | None,
+        about("Largest global gradient norm before clipping of the update.", min=0),
+    ] = None
+    learning_rate: Annotated[
+        float | None,
+        about(
+            "Learning rate in force for this update (unbounded: SB3 with RL Zoo's lin_ "
+            "schedules ends slightly below 0)."
+        ),
+    ] = None
+    advantage_mean: Annotated[
+        float | None, about("Mean advantage of the rollout, before normalisation.")
+    ] = None
+    advantage_std: Annotated[
+        float | None,
+        about("Standard deviation of the rollout's advantages, before normalisation.", min=0),
+    ] = None
+    return_mean: Annotated[
+        float | None, about("Mean return target R of the rollout.", unit="reward units")
+    ] = None
+    value_mean: Annotated[
+        float | None, about("Mean value prediction V on the rollout.", unit="reward units")
+    ] = None
+    epochs_completed: Annotated[
+        int | None, about("PPO epochs that ran (fully or partly).", min=0)
+    ] = None
+    minibatches_completed: Annotated[int | None, about("Optimizer steps applied.", min=0)] = None
+    minibatches_planned: Annotated[
+        int | None, about("Optimizer steps planned: epochs x minibatches.", min=0)
+    ] = None
+    early_stopped: Annotated[
+        bool,
+        about(
+            "Whether the update stopped before its planned minibatches because approx_kl "
+            "passed max_kl."
+        ),
+    ]
+    early_stop_reason: Annotated[
+        str | None,
+        about(
+            "The trainer's deterministic reason text, e.g. approx_kl 0.0412 > max_kl 0.0300 "
+            "at epoch 2 minibatch 3 (minibatch not applied)."
+        ),
+    ] = None
+    early_stop: Annotated[
+        EarlyStop | None,
+        about("Structured record of the early stop: epoch, minibatch, kl, threshold, scope."),
+    ] = None
+    skipped_steps: Annotated[
+        int | None, about("Optimizer steps skipped for a non-finite loss or gradient.", min=0)
+    ] = None
+    nonfinite_ratios: Annotated[int | None, about("Ratios r replaced by the NaN guard.", min=0)] = (
+        None
+    )
+    update_seconds: Annotated[float | None, about("Wall time of the update.", min=0, unit="s")] = (
+        None
+    )
+    grad_norm_actor: Annotated[
+        float | None,
+        about(
+            f"The global gradient norm over the actor's parameters only, {_EVALUATED} "
+            "(separate actor and critic networks).",
+            min=0,
+        ),
+    ] = None
+    grad_norm_critic: Annotated[
+        float | None,
+        about(
+            f"The global gradient norm over the critic's parameters only, {_EVALUATED} "
+            "(separate actor and critic networks).",
+            min=0,
+        ),
+    ] = None
+    grad_clip_scale: Annotated[
+        float | None,
+        about(
+            "The factor clipping multiplied the gradients by, min(1, max_grad_norm / "
+            f"grad_norm), {_EVALUATED}: 0.01 means steps were cut 100-fold; absent without "
+            "clipping.",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    return_std: Annotated[
+        float | None,
+        about(
+            "Standard deviation of the return targets R of the rollout (explained variance "
+            "needs them to vary).",
+            min=0,
+            unit="reward units",
+        ),
+    ] = None
+    entropy_normalized: Annotated[
+        float | None,
+        about(
+            "Categorical policies: mean entropy over log(number of allowed actions); 1 is "
+            "uniform, 0 deterministic. Near 0 is a collapse.",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    ratio_std: Annotated[
+        float | None,
+        about(
+            f"Standard deviation of r within a minibatch, {_EVALUATED}: how unevenly the "
+            "update moved the policy across samples.",
+            min=0,
+        ),
+    ] = None
+    entropy_penalty: Annotated[
+        float | None,
+        about(
+            "The min-entropy term added to the loss, min_entropy_coef * relu(min_entropy - "
+            f"H), {_APPLIED}; absent without min_entropy.",
+            min=0,
+        ),
+    ] = None
+    entropy_below_threshold: Annotated[
+        bool | None,
+        about("Whether the update's mean entropy was below min_entropy; absent without it."),
+    ] = None
+    td_error_mean: Annotated[
+        float | None,
+        about(
+            "Mean one-step TD error r + gamma V(s') (1 - terminated) - V(s) on the rollout "
+            "(after the reference-KL penalty, before normalisation): a critic biased low or "
+            "high shows here before explained variance moves.",
+            unit="reward units",
+        ),
+    ] = None
+    return_scale: Annotated[
+        float | None,
+        about(
+            "With normalize_returns: the running standard deviation of the discounted "
+            "return the rewards were divided by; return_mean, return_std, value_mean and "
+            "td_error_mean are reported unnormalised, advantages in the scaled units.",
+            min=0,
+        ),
+    ] = None
+    ref_kl: Annotated[
+        float | None,
+        about(
+            "Fine-tuning: per-sample KL(pi_theta ‖ pi_ref) to the frozen reference policy "
+            f"with ref_kl_loss_estimator, {_EVALUATED} (the samples' log-probabilities "
+            "under the policy being trained are the sampled side).",
+            min=0,
+            unit="nats",
+            estimator="ref_kl_loss_estimator",
+        ),
+    ] = None
+    ref_kl_coef: Annotated[
+        float | None,
+        about(
+            "Coefficient of the reference KL in the loss in force (changes when adaptive: "
+            "with ref_kl_target the proportional controller of Ziegler et al. moves it by up "
+            "to 20% x steps / horizon per update); absent when the loss does not hold it.",
+            min=0,
+        ),
+    ] = None
+    ref_kl_reward_coef: Annotated[
+        float | None,
+        about(
+            "Coefficient of the reference-KL penalty in the reward in force (adaptive "
+            "likewise); absent without ref_kl_in_reward.",
+            min=0,
+        ),
+    ] = None
+    ref_kl_loss: Annotated[
+        float | None,
+        about(
+            f"ref_kl_coef * ref_kl, the term the reference KL adds to the loss, {_APPLIED}.",
+            min=0,
+            estimator="ref_kl_loss_estimator",
+        ),
+    ] = None
+    ref_kl_reward_penalty: Annotated[
+        float | None,
+        about(
+            "Mean over the rollout's steps of the penalty subtracted from the reward: "
+            "ref_kl_reward_coef * KL(pi_old ‖ pi_ref) per sample with "
+            "ref_kl_reward_estimator.",
+            min=0,
+            estimator="ref_kl_reward_estimator",
+        ),
+    ] = None
+    full_reward_rate: Annotated[
+        float | None,
+        about(
+            "Token-level PPO: share of the update's rollouts whose every answer digit was "
+            "right (schema 1.3).",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    max_new_tokens_rate: Annotated[
+        float | None,
+        about(
+            "Token-level PPO: share of the update's rollouts stopped by max_new_tokens "
+            "before answering, which earn reward 0 (schema 1.3).",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    max_length_rate: Annotated[
+        float | None,
+        about(
+            "Token-level PPO: share of the update's rollouts that used all max_new_tokens "
+            "tokens, answered on the last or not at all (schema 1.3): rising toward 1, the "
+            "policy is gaming the length.",
+            min=0,
+            max=1,
+        ),
+    ] = None
 
 
 class AnomalyPayload(Payload, frozen=True, kw_only=True):
     """Something the trainer itself detected, e.g. a skipped step on a non-finite gradient."""
 
-    severity: Literal["warning", "critical"]
-    """How bad it is; a critical anomaly fails ``sanctum check``."""
-    metric: str
-    """The quantity concerned, e.g. ``grad_norm``."""
-    value: float | None = None
-    """Its value, when there is one (may be non-finite)."""
-    message: str
-    """One sentence for a human."""
-    update: int | None = None
-    """Update during which it happened."""
-    global_step: int | None = None
-    """Environment steps at that time."""
+    severity: Annotated[
+        Literal["warning", "critical"],
+        about("How bad it is; a critical anomaly fails sanctum check."),
+    ]
+    metric: Annotated[str, about("The quantity concerned, e.g. grad_norm.")]
+    value: Annotated[float | None, about("Its value, when there is one (may be non-finite).")] = (
+        None
+    )
+    message: Annotated[str, about("One sentence for a human.")]
+    update: Annotated[int | None, about("Update during which it happened.")] = None
+    global_step: Annotated[int | None, about("Environment steps at that time.")] = None
 
 
 class HeartbeatPayload(Payload, frozen=True, kw_only=True):
     """Proof of life, at least every 5 s during long rollouts."""
 
-    global_step: int
-    """Environment steps so far."""
+    global_step: Annotated[int, about("Environment steps so far.")]
 
 
 RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
@@ -266,27 +540,27 @@ RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
 class RunFinishedPayload(Payload, frozen=True, kw_only=True):
     """Last event of every run that ended in an orderly way."""
 
-    status: RunStatus
-    """``completed``, ``failed`` (an exception) or ``interrupted`` (Ctrl-C, stop request)."""
-    reason: str | None = None
-    """Why it ended: the exception's summary, the signal, or null when completed."""
-    global_step: int | None = None
-    """Environment steps at the end."""
-    updates: int | None = None
-    """Updates completed."""
-    duration_seconds: float | None = None
-    """Wall time from run_started to run_finished."""
+    status: Annotated[
+        RunStatus,
+        about("completed, failed (an exception) or interrupted (Ctrl-C, a stop request)."),
+    ]
+    reason: Annotated[
+        str | None,
+        about("Why it ended: the exception's summary, the signal, or null when completed."),
+    ] = None
+    global_step: Annotated[int | None, about("Environment steps at the end.")] = None
+    updates: Annotated[int | None, about("Updates completed.")] = None
+    duration_seconds: Annotated[
+        float | None, about("Wall time from run_started to run_finished.", unit="s")
+    ] = None
 
 
 class Envelope(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
     """Fields every event carries, stamped by the Emitter."""
 
-    run_id: str
-    """Identifier of the run, unique per log."""
-    seq: int
-    """1, 2, 3... per run, without gaps."""
-    ts: float
-    """Unix time in seconds when the event was emitted."""
+    run_id: Annotated[str, about("Identifier of the run, unique per log.")]
+    seq: Annotated[int, about("1, 2, 3... per run, without gaps.")]
+    ts: Annotated[float, about("Unix time when the event was emitted.", unit="s")]
 
 
 class RunStarted(Envelope, frozen=True, kw_only=True, tag="run_started"):

@@ -8,6 +8,11 @@ reader to ignore. The result ships in the package (``events.schema.json``, and a
 ``docs/``; a test keeps both equal to what this module generates) and ``sanctum schema``
 prints it, so a writer in another language can validate its own lines.
 
+The same definitions render as the Markdown field table of ``ppo_update`` that
+``docs/design.md`` and the README hold between ``<!-- fields:begin -->`` and
+``<!-- fields:end -->`` (``python -m telemetry.schema --docs`` refreshes them; a test
+fails when a copy is stale).
+
 One line of an event log is one instance of the schema. Unknown fields are allowed
 (readers ignore them: additive changes are minor versions); an event kind this schema does
 not list fails validation here, while readers skip and count it.
@@ -16,12 +21,21 @@ not list fails validation here, while readers skip and count it.
 from __future__ import annotations
 
 import json
+import types
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, Final, get_args
 
 import msgspec
 
-from telemetry.events import SCHEMA_MAJOR, SCHEMA_MINOR, Event
+from telemetry.events import (
+    SCHEMA_MAJOR,
+    SCHEMA_MINOR,
+    Event,
+    FieldDoc,
+    PPOUpdatePayload,
+    field_docs,
+)
 
 SCHEMA_FILE = "events.schema.json"
 """The generated schema's file name, in this package and in ``docs/``."""
@@ -70,7 +84,76 @@ def shipped_schema_text() -> str:
     return resources.files("telemetry").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
 
 
-if __name__ == "__main__":  # regenerate: python -m telemetry.schema > src/telemetry/...
-    import sys
+FIELDS_BEGIN: Final = "<!-- fields:begin -->"
+FIELDS_END: Final = "<!-- fields:end -->"
+DOCS_WITH_FIELDS: Final = ("docs/design.md", "README.md")
+"""Files, relative to the project root, that hold the generated field table."""
+REFRESH_DOCS: Final = "python -m telemetry.schema --docs"
 
-    sys.stdout.write(schema_text())
+
+def range_text(low: float | None, high: float | None) -> str:
+    """``[0, 1]``, ``>= 0``, ``<= 1``, or empty when unbounded."""
+    if low is not None and high is not None:
+        return f"[{low:g}, {high:g}]"
+    if low is not None:
+        return f">= {low:g}"
+    return "" if high is None else f"<= {high:g}"
+
+
+def _type_text(doc: FieldDoc) -> str:
+    members = get_args(doc.type) if isinstance(doc.type, types.UnionType) else (doc.type,)
+    names = [getattr(t, "__name__", str(t)) for t in members if t is not type(None)]
+    return " | ".join(names) + (", required" if doc.required else "")
+
+
+def _range_cell(doc: FieldDoc) -> str:
+    text = range_text(doc.facts.get("min"), doc.facts.get("max"))
+    if text and "estimator" in doc.facts:
+        text += f" unless `{doc.facts['estimator']}` is a signed estimator"
+    return text
+
+
+def field_table(struct: type[msgspec.Struct] = PPOUpdatePayload) -> str:
+    """The Markdown table of ``struct``'s fields: name, type, range, unit, definition."""
+    rows = [
+        f"<!-- generated from the definitions in telemetry/events.py: {REFRESH_DOCS} -->",
+        "| field | type | range | unit | how it is computed |",
+        "|---|---|---|---|---|",
+    ]
+    for doc in field_docs(struct):
+        cells = (f"`{doc.name}`", _type_text(doc), _range_cell(doc), doc.facts.get("unit", ""))
+        rows.append("| " + " | ".join((*cells, doc.description.replace("|", "\\|"))) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def with_field_table(text: str, table: str | None = None) -> str:
+    """``text`` with the region between the field markers replaced by the generated table
+    (the prose around it kept); ValueError when the markers are missing."""
+    head, begin, rest = text.partition(FIELDS_BEGIN + "\n")
+    _, end, tail = rest.partition(FIELDS_END)
+    if not begin or not end:
+        raise ValueError(f"no {FIELDS_BEGIN} ... {FIELDS_END} region")
+    return head + begin + (field_table() if table is None else table) + end + tail
+
+
+def refresh_docs(root: Path) -> list[Path]:
+    """Rewrite the field table of every file of :data:`DOCS_WITH_FIELDS` under ``root``
+    that is stale; the files rewritten."""
+    table, changed = field_table(), []
+    for name in DOCS_WITH_FIELDS:
+        path = root / name
+        text = path.read_text(encoding="utf-8")
+        if (fresh := with_field_table(text, table)) != text:
+            path.write_text(fresh, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+if __name__ == "__main__":  # python -m telemetry.schema > src/telemetry/events.schema.json
+    import sys  # python -m telemetry.schema --docs [ROOT]: refresh the docs' field tables
+
+    if sys.argv[1:2] == ["--docs"]:
+        for path in refresh_docs(Path(sys.argv[2] if len(sys.argv) > 2 else ".")):
+            print(f"refreshed {path}")
+    else:
+        sys.stdout.write(schema_text())

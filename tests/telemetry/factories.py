@@ -20,6 +20,8 @@ class _Distinct:
     def value(self, t: mi.Type, default: Any = msgspec.NODEFAULT) -> Any:
         n = next(self._n)
         match t:
+            case mi.Metadata(type=inner):  # a field's about(...): its definition, not a type
+                return self.value(inner, default)
             case mi.UnionType(types=types):
                 return self.value(next(x for x in types if not isinstance(x, mi.NoneType)))
             case mi.BoolType():

@@ -14,11 +14,15 @@ from telemetry.eventlog import EventLogWriter, read_events
 from telemetry.events import (
     EVENT_FOR_PAYLOAD,
     EVENT_TYPES,
+    FACT_KEYS,
     KINDS,
     EarlyStop,
+    Envelope,
     Event,
     PPOUpdate,
     PPOUpdatePayload,
+    TrainerInfo,
+    field_docs,
     kind_of,
 )
 from tests.telemetry.factories import all_full_events, full_event
@@ -103,14 +107,22 @@ def test_absent_optional_fields_decode_as_not_measured(tmp_path: Path) -> None:
     assert event.payload.grad_norm is None
 
 
-def test_payload_fields_each_have_a_docstring() -> None:
-    source = Path(__import__("telemetry.events").events.__file__).read_text()
-    for payload_type in EVENT_FOR_PAYLOAD:
-        for name in payload_type.__struct_fields__:
-            marker = f"    {name}:"
-            at = source.index(marker, source.index(f"class {payload_type.__name__}("))
-            next_line = source[at:].splitlines()[1].strip()
-            assert next_line.startswith('"""'), f"{payload_type.__name__}.{name} has no docstring"
+CONTRACT_STRUCTS = (*EVENT_FOR_PAYLOAD, Envelope, TrainerInfo, EarlyStop)
+
+
+@pytest.mark.parametrize("struct", CONTRACT_STRUCTS, ids=lambda s: s.__name__)
+def test_every_contract_field_carries_its_definition_in_the_vocabulary(struct: type) -> None:
+    for doc in field_docs(struct):
+        assert doc.description.endswith("."), f"{struct.__name__}.{doc.name} has no definition"
+        assert set(doc.facts) <= set(FACT_KEYS), f"{struct.__name__}.{doc.name}: {doc.facts}"
+        low, high = doc.facts.get("min"), doc.facts.get("max")
+        assert low is None or high is None or low < high
+
+
+def test_a_field_s_definition_reaches_the_json_schema() -> None:
+    properties = msgspec.json.schema(PPOUpdatePayload)["$defs"]["PPOUpdatePayload"]["properties"]
+    for doc in field_docs(PPOUpdatePayload):
+        assert properties[doc.name]["description"] == doc.description
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ moves forward. A value outside its possible range is not data about the policy: 
 the numbers themselves are wrong (a sign error, a wrong reduction, a stale counter), so
 it is critical at once and shown as what it is, never plotted as if it were a reading.
 Non-finite values are not range violations: the health rules flag them on their own.
+The bounds are the contract's own: the ``min``/``max`` of each field's definition in
+``telemetry.events``, read here, never listed a second time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
+
+from sanctum.metrics import PPO_METRICS
+from telemetry.events import PPOUpdatePayload, field_docs
+from telemetry.schema import range_text
 
 TOLERANCE: Final = 1e-6
 """Float32 rounding allowed past a bound (a k3 mean of 1e-12 may round to -1e-13)."""
@@ -41,57 +47,46 @@ class Contract:
 
     def bounds(self) -> str:
         """``[0, 1]``, ``>= 0`` or ``<= 1``."""
-        if self.low is not None and self.high is not None:
-            return f"[{self.low:g}, {self.high:g}]"
-        return f">= {self.low:g}" if self.low is not None else f"<= {self.high:g}"
+        return range_text(self.low, self.high)
+
+
+_DEFINED: Final = {d.name: d for d in field_docs(PPOUpdatePayload) if d.name in PPO_METRICS}
+
+
+def _bound(low: float | None, high: float | None) -> str:
+    """What a range means when its field does not say: a fraction, or never negative."""
+    if low == 0 and high == 1:
+        return "a fraction"
+    return "never negative" if low == 0 and high is None else "out of range"
 
 
 def _contracts() -> tuple[Contract, ...]:
-    fractions = ("clip_fraction", "clip_fraction_lower", "grad_clip_scale", "entropy_normalized")
-    non_negative = (
-        "ratio_min",
-        "ratio_max",
-        "ratio_mean",
-        "value_loss",
-        "grad_norm",
-        "grad_norm_max",
-        "grad_norm_actor",
-        "grad_norm_critic",
-        "advantage_std",
-        "return_std",
-        "entropy_coef",
-        "kl_coef",
-        "epochs_completed",
-        "minibatches_completed",
-        "minibatches_planned",
-        "skipped_steps",
-        "nonfinite_ratios",
-        "update_seconds",
-        "ratio_std",
-        "entropy_penalty",
-        "return_scale",
-        "ref_kl_coef",
-        "ref_kl_reward_coef",
-    )
-    return (
-        *(Contract(m, 0.0, 1.0, "a fraction") for m in fractions),
-        *(Contract(m, 0.0, None, "never negative") for m in non_negative),
-        Contract("explained_variance", None, 1.0, "1 - Var(R - V)/Var(R)"),
-    )
+    """The ``min``/``max`` of every metric's definition (``telemetry.events``), except
+    those whose bound depends on the run's KL estimator (:func:`kl_contracts`)."""
+    found = []
+    for name, doc in _DEFINED.items():
+        low, high = doc.facts.get("min"), doc.facts.get("max")
+        if (low is None and high is None) or "estimator" in doc.facts:
+            continue
+        low = None if low is None else float(low)
+        high = None if high is None else float(high)
+        found.append(Contract(name, low, high, doc.facts.get("bound") or _bound(low, high)))
+    return tuple(found)
 
 
 CONTRACTS: Final = _contracts()
-"""Bounds that hold for every trainer, whatever its settings. The learning rate has none:
-SB3 with RL Zoo's ``lin_`` schedules runs its last update at a slightly negative rate (the
-last rollout overshoots ``total_timesteps``, so the progress remaining is below 0)."""
+"""Bounds that hold for every trainer, whatever its settings, read from the contract. The
+learning rate has none: SB3 with RL Zoo's ``lin_`` schedules runs its last update at a
+slightly negative rate (the last rollout overshoots ``total_timesteps``)."""
 
 KL_FIELDS: Final = {
-    "kl_estimator": ("approx_kl", "approx_kl_max", "kl_final"),
-    "ref_kl_loss_estimator": ("ref_kl", "ref_kl_loss"),
-    "ref_kl_reward_estimator": ("ref_kl_reward_penalty",),
+    setting: tuple(name for name, d in _DEFINED.items() if d.facts.get("estimator") == setting)
+    for setting in dict.fromkeys(
+        d.facts["estimator"] for d in _DEFINED.values() if "estimator" in d.facts
+    )
 }
-"""The KL fields each estimator setting measures: never negative unless the log's
-``run_started.config`` names a signed estimator for them."""
+"""The KL fields each estimator setting measures (the ``estimator`` of their definition):
+never below their ``min`` unless the log's ``run_started.config`` names a signed estimator."""
 SIGNED_KL_ESTIMATORS: Final = frozenset({"k1", "k1+"})
 """k1 = -log r is negative for some samples, and so can be a mean of a few."""
 
@@ -101,12 +96,15 @@ ASSUMED_ESTIMATOR: Final = {"kl_estimator": "k3"}
 Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."""
 
 
+_KL_BOUND: Final = "the KL estimator is never negative"
+
+
 def kl_contracts(config: Mapping[str, object]) -> tuple[Contract, ...]:
     """The KL bounds for a run's ``run_started.config``: a field is never negative when
     its estimator is known and not signed. A setting that is not a name (a number, a
     list, an object: a log may hold anything) names no estimator: it counts as absent."""
     return tuple(
-        Contract(metric, 0.0, None, "the KL estimator is never negative")
+        Contract(metric, float(_DEFINED[metric].facts["min"]), None, _KL_BOUND)
         for setting, metrics in KL_FIELDS.items()
         if (name := estimator_named(config, setting)) is not None
         and name not in SIGNED_KL_ESTIMATORS

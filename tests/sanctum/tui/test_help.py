@@ -6,7 +6,7 @@ import msgspec
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.tui.widgets.help import GLOSSARY
-from telemetry.events import PPOUpdatePayload
+from telemetry.events import PPOUpdatePayload, field_docs
 
 SCHEMA_1_2 = (
     "ratio_std",
@@ -37,3 +37,11 @@ def test_every_ruled_metric_and_every_appended_field_is_in_the_glossary() -> Non
     described = {name for name, _ in GLOSSARY}
     missing = (set(APPENDED) | set(DEFAULT_THRESHOLDS.metrics)) - described
     assert not missing, f"the ? help does not describe {sorted(missing)}"
+
+
+def test_the_glossary_is_the_contract_s_definitions_in_contract_order() -> None:
+    docs = field_docs(PPOUpdatePayload)
+    assert [name for name, _ in GLOSSARY] == [d.name for d in docs]
+    for (_, text), doc in zip(GLOSSARY, docs, strict=True):
+        assert text.startswith(doc.description)
+        assert "unit" not in doc.facts or f"In {doc.facts['unit']}." in text

@@ -36,7 +36,7 @@ from typing import Any, Final, Literal, get_args
 import msgspec
 
 from sanctum.run_files import UsageError
-from telemetry.events import PPOUpdatePayload, RolloutPayload
+from telemetry.events import PPOUpdatePayload, RolloutPayload, bare_type
 from telemetry.files import InputFileError, read_toml
 
 TargetKind = Literal["update", "rollout", "episode", "config", "ignore"]
@@ -47,7 +47,7 @@ def _number_fields(payload: type[msgspec.Struct], *skip: str) -> dict[str, Numbe
     """The numeric (bool, int, float) fields of a payload, with their kind."""
     found: dict[str, NumberKind] = {}
     for f in msgspec.structs.fields(payload):
-        kinds = set(get_args(f.type)) or {f.type}
+        kinds = set(get_args(bare_type(f.type))) or {bare_type(f.type)}
         kind = next((k for k in (bool, int, float) if k in kinds), None)
         if kind is not None and f.name not in skip:
             found[f.name] = kind

@@ -1,8 +1,9 @@
 """The help screen (``?``): keys, the rules in force, and how every number is computed.
 
-The glossary repeats docs/design.md, section 4, on purpose: a user staring at a KL of 0.031
-deserves to know, without leaving the terminal, that it is the mean over minibatches of
-the k3 estimator before each optimizer step, and what threshold made it red.
+The glossary is the contract's own definitions (``telemetry.events``, the same text as the
+JSON Schema and the docs' field tables): a user staring at a KL of 0.031 deserves to know,
+without leaving the terminal, that it is the mean over minibatches of the k3 estimator
+before each optimizer step, and what threshold made it red.
 """
 
 from __future__ import annotations
@@ -26,124 +27,31 @@ from sanctum.charts.glyphs import (
     WARNING_LINE,
 )
 from sanctum.health.rules import Thresholds
+from telemetry.events import PPOUpdatePayload, field_docs
 
-GLOSSARY: Final[tuple[tuple[str, str], ...]] = (
-    (
-        "approx_kl",
-        "Mean over the minibatches of the update's last epoch of the configured KL "
-        "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old), each measured before "
-        "its minibatch's optimizer step; nats, KL(pi_old || pi_new). The number "
-        "Stable-Baselines3 logs (CleanRL logs the last minibatch's).",
-    ),
-    ("approx_kl_max", "The largest minibatch approx_kl of the update, any epoch."),
-    (
-        "kl_final",
-        "The same estimator over the whole batch after the last step: how far the "
-        "update really moved the policy.",
-    ),
-    (
-        "clip_fraction",
-        "Fraction of samples with |r - 1| > clip_range, mean over minibatches "
-        "(the SB3/CleanRL definition).",
-    ),
-    (
-        "grad_norm",
-        "Global gradient norm before clipping, mean over the minibatches. Its scale is "
-        "the run's own (10-50 is normal with unnormalised returns: the critic dominates), "
-        "so the rule judges its jump over the median of the previous updates (x12.3).",
-    ),
-    (
-        "grad_norm_actor",
-        "The same norm over the actor's parameters only (separate actor and critic).",
-    ),
-    ("grad_norm_critic", "The same norm over the critic's parameters only."),
-    (
-        "grad_clip_scale",
-        "The factor clipping multiplied the gradients by, min(1, max_grad_norm / "
-        "grad_norm), mean over the minibatches: 0.01 means steps were cut 100-fold.",
-    ),
-    (
-        "explained_variance",
-        "1 - Var(R - V) / Var(R) on the rollout: 1 is a perfect critic, "
-        "0 or less is useless. Not measured when Var(R) = 0. Judged on the median of "
-        "recent updates (med 0.93), and not judged while returns are nearly constant "
-        "(return_std small against return_mean): then it is noise.",
-    ),
-    ("return_std", "Standard deviation of the return targets of the rollout."),
-    ("entropy", "Mean policy entropy, nats. A collapse means the policy stopped exploring."),
-    (
-        "entropy_normalized",
-        "Entropy over log(number of allowed actions): 1 for a uniform policy, 0 for a "
-        "deterministic one (categorical policies only). Near 0 is a collapse.",
-    ),
-    (
-        "ratio_std",
-        "Standard deviation of r = pi_new/pi_old within a minibatch, mean over them: how "
-        "unevenly the update moved the policy across samples.",
-    ),
-    (
-        "ref_kl",
-        "Fine-tuning: mean per-sample KL(pi_theta || pi_ref) to the frozen reference policy "
-        "(the policy training started from, or a checkpoint) over the update's minibatches, "
-        "with ref_kl_loss_estimator; nats. Charted beside the policy KL.",
-    ),
-    (
-        "ref_kl_coef",
-        "Coefficient of the reference KL in the loss in force; with ref_kl_target the "
-        "proportional controller (Ziegler et al.) moves it up to 20% x steps/horizon per "
-        "update toward the target.",
-    ),
-    ("ref_kl_loss", "ref_kl_coef x ref_kl: the term the reference KL adds to the loss."),
-    (
-        "ref_kl_reward_coef",
-        "Coefficient of the reference-KL penalty in the reward in force (adaptive likewise).",
-    ),
-    (
-        "ref_kl_reward_penalty",
-        "Mean penalty subtracted from each step's reward: ref_kl_reward_coef x the "
-        "per-sample KL(pi_old || pi_ref) with ref_kl_reward_estimator.",
-    ),
-    (
-        "entropy_penalty",
-        "The min-entropy term added to the loss, min_entropy_coef x relu(min_entropy - H), "
-        "mean over applied minibatches. With the policy and value losses, the entropy bonus, "
-        "kl_penalty and ref_kl_loss it sums to total_loss.",
-    ),
-    ("entropy_below_threshold", "Whether the update's mean entropy was below min_entropy."),
-    (
-        "td_error_mean",
-        "Mean one-step TD error r + gamma V(s') - V(s) on the rollout, in reward units: a "
-        "critic that is biased low or high shows here before explained variance moves.",
-    ),
-    (
-        "return_scale",
-        "With normalize_returns: the running standard deviation of the discounted return "
-        "that rewards are divided by. Returns, values and TD errors are shown unnormalised.",
-    ),
-    (
-        "full_reward_rate",
-        "Token-level PPO: share of the update's rollouts whose every answer digit was right.",
-    ),
-    (
-        "max_new_tokens_rate",
-        "Token-level PPO: share of rollouts that hit max_new_tokens before answering (reward 0).",
-    ),
-    (
-        "max_length_rate",
-        "Token-level PPO: share of rollouts that used every one of max_new_tokens, answered "
-        "on the last or not at all. Rising toward 1: the policy is gaming the length.",
-    ),
-    ("policy_loss", "Clipped-surrogate loss, mean over applied minibatches."),
-    ("value_loss", "Value-function loss, mean over applied minibatches."),
-    ("learning_rate", "Learning rate in force for this update."),
-    ("kl_coef", "KL penalty coefficient in force (changes when adaptive)."),
-    (
-        "early stop",
-        "The update stopped before its planned minibatches because approx_kl "
-        "passed max_kl; the event log shows the trainer's reason verbatim.",
-    ),
-)
-"""Metric -> how it is computed (docs/design.md, section 4)."""
+READING_NOTES: Final = {
+    "grad_norm": "Its scale is the run's own (10-50 is normal with unnormalised returns: the "
+    "critic dominates), so the rule judges its jump over the median of the previous "
+    "updates (x12.3).",
+    "explained_variance": "Judged on the median of recent updates (med 0.93), and not "
+    "judged while returns are nearly constant (return_std small against return_mean): "
+    "then it is noise.",
+}
+"""How the dashboard shows a metric, added after its definition in the glossary."""
+
+
+def _glossary() -> tuple[tuple[str, str], ...]:
+    """Every ``ppo_update`` field's definition, read from the contract (no second copy)."""
+    rows = []
+    for doc in field_docs(PPOUpdatePayload):
+        unit = doc.facts.get("unit")
+        text = doc.description + (f" In {unit}." if unit else "")
+        rows.append((doc.name, " ".join((text, READING_NOTES.get(doc.name, ""))).strip()))
+    return tuple(rows)
+
+
+GLOSSARY: Final[tuple[tuple[str, str], ...]] = _glossary()
+"""Metric -> how it is computed: the ``about(...)`` of each field of the contract."""
 
 SCREEN_NOTES: Final[tuple[tuple[str, str], ...]] = (
     (
