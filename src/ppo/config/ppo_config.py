@@ -15,20 +15,10 @@ from typing import Literal, TypeAlias
 
 from ppo.config import validators as valid
 from ppo.config.limits import MAX_ASYNC_ENVS, MAX_NUM_ENVS, MAX_SEED
-from ppo.config.settings import ConfigError, Settings, setting
+from ppo.config.settings import Settings, setting
 from ppo.core import kl
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
-
-__all__ = [
-    "Activation",
-    "AdvantageMode",
-    "ConfigError",
-    "EarlyStopScope",
-    "KLEstimator",
-    "PPOConfig",
-    "VectorKind",
-]
 
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]
