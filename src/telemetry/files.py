@@ -55,16 +55,20 @@ def describe(path: str | os.PathLike[str]) -> str:
     return visible(os.fspath(path))
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int, other: str) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in the words of a message: a folder, a file,
+    a pipe, a device, a socket; ``other`` for any other kind."""
     if stat.S_ISDIR(mode):
         return "a folder"
+    if stat.S_ISREG(mode):
+        return "a file"
     if stat.S_ISFIFO(mode):
         return "a pipe (FIFO)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
-    return "not a regular file"
+    return other
 
 
 def open_input_fd(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat_result]:
@@ -86,7 +90,9 @@ def open_input_fd(path: str | os.PathLike[str], what: str) -> tuple[int, os.stat
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputFileError(f"{name}: cannot read {what}: it is {_kind(st.st_mode)}")
+            raise InputFileError(
+                f"{name}: cannot read {what}: it is {file_kind(st.st_mode, 'not a regular file')}"
+            )
         os.set_blocking(fd, True)
         return fd, st
     except BaseException:

@@ -7,15 +7,9 @@ nothing else of ``ppo``.
 
 from __future__ import annotations
 
-from ppo.config.ppo_config import (
-    Activation,
-    AdvantageMode,
-    ConfigError,
-    EarlyStopScope,
-    KLEstimator,
-    PPOConfig,
-    VectorKind,
-)
+from ppo.config.ppo_config import Activation, AdvantageMode, EarlyStopScope, PPOConfig, VectorKind
+from ppo.config.settings import ConfigError
+from ppo.core.kl import KLEstimator
 
 __all__ = [
     "Activation",

@@ -24,20 +24,10 @@ from ppo.config.limits import (
     MAX_TORCH_THREADS,
     MAX_UPDATE_EPOCHS,
 )
-from ppo.config.settings import ConfigError, Settings, setting
+from ppo.config.settings import Settings, setting
 from ppo.core import kl
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
-
-__all__ = [
-    "Activation",
-    "AdvantageMode",
-    "ConfigError",
-    "EarlyStopScope",
-    "KLEstimator",
-    "PPOConfig",
-    "VectorKind",
-]
 
 EarlyStopScope: TypeAlias = Literal["minibatch", "epoch"]
 AdvantageMode: TypeAlias = Literal["gae", "episodic"]

@@ -18,13 +18,13 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ppo.config import PPOConfig
 from ppo.rollout.envs import EnvSpec
 from ppo.run.messages import path as shown
+from telemetry.files import file_kind
 from telemetry.recorder import EVENTS_FILE
 
 FLOAT = 4
@@ -82,15 +82,7 @@ def _kind(path: Path) -> str:
         mode = os.stat(path).st_mode
     except OSError:
         return "not a folder"
-    if stat.S_ISREG(mode):
-        return "a file"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a pipe (FIFO)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a folder"
+    return file_kind(mode, "not a folder")
 
 
 PROBE = ".ppo-write-probe"

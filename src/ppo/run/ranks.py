@@ -15,7 +15,6 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -95,12 +94,7 @@ class QuietRecorder:
     def __enter__(self) -> QuietRecorder:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         return None
 
     def subscribe(self, sink: Sink) -> None:

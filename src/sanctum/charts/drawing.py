@@ -24,12 +24,12 @@ from rich.style import Style
 from rich.text import Text
 
 from sanctum.charts.glyphs import (
-    BARS,
     BELOW_MARK,
     CLIPPED_MARK,
     CRITICAL_LINE,
     NONFINITE_MARK,
     WARNING_LINE,
+    bar_blocks,
 )
 from sanctum.formatting import format_value
 
@@ -273,10 +273,9 @@ class ThresholdChart:
             eighths = total
         else:
             eighths = max(1 if value > 0 else 0, round(self._fraction(value, top) * total))
-        for from_bottom in range(self.height):
-            filled = min(8, eighths - from_bottom * 8)
-            if filled > 0:
-                cells[from_bottom] = (BARS[filled - 1], style)
+        for from_bottom, block in enumerate(bar_blocks(eighths, self.height)):
+            if block is not None:
+                cells[from_bottom] = (block, style)
         if value > top:
             cells[-1] = (CLIPPED_MARK, style)
         return cells

@@ -46,6 +46,14 @@ ARROWS: Final[dict[Trend, str]] = {
 """The arrow for each direction the core computed (:func:`sanctum.model.trend.trend_of`)."""
 
 
+def bar_blocks(eighths: int, height: int) -> list[str | None]:
+    """A bar ``eighths`` eighths of a cell tall in a column of ``height`` rows, from the
+    bottom: full blocks, then the partial one on top; None above the bar."""
+    return [
+        BARS[min(8, eighths - row * 8) - 1] if eighths > row * 8 else None for row in range(height)
+    ]
+
+
 def sparkline(values: Sequence[float], width: int) -> str:
     """The last ``width`` values as eighth blocks, newest at the right, auto-scaled.
 

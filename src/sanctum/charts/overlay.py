@@ -275,18 +275,6 @@ class OverlayCanvas:
         return bits, keys, marks
 
 
-def overlay_rows(
-    series: Sequence[Series],
-    width: int,
-    height: int,
-    *,
-    log: bool = False,
-    lines: tuple[float | None, float | None] = (None, None),
-) -> list[KeyedSpans]:
-    """The overlay drawn once (see :meth:`OverlayCanvas.rows`)."""
-    return OverlayCanvas().rows(series, width, height, log=log, lines=lines)
-
-
 def x_axis(first: int, last: int) -> tuple[int, int]:
     """The x axis for updates ``first..last``: from a round number at or before the
     first to one past the last, in steps of 1, 2 or 5 times a power of ten."""

@@ -23,16 +23,8 @@ from rich.measure import Measurement
 from rich.style import Style
 from rich.text import Text
 
+from sanctum.charts import glyphs
 from sanctum.charts.drawing import style_spans
-from sanctum.charts.glyphs import (
-    AXIS_ROWS,
-    BARS,
-    BELOW_MARK,
-    CLIPPED_MARK,
-    CRITICAL_LINE,
-    NONFINITE_MARK,
-    WARNING_LINE,
-)
 from sanctum.charts.scale import Scale, fit, rule_lines
 from sanctum.charts.window import ChartView, column_spans, window_of
 from sanctum.health.levels import Level, band_of
@@ -101,7 +93,7 @@ class ZoomChart:
 
     @property
     def plot_height(self) -> int:
-        return max(1, self.height - AXIS_ROWS)
+        return max(1, self.height - glyphs.AXIS_ROWS)
 
     def label_width(self) -> int:
         """Cells of the value labels left of the axis."""
@@ -174,8 +166,8 @@ class ZoomChart:
         """The rule's lines on the axis: row -> (threshold, cell); critical wins a row."""
         rows: dict[int, tuple[float, Cell]] = {}
         for value, cell in (
-            (self.warning, (WARNING_LINE, self.styles.warning)),
-            (self.critical, (CRITICAL_LINE, self.styles.critical)),
+            (self.warning, (glyphs.WARNING_LINE, self.styles.warning)),
+            (self.critical, (glyphs.CRITICAL_LINE, self.styles.critical)),
         ):
             row = None if value is None else self._row_of(value)
             if value is not None and row is not None:
@@ -204,18 +196,17 @@ class ZoomChart:
         cells: list[Cell | None] = [None] * self.plot_height
         points = [v for v in values if math.isfinite(v) and not (self.scale.log and v <= 0)]
         if points:
-            low, high = self._eighths(min(points)), self._eighths(max(points))
-            for row in range(self.plot_height):
-                filled = min(8, high - row * 8)
-                if filled > 0:
-                    solid = low - row * 8 >= filled
-                    cells[row] = (BARS[filled - 1], style if solid else faint)
+            low = glyphs.bar_blocks(self._eighths(min(points)), self.plot_height)
+            high = glyphs.bar_blocks(self._eighths(max(points)), self.plot_height)
+            for row, (block, low_block) in enumerate(zip(high, low, strict=True)):
+                if block is not None:  # solid where every value in the column reaches
+                    cells[row] = (block, style if block == low_block else faint)
         if any(v == math.inf for v in values):
-            cells[-1] = (CLIPPED_MARK, style)
+            cells[-1] = (glyphs.CLIPPED_MARK, style)
         if any(math.isnan(v) for v in values):
-            cells[0] = (NONFINITE_MARK, style)
+            cells[0] = (glyphs.NONFINITE_MARK, style)
         elif any(v == -math.inf or (self.scale.log and v <= 0) for v in values):
-            cells[0] = (BELOW_MARK, style)
+            cells[0] = (glyphs.BELOW_MARK, style)
         return cells
 
     def _indices(self, spans: Sequence[tuple[int, int] | None]) -> str:

@@ -7,9 +7,9 @@ Parsing is stdlib only; the comparison modules load when a command runs.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from sanctum.cli.arg_types import add_json, count, finite_number
+from sanctum.cli.arg_types import Commands, add_command, add_json, count, finite_number
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import UsageError, resolve_run
 
@@ -44,22 +44,20 @@ def _fraction(text: str) -> float:
     return value
 
 
-def add_diff_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+DIFF_HELP: Final = "compare two runs: config, health, early stops, returns"
+DIFF_DESCRIPTION: Final = (
+    "Compare two runs: the config keys that differ, each health rule's final "
+    "and worst value with its first warning and critical update, other metrics' final "
+    "values, early stops and their reasons, and the return curves (mean of the last "
+    f"{FINAL_EPISODES}+ episodes) at the same environment steps. Runs of another env or "
+    "major schema are compared all the same, under a warning. Exit 0, or 2 when a log is "
+    "unusable."
+)
+
+
+def add_diff_parser(sub: Commands, common: argparse.ArgumentParser) -> None:
     """``sanctum diff A B [--json]``."""
-    diff = sub.add_parser(
-        "diff",
-        prog="sanctum diff",
-        parents=[common],
-        help="compare two runs: config, health, early stops, returns",
-        description="Compare two runs: the config keys that differ, each health rule's final "
-        "and worst value with its first warning and critical update, other metrics' final "
-        "values, early stops and their reasons, and the return curves (mean of the last "
-        f"{FINAL_EPISODES}+ episodes) at the same environment steps. Runs of another env or "
-        "major schema are compared all the same, under a warning. Exit 0, or 2 when a log is "
-        "unusable.",
-    )
+    diff = add_command(sub, "diff", common, help=DIFF_HELP, description=DIFF_DESCRIPTION)
     diff.add_argument("a", metavar="A", help="a run folder or its events.jsonl")
     diff.add_argument("b", metavar="B", help="the run to compare with A")
     add_json(diff)

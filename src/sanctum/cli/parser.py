@@ -11,9 +11,9 @@ import argparse
 import difflib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Final, NoReturn
 
-from sanctum.cli.arg_types import add_json, count, positive_number
+from sanctum.cli.arg_types import Commands, add_command, add_json, count, positive_number
 from sanctum.cli.compare import add_diff_parser, add_gate_arguments  # stdlib only
 from sanctum.cli.run_args import add_run_arguments  # stdlib only
 from sanctum.run_files import UsageError
@@ -33,6 +33,23 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         super().error(visible(message))
+
+
+_SCHEMA: Final = (
+    "Print the JSON Schema (draft 2020-12) of one line of events.jsonl, "
+    "generated from the event types: validate a log written by another program with "
+    "any JSON Schema validator, one line at a time."
+)
+_ROLLOUTS_HELP: Final = "print a token-level run's rollouts: tokens and reward breakdown"
+_ROLLOUTS: Final = (
+    "Print records of runs/<run>/rollouts.jsonl (token-level PPO): the "
+    "prompt and generated tokens, the answer against the truth, and each term of the "
+    "reward. Default: the last 10."
+)
+_IMPORT_HELP: Final = "write an event log from another tool's log (TensorBoard)"
+_IMPORT: Final = (
+    "Write a run's event log from another tool's log, for check, summary and the dashboard."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,11 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="command")
     _add_watch_and_replay(sub, common)
-    _add_check(
-        sub.add_parser(
-            "check", prog="sanctum check", parents=[common], help="judge a run; exit 0, 1 or 2"
-        )
-    )
+    _add_check(add_command(sub, "check", common, help="judge a run; exit 0, 1 or 2"))
     add_diff_parser(sub, common)
     _add_summary_and_schema(sub, common)
     _add_rollouts(sub)
@@ -82,50 +95,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_summary_and_schema(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    summary = sub.add_parser(
-        "summary", prog="sanctum summary", parents=[common], help="what happened in a run"
-    )
+def _add_summary_and_schema(sub: Commands, common: argparse.ArgumentParser) -> None:
+    summary = add_command(sub, "summary", common, help="what happened in a run")
     summary.add_argument("run", metavar="RUN")
     add_json(summary)
-    sub.add_parser(
-        "schema",
-        prog="sanctum schema",
-        help="print the JSON Schema of one event-log line",
-        description="Print the JSON Schema (draft 2020-12) of one line of events.jsonl, "
-        "generated from the event types: validate a log written by another program with "
-        "any JSON Schema validator, one line at a time.",
+    add_command(
+        sub, "schema", help="print the JSON Schema of one event-log line", description=_SCHEMA
     )
 
 
-def _add_rollouts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    rollouts = sub.add_parser(
-        "rollouts",
-        prog="sanctum rollouts",
-        help="print a token-level run's rollouts: tokens and reward breakdown",
-        description="Print records of runs/<run>/rollouts.jsonl (token-level PPO): the "
-        "prompt and generated tokens, the answer against the truth, and each term of the "
-        "reward. Default: the last 10.",
-    )
+def _add_rollouts(sub: Commands) -> None:
+    rollouts = add_command(sub, "rollouts", help=_ROLLOUTS_HELP, description=_ROLLOUTS)
     rollouts.add_argument("run", metavar="RUN")
     which = rollouts.add_mutually_exclusive_group()
     which.add_argument("--last", type=count, metavar="N", help="the last N rollouts")
     which.add_argument("--worst", type=count, metavar="N", help="the N lowest reward_final")
 
 
-def _add_watch_and_replay(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    watch = sub.add_parser(
-        "watch", prog="sanctum watch", parents=[common], help="follow a run live (the default)"
-    )
+def _add_watch_and_replay(sub: Commands, common: argparse.ArgumentParser) -> None:
+    watch = add_command(sub, "watch", common, help="follow a run live (the default)")
     add_run_arguments(watch)
     _add_once(watch)
-    replay = sub.add_parser(
-        "replay", prog="sanctum replay", parents=[common], help="play a recorded run back"
-    )
+    replay = add_command(sub, "replay", common, help="play a recorded run back")
     replay.add_argument("run", metavar="RUN")
     replay.add_argument(
         "--speed",
@@ -215,14 +206,10 @@ def refuse_command_typos(runs: Sequence[str]) -> None:
             )
 
 
-def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    source = sub.add_parser(
-        "import",
-        prog="sanctum import",
-        help="write an event log from another tool's log (TensorBoard)",
-        description="Write a run's event log from another tool's log, for check, summary "
-        "and the dashboard.",
-    ).add_subparsers(dest="source", metavar="source", required=True)
+def _add_import(sub: Commands) -> None:
+    source = add_command(sub, "import", help=_IMPORT_HELP, description=_IMPORT).add_subparsers(
+        dest="source", metavar="source", required=True
+    )
     tb = source.add_parser(
         "tensorboard",
         prog="sanctum import tensorboard",
@@ -251,9 +238,7 @@ def _add_import(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     )
 
 
-def _add_serve(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+def _add_serve(sub: Commands, common: argparse.ArgumentParser) -> None:
     from sanctum.cli.serve import add_parser  # stdlib only; textual-serve loads in _serve
 
     add_parser(sub, common)

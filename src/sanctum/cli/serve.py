@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
+from sanctum.cli.arg_types import Commands, add_command
 from sanctum.exits import EXIT_OK
 from sanctum.formatting import plural, visible, visible_lines
 from sanctum.run_files import UsageError
@@ -87,24 +88,24 @@ def public_url(text: str) -> str:
     return text.rstrip("/")
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
+HELP: Final = "the dashboard in a browser (needs the serve extra)"
+DESCRIPTION: Final = (
+    "Serve the dashboard of RUN over HTTP: each browser tab runs its own "
+    "dashboard. Without RUN, the newest run under ./runs when the server starts. There "
+    "is no authentication: keep the default loopback host and reach a remote machine "
+    "through an SSH tunnel."
+)
+LIMITS: Final = (
+    f"Limits: at most {MAX_TABS} tabs at once (the next is told so and closed); "
+    f"a terminal of at most {MAX_COLUMNS}x{MAX_ROWS}; the websocket only from the page's "
+    "own address (http://HOST:PORT, on loopback also 127.0.0.1, localhost and [::1]) "
+    "or --public-url; a tab's dashboard ends when its tab closes."
+)
+
+
+def add_parser(sub: Commands, common: argparse.ArgumentParser) -> None:
     """The ``serve`` subcommand's arguments."""
-    serve = sub.add_parser(
-        "serve",
-        prog="sanctum serve",
-        parents=[common],
-        help="the dashboard in a browser (needs the serve extra)",
-        description="Serve the dashboard of RUN over HTTP: each browser tab runs its own "
-        "dashboard. Without RUN, the newest run under ./runs when the server starts. There "
-        "is no authentication: keep the default loopback host and reach a remote machine "
-        "through an SSH tunnel.",
-        epilog=f"Limits: at most {MAX_TABS} tabs at once (the next is told so and closed); "
-        f"a terminal of at most {MAX_COLUMNS}x{MAX_ROWS}; the websocket only from the page's "
-        "own address (http://HOST:PORT, on loopback also 127.0.0.1, localhost and [::1]) "
-        "or --public-url; a tab's dashboard ends when its tab closes.",
-    )
+    serve = add_command(sub, "serve", common, help=HELP, description=DESCRIPTION, epilog=LIMITS)
     serve.add_argument("run", nargs="?", metavar="RUN")
     serve.add_argument(
         "--host",

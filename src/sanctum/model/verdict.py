@@ -355,14 +355,35 @@ def _nonfinite_row(agg: SanctumAggregator) -> CheckRow:
     metrics = ", ".join(
         f"{m} ({s.nonfinite}x, first at update {s.first_nonfinite})" for m, s in bad.items()
     )
-    return CheckRow(
+    return _critical_row(
         "nonfinite",
         "non-finite",
-        False,
         f"NaN or Inf in {plural(judge.nonfinite_updates, 'update')}: {metrics}",
-        updates_critical=judge.nonfinite_updates,
-        first_critical=judge.first_nonfinite_update,
-        counted=judge.nonfinite_updates,
+        times=judge.nonfinite_updates,
+        first=judge.first_nonfinite_update,
+    )
+
+
+def _critical_row(
+    name: str,
+    label: str,
+    message: str,
+    *,
+    times: int,
+    first: int | None,
+    verdict_name: str | None = None,
+) -> CheckRow:
+    """A run-wide check that failed ``times`` times, the first during update ``first``:
+    each time counts as critical, and the verdict counts them."""
+    return CheckRow(
+        name,
+        label,
+        False,
+        message,
+        updates_critical=times,
+        first_critical=first,
+        verdict_name=verdict_name,
+        counted=times,
     )
 
 
@@ -371,16 +392,14 @@ def _bug_row(agg: SanctumAggregator) -> CheckRow:
     first = judge.first_violation
     if first is None:
         return CheckRow("bug", "bug", True, "every value within its possible range")
-    return CheckRow(
+    return _critical_row(
         "bug",
         "bug",
-        False,
         f"{plural(judge.violations, 'impossible value')} (a logging bug, not data); "
         f"first at update {first.update}: {first.message}",
-        updates_critical=judge.violations,
-        first_critical=first.update,
+        times=judge.violations,
+        first=first.update,
         verdict_name="Bug",
-        counted=judge.violations,
     )
 
 
@@ -391,17 +410,15 @@ def _stall_row(agg: SanctumAggregator) -> CheckRow:
             "stall", "stall", True, f"no silence past the stall limit ({limit_words(thresholds)})"
         )
     longest = run.longest_stall or 0.0
-    return CheckRow(
+    return _critical_row(
         "stall",
         "stall",
-        False,
         f"{plural(run.stalls, 'silence')} past the stall limit while running; longest: no "
         f"event for {seconds_text(longest)}, {over_words(thresholds, run.longest_stall_pace)}; "
         f"first during update {run.first_stall_update}",
-        updates_critical=run.stalls,
-        first_critical=run.first_stall_update,
+        times=run.stalls,
+        first=run.first_stall_update,
         verdict_name="Stall",
-        counted=run.stalls,
     )
 
 

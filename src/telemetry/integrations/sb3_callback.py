@@ -18,7 +18,6 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any, Final, Protocol
 
 import stable_baselines3
@@ -160,16 +159,11 @@ class SanctumCallback(BaseCallback):
     def __enter__(self) -> SanctumCallback:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: Any) -> None:
         self._flush(report_stale=False)
         self._unhook()
         if self._owns and self.recorder is not None:
-            self.recorder.__exit__(exc_type, exc, tb)  # no-op when learn() finished it
+            self.recorder.__exit__(*exc_info)  # no-op when learn() finished it
 
     def _emit(self, payload: Payload) -> None:
         assert self.recorder is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sanctum.charts.overlay import OverlayCanvas, Series, overlay_rows
+from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.cli import main, with_default_command
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS
@@ -301,7 +301,7 @@ def text_of(rows: list[list[tuple[str, int | str]]]) -> list[str]:
 def test_the_overlay_draws_each_run_as_a_line_on_shared_axes() -> None:
     rising = Series(range(4), [0.0, 1.0, 2.0, 3.0], 0)
     flat = Series(range(2, 4), [1.0, 1.0], 1)
-    rows = overlay_rows([rising, flat], 16, 6)
+    rows = OverlayCanvas().rows([rising, flat], 16, 6)
     assert text_of(rows) == [
         "3┤        ⣀⡴⠃   ",
         " │     ⢀⡤⠞⠁     ",
@@ -315,14 +315,14 @@ def test_the_overlay_draws_each_run_as_a_line_on_shared_axes() -> None:
 
 def test_gaps_and_nonfinite_values_are_shown_not_joined() -> None:
     series = Series(range(6), [1.0, 2.0, None, math.nan, 2.0, 1.0], 0)
-    assert text_of(overlay_rows([series], 20, 5)) == [
+    assert text_of(OverlayCanvas().rows([series], 20, 5)) == [
         "2┤  ⢠⠇     × ⠈⢧     ",
         " │ ⣰⠋         ⠈⢧⡀   ",
         "1┤⣰⠃            ⢳   ",
         " └──────────────────",
         "  0    updates     6",
     ]
-    assert overlay_rows([Series((), (), 0)], 20, 2)[0] == [("no update yet       ", "axis")]
+    assert OverlayCanvas().rows([Series((), (), 0)], 20, 2)[0] == [("no update yet       ", "axis")]
 
 
 def test_a_canvas_kept_across_frames_draws_what_a_fresh_one_draws() -> None:
@@ -332,7 +332,9 @@ def test_a_canvas_kept_across_frames_draws_what_a_fresh_one_draws() -> None:
     for n in range(1, 40, 3):  # a frame every three updates, the axes changing on the way
         frame = [Series(range(n), wave[:n], 0), Series(range(5, n), rise[5:n], 1)]
         kept = canvas.rows(frame, 40, 10, log=True, lines=(0.04, 0.1))
-        assert text_of(kept) == text_of(overlay_rows(frame, 40, 10, log=True, lines=(0.04, 0.1)))
+        assert text_of(kept) == text_of(
+            OverlayCanvas().rows(frame, 40, 10, log=True, lines=(0.04, 0.1))
+        )
 
 
 def test_the_return_overlay_follows_the_rollouts_by_update(tmp_path: Path) -> None:
