@@ -156,6 +156,25 @@ def test_pending_bytes_report_a_torn_last_line(log: LogBuilder) -> None:
     assert reader.pending_bytes == len(torn)
 
 
+def test_a_batch_says_the_tail_once_when_it_changes_a_too_long_one_too(log: LogBuilder) -> None:
+    """The bytes after the last newline, when a read reaches the end of the file: in a
+    batch of their own when nothing else changed, and only when they changed."""
+    reader = EventLogReader(log.path)
+    assert [b.tail for b in reader.batches()] == [None]  # no tail: nothing to say
+    lines = log.path.read_bytes().count(b"\n")
+    torn = b'{"type":"heartbeat","run_id":"run-a","seq":2,"ts":1.0,"pay'
+    append(log.path, torn)
+    assert [b.tail for b in reader.batches()] == [(lines + 1, len(torn))]
+    assert list(reader.batches()) == []  # the same tail: no news
+    append(log.path, b'load":{"global_step":1}}\n')
+    (batch,) = reader.batches()
+    assert (len(batch.events), batch.tail) == (1, (0, 0))  # whole now: the tail is gone
+    with log.path.open("r+b") as fh:  # NUL bytes past the line limit, never held whole
+        fh.truncate(log.path.stat().st_size + MAX_LINE_BYTES + 10)
+    assert [b.tail for b in reader.batches()] == [(lines + 2, MAX_LINE_BYTES + 10)]
+    assert reader.pending_bytes == MAX_LINE_BYTES + 10
+
+
 def test_an_object_spread_over_two_lines_is_two_bad_lines_not_one_event(log: LogBuilder) -> None:
     """JSON allows a newline inside an object; the log allows one event per line. Found by
     the fuzz test: the fast path once read both lines as one event."""

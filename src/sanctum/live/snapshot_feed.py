@@ -280,8 +280,10 @@ class SnapshotFeed(Handshake):
     def _replay_batch(
         self, batch: ReadBatch, clock: ReplayClock, cb: FeedCallbacks[SanctumSnapshot]
     ) -> None:
-        if batch.skipped or batch.unlisted or batch.reset:
-            self.aggregator.handle_batch(ReadBatch([], batch.skipped, batch.reset, batch.unlisted))
+        if batch.skipped or batch.unlisted or batch.reset or batch.tail is not None:
+            self.aggregator.handle_batch(
+                ReadBatch([], batch.skipped, batch.reset, batch.unlisted, batch.tail)
+            )
             self._dirty = True
         for event in batch.events:
             if cb.stopped():

@@ -111,6 +111,17 @@ def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
     return (f"config.{SOURCE_UNREAD} is not a list of lines ({type(value).__name__})",)
 
 
+def resumed_from_update(config: Mapping[str, Any]) -> int | None:
+    """Where a resumed run's update count starts (``config.resumed_from.update``, as
+    ``ppo train --resume`` records it); None when the run records no resume (its updates
+    start at 0) or records one without a usable update index."""
+    resumed = config.get("resumed_from")
+    update = resumed.get("update") if isinstance(resumed, Mapping) else None
+    if isinstance(update, int) and not isinstance(update, bool) and update >= 0:
+        return update
+    return None
+
+
 def new_run_reason(run_id: str) -> str:
     """Why the state started over at a ``run_started`` of another run in the same log."""
     return f"a new run {run_id} started in the same log"
@@ -145,6 +156,10 @@ class SanctumAggregator:
         self.unreadable_total = 0
         self.earlier_runs: list[EarlierRun] = []
         """Runs forgotten because the log started over after them, oldest first."""
+        self.tail: tuple[int, int] | None = None
+        """(line number, bytes) of what follows the file's last newline, as the reader last
+        found it at the end of the file: a line still being written, or torn (None: none).
+        Once nothing can still be writing it, a line that may be an update not judged."""
         self._clear()
 
     def _clear(self) -> None:
@@ -185,6 +200,9 @@ class SanctumAggregator:
         """Fold one reader batch: a reset first, then its events, then its skipped lines."""
         if batch.reset is not None:
             self.reset(batch.reset)
+            self.tail = None
+        if batch.tail is not None:
+            self.tail = batch.tail if batch.tail[1] else None
         for event in batch.events:
             self.handle(event)
         for line in batch.skipped:
@@ -248,6 +266,8 @@ class SanctumAggregator:
             if event.run_id in early or len(early) < FOREIGN_KEPT:
                 early[event.run_id] = early.get(event.run_id, 0) + 1
         run.events += 1
+        if run.finishes:
+            run.after_finish += 1
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
         if silent > self.thresholds.stall_seconds and run.status == "running":
@@ -258,6 +278,10 @@ class SanctumAggregator:
             run.last_event_ts = event.ts
         if run.last_seq is not None and event.seq > run.last_seq + 1:
             self._gap(run.last_seq, event)
+        elif run.last_seq is not None and event.seq <= run.last_seq:
+            run.seq_back += 1
+            if run.first_seq_back is None:
+                run.first_seq_back = event.seq
         run.last_seq = event.seq
         if run.status is None:
             run.status = "running"
@@ -388,6 +412,18 @@ class SanctumAggregator:
             self.reset(new_run_reason(event.run_id), new_run=True)
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
         run = self.run
+        if run.run_id == event.run_id:  # started again: a log written twice, or two runs
+            run.starts_repeated += 1
+            self.timeline.append(
+                TimelineEntry(
+                    "start",
+                    Level.CRITICAL,
+                    f"run {event.run_id} started again (seq {event.seq}): a run starts once",
+                    event.ts,
+                    event.seq,
+                )
+            )
+            return
         if run.run_id is None:  # events of another run id came before it: not its own
             for run_id, count in self._before_start.items():
                 if run_id != event.run_id:
@@ -401,6 +437,7 @@ class SanctumAggregator:
         run.started_ts = event.ts
         run.total_steps = total_steps_of(p.config)
         run.source_unread = source_unread_of(p.config)
+        run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
         self.judge.configure(p.config)
         details = ", ".join(
@@ -420,6 +457,9 @@ class SanctumAggregator:
 
     def _run_finished(self, p: RunFinishedPayload, event: RunFinished) -> None:
         run = self.run
+        run.finishes += 1
+        if run.finishes == 1:
+            run.first_status = p.status
         run.status = p.status
         run.reason = p.reason
         if p.updates is not None:
@@ -513,11 +553,12 @@ class SanctumAggregator:
             run.foreign_events,
             run.skipped_lines,
             self.unreadable_total,
+            self.tail,
             live,
             fail_on,
         )
         if key != self._verdict_key:
-            rows = judge_rows(self, fail_on, allow_unfinished=live)
+            rows = judge_rows(self, fail_on, allow_unfinished=live, live=live)
             self._verdict, self._verdict_key = verdict_of(rows, so_far=live), key
         return self._verdict
 

@@ -152,6 +152,21 @@ class RunFacts(Generic[Returns]):
     first_update_index: int | None = None
     """The index of the run's first ``ppo_update`` (a resumed run's continues its
     checkpoint's count)."""
+    resumed_from_update: int | None = None
+    """``run_started.config.resumed_from.update``: where a resumed run's update count
+    starts (None: not a resume, so it starts at update 0)."""
+    seq_back: int = 0
+    """Times ``seq`` did not increase (an event repeated or out of order; should stay 0)."""
+    first_seq_back: int | None = None
+    """The ``seq`` of the first event whose ``seq`` did not increase."""
+    starts_repeated: int = 0
+    """``run_started`` events of this run id after its first (a run starts once)."""
+    finishes: int = 0
+    """``run_finished`` events of this run (a run finishes once)."""
+    after_finish: int = 0
+    """Events of this run after its first ``run_finished`` (a log ends there)."""
+    first_status: str | None = None
+    """The status of the first ``run_finished``."""
     reported_updates: int | None = None
     """``run_finished.updates``: the updates the trainer says it completed (the count from
     update 0, so a resumed run's includes those before its first in this log)."""

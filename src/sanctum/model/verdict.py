@@ -3,10 +3,15 @@ view shows (docs/design.md, section 6).
 
 A run has one verdict, computed once, here, from the judged run the aggregator holds:
 each rule's tally over every update, non-finite values, logging bugs, stalls, anomalies,
-update lines that could not be read, whether the log holds the whole run and only it
-(events lost from ``seq`` or fewer updates than ``run_finished`` says, events of another
-run id, an import that could not read all of its source), and how the run finished (a run
-that ever reported ``failed`` has failed, whatever it reported after). ``sanctum check`` prints
+update lines that could not be read (and, once nothing can still be writing the file,
+bytes after its last newline), whether the log holds the whole run and only it (events
+lost from ``seq``, ``seq`` that does not increase, updates missing from the head (a run
+starts at update 0, or where its recorded ``config.resumed_from`` says), fewer or more
+updates than ``run_finished`` says, events of another run id, a ``run_started`` of this
+run again, an import that could not read all of its source), and how the run finished (a
+run that ever reported ``failed`` has failed, whatever it reported after; a run finishes
+once, with nothing after its ``run_finished``; a finished run with no update was not
+judged, and fails). ``sanctum check`` prints
 the rows; the banner, the run table, ``summary``, ``--once`` and ``diff`` print the
 :class:`RunVerdict` made from the same rows under the same ``fail_on``:
 
@@ -160,12 +165,18 @@ def _item(row: CheckRow, count: int) -> str:
 
 
 def judge_rows(
-    agg: SanctumAggregator, fail_on: Level, allow_unfinished: bool, allow_skipped: bool = False
+    agg: SanctumAggregator,
+    fail_on: Level,
+    allow_unfinished: bool,
+    allow_skipped: bool = False,
+    live: bool = False,
 ) -> tuple[CheckRow, ...]:
     """Every check of the run the aggregator holds, in ``check``'s order: each rule, then
     non-finite values, logging bugs, stalls, anomalies, unreadable update lines, lost
     events, events of other runs, an import's unread source, and the finish. Pure: the
-    aggregator is only read (its pending updates judged first)."""
+    aggregator is only read (its pending updates judged first). ``live``: judged as a run
+    still being written (a live view), whose last line may be on its way; otherwise
+    bytes after the file's last newline are a line that may be an update, not judged."""
     if fail_on not in (Level.WARNING, Level.CRITICAL):
         raise ValueError(f"fail_on must be warning or critical, got {fail_on.value}")
     agg.judge_pending()
@@ -175,7 +186,7 @@ def judge_rows(
         _bug_row(agg),
         _stall_row(agg),
         _anomaly_row(agg, fail_on),
-        _unreadable_row(agg, allow_skipped),
+        _unreadable_row(agg, allow_skipped, torn_tail(agg, live)),
         *integrity_rows(agg, allow_skipped),
         _finish_row(agg, allow_unfinished),
     ]
@@ -199,7 +210,8 @@ def doubts(agg: SanctumAggregator) -> list[str]:
     summary lists them; ``check`` prints them as rows."""
     said = [row.message for row in integrity_rows(agg) if not row.passed]
     finish = _finish_row(agg, allow_unfinished=True)
-    if agg.run.failures_reported and agg.run.status != "failed":
+    run = agg.run
+    if (run.failures_reported and run.status != "failed") or run.finishes > 1 or run.after_finish:
         said.append(finish.message)
     return said
 
@@ -211,12 +223,45 @@ def lost_counts(agg: SanctumAggregator) -> tuple[int, int]:
     before the run failed (the README's one gap; the run fails for it anyway)."""
     run = agg.run
     lost = max(0, run.seq_missing - run.refused - run.skipped_lines)
+    base = update_base(agg)
+    explained = agg.unreadable_total + run.refused
     short = 0
     if run.reported_updates is not None:
-        base = run.first_update_index if run.first_update_index is not None else 0
         expected = run.reported_updates - base  # a resumed run's count starts before its log
-        short = max(0, expected - run.updates - agg.unreadable_total - run.refused)
+        short = max(0, expected - run.updates - explained)
+    if run.first_update_index is not None:  # the updates before its first are not in the log
+        short = max(short, run.first_update_index - base - explained)
     return lost, short
+
+
+def update_base(agg: SanctumAggregator) -> int:
+    """The index the run's updates start at: 0, or where a recorded resume starts
+    (``config.resumed_from.update``). Every trainer that writes this contract (ppo, the
+    Stable-Baselines3 callback, the CleanRL helper, the TensorBoard import) numbers its
+    updates from 0; a log whose first update is later lost its head."""
+    base = agg.run.resumed_from_update
+    return 0 if base is None else base
+
+
+def count_mismatch(agg: SanctumAggregator) -> str | None:
+    """Why ``run_finished.updates`` cannot be the log's count (None: it can): fewer than
+    the updates the log holds, or below the index a resume starts at. (More than the log
+    holds is what :func:`lost_counts` counts.)"""
+    run = agg.run
+    if run.reported_updates is None:
+        return None
+    expected = run.reported_updates - update_base(agg)
+    if expected < 0 or run.updates > expected:
+        resumed = (
+            f" from update {run.resumed_from_update} (its resume)"
+            if run.resumed_from_update
+            else ""
+        )
+        return (
+            f"run_finished says {plural(run.reported_updates, 'update')}{resumed}, the log "
+            f"holds {run.updates}: the log does not match the run's own count"
+        )
+    return None
 
 
 def _lost_row(agg: SanctumAggregator) -> CheckRow:
@@ -224,6 +269,27 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
     updates (or the critical anomaly), and ``run_finished.updates`` says how many ran."""
     run = agg.run
     lost, short = lost_counts(agg)
+    mismatch = count_mismatch(agg)
+    if run.seq_back or mismatch:
+        said = [mismatch] if mismatch else []
+        if run.seq_back:
+            said.append(
+                f"seq did not increase {plural(run.seq_back, 'time')} (first at seq "
+                f"{run.first_seq_back}): events repeated or out of order"
+            )
+        if lost or short:
+            said.append(f"{plural(max(lost, short), 'event')} missing")
+        count = max(lost, short, run.seq_back, 1)
+        return CheckRow(
+            "lost",
+            "lost events",
+            False,
+            "; ".join(said) + ": the gate cannot vouch for a log whose order or count it "
+            "cannot trust",
+            updates_critical=count,
+            verdict_name="lost",
+            counted=count,
+        )
     if not lost and not short:
         if run.refused:
             return CheckRow(
@@ -243,11 +309,21 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
             )
         return CheckRow("lost", "lost events", True, "no event missing: seq has no gap")
     said = []
-    if short:
+    if short and run.reported_updates is not None:
         said.append(
-            f"run_finished says {plural(run.reported_updates or 0, 'update')}, the log holds "
+            f"run_finished says {plural(run.reported_updates, 'update')}, the log holds "
             f"{run.updates}"
             + (f" from update {run.first_update_index}" if run.first_update_index else "")
+            + f" ({short} not in it)"
+        )
+    elif short:
+        said.append(
+            f"the first update in the log is {run.first_update_index}, and run_started "
+            + (
+                f"records a resume from update {run.resumed_from_update}"
+                if run.resumed_from_update is not None
+                else "records no resume (config.resumed_from), so the run began at update 0"
+            )
             + f" ({short} not in it)"
         )
     if lost:
@@ -270,11 +346,25 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
 def _foreign_row(agg: SanctumAggregator) -> CheckRow:
     """Events of another run id in the run's log: two runs' events mixed in one file."""
     run = agg.run
+    if run.starts_repeated and not run.foreign_events:
+        return CheckRow(
+            "foreign",
+            "other runs",
+            False,
+            f"run_started of {run.run_id} again {plural(run.starts_repeated, 'time')} after "
+            "its first: a run starts once, so this log holds two runs under one id (or was "
+            "written twice), and the gate does not pass a mix of runs",
+            updates_critical=run.starts_repeated,
+            verdict_name="run started again",
+            counted=run.starts_repeated,
+        )
     if not run.foreign_events:
         return CheckRow("foreign", "other runs", True, "every event is this run's")
     named = ", ".join(f"{run_id} ({n}x)" for run_id, n in run.foreign_runs)
     more = run.foreign_events - sum(n for _, n in run.foreign_runs)
     named += f", and {more} of other run ids" if more else ""
+    if run.starts_repeated:
+        named += f"; and run_started of {run.run_id} again {plural(run.starts_repeated, 'time')}"
     return CheckRow(
         "foreign",
         "other runs",
@@ -452,15 +542,42 @@ def _anomaly_row(agg: SanctumAggregator, fail_on: Level) -> CheckRow:
     )
 
 
-def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool) -> CheckRow:
-    """A gate never passes what it could not read: an update line that did not decode."""
+def torn_tail(agg: SanctumAggregator, live: bool) -> str | None:
+    """Why the bytes after the file's last newline count as an unreadable line (None:
+    there are none, or a live run may still be writing them): after ``run_finished``
+    nothing can still be writing, and a judge of the log as it is (``check``) cannot wait."""
+    tail = agg.tail
+    if tail is None or (live and agg.run.finishes == 0):
+        return None
+    line, size = tail
+    after = " after run_finished" if agg.run.finishes else ""
+    return (
+        f"line {line} ({plural(size, 'byte')}{after}) has no newline: a line torn or cut "
+        "off, that may be a ppo_update"
+    )
+
+
+def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool, tail: str | None) -> CheckRow:
+    """A gate never passes what it could not read: an update line that did not decode, or
+    a last line without its newline when nothing may still be writing it (``tail``)."""
     total = agg.unreadable_total
+    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    if tail is not None and not total:
+        return CheckRow(
+            "skipped",
+            "unreadable",
+            allow_skipped,
+            f"{tail}; not judged{allowed}",
+            updates_critical=1,
+            counted=1,
+        )
     if not total:
         return CheckRow("skipped", "unreadable", True, "every update line was read")
+    total += tail is not None
     listed = agg.unreadable
     numbers = ", ".join(str(s.line_no) for s in listed[:20]) + (", ..." if total > 20 else "")
     where = f"line {numbers}" if total == 1 else f"lines {numbers}; the first"
-    allowed = " (passed by --allow-skipped)" if allow_skipped else ""
+    where = where if tail is None else f"{where} (and {tail})"
     return CheckRow(
         "skipped",
         "unreadable",
@@ -485,6 +602,32 @@ def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
             False,
             f"run failed{first}; then run_finished {status}: a run that reported failed has failed",
             verdict_name="run failed",
+        )
+    if run.finishes > 1 or run.after_finish:
+        return CheckRow(
+            "run_finished",
+            "finished",
+            False,
+            f"run_finished {run.first_status}, then {plural(run.after_finish, 'more event')}"
+            f" ({plural(run.finishes, 'run_finished')} in all, the last {status}): a run "
+            "finishes once, and the gate does not vouch for a log that goes on after its end",
+            verdict_name="finished twice" if run.finishes > 1 else "events after finish",
+        )
+    if status in ("completed", "interrupted") and not run.updates and not agg.unreadable_total:
+        resumed = run.resumed_from_update is not None
+        return CheckRow(
+            "run_finished",
+            "finished",
+            False,
+            f"run_finished {status}, but the log holds no ppo_update: no update was judged, "
+            "and the gate does not pass a run it did not judge"
+            + (
+                f" (a resume from update {run.resumed_from_update} that ran none: was "
+                "--total-steps already reached? resume with a larger --total-steps)"
+                if resumed
+                else ""
+            ),
+            verdict_name="no update",
         )
     if status == "completed":
         return CheckRow("run_finished", "finished", True, "run_finished: completed")

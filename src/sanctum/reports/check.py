@@ -2,16 +2,19 @@
 
 Exit 0 when healthy; 1 when any update reached ``fail_on`` under a rule, a metric went
 non-finite, a critical anomaly was recorded (any anomaly with ``fail_on=warning``), the
-gate cannot vouch for what it judged (a line that may be an update unreadable, events lost
-from ``seq`` that no skipped line accounts for, fewer updates than ``run_finished.updates``
-says, events of another run id in the log, an import that could not read all of its
-source), or the run did not end with ``run_finished`` status ``completed`` (or ever
-reported ``failed``). ``allow_unfinished`` accepts a
-log without ``run_finished`` (still running, or cut off) and an ``interrupted`` run; a
-``failed`` run always fails, because the trainer itself reported an error. Exit 2 (raised
-as EventLogError / ThresholdsError) is for input that cannot be judged at all. The rows
-and the verdict they make (``FAIL: KL 22x``, the word every view shows for the run) are
-built in :mod:`sanctum.model.verdict`, from the aggregator every view reads.
+gate cannot vouch for what it judged (a line that may be an update unreadable, bytes
+after the file's last newline, events lost from ``seq`` that no skipped line accounts for,
+``seq`` not increasing, updates missing from the head of a run that records no resume,
+``run_finished.updates`` the log contradicts, events of another run id in the log, a
+second ``run_started`` of the run, an import that could not read all of its source), or
+the run did not end with one ``run_finished`` status ``completed`` and nothing after it
+(or ever reported ``failed``), or it finished without a single update.
+``allow_unfinished`` accepts a log without ``run_finished`` (still running, or cut off)
+and an ``interrupted`` run; a ``failed`` run always fails, because the trainer itself
+reported an error. Exit 2 (raised as EventLogError / ThresholdsError) is for input that
+cannot be judged at all. The rows and the verdict they make (``FAIL: KL 22x``, the word
+every view shows for the run) are built in :mod:`sanctum.model.verdict`, from the
+aggregator every view reads.
 
 A check judges one run. A file that holds several (a ``run_started`` of another run id
 after the first run: two trainers, or two jobs, writing one path) is refused with exit 2

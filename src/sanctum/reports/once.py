@@ -50,7 +50,9 @@ def read_snapshot(
     now: Callable[[], float] = time.time,
     fail_on: Level = Level.CRITICAL,
 ) -> SanctumSnapshot:
-    """The whole log at ``path`` folded into one snapshot, judged at ``now()``."""
+    """The whole log at ``path`` folded into one snapshot, judged at ``now()``. A file
+    that holds bytes but no ``run_started`` is refused (UsageError, exit 2) as ``check``
+    refuses it; an empty one is a log a trainer has only just created (WAITING)."""
     if not path.exists():
         raise UsageError(f"{path}: no such event log")
     reader = EventLogReader(path)
@@ -58,10 +60,10 @@ def read_snapshot(
     for batch in SnapshotRead(reader):  # a file that keeps growing: up to its size now
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
-    if snapshot.run.status is None and reader.line_no:  # lines, but never a run's first
+    if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line
+        lines = aggregator.tail[0] - 1 if aggregator.tail else reader.line_no  # no 2nd pass
         raise UsageError(
-            f"{path}: no run_started event in {plural(reader.line_no, 'line')}; "
-            "not the event log of a run"
+            f"{path}: no run_started event in {plural(lines, 'line')}; not the event log of a run"
         )
     return snapshot
 

@@ -3,8 +3,9 @@
 A scan feeds each reader batch to the same :class:`SanctumAggregator` the dashboard uses
 and reads its results: the rule tallies and per-metric statistics of its
 :class:`~sanctum.health.judge.HealthJudge`, its records of early stops and anomalies, and the
-runs it forgot when the log started over. There is one fold and one reset rule; the scan
-only adds what the reader alone knows of the file: a last line torn off.
+runs it forgot when the log started over. There is one fold and one reset rule, and the
+reader's batches carry what follows the file's last newline (a line torn off), so every
+view judges it alike.
 
 A scan describes one run: the last in the file. ``check`` refuses a file that holds
 several, ``summary`` says which runs it left out.
@@ -209,9 +210,7 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
         scan.size_after = max(reader.size, os.stat(path).st_size)
     except OSError:  # gone since: it held what was read
         scan.size_after = reader.size
-    pending = min(reader.pending_bytes, max(0, scan.file_bytes - reader.offset))
-    if pending:
-        scan.torn_tail = (reader.line_no + 1, pending)
+    scan.torn_tail = scan.aggregator.tail  # as the reader found it at the end of the file
     if not scan.run_started:
         agg = scan.aggregator
         raise NoRunStarted(

@@ -11,7 +11,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -74,6 +74,10 @@ class ReadBatch:
     """Why the reader started again from byte 0 (the file was truncated or replaced)."""
     unlisted: Mapping[SkipClass, int] = field(default_factory=dict)
     """Skipped lines counted but not listed, by class."""
+    tail: tuple[int, int] | None = None
+    """(line number, bytes) of what follows the file's last newline when this read
+    reached the end of the file: a line torn by a crash, or still being written ((0, 0):
+    none); None when it did not change since the reader's last batch."""
 
     @property
     def skipped_count(self) -> int:
@@ -81,7 +85,9 @@ class ReadBatch:
         return len(self.skipped) + sum(self.unlisted.values())
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.skipped or self.unlisted or self.reset)
+        return bool(
+            self.events or self.skipped or self.unlisted or self.reset or self.tail is not None
+        )
 
 
 class _Peek(msgspec.Struct):
@@ -126,14 +132,40 @@ class EventLogReader:
         """(line number, start offset) of a too-long line whose end is still being sought."""
         self.size = 0
         """Size of the file at the last read."""
+        self._tail = (0, 0)
+        """(line number, bytes) after the file's last newline, as the last read found it."""
+        self._told_tail = (0, 0)
+        """The tail the last batch reported (none before the first)."""
 
     @property
     def pending_bytes(self) -> int:
         """Bytes after the last complete line at the last read: a line being written, or
-        one a crash left without its newline."""
-        return max(0, self.size - self.offset) if self._long_line is None else 0
+        one a crash left without its newline (a too-long one too, counted from its start)."""
+        if self._long_line is not None:
+            return max(0, self.size - self._long_line[1])
+        return max(0, self.size - self.offset)
 
     def read_new(self, max_bytes: int = DEFAULT_MAX_BYTES) -> ReadBatch:
+        """Decode the complete lines appended since the last call (see :meth:`_read_new`);
+        the batch says what follows the last newline when the read reached the end of the
+        file and that changed (``tail``)."""
+        self._tail = (0, 0)
+        batch = self._read_new(max_bytes)
+        if batch.reset is not None or self._tail != self._told_tail:
+            self._told_tail = self._tail
+            batch = replace(batch, tail=self._tail)
+        return batch
+
+    def _at_end(self, fd: int) -> None:
+        """The read reached the end of the file: what follows the last newline is its tail."""
+        pending = self.pending_bytes
+        if pending:
+            line = (
+                self._long_line[0] if self._long_line else self._lines_before(fd, self.offset) + 1
+            )
+            self._tail = (line, pending)
+
+    def _read_new(self, max_bytes: int) -> ReadBatch:
         """Decode the complete lines appended since the last call (at most ~``max_bytes``).
 
         An empty batch may still have moved the offset (past blank lines, or part of a
@@ -160,7 +192,10 @@ class EventLogReader:
                     return self._batch([], *self._skip_long_line(fd), reset=reset)
                 buf, n = bytearray(whole), len(whole)
             end = buf.rfind(b"\n", 0, n)
+            reached_end = self.offset + n >= self.size
             if end < 0:  # nothing, or a partial last line: not an event yet
+                if reached_end:
+                    self._at_end(fd)
                 return ReadBatch(reset=reset)
             lines = buf.count(b"\n", 0, end + 1)
             unlisted: Counter[SkipClass] = Counter()
@@ -170,13 +205,15 @@ class EventLogReader:
             except SchemaVersionError:
                 self._listed = listed  # nothing was delivered: list those lines next time
                 raise
+            self.offset += end + 1
+            if reached_end:
+                self._at_end(fd)
         except OSError as exc:
             raise EventLogError(
                 f"{describe(self.path)}: cannot read event log: {visible(exc.strerror or str(exc))}"
             ) from exc
         finally:
             os.close(fd)
-        self.offset += end + 1
         return self._batch(events, skipped, unlisted, reset)
 
     def _open(self) -> int:
@@ -337,6 +374,8 @@ class EventLogReader:
                 self._list_or_count(SkippedLine(line_no, "malformed", detail), skipped, unlisted)
                 break
             self.offset += len(chunk)
+        else:
+            self._at_end(fd)  # its end is not written yet: the file's tail
         return skipped, unlisted  # nothing while its end is not written yet
 
     def _decode(

@@ -50,15 +50,19 @@ UNMAPPED = "debug/\x1b[2Jx"
 """A tag nothing maps, with a control character a terminal would obey."""
 
 
-def write_tb(folder: Path, scalars: dict[str, list[tuple[int, float]]], t0: float) -> None:
-    """Scalars as (step, value) per tag, each at wall time ``t0 + step / 100``."""
+def write_tb(
+    folder: Path, scalars: dict[str, list[tuple[int, float]]], t0: float, histogram: bool = True
+) -> None:
+    """Scalars as (step, value) per tag, each at wall time ``t0 + step / 100`` (and a
+    histogram at step 100)."""
     from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(folder))
     rows = sorted((step, tag, value) for tag, points in scalars.items() for step, value in points)
     for step, tag, value in rows:
         writer.add_scalar(tag, value, step, walltime=t0 + step / 100)
-    writer.add_histogram("weights", np.array([0.1, 0.2, 0.3]), 100)
+    if histogram:
+        writer.add_histogram("weights", np.array([0.1, 0.2, 0.3]), 100)
     writer.close()
 
 
@@ -322,3 +326,45 @@ def test_an_event_file_not_read_whole_is_said_and_fails_the_check(
     source = next(row for row in json.loads(printed)["rows"] if row["name"] == "source")
     assert source["passed"] is True  # accepted explicitly
     assert source["message"].endswith(err.strip().split("could not read ")[1])
+
+
+def test_two_runs_in_one_folder_are_refused_and_a_restart_still_imports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two event files of one folder that log the same steps (a KL-critical run, then a
+    healthy one): TensorBoard shows only the later, so an import would pass the critical
+    run. It is refused, naming both files. A restart (the later file resumes after the
+    first step, as after a crash) imports as TensorBoard shows it."""
+    (tmp_path / "map.toml").write_text(KL_MAP)
+    steps = [100 * (s + 1) for s in range(10)]
+    write_tb(
+        tmp_path / "two",
+        {"ppo/kl": [(s, 0.5) for s in steps], "ppo/clip": [(s, 0.0) for s in steps]},
+        time.time(),
+    )
+    write_tb(
+        tmp_path / "two",
+        {"ppo/kl": [(s, 0.005) for s in steps], "ppo/clip": [(s, 0.08) for s in steps]},
+        time.time(),
+    )
+    names = sorted(p.name for p in (tmp_path / "two").iterdir())
+    args = ["import", "tensorboard", "--map", str(tmp_path / "map.toml"), "--out"]
+    code, _, err = sanctum(*args, str(tmp_path / "out"), str(tmp_path / "two"), capsys=capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert f"event files {names[0]} and {names[1]} both log ppo/" in err
+    assert "two runs in one folder" in err
+    assert not (tmp_path / "out").exists()
+    write_tb(
+        tmp_path / "restart",
+        {"ppo/kl": [(s, 0.005) for s in steps], "ppo/clip": [(s, 0.08) for s in steps]},
+        time.time(),
+    )
+    later = [100 * (s + 1) for s in range(5, 15)]  # resumed from step 600
+    write_tb(
+        tmp_path / "restart",
+        {"ppo/kl": [(s, 0.006) for s in later], "ppo/clip": [(s, 0.08) for s in later]},
+        time.time(),
+        histogram=False,  # a restart logs from its resume step on
+    )
+    code, _, err = sanctum(*args, str(tmp_path / "out2"), str(tmp_path / "restart"), capsys=capsys)
+    assert (code, err) == (0, "")

@@ -29,6 +29,7 @@ from telemetry.eventlog import (
 )
 from telemetry.events import RunFinishedPayload
 from tests.sanctum.logs import (
+    CONFIG,
     HEALTHY,
     KL_CRITICAL,
     KL_HOLDS,
@@ -271,16 +272,21 @@ def test_a_log_holding_two_runs_is_refused_at_the_second_run_started(
     assert capsys.readouterr().err.startswith(f"sanctum: error: {path}:{line}: a second run")
 
 
-def test_a_run_restarted_with_its_own_id_is_one_run(tmp_path: Path) -> None:
+def test_a_run_started_again_with_its_own_id_fails(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     write_run(path, updates=3, finish=None)
-    log = RunLog(path)  # the same run id: the same run going on, not a second run
+    log = RunLog(path)  # the same run id started again: two runs under one id
     log.start()
     log.update(3)
     log.finish()
     log.close()
     result = check(path)
-    assert (result.passed, result.updates, result.notes) == (True, 4, ())
+    foreign = rows(result)["foreign"]
+    assert (result.exit_code, foreign["passed"]) == (1, False)
+    assert str(foreign["message"]).startswith(
+        "run_started of run-test again 1 time after its first"
+    )
+    assert "run started again" in result.verdict.text
 
 
 def test_a_log_that_started_over_while_read_is_judged_on_what_it_holds_now(
@@ -468,7 +474,7 @@ def test_fewer_updates_than_run_finished_says_fail_and_a_resumed_run_passes(
     )
     resumed = tmp_path / "resumed.jsonl"  # updates 20-39 after a resume: the count is from 0
     log = RunLog(resumed)
-    log.start()
+    log.start(dict(CONFIG, resumed_from={"checkpoint": "c.pt", "update": 20, "global_step": 1}))
     for u in range(20, 40):
         log.update(u)
     log.recorder.finish("completed")

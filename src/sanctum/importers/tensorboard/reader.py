@@ -252,5 +252,53 @@ def _read_log(directory: Path) -> TBLog:
         unread = tuple(line for p in paths if (line := unread_part(p)) is not None)
     except OSError as exc:
         raise UsageError(f"{directory}: cannot read its event files: {exc}") from None
+    if len(paths) > 1:
+        refuse_second_run(directory, paths)
     files = tuple(p.name for p in paths)
     return TBLog(directory, files, scalars, texts, other, first, unread)
+
+
+StepRange = tuple[int, int]
+
+
+def _step_ranges(path: Path) -> dict[str, StepRange]:
+    """(first, last) step of each scalar tag in the event file at ``path`` (what the
+    import reads), as TensorBoard's own loader reads it (up to its first unreadable
+    record)."""
+    loader = importlib.import_module("tensorboard.backend.event_processing.event_file_loader")
+    ranges: dict[str, StepRange] = {}
+    for event in loader.EventFileLoader(str(path)).Load():
+        step = int(event.step)
+        for value in event.summary.value:
+            scalar = value.HasField("simple_value") or (
+                value.metadata.plugin_data.plugin_name == SCALARS_PLUGIN  # on its first only
+            )
+            if not scalar and value.tag not in ranges:
+                continue
+            first, last = ranges.get(value.tag, (step, step))
+            ranges[value.tag] = (min(first, step), max(last, step))
+    return ranges
+
+
+def refuse_second_run(directory: Path, paths: list[Path]) -> None:
+    """UsageError when a later event file (in TensorBoard's order, by name) logs a tag
+    from a step at or before the first step an earlier file logged it at: not a restart
+    (which resumes after its run's first step, and whose steps TensorBoard replaces from
+    there), but a second run in the folder, whose points TensorBoard would show in place
+    of the first run's, all of them."""
+    seen: list[tuple[str, dict[str, StepRange]]] = []
+    for path in paths:
+        ranges = _step_ranges(path)
+        for name, earlier in seen:
+            for tag, (first, last) in earlier.items():
+                later = ranges.get(tag)
+                if later is not None and later[0] <= first <= later[1]:
+                    raise UsageError(
+                        f"{directory}: event files {visible(name)} and {visible(path.name)} "
+                        f"both log {visible(tag)} "
+                        f"at steps {first} to {min(last, later[1])}, the later one from "
+                        f"step {later[0]}: two runs in one folder (TensorBoard would show "
+                        "the later one's in place of the earlier's); import each run from "
+                        "a folder of its own"
+                    )
+        seen.append((path.name, ranges))
