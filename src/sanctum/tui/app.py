@@ -47,7 +47,7 @@ from sanctum.live.pacing import (
 from sanctum.live.snapshot_feed import SnapshotFeed
 from sanctum.live.trainer_process import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.model.snapshot import Connection, SanctumSnapshot, TimelineEntry, connection_of
-from sanctum.tui.base import SanctumAppBase, repaint_after_resume
+from sanctum.tui.base import SanctumAppBase
 from sanctum.tui.messages import SnapshotReady
 from sanctum.tui.widgets import (
     HelpScreen,
@@ -125,7 +125,6 @@ class SanctumApp(SanctumAppBase):
         yield from dashboard(self.path, self.thresholds, self.replay_speed)
 
     def on_mount(self) -> None:
-        repaint_after_resume(self)
         self.set_interval(TICK_SECONDS, self._tick)
         if self.trainer is not None:
             self.set_interval(TRAINER_POLL_SECONDS, self._watch_trainer)

@@ -18,13 +18,6 @@ from sanctum.tui.messages import ReaderNotice
 Frame = TypeVar("Frame")
 
 
-def repaint_after_resume(app: App[None]) -> None:
-    """Have ``app`` draw its whole screen again after SIGTSTP and SIGCONT (``fg``): the
-    driver is back in the alternate screen, which the terminal shows blank, and Textual
-    redraws only what changed since (nothing, for a finished run) until a key is pressed."""
-    app.app_resume_signal.subscribe(app, lambda resumed: resumed.screen.refresh(layout=True))
-
-
 class SanctumAppBase(App[None]):
     """A Sanctum app fed by one reading thread: the dashboard or the run table."""
 
@@ -36,6 +29,14 @@ class SanctumAppBase(App[None]):
         super().__init__()
         self.notices: list[tuple[str, Severity]] = []
         """Every notice the reader posted, in order (tests read them)."""
+
+    def on_mount(self) -> None:
+        """Draw the whole screen again after SIGTSTP and SIGCONT (``fg``): the driver is
+        back in the alternate screen, which the terminal shows blank, and Textual redraws
+        only what changed since (nothing, for a finished run) until a key is pressed.
+        Textual calls each class's ``on_mount`` along the MRO, so a subclass's own
+        ``on_mount`` runs too, without calling this one."""
+        self.app_resume_signal.subscribe(self, lambda app: app.screen.refresh(layout=True))
 
     def feed_callbacks(self, ready: Callable[[Frame], Message]) -> FeedCallbacks[Frame]:
         """The callbacks for a reading loop run by the current thread worker: each frame is

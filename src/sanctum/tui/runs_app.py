@@ -31,7 +31,7 @@ from sanctum.live.board_feed import OVERLAY_METRICS, Board, RunsFeed
 from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS
 from sanctum.model.board import run_labels
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.tui.base import SanctumAppBase, repaint_after_resume
+from sanctum.tui.base import SanctumAppBase
 from sanctum.tui.messages import BoardReady
 from sanctum.tui.widgets import (
     HelpScreen,
@@ -130,7 +130,6 @@ class RunsApp(SanctumAppBase):
     def on_mount(self) -> None:
         self._table = self.query_one(RunTable)
         self._overlay = self.query_one(OverlayChart)
-        repaint_after_resume(self)
         self._read()
 
     @work(thread=True, exclusive=True, name="sanctum-runs-reader", group="reader")
