@@ -212,6 +212,21 @@ def test_small_reads_resume_exactly(log: LogBuilder) -> None:
     assert reader.line_no == 50
 
 
+def test_a_snapshot_read_stops_at_the_size_it_began_with(log: LogBuilder) -> None:
+    """A writer that appends after every batch cannot keep a snapshot read going: it ends
+    at the size of the file at its first read, the straddling line read whole."""
+    log.beats(*range(20))
+    size = log.path.stat().st_size
+    reader = EventLogReader(log.path)
+    seen: list[int] = []
+    for batch in reader.batches(max_bytes=100, snapshot=True):
+        seen += steps_of(batch.events)
+        log.beats(1000 + len(seen))  # the writer keeps going
+    assert seen == list(range(20))
+    assert reader.snapshot_limit == size and reader.offset == size
+    assert steps_of(next(reader.batches()).events)[0] == 1001  # a plain read goes on
+
+
 def test_line_longer_than_one_read_is_read_whole(log: LogBuilder) -> None:
     log.beats(1)
     reader = EventLogReader(log.path)

@@ -22,7 +22,6 @@ from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.reports.scan import SnapshotRead
 from sanctum.run_files import UsageError
 from sanctum.text.panels import (
     clock_text,
@@ -57,7 +56,7 @@ def read_snapshot(
         raise UsageError(f"{path}: no such event log")
     reader = EventLogReader(path)
     aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
-    for batch in SnapshotRead(reader):  # a file that keeps growing: up to its size now
+    for batch in reader.batches(snapshot=True):  # a file that keeps growing: up to its size now
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
     if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line

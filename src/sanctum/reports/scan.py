@@ -14,7 +14,6 @@ several, ``summary`` says which runs it left out.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,6 @@ from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.ledger import AnomalyRecord, EarlierRun
 from telemetry.eventlog import (
-    DEFAULT_MAX_BYTES,
     MAX_LINE_BYTES,
     EventLogError,
     EventLogReader,
@@ -136,33 +134,6 @@ class LogScan:
         return self.aggregator.earlier_runs
 
 
-@dataclass
-class SnapshotRead:
-    """The batches of a log as far as it was when reading began: a file a writer keeps
-    appending to is read up to its size at the first read (taken again when the file was
-    replaced), the line that straddles that byte read whole, and no further, so the read
-    ends however fast the writer is."""
-
-    reader: EventLogReader
-    limit: int | None = None
-    """The size the read stops at (None before the first read)."""
-
-    def __iter__(self) -> Iterator[ReadBatch]:
-        reader = self.reader
-        while self.limit is None or reader.offset < self.limit:
-            want = DEFAULT_MAX_BYTES
-            if self.limit is not None:
-                want = min(want, self.limit - reader.offset)
-            before = reader.offset
-            batch = reader.read_new(want)
-            if self.limit is None or batch.reset is not None:  # the size now: all it reads
-                self.limit = reader.size
-            if batch:
-                yield batch
-            elif reader.offset == before:  # an empty batch that moved read blank lines
-                return
-
-
 def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     """(line number, run id) of each ``run_started`` that begins a new run in the file at
     ``path`` (a run id other than the one before it), decoded as the reader decodes; in
@@ -199,11 +170,10 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     writer keeps appending to is judged on that snapshot (the line that straddles its end
     read whole), so the scan ends. Raises EventLogError for unusable input."""
     scan = LogScan(path, thresholds)
-    snapshot = SnapshotRead(EventLogReader(path))
-    for batch in snapshot:
+    reader = EventLogReader(path)
+    for batch in reader.batches(snapshot=True):
         scan.feed(batch)
-    reader = snapshot.reader
-    scan.file_bytes = snapshot.limit or 0
+    scan.file_bytes = reader.snapshot_limit or 0
     scan.aggregator.judge_pending()
     scan.judged_bytes = reader.offset
     try:

@@ -131,6 +131,9 @@ class EventLogReader:
         self._long_line: tuple[int, int] | None = None
         """(line number, start offset) of a too-long line whose end is still being sought."""
         self.size = 0
+        self.snapshot_limit: int | None = None
+        """Where ``batches(snapshot=True)`` stops: the file's size when it began (None
+        before its first read)."""
         """Size of the file at the last read."""
         self._tail = (0, 0)
         """(line number, bytes) after the file's last newline, as the last read found it."""
@@ -277,15 +280,28 @@ class EventLogReader:
         self._counted = (counted_at, lines)
         return lines
 
-    def batches(self, max_bytes: int = DEFAULT_MAX_BYTES) -> Iterator[ReadBatch]:
+    def batches(
+        self, max_bytes: int = DEFAULT_MAX_BYTES, *, snapshot: bool = False
+    ) -> Iterator[ReadBatch]:
         """Yield batches until the end of what is in the file now (a stretch of blank
-        lines longer than ``max_bytes`` is read past, not taken for the end)."""
-        while True:
+        lines longer than ``max_bytes`` is read past, not taken for the end).
+
+        ``snapshot``: read the file only as far as it was when reading began, so the loop
+        ends however fast a writer appends: the size at the first read (taken again when
+        the file was replaced) is :attr:`snapshot_limit`, and the line that straddles it is
+        read whole. The one loop that reads "until the offset stops moving"."""
+        self.snapshot_limit = None
+        while not snapshot or self.snapshot_limit is None or self.offset < self.snapshot_limit:
+            want = max_bytes
+            if snapshot and self.snapshot_limit is not None:
+                want = min(want, self.snapshot_limit - self.offset)
             before = self.offset
-            batch = self.read_new(max_bytes)
+            batch = self.read_new(want)
+            if snapshot and (self.snapshot_limit is None or batch.reset is not None):
+                self.snapshot_limit = self.size  # the size now: all this read takes
             if batch:
                 yield batch
-            elif self.offset == before:
+            elif self.offset == before:  # an empty batch that moved read blank lines
                 return
 
     def follow(
