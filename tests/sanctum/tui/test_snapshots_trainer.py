@@ -19,7 +19,7 @@ from sanctum.live.trainer_process import TrainerProcess
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import StatusBanner
 from tests.sanctum.app_support import WAIT_LIMIT, wait_until
-from tests.sanctum.test_snapshots import HEALTHY_KL, LARGE, LOG, SMALL, SnapCompare, write
+from tests.sanctum.tui.test_snapshots import HEALTHY_KL, LARGE, LOG, SMALL, SnapCompare, write
 
 STDERR = LOG.parent / "trainer.err"
 CRASH = (

@@ -19,7 +19,7 @@ from sanctum.tui.app import SanctumApp
 from tests.sanctum.app_support import lively
 from tests.sanctum.charts.test_chart import VALUE_KL_TABLE
 from tests.sanctum.logs import RunLog
-from tests.sanctum.test_snapshots import LARGE, SMALL, settled
+from tests.sanctum.tui.test_snapshots import LARGE, SMALL, settled
 
 SnapCompare = Callable[..., bool]
 LOG = Path("runs") / "ppo-long" / "events.jsonl"
