@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sanctum.cli.serve import (
+from sanctum.cli.commands.serve import (
     MAX_COLUMNS,
     MAX_ROWS,
     MAX_TABS,
