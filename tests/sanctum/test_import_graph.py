@@ -60,7 +60,8 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
         source = ".".join([*base, node.module] if node.module else base)
     else:
         source = node.module or ""
-    yield source
+    if source != module:  # a package importing its own modules does not import itself
+        yield source
     for alias in node.names:
         if f"{source}.{alias.name}" in MODULES:
             yield f"{source}.{alias.name}"

@@ -1,25 +1,26 @@
 """The server behind ``sanctum serve``: textual-serve's, held to what a dashboard needs.
 
 textual-serve (aiohttp) serves a page, and for each websocket runs one app process and
-relays its terminal. This subclass keeps its page and relay and bounds the rest:
+relays its terminal. This subclass keeps its page and relay and bounds the rest, to the
+bounds :mod:`sanctum.cli.commands.serve` sets:
 
 - every request must name one of those origins' hosts in its ``Host`` header (HTTP 403
   otherwise), so a page on another site whose name was rebound to this address (DNS
   rebinding) cannot read the dashboard's page either;
-- the websocket is upgraded only for the page's own origin (:func:`sanctum.cli.serve.
-  allowed_origins`): a page on another site, open in a browser that can reach the port,
-  gets HTTP 403 before any process starts;
+- the websocket is upgraded only for the page's own origin (``allowed_origins``): a page
+  on another site, open in a browser that can reach the port, gets HTTP 403 before any
+  process starts;
 - the terminal a client asks for, at the start or in a resize, is clamped to
-  :data:`~sanctum.cli.serve.MAX_COLUMNS` x :data:`~sanctum.cli.serve.MAX_ROWS`;
-- at most :data:`~sanctum.cli.serve.MAX_TABS` tabs run at once; the next is told so in its
-  terminal and closed (1013, try again later);
+  ``MAX_COLUMNS`` x ``MAX_ROWS``;
+- at most ``MAX_TABS`` tabs run at once; the next is told so in its terminal and closed
+  (1013, try again later);
 - a tab's process ends when its client goes, whatever it was doing: asked to quit, then
-  SIGTERM, then SIGKILL, :data:`~sanctum.cli.serve.QUIT_SECONDS` apart; its output is read to
-  the end meanwhile, so a process blocked writing to a client that left cannot outlive it;
+  SIGTERM, then SIGKILL, ``QUIT_SECONDS`` apart; its output is read to the end meanwhile,
+  so a process blocked writing to a client that left cannot outlive it;
 - a malformed message from a client is ignored, never a traceback; what a tab's process
   writes to stderr reaches the server's terminal escaped, its last 64 KiB only.
 
-Imported only by :func:`sanctum.cli.serve.serve`, once the serve extra is known installed.
+Imported only by the ``serve`` command's run, once the serve extra is known installed.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 from textual_serve.server import Server
 
-from sanctum.cli.serve import (
+from sanctum.cli.commands.serve import (
     MAX_MESSAGE_BYTES,
     MAX_TABS,
     QUIT_SECONDS,

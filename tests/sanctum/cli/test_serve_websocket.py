@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sanctum.cli.serve import (
+from sanctum.cli.commands.serve import (
     MAX_COLUMNS,
     MAX_ROWS,
     MAX_TABS,
@@ -35,7 +35,7 @@ from sanctum.cli.serve import (
     query_size,
     resize_size,
 )
-from tests.sanctum.cli.test_serve import free_port, wait_listening, write_finished_run
+from tests.sanctum.cli.commands.test_serve import free_port, wait_listening, write_finished_run
 
 if TYPE_CHECKING:
     from collections.abc import Callable

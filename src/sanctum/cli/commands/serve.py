@@ -24,15 +24,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
-from sanctum.cli.arg_types import Commands, add_command
+from sanctum.cli.command import Command, thresholds_file
 from sanctum.exits import EXIT_OK
 from sanctum.formatting import plural, visible, visible_lines
-from sanctum.run_files import UsageError
+from sanctum.run_files import UsageError, resolve_run
 from telemetry.eventlog import MAX_LINE_BYTES, EventLogReader
 from telemetry.events import RunStarted
 
 if TYPE_CHECKING:
     from sanctum.cli.serve_server import SanctumServer
+    from sanctum.health.rules import Thresholds
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
@@ -103,9 +104,7 @@ LIMITS: Final = (
 )
 
 
-def add_parser(sub: Commands, common: argparse.ArgumentParser) -> None:
-    """The ``serve`` subcommand's arguments."""
-    serve = add_command(sub, "serve", common, help=HELP, description=DESCRIPTION, epilog=LIMITS)
+def _add_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("run", nargs="?", metavar="RUN")
     serve.add_argument(
         "--host",
@@ -331,3 +330,18 @@ def _server_class() -> type[SanctumServer]:
     from sanctum.cli.serve_server import SanctumServer
 
     return SanctumServer
+
+
+def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    """Each tab's dashboard judges with the same options: the files, not the parsed table."""
+    return serve(
+        resolve_run(args.run),
+        thresholds_file(args),
+        args.host,
+        args.port,
+        args.public_url,
+        getattr(args, "fail_on", None),  # SUPPRESS: absent
+    )
+
+
+COMMAND = Command("serve", HELP, _add_arguments, _run, description=DESCRIPTION, epilog=LIMITS)

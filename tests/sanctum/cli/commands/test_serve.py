@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sanctum.cli import build_parser, main
-from sanctum.cli.serve import (
+from sanctum.cli.commands.serve import (
     DEFAULT_HOST,
     announcement,
     bind_problem,

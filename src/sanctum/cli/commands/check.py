@@ -1,20 +1,25 @@
-"""The command line of ``sanctum diff`` and of ``sanctum check``'s learning gate.
+"""``sanctum check RUN``: judge a run for CI (exit 0, 1 or 2), and with ``--baseline``
+its learning against a baseline's runs (the learning gate).
 
-Kept apart from :mod:`sanctum.cli` (which only calls these) so the thin CLI stays thin.
-Parsing is stdlib only; the comparison modules load when a command runs.
+Parsing is stdlib only; the judging modules load when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Final
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from sanctum.cli.arg_types import Commands, add_command, add_json, count, finite_number
+from sanctum.cli.arg_types import count, finite_number
+from sanctum.cli.command import Command, add_json, fail_on
+from sanctum.cli.output import emit, junit_unwritable
+from sanctum.exits import EXIT_UNUSABLE
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import UsageError, resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.levels import Level
     from sanctum.health.rules import Thresholds
     from sanctum.reports.learning import GateOptions, LearningVerdict
 
@@ -44,23 +49,29 @@ def _fraction(text: str) -> float:
     return value
 
 
-DIFF_HELP: Final = "compare two runs: config, health, early stops, returns"
-DIFF_DESCRIPTION: Final = (
-    "Compare two runs: the config keys that differ, each health rule's final "
-    "and worst value with its first warning and critical update, other metrics' final "
-    "values, early stops and their reasons, and the return curves (mean of the last "
-    f"{FINAL_EPISODES}+ episodes) at the same environment steps. Runs of another env or "
-    "major schema are compared all the same, under a warning. Exit 0, or 2 when a log is "
-    "unusable."
-)
-
-
-def add_diff_parser(sub: Commands, common: argparse.ArgumentParser) -> None:
-    """``sanctum diff A B [--json]``."""
-    diff = add_command(sub, "diff", common, help=DIFF_HELP, description=DIFF_DESCRIPTION)
-    diff.add_argument("a", metavar="A", help="a run folder or its events.jsonl")
-    diff.add_argument("b", metavar="B", help="the run to compare with A")
-    add_json(diff)
+def _add_arguments(check: argparse.ArgumentParser) -> None:
+    check.add_argument("run", metavar="RUN")
+    check.add_argument(
+        "--allow-unfinished",
+        action="store_true",
+        help="pass a run without run_finished or interrupted (a failed run still fails)",
+    )
+    check.add_argument(
+        "--allow-skipped",
+        action="store_true",
+        help="pass a run although lines that may be updates could not be read, or an "
+        "import could not read all of its source (a TensorBoard record cut short or "
+        "failing its checksum); by default what the check could not read fails it: it "
+        "was not judged. Events lost from seq and events of another run always fail",
+    )
+    add_json(check)
+    check.add_argument(
+        "--junit",
+        metavar="FILE",
+        type=Path,
+        help="also write JUnit XML: one test case per rule (one error case if unusable)",
+    )
+    add_gate_arguments(check)
 
 
 def add_gate_arguments(check: argparse.ArgumentParser) -> None:
@@ -99,6 +110,45 @@ def add_gate_arguments(check: argparse.ArgumentParser) -> None:
     )
 
 
+def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    from sanctum.formatting import dumps
+    from sanctum.reports.check import run_check
+    from sanctum.reports.check_report import format_text, to_dict, write_junit
+    from sanctum.reports.learning import check_rows
+
+    result = run_check(
+        resolve_run(args.run),
+        thresholds,
+        fail_on(args),
+        args.allow_unfinished,
+        args.allow_skipped,
+    )
+    opts = gate_options(args)
+    learning = None if opts is None else judge_gate(args, thresholds, opts)
+    if learning is not None:  # the gate's judgements are rows of the check
+        result = replace(result, rows=result.rows + check_rows(learning))
+    emit(dumps(to_dict(result, learning)) if args.json else format_text(result, learning))
+    if args.junit is not None:
+        try:
+            write_junit(result, args.junit)
+        except OSError as exc:  # the verdict is printed, but CI would miss its report
+            print(junit_unwritable(args.junit, exc), file=sys.stderr)
+            return EXIT_UNUSABLE
+    return result.exit_code
+
+
+def _write_error_case(args: argparse.Namespace, message: str) -> None:
+    """With ``--junit``, the one error case of a run that could not be judged."""
+    if args.junit is None:
+        return
+    from sanctum.reports.check_report import write_junit_error
+
+    try:
+        write_junit_error(message, Path(args.run), fail_on(args), args.junit)
+    except OSError as exc:
+        print(junit_unwritable(args.junit, exc), file=sys.stderr)
+
+
 def gate_options(args: argparse.Namespace) -> GateOptions | None:
     """The gate's options, or None without ``--baseline`` (refusing gate options alone)."""
     from sanctum.reports.learning import GateOptions
@@ -133,11 +183,6 @@ def judge_gate(
     return run_gate(candidates, baseline, thresholds, opts)
 
 
-def diff_text(args: argparse.Namespace, thresholds: Thresholds, fail_on: Level) -> str:
-    """What ``sanctum diff`` prints: the text report or one JSON object."""
-    from sanctum.formatting import dumps
-    from sanctum.reports.diff import build_diff
-    from sanctum.reports.diff_report import format_text
-
-    doc = build_diff(resolve_run(args.a), resolve_run(args.b), thresholds, fail_on)
-    return dumps(doc) if args.json else format_text(doc)
+COMMAND = Command(
+    "check", "judge a run; exit 0, 1 or 2", _add_arguments, _run, on_unusable=_write_error_case
+)
