@@ -243,6 +243,20 @@ def test_recorded_updates_make_a_log_sanctum_checks(
     assert json.loads(capsys.readouterr().out)["updates"] == 3
 
 
+def test_a_misspelt_keyword_is_refused_with_the_name_meant_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    with recorder(Args(), "typo", run_dir=tmp_path) as rec:
+        with pytest.raises(TypeError, match=r"'entropy' \(did you mean 'entropy_loss'\?\)"):
+            record_update(  # type: ignore[call-arg]
+                rec, update=0, global_step=8, approx_kl=0.01, clipfracs=[0.1], entropy=0.6
+            )
+        with pytest.raises(TypeError, match=r"update_payload\(\) missing .* 'update'"):
+            update_payload(global_step=8, approx_kl=0.01, clipfracs=[0.1])  # type: ignore[call-arg]
+    kinds = [type(e).__name__ for e in read_events(tmp_path / "typo" / "events.jsonl").events]
+    assert kinds == ["RunStarted", "RunFinished"]
+
+
 def test_the_helper_imports_neither_torch_nor_numpy() -> None:
     code = "import json, sys, telemetry.integrations.cleanrl; print(json.dumps(list(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,6 +12,8 @@ than the same loop in torch ops.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 from torch import Tensor
@@ -20,66 +22,62 @@ FloatArray = npt.NDArray[np.float32]
 BoolArray = npt.NDArray[np.bool_]
 
 
-def td_errors(
-    rewards: FloatArray,
-    values: FloatArray,
-    next_values: FloatArray,
-    terminated: BoolArray,
-    gamma: float,
-) -> FloatArray:
+@dataclass(frozen=True)
+class Steps:
+    """One rollout as the advantage estimators read it: arrays of (num_steps, num_envs)."""
+
+    rewards: FloatArray
+    """r_t, as shaped for the advantages (scaled, minus any reference-KL penalty)."""
+    values: FloatArray
+    """V(s_t)."""
+    next_values: FloatArray
+    """V of the state that followed step t (of the final observation where an episode ended)."""
+    terminated: BoolArray
+    truncated: BoolArray
+
+
+def td_errors(steps: Steps, gamma: float) -> FloatArray:
     """delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t): the critic's
     one-step error (no bootstrap past a terminal state; V(final obs) after a truncation)."""
-    not_terminated = 1.0 - terminated.astype(np.float32)
-    deltas: FloatArray = rewards + np.float32(gamma) * next_values * not_terminated - values
+    not_terminated = 1.0 - steps.terminated.astype(np.float32)
+    deltas: FloatArray = (
+        steps.rewards + np.float32(gamma) * steps.next_values * not_terminated - steps.values
+    )
     return deltas
 
 
-def gae(
-    rewards: FloatArray,
-    values: FloatArray,
-    next_values: FloatArray,
-    terminated: BoolArray,
-    truncated: BoolArray,
-    gamma: float,
-    lam: float,
-) -> tuple[FloatArray, FloatArray]:
+def gae(steps: Steps, gamma: float, lam: float) -> tuple[FloatArray, FloatArray]:
     """Generalised advantage estimation (Schulman et al. 2016); returns (advantages, returns).
 
     delta_t = r_t + gamma * V(s_{t+1}) * (1 - terminated_t) - V(s_t)
     A_t     = delta_t + gamma * lam * (1 - done_t) * A_{t+1},  done = terminated | truncated
     """
-    not_done = 1.0 - (terminated | truncated).astype(np.float32)
-    deltas = td_errors(rewards, values, next_values, terminated, gamma)
+    not_done = 1.0 - (steps.terminated | steps.truncated).astype(np.float32)
+    deltas = td_errors(steps, gamma)
     decay = np.float32(gamma * lam) * not_done
     advantages = np.empty_like(deltas)
     carry = np.zeros(deltas.shape[1], dtype=np.float32)
     for t in range(deltas.shape[0] - 1, -1, -1):
         carry = deltas[t] + decay[t] * carry
         advantages[t] = carry
-    return advantages, advantages + values
+    return advantages, advantages + steps.values
 
 
-def episodic(
-    rewards: FloatArray,
-    values: FloatArray,
-    next_values: FloatArray,
-    terminated: BoolArray,
-    truncated: BoolArray,
-    gamma: float,
-) -> tuple[FloatArray, FloatArray]:
+def episodic(steps: Steps, gamma: float) -> tuple[FloatArray, FloatArray]:
     """A = R - V with R the discounted return-to-go; returns (advantages, returns).
 
     R_t = r_t + gamma * R_{t+1} inside an episode; at an episode end the continuation is 0
     (terminated) or V(final observation) (truncated); at the rollout's end, V(next obs).
     """
-    done = terminated | truncated
-    bootstrap = next_values * (1.0 - terminated.astype(np.float32))
+    rewards = steps.rewards
+    done = steps.terminated | steps.truncated
+    bootstrap = steps.next_values * (1.0 - steps.terminated.astype(np.float32))
     returns = np.empty_like(rewards)
-    carry = next_values[-1].copy()
+    carry = steps.next_values[-1].copy()
     for t in range(rewards.shape[0] - 1, -1, -1):
         carry = rewards[t] + np.float32(gamma) * np.where(done[t], bootstrap[t], carry)
         returns[t] = carry
-    return returns - values, returns
+    return returns - steps.values, returns
 
 
 def normalize(advantages: Tensor, std_min: float) -> Tensor:

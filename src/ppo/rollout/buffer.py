@@ -139,8 +139,9 @@ class RolloutBuffer:
             )
             penalty = reward_kl_coef * per_sample
         rewards, scale = self._shaped_rewards(penalty, scaler)
-        advantages, returns = self._advantages(rewards, values, next_values, config)
-        deltas = adv.td_errors(rewards, values, next_values, self.terminated, config.gamma)
+        steps = adv.Steps(rewards, values, next_values, self.terminated, self.truncated)
+        advantages, returns = self._advantages(steps, config)
+        deltas = adv.td_errors(steps, config.gamma)
         return Batch(
             obs=obs,
             actions=actions,
@@ -201,10 +202,8 @@ class RolloutBuffer:
         next_values[self.truncated] = all_values[flat + envs :]  # V(final obs) where cut
         return values, next_values
 
-    def _advantages(
-        self, rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, config: PPOConfig
-    ) -> tuple[np.ndarray, np.ndarray]:
-        ends = (self.terminated, self.truncated)
+    @staticmethod
+    def _advantages(steps: adv.Steps, config: PPOConfig) -> tuple[np.ndarray, np.ndarray]:
         if config.advantage_mode == "gae":
-            return adv.gae(rewards, values, next_values, *ends, config.gamma, config.gae_lambda)
-        return adv.episodic(rewards, values, next_values, *ends, config.gamma)
+            return adv.gae(steps, config.gamma, config.gae_lambda)
+        return adv.episodic(steps, config.gamma)

@@ -53,15 +53,19 @@ rule judges.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat, TypedDict
 
 from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload, TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only read by the type checker
 
 Number = SupportsFloat
 """A torch tensor of one element, a numpy number or a Python number."""
@@ -258,41 +262,64 @@ def _grad_figures(
     return sum(norms) / len(norms), nonfinite[0] if nonfinite else max(norms), scale
 
 
-def update_payload(
-    *,
-    update: int,
-    global_step: int,
-    approx_kl: Number,
-    clipfracs: Number | Iterable[Number],
-    pg_loss: Number | None = None,
-    v_loss: Number | None = None,
-    entropy_loss: Number | None = None,
-    explained_var: Number | None = None,
-    learning_rate: Number | None = None,
-    epoch: int | None = None,
-    args: Any = None,
-    action_count: int | None = None,
-    returns: Any = None,
-    grad_norms: Iterable[Number] | None = None,
-) -> PPOUpdatePayload:
+class _UpdateRequired(TypedDict):
+    update: int
+    global_step: int
+    approx_kl: Number
+    clipfracs: Number | Iterable[Number]
+
+
+class UpdateValues(_UpdateRequired, total=False):
+    """The keywords of :func:`update_payload` and :func:`record_update`: CleanRL's local
+    variables of one update, named as CleanRL names them (the module doc maps each to ours).
+    ``update``, ``global_step``, ``approx_kl`` and ``clipfracs`` are required."""
+
+    pg_loss: Number | None
+    v_loss: Number | None
+    entropy_loss: Number | None
+    explained_var: Number | None
+    learning_rate: Number | None
+    epoch: int | None
+    args: Any
+    action_count: int | None
+    returns: Any
+    grad_norms: Iterable[Number] | None
+
+
+def _check_keywords(function: str, values: Mapping[str, Any]) -> None:
+    """What the type checker says of a call, said at run time too (CleanRL scripts are not
+    type-checked): a keyword :class:`UpdateValues` lacks, with the closest one it has, or a
+    required one missing, as a :class:`TypeError` naming ``function``."""
+    known = UpdateValues.__required_keys__ | UpdateValues.__optional_keys__
+    for key in values.keys() - known:
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise TypeError(f"{function}() got an unexpected keyword argument {key!r}{hint}")
+    for key in sorted(UpdateValues.__required_keys__ - values.keys()):
+        raise TypeError(f"{function}() missing required keyword argument {key!r}")
+
+
+def update_payload(**values: Unpack[UpdateValues]) -> PPOUpdatePayload:
     """One ``ppo_update`` from CleanRL's local variables (see the module doc)."""
-    kl, entropy = as_float(approx_kl), _optional(entropy_loss)
-    return_mean, return_std = _return_stats(returns)
-    grad_norm, grad_norm_max, grad_clip_scale = _grad_figures(grad_norms, args)
+    _check_keywords("update_payload", values)
+    args, epoch = values.get("args"), values.get("epoch")
+    kl, entropy = as_float(values["approx_kl"]), _optional(values.get("entropy_loss"))
+    return_mean, return_std = _return_stats(values.get("returns"))
+    grad_norm, grad_norm_max, grad_clip_scale = _grad_figures(values.get("grad_norms"), args)
     schedule = Schedule.of(args, epoch, kl)
     ent_coef = getattr(args, "ent_coef", None)
     return PPOUpdatePayload(
-        update=update,
-        global_step=global_step,
+        update=values["update"],
+        global_step=values["global_step"],
         approx_kl=kl,
-        clip_fraction=_clip_fraction(clipfracs),
+        clip_fraction=_clip_fraction(values["clipfracs"]),
         entropy=entropy,
         entropy_coef=None if ent_coef is None else float(ent_coef),
-        entropy_normalized=_normalized(entropy, action_count),
-        policy_loss=_optional(pg_loss),
-        value_loss=_optional(v_loss),
-        explained_variance=_explained(explained_var),
-        learning_rate=_optional(learning_rate),
+        entropy_normalized=_normalized(entropy, values.get("action_count")),
+        policy_loss=_optional(values.get("pg_loss")),
+        value_loss=_optional(values.get("v_loss")),
+        explained_variance=_explained(values.get("explained_var")),
+        learning_rate=_optional(values.get("learning_rate")),
         epochs_completed=schedule.epochs_completed,
         minibatches_completed=schedule.minibatches_completed,
         minibatches_planned=schedule.minibatches_planned,
@@ -323,41 +350,15 @@ def _rollout(
 def record_update(
     rec: Recorder,
     *,
-    update: int,
-    global_step: int,
-    approx_kl: Number,
-    clipfracs: Number | Iterable[Number],
     episodes: Episodes | None = None,
     sps: Number | None = None,
-    pg_loss: Number | None = None,
-    v_loss: Number | None = None,
-    entropy_loss: Number | None = None,
-    explained_var: Number | None = None,
-    learning_rate: Number | None = None,
-    epoch: int | None = None,
-    args: Any = None,
-    action_count: int | None = None,
-    returns: Any = None,
-    grad_norms: Iterable[Number] | None = None,
+    **values: Unpack[UpdateValues],
 ) -> PPOUpdatePayload:
-    """Record the rollout that fed ``update`` (the ``episodes`` finished since the last
-    call, and ``sps``) and the update itself; returns the update's payload."""
-    rec.emit(_rollout(update, global_step, episodes, sps))
-    payload = update_payload(
-        update=update,
-        global_step=global_step,
-        approx_kl=approx_kl,
-        clipfracs=clipfracs,
-        pg_loss=pg_loss,
-        v_loss=v_loss,
-        entropy_loss=entropy_loss,
-        explained_var=explained_var,
-        learning_rate=learning_rate,
-        epoch=epoch,
-        args=args,
-        action_count=action_count,
-        returns=returns,
-        grad_norms=grad_norms,
-    )
+    """Record the rollout that fed the update (the ``episodes`` finished since the last
+    call, and ``sps``) and the update itself (``values``: the keywords of
+    :func:`update_payload`); returns the update's payload."""
+    _check_keywords("record_update", values)
+    rec.emit(_rollout(values["update"], values["global_step"], episodes, sps))
+    payload = update_payload(**values)
     rec.emit(payload)
     return payload

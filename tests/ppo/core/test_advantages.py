@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.core.advantages import episodic, gae, normalize
+from ppo.core.advantages import Steps, episodic, gae, normalize
 
 
 def column(*xs: float) -> np.ndarray:
@@ -26,26 +26,26 @@ R = column(1, 1, 1, 1)
 
 
 def test_gae_without_episode_end_by_hand() -> None:
-    adv, ret = gae(R, V, column(1, 1, 1, 1), flags(4), flags(4), 0.5, 0.5)
+    adv, ret = gae(Steps(R, V, column(1, 1, 1, 1), flags(4), flags(4)), 0.5, 0.5)
     assert adv.ravel().tolist() == [0.6640625, 0.65625, 0.625, 0.5]
     assert ret.ravel().tolist() == [1.6640625, 1.65625, 1.625, 1.5]
 
 
 def test_gae_terminated_does_not_bootstrap() -> None:
     # Episode terminates at t=1: delta_1 = 1 + 0 - 1 = 0 and the trace stops there.
-    adv, _ = gae(R, V, column(1, 1, 1, 1), flags(4, 1), flags(4), 0.5, 0.5)
+    adv, _ = gae(Steps(R, V, column(1, 1, 1, 1), flags(4, 1), flags(4)), 0.5, 0.5)
     assert adv.ravel().tolist() == [0.5, 0.0, 0.625, 0.5]
 
 
 def test_gae_truncated_bootstraps_from_final_observation_value() -> None:
     # Truncated at t=1 whose final observation is worth 4: delta_1 = 1 + 0.5 * 4 - 1 = 2,
     # the trace still stops (A_1 = 2), and A_0 = 0.5 + 0.25 * 2.
-    adv, _ = gae(R, V, column(1, 4, 1, 1), flags(4), flags(4, 1), 0.5, 0.5)
+    adv, _ = gae(Steps(R, V, column(1, 4, 1, 1), flags(4), flags(4, 1)), 0.5, 0.5)
     assert adv.ravel().tolist() == [1.0, 2.0, 0.625, 0.5]
 
 
 def test_terminated_and_truncated_together_count_as_terminated() -> None:
-    adv, _ = gae(R, V, column(1, 4, 1, 1), flags(4, 1), flags(4, 1), 0.5, 0.5)
+    adv, _ = gae(Steps(R, V, column(1, 4, 1, 1), flags(4, 1), flags(4, 1)), 0.5, 0.5)
     assert adv.ravel().tolist() == [0.5, 0.0, 0.625, 0.5]
 
 
@@ -81,28 +81,30 @@ def random_rollout(seed: int, steps: int = 64, envs: int = 3):  # type: ignore[n
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_vectorised_gae_matches_plain_loop(seed: int) -> None:
     data = random_rollout(seed)
-    adv, ret = gae(*data, 0.99, 0.95)
+    adv, ret = gae(Steps(*data), 0.99, 0.95)
     np.testing.assert_allclose(adv, plain_loop_gae(*data, 0.99, 0.95), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ret, adv + data[1], rtol=1e-6)
 
 
 def test_episodic_returns_by_hand() -> None:
     # reward 1, gamma 0.5, terminated at t=3: R = 1 + 0.5 + 0.25 + 0.125 ... -> A = R - V.
-    adv, ret = episodic(R, V, column(1, 1, 1, 1), flags(4, 3), flags(4), 0.5)
+    adv, ret = episodic(Steps(R, V, column(1, 1, 1, 1), flags(4, 3), flags(4)), 0.5)
     assert ret.ravel().tolist() == [1.875, 1.75, 1.5, 1.0]
     assert adv.ravel().tolist() == [0.875, 0.75, 0.5, 0.0]
 
 
 def test_episodic_bootstraps_truncation_and_rollout_end() -> None:
     # Truncated at t=1 with V(final) = 4; rollout ends at t=3 with V(next) = 2.
-    _, ret = episodic(R, V, column(1, 4, 1, 2), flags(4), flags(4, 1), 0.5)
+    _, ret = episodic(Steps(R, V, column(1, 4, 1, 2), flags(4), flags(4, 1)), 0.5)
     assert ret.ravel().tolist() == [2.5, 3.0, 2.0, 2.0]
 
 
 @pytest.mark.parametrize("seed", [3, 4])
 def test_episodic_equals_gae_with_lambda_one(seed: int) -> None:
     data = random_rollout(seed)
-    np.testing.assert_allclose(episodic(*data, 0.9)[0], gae(*data, 0.9, 1.0)[0], atol=1e-4)
+    np.testing.assert_allclose(
+        episodic(Steps(*data), 0.9)[0], gae(Steps(*data), 0.9, 1.0)[0], atol=1e-4
+    )
 
 
 def test_normalize_with_std_clamp() -> None:

@@ -191,9 +191,8 @@ def test_the_reward_penalty_per_step_is_coef_times_the_per_sample_estimate(
     values = batch.values.numpy().reshape(buf.rewards.shape)
     plain = buf.to_batch(c.policy, c.obs, cfg)  # no reference: the raw rewards
     next_values = _next_values(plain, values, c, cfg)
-    expected, _ = adv.gae(
-        shaped, values, next_values, buf.terminated, buf.truncated, cfg.gamma, cfg.gae_lambda
-    )
+    steps = adv.Steps(shaped, values, next_values, buf.terminated, buf.truncated)
+    expected, _ = adv.gae(steps, cfg.gamma, cfg.gae_lambda)
     assert np.allclose(batch.advantages.numpy(), expected.reshape(-1), rtol=1e-5, atol=1e-6)
     assert not torch.allclose(plain.advantages, batch.advantages)
     p = agent.update(batch).payload
