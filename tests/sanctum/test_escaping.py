@@ -161,7 +161,7 @@ async def test_the_dashboard_shows_a_hostile_run_id_and_reason_escaped(tmp_path:
     log.update(lively(0, kl=0.004, early_stopped=True, early_stop_reason=BATTERY))
     log.finish("failed", BATTERY)
     log.close()
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: 1_700_000_100.0)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: 1_700_000_100.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_until(pilot, lambda s: s.run.status == "failed", "the failed run")
         shown = str(app.query_one(StatusBanner).query_one("#run", Label).render())
@@ -183,7 +183,7 @@ async def test_a_rule_label_with_markup_is_shown_as_typed(tmp_path: Path) -> Non
     log.update(lively(0, kl=0.004))
     log.finish("completed")
     log.close()
-    app = SanctumApp(path, load_thresholds(toml), now=lambda: 1_700_000_100.0)
+    app = SanctumApp(path, load_thresholds(toml), clock=lambda: 1_700_000_100.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_until(pilot, lambda s: s.run.status == "completed", "the finished run")
         subtitle = Content.from_markup(app.query_one(KLChart).border_subtitle or "")

@@ -56,7 +56,7 @@ def test_reports_show_log_strings_as_text(tmp_path: Path) -> None:
 
 async def test_the_dashboard_shows_markup_and_controls_as_text(tmp_path: Path) -> None:
     path = hostile_log(tmp_path / "e.jsonl")
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: 1_700_000_100.0)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: 1_700_000_100.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.run.status == "failed", "the failed run")
         run = app.query_one(StatusBanner).query_one("#run", Label)

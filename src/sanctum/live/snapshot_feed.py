@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
@@ -37,6 +38,9 @@ from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
 from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
 from telemetry.events import Event
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only read by the type checker
 
 UI_WAIT_SECONDS = 0.25
 """Longest sleep while the UI draws: it wakes the loop when it takes the snapshot, so
@@ -108,6 +112,24 @@ class ReplayClock:
         return now if self._limit is None else min(now, self._limit)
 
 
+class FeedOptions(TypedDict, total=False):
+    """How a :class:`SnapshotFeed` reads, beside its log and rules; the dashboard passes
+    them through as they are."""
+
+    clock: Callable[[], float]
+    """The wall clock snapshots are judged at (default ``time.time``)."""
+    poll_interval: float
+    """Seconds between looks at a log with nothing new (default ``POLL_INTERVAL``)."""
+    max_replay_gap: float
+    """The longest a replay waits between two events (default ``MAX_REPLAY_GAP``)."""
+    monotonic: Callable[[], float]
+    """The clock a replay and the frame pace count with (default ``time.monotonic``)."""
+    sleep: Callable[[float], None]
+    """How the loop waits (default: a nap the UI can cut short)."""
+    fail_on: Level
+    """The level at which a rule fails the run (default critical)."""
+
+
 class SnapshotFeed(Handshake):
     """Follows (or replays) one event log into a :class:`SanctumAggregator`."""
 
@@ -117,24 +139,21 @@ class SnapshotFeed(Handshake):
         thresholds: Thresholds,
         *,
         replay_speed: float | None = None,
-        clock: Callable[[], float] = time.time,
-        poll_interval: float = POLL_INTERVAL,
-        max_replay_gap: float = MAX_REPLAY_GAP,
-        monotonic: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] | None = None,
-        fail_on: Level = Level.CRITICAL,
+        **options: Unpack[FeedOptions],
     ) -> None:
         if replay_speed is not None and not replay_speed > 0:
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
         super().__init__()
         self.path = path
         self.reader = EventLogReader(path)
-        self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
-        self.poll_interval = poll_interval
-        self.max_replay_gap = max_replay_gap
-        self._clock = clock
-        self._monotonic = monotonic
-        self._sleep_for = self._nap if sleep is None else sleep
+        self.aggregator = SanctumAggregator(
+            thresholds, fail_on=options.get("fail_on", Level.CRITICAL)
+        )
+        self.poll_interval = options.get("poll_interval", POLL_INTERVAL)
+        self.max_replay_gap = options.get("max_replay_gap", MAX_REPLAY_GAP)
+        self._clock = options.get("clock", time.time)
+        self._monotonic = monotonic = options.get("monotonic", time.monotonic)
+        self._sleep_for = options.get("sleep", self._nap)
         self._replay = ReplayClock(replay_speed, monotonic) if replay_speed is not None else None
         self._dirty = True  # the first snapshot (WAITING) is owed at once
         self._opened = 0.0

@@ -27,10 +27,8 @@ trains asks whether to stop it, detach from it or cancel. The log is read exactl
 from __future__ import annotations
 
 import dataclasses
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
 from textual.app import ComposeResult
@@ -40,11 +38,10 @@ from textual.timer import Timer
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.live.pacing import (
-    POLL_INTERVAL,
     REFRESH_SECONDS,
     TICK_SECONDS,
 )
-from sanctum.live.snapshot_feed import SnapshotFeed
+from sanctum.live.snapshot_feed import FeedOptions, SnapshotFeed
 from sanctum.live.trainer_process import STOP_TIMEOUT, TrainerExit, TrainerProcess
 from sanctum.model.snapshot import Connection, SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.tui.base import SanctumAppBase
@@ -57,6 +54,9 @@ from sanctum.tui.widgets import (
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.dashboard import dashboard
 from sanctum.tui.widgets.quit_dialog import QuitChoice, QuitDialog
+
+if TYPE_CHECKING:
+    from typing import Unpack  # Python 3.11; only read by the type checker
 
 TRAINER_POLL_SECONDS = 0.2
 """How often the app checks whether its trainer process is still alive."""
@@ -78,13 +78,13 @@ class SanctumApp(SanctumAppBase):
         thresholds: Thresholds,
         replay_speed: float | None = None,
         *,
-        now: Callable[[], float] = time.time,
-        poll_interval: float = POLL_INTERVAL,
         trainer: TrainerProcess | None = None,
         stop_timeout: float = STOP_TIMEOUT,
         refresh_seconds: float = REFRESH_SECONDS,
-        fail_on: Level = Level.CRITICAL,
+        **feed: Unpack[FeedOptions],
     ) -> None:
+        """``feed``: how the reading thread reads (its clock, poll interval, ``fail_on``),
+        passed to :class:`SnapshotFeed` as they are."""
         super().__init__()
         self.refresh_seconds = refresh_seconds
         self._redraw: Timer | None = None
@@ -101,14 +101,7 @@ class SanctumApp(SanctumAppBase):
         self.path = Path(path)
         self.thresholds = thresholds
         self.replay_speed = replay_speed
-        self.feed = SnapshotFeed(
-            self.path,
-            thresholds,
-            replay_speed=replay_speed,
-            clock=now,
-            poll_interval=poll_interval,
-            fail_on=fail_on,
-        )
+        self.feed = SnapshotFeed(self.path, thresholds, replay_speed=replay_speed, **feed)
         self.paused = False
         self._snapshot: SanctumSnapshot | None = None
         self._shown: SanctumSnapshot | None = None

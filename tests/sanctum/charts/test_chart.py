@@ -300,7 +300,7 @@ async def test_c_opens_the_chart_and_the_keys_zoom_pan_and_move_the_cursor(
     tmp_path: Path,
 ) -> None:
     log = write_long_run(tmp_path / "events.jsonl")
-    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == LONG - 1, "the last update")
         await pilot.press("c")
@@ -325,7 +325,7 @@ async def test_c_opens_the_chart_and_the_keys_zoom_pan_and_move_the_cursor(
 
 async def test_the_chart_follows_a_live_run_with_the_dashboard(tmp_path: Path) -> None:
     log = write_long_run(tmp_path / "events.jsonl", updates=20)
-    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now, refresh_seconds=0.0)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, clock=lambda: log.now, refresh_seconds=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 19, "update 19")
         await pilot.press("c", "plus")
@@ -340,7 +340,7 @@ async def test_the_chart_follows_a_live_run_with_the_dashboard(tmp_path: Path) -
 
 async def test_the_metric_list_the_log_scale_and_its_refusal(tmp_path: Path) -> None:
     log = write_long_run(tmp_path / "events.jsonl")
-    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == LONG - 1, "the last update")
         await pilot.press("c", "l")
@@ -367,7 +367,7 @@ async def test_the_metric_list_the_log_scale_and_its_refusal(tmp_path: Path) -> 
 
 async def test_a_click_puts_the_cursor_on_the_update_under_the_pointer(tmp_path: Path) -> None:
     log = write_long_run(tmp_path / "events.jsonl")
-    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == LONG - 1, "the last update")
         await pilot.press("c")
@@ -385,7 +385,7 @@ async def test_a_click_puts_the_cursor_on_the_update_under_the_pointer(tmp_path:
 async def test_the_chart_waits_for_the_first_update_without_failing(tmp_path: Path) -> None:
     log = RunLog(tmp_path / "events.jsonl")
     log.start()
-    app = SanctumApp(log.path, VALUE_KL_TABLE, now=lambda: log.now, refresh_seconds=0.0)
+    app = SanctumApp(log.path, VALUE_KL_TABLE, clock=lambda: log.now, refresh_seconds=0.0)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.run.events == 1, "run_started")
         await pilot.press("c", "plus", "left", "left_square_bracket", "l", "m", "escape", "0")

@@ -176,7 +176,7 @@ async def test_a_live_run_shows_now_and_the_verdict_so_far(tmp_path: Path) -> No
     for u in range(12):
         log.update(u, **kl_breach(4)(u))  # critical for updates 6-8
     clock = {"now": log.now}
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: clock["now"])
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: clock["now"])
     async with app.run_test(size=(120, 36)) as pilot:
         snap = await wait_until(pilot, lambda s: s.update == 11, "update 11")
         assert banner(app) == ("now OK ·", "run FAIL: KL 3x")

@@ -41,7 +41,7 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
     log.start()
     for u in range(3):
         log.update(lively(u, kl=0.004 + 0.001 * u))
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 2, "update 2")
         assert banner_text(app, "now-verdict") == "now OK ·"
@@ -68,7 +68,7 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
 
 async def test_waits_politely_for_a_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "runs" / "later" / "events.jsonl"
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: T0)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: T0)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda s: s.connection is Connection.WAITING, "WAITING")
         assert banner_text(app, "run") == f"waiting for {path}…"
@@ -88,7 +88,7 @@ async def test_not_measured_is_never_shown_as_a_value(tmp_path: Path) -> None:
     log = RunLog(path)
     log.start()
     log.update(lively(0, kl=0.004, entropy=None))
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         entropy = app.query_one(HealthStatusPanel).row("entropy")
@@ -104,7 +104,7 @@ async def test_a_nonfinite_metric_outside_the_table_gets_a_critical_row(tmp_path
     log = RunLog(path)
     log.start()
     log.update(lively(0, kl=0.004, advantage_std=float("nan")))
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         await pilot.pause()
@@ -123,7 +123,7 @@ async def test_a_value_out_of_its_possible_range_fails_as_a_bug_without_a_crash(
     log = RunLog(path)
     log.start()
     log.update(lively(0, kl=0.004, explained_variance=1.05))  # EV cannot exceed 1
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         await pilot.pause()
@@ -143,7 +143,7 @@ async def test_pause_freezes_the_display_while_reading_goes_on(tmp_path: Path) -
     for u in range(KL_HOLDS):  # enough for the KL rule's median to judge
         log.update(lively(u, kl=0.004))
     shown, last = KL_HOLDS - 1, 2 * KL_HOLDS - 1
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == shown, f"update {shown}")
         await pilot.press("p")
@@ -167,7 +167,7 @@ async def test_stale_after_ten_silent_seconds(tmp_path: Path) -> None:
     log.start()
     log.update(lively(0, kl=0.004))
     clock = [log.now + 1.0]
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: clock[0])
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: clock[0])
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.connection is Connection.LIVE, "LIVE")
         clock[0] += 11.0  # no event arrives; only the one-second tick can notice
@@ -178,7 +178,7 @@ async def test_stale_after_ten_silent_seconds(tmp_path: Path) -> None:
 
 
 async def test_help_screen_explains_the_metrics_and_closes(tmp_path: Path) -> None:
-    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, now=lambda: T0)
+    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, clock=lambda: T0)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
@@ -191,7 +191,7 @@ async def test_help_screen_explains_the_metrics_and_closes(tmp_path: Path) -> No
 
 
 async def test_q_quits(tmp_path: Path) -> None:
-    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, now=lambda: T0)
+    app = SanctumApp(tmp_path / "none.jsonl", DEFAULT_THRESHOLDS, clock=lambda: T0)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("q")
         await pilot.pause()
@@ -217,7 +217,7 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
         (DEFAULT_THRESHOLDS, "run OK", Level.HEALTHY),
         (strict, "run WARN: KL 1x", Level.WARNING),
     ):
-        app = SanctumApp(path, thresholds, now=lambda: log.now)
+        app = SanctumApp(path, thresholds, clock=lambda: log.now)
         async with app.run_test(size=SIZE) as pilot:
             await wait_until(pilot, lambda s: s.update == last, f"update {last}")
             assert banner_text(app, "verdict").strip() == verdict
@@ -250,7 +250,7 @@ async def test_replay_plays_the_run_back_and_says_so(tmp_path: Path) -> None:
 
 
 async def test_an_unusable_log_is_reported_not_crashed_on(newer_schema_log: Path) -> None:
-    app = SanctumApp(newer_schema_log, DEFAULT_THRESHOLDS, now=lambda: T0)
+    app = SanctumApp(newer_schema_log, DEFAULT_THRESHOLDS, clock=lambda: T0)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda a: bool(a.notices), "a notice", WAIT_LIMIT, shown=False)
         assert len(app.notices) == 1
@@ -268,7 +268,7 @@ async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path
     log.start()
     for u in range(3):
         log.update(lively(u, kl=0.004))
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda s: s.update == 2, "update 2")
         panel = app.query_one(HealthStatusPanel)

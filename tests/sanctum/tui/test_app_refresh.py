@@ -64,7 +64,7 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
     tmp_path: Path,
 ) -> None:
     path, log = at_update_0(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=SLOT)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now, refresh_seconds=SLOT)
     slots = slots_taken(app)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")  # the first: at once
@@ -87,7 +87,7 @@ async def test_snapshots_inside_the_slot_make_one_later_redraw_of_the_newest(
 async def test_a_paused_app_takes_snapshots_without_a_slot(tmp_path: Path) -> None:
     """Paused, every snapshot is wanted at once: no line may wait for the next one."""
     path, log = at_update_0(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=0.2)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now, refresh_seconds=0.2)
     slots = slots_taken(app)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
@@ -112,7 +112,7 @@ async def test_the_clock_tick_never_shows_a_newer_snapshot_than_the_panels(
     tmp_path: Path,
 ) -> None:
     path, log = at_update_0(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now, refresh_seconds=LONG_SLOT)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now, refresh_seconds=LONG_SLOT)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         log.update(lively(1, kl=0.05))
@@ -138,7 +138,7 @@ async def test_every_widget_shows_the_same_snapshot_on_a_fast_moving_run(tmp_pat
     path = tmp_path / "events.jsonl"
     log = RunLog(path)
     log.start()
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, now=lambda: log.now)  # the default slot
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)  # the default slot
     async with app.run_test(size=(120, 36)) as pilot:
         disagreements, samples, seen = 0, 0, set()
         for update in range(60):  # 20 updates a second for 3 s, across several ticks

@@ -67,7 +67,7 @@ def write(
 
 def app_for(log: RunLog | None) -> SanctumApp:
     frozen = (log.now if log is not None else 1_700_000_000.0) + 2.0
-    return SanctumApp(LOG, DEFAULT_THRESHOLDS, now=lambda: frozen)
+    return SanctumApp(LOG, DEFAULT_THRESHOLDS, clock=lambda: frozen)
 
 
 def settled(events: int) -> Callable[[Pilot[None]], Any]:

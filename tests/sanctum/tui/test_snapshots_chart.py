@@ -52,7 +52,7 @@ def long_run() -> SanctumApp:
     log.finish()
     log.close()
     frozen = log.now + 2.0
-    return SanctumApp(LOG, VALUE_KL_TABLE, now=lambda: frozen)
+    return SanctumApp(LOG, VALUE_KL_TABLE, clock=lambda: frozen)
 
 
 ZOOMED = ["c", "plus", "plus", *["left_square_bracket"] * 6, "l"]

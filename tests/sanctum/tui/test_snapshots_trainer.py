@@ -50,7 +50,7 @@ def app_with(code: str, trainers: list[TrainerProcess]) -> SanctumApp:
     trainer = TrainerProcess.start([sys.executable, "-c", code], stderr_path=STDERR)
     trainers.append(trainer)
     frozen = log.now + 2.0
-    return SanctumApp(LOG, DEFAULT_THRESHOLDS, now=lambda: frozen, trainer=trainer)
+    return SanctumApp(LOG, DEFAULT_THRESHOLDS, clock=lambda: frozen, trainer=trainer)
 
 
 def test_quit_dialog_over_a_live_run(
