@@ -44,7 +44,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from peer_runs import record_cleanrl, record_sb3, zoo_settings
+from lib import EXAMPLES
+from lib.peer_runs import record_cleanrl, record_sb3, zoo_settings
 from ppo.config import PPOConfig
 from ppo.model.checkpoint import Counters
 from ppo.rollout.collector import Collector
@@ -79,8 +80,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def example(name: str) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from lib import EXAMPLES
 
 ZOO_COMMIT = "00128b5d46d4"
 BENCHMARK_COMMIT = "0088472b8cb6"
@@ -224,7 +224,7 @@ def record_sb3(
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from calibration_corpus import ENV_FAULTS, _FaultWrapper
+    from lib.calibration_corpus import ENV_FAULTS, _FaultWrapper
     from telemetry.integrations.sb3 import SanctumCallback
 
     torch.set_num_threads(1)

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lib.payloads import ppo_update, rollout
 from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogWriter
 from telemetry.events import RunStartedPayload, TrainerInfo
@@ -56,8 +57,6 @@ class Writer:
 
     def begin(self) -> None:
         """Write ``run_started`` and a first update, so the dashboard opens on a live run."""
-        from sanctum_bench import ppo_update, rollout  # the realistic payloads
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = EventLogWriter(self.path)
         bus = EventBus()
@@ -70,11 +69,9 @@ class Writer:
                 config={"max_kl": 0.03, "total_steps": 10_000_000},
             )
         )
-        self._payloads = (ppo_update, rollout)
         self._emit(self.start_update - 1)
 
     def _emit(self, u: int) -> None:
-        ppo_update, rollout = self._payloads
         self._emitter.emit(rollout(u))
         self._emitter.emit(ppo_update(u))
         self.appended[u] = time.perf_counter()
@@ -231,14 +228,3 @@ def _latencies(term: Terminal, writer: Writer, first: int) -> list[float]:
         if seen is not None:
             out.append(max(0.0, seen - appended) * 1e3)
     return out or [math.nan, math.nan]
-
-
-if __name__ == "__main__":
-    import json
-
-    # python bench/screen_probe.py RUNS RATE SECONDS [sanctum options...]
-    # (SCREEN_WARMUP=SECONDS in the environment changes the warm-up; 0: none)
-    runs, rate, seconds, *options = sys.argv[1:]
-    warmup = float(os.environ.get("SCREEN_WARMUP", WARMUP_SECONDS))
-    figures = measure(int(runs), float(rate), float(seconds), extra=tuple(options), warmup=warmup)
-    print(json.dumps(figures))
