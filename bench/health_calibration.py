@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calibration_corpus import (
+from lib.calibration_corpus import (
     DEFAULT_SEEDS,
     Case,
     broken_cases,
@@ -56,7 +56,7 @@ from calibration_corpus import (
     peer_cases,
     record,
 )
-from peer_runs import final_return
+from lib.peer_runs import final_return
 from sanctum.cli import main as sanctum_main
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds, load_thresholds

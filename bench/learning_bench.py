@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from learning_runs import Outcome, run_cleanrl, run_ours, run_sb3
+from lib import EXAMPLES
+from lib.learning_runs import Outcome, run_cleanrl, run_ours, run_sb3
 from ppo.config import PPOConfig
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DEFAULT_TASKS = ("cartpole", "acrobot", "pendulum")
 NO_CLEANRL_EPISODES = (
     "  CleanRL printed no episode: its ppo.py reads infos['final_info'], which Gymnasium "

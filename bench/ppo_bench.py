@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from learning_runs import sb3_hyperparameters
+from lib.learning_runs import sb3_hyperparameters
 from ppo.config import PPOConfig
 from ppo.run.trainer import RECENT_EPISODES as RECENT
 from ppo.run.trainer import Progress, Trainer

@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
+from lib import EXAMPLES
 from ppo.config import PPOConfig
 from ppo.run.trainer import Trainer
 from telemetry import PPOUpdate, read_events
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 HELD_MEDIAN = (0.5, 2.0)
 HELD_SHARE = 0.75
 

@@ -20,7 +20,7 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
   flushed to the terminal receiving its ``update N``, and the dashboard process's CPU time
   over wall time (1.0 = a core), after ``--screen-warmup`` seconds of writing (2: the steady
   cost, not the first seconds of a dashboard that just started); ``*_10_runs``: ``sanctum``
-  following ten such runs at once (bench/screen_probe.py says how). Each is the median of
+  following ten such runs at once (bench/lib/screen.py says how). Each is the median of
   ``--screen-repeats`` measurements (3): the CPU share of one measurement varies by about
   a tenth between runs here; ``dashboard_cpu_share_range`` gives the lowest and highest.
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import resource
 import statistics
 import subprocess
@@ -42,88 +41,22 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lib.payloads import STEPS, ppo_update, rollout
+from lib.screen import measure
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.summary import build_summary
 from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogReader, EventLogWriter
 from telemetry.events import (
-    EarlyStop,
     HeartbeatPayload,
-    PPOUpdatePayload,
-    RolloutPayload,
     RunFinishedPayload,
     RunStartedPayload,
     TrainerInfo,
 )
 
-STEPS = 512
 RATE = 20.0
 """Updates per second each run is written at for the on-screen figures (a fast trainer)."""
-
-
-def ppo_update(u: int) -> PPOUpdatePayload:
-    """A realistic update: every field set, values drifting, an early stop every 17th."""
-    wave = math.sin(u / 40.0)
-    kl = 0.008 + 0.004 * wave + (0.03 if u % 17 == 0 else 0.0)
-    stopped = u % 17 == 0
-    return PPOUpdatePayload(
-        update=u,
-        global_step=(u + 1) * STEPS,
-        approx_kl=kl,
-        approx_kl_max=kl * 1.8,
-        kl_final=kl * 1.1,
-        clip_fraction=0.1 + 0.05 * wave,
-        clip_fraction_lower=0.01,
-        ratio_mean=1.0 + 0.01 * wave,
-        ratio_min=0.7,
-        ratio_max=1.4,
-        entropy=0.69 - u * 1e-7,
-        entropy_coef=0.01,
-        policy_loss=-0.01 * wave,
-        value_loss=20.0 + wave,
-        kl_penalty=0.0,
-        total_loss=10.0 + wave,
-        kl_coef=0.0,
-        explained_variance=0.5 + 0.3 * wave,
-        grad_norm=0.8 + 0.3 * wave,
-        grad_norm_max=1.5 + wave,
-        learning_rate=2.5e-4,
-        advantage_mean=0.01 * wave,
-        advantage_std=1.0,
-        return_mean=50.0 + wave,
-        value_mean=49.0 + wave,
-        epochs_completed=3 if stopped else 4,
-        minibatches_completed=11 if stopped else 16,
-        minibatches_planned=16,
-        early_stopped=stopped,
-        early_stop_reason=(
-            f"approx_kl {kl:.4f} > max_kl 0.0300 at epoch 2 minibatch 3 (minibatch not applied)"
-        )
-        if stopped
-        else None,
-        early_stop=EarlyStop(
-            epoch=2, minibatch=3, kl=kl, threshold=0.03, scope="minibatch", applied=False
-        )
-        if stopped
-        else None,
-        skipped_steps=0,
-        nonfinite_ratios=0,
-        update_seconds=0.05,
-    )
-
-
-def rollout(u: int) -> RolloutPayload:
-    return RolloutPayload(
-        update=u,
-        global_step=(u + 1) * STEPS,
-        episodes=3,
-        episode_return_mean=100.0 + u % 300,
-        episode_return_min=20.0,
-        episode_return_max=500.0,
-        episode_length_mean=100.0,
-        steps_per_second=4800.0,
-    )
 
 
 def generate(path: Path, events: int) -> None:
@@ -306,7 +239,6 @@ def main() -> None:
 def screen_figures(seconds: float, warmup: float, repeats: int) -> dict[str, Any]:
     """The real ``sanctum`` in a pseudo-terminal: one run, then ten, at 20 updates/s each;
     every figure the median of ``repeats`` measurements."""
-    from screen_probe import measure
 
     def medians(runs: int) -> dict[str, Any]:
         rows = [measure(runs, RATE, seconds, warmup=warmup) for _ in range(max(repeats, 1))]

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from lib import EXAMPLES
 from ppo.config.settings import read_toml
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import generate
@@ -35,7 +36,7 @@ from ppo.tokens.samples import build_samples
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, build_task
 from telemetry.eventlog import EventLogWriter
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "token_ppo.toml"
+EXAMPLE = EXAMPLES / "token_ppo.toml"
 
 
 def record_cost(config: TokenPPOConfig, folder: Path, repeats: int = 5) -> float:

@@ -12,7 +12,7 @@ CleanRL's structure is ``examples/cleanrl_ppo.py`` (discrete actions) and
 ``examples/cleanrl_ppo_continuous.py`` (continuous), run as the scripts they are.
 
 Faults are injected the same way as in our trainer's corpus: a Gymnasium wrapper for the
-environment faults (``calibration_corpus._FaultWrapper``, per environment copy, from the
+environment faults (``env_faults.FaultWrapper``, per environment copy, from the
 onset update's first step) and an SB3 callback for the agent faults (before the onset
 update's rollout).
 """
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+from lib import EXAMPLES
 
 ZOO_COMMIT = "00128b5d46d4"
 BENCHMARK_COMMIT = "0088472b8cb6"
@@ -224,7 +224,7 @@ def record_sb3(
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    from calibration_corpus import ENV_FAULTS, _FaultWrapper
+    from lib.env_faults import ENV_FAULTS, FaultWrapper
     from telemetry.integrations.sb3 import SanctumCallback
 
     torch.set_num_threads(1)
@@ -239,7 +239,7 @@ def record_sb3(
         start = onset * n_steps + 1
 
         def wrapper(env: gym.Env[Any, Any]) -> gym.Env[Any, Any]:
-            return _FaultWrapper(env, fault, start, **fault_args)
+            return FaultWrapper(env, fault, start, **fault_args)
 
     venv = make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=wrapper)
     kwargs = sb3_model_kwargs(settings)

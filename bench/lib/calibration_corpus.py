@@ -26,8 +26,8 @@ Fine-tuning runs (``examples/finetune.toml``) first train their starting policy
 (``examples/healthy.toml``) in a folder of their own. Token-level runs are
 ``examples/token_ppo.toml`` (its warm start, then PPO) on their seed.
 
-Environment faults are Gymnasium wrappers registered under a per-run id; agent faults are
-applied by a Trainer that runs a hook before the onset update.
+Environment faults (``env_faults.py``) are Gymnasium wrappers registered under a per-run id;
+agent faults are applied by a Trainer that runs a hook before the onset update.
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 
-from peer_runs import record_cleanrl, record_sb3, zoo_settings
+from lib import EXAMPLES
+from lib.env_faults import ENV_FAULTS, make_faulty
+from lib.peer_runs import record_cleanrl, record_sb3, zoo_settings
 from ppo.config import PPOConfig
 from ppo.model.checkpoint import Counters
 from ppo.rollout.collector import Collector
@@ -79,8 +80,6 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def example(name: str) -> dict[str, Any]:
@@ -390,42 +389,6 @@ def broken_cases(stall_seconds: float) -> list[Case]:
 # ----------------------------------------------------------------- environment faults
 
 
-_STALLED: set[str] = set()
-"""Stall tokens already spent in this process (gym.make deep-copies its kwargs, so the
-environments of one run share this set, not a dict in their kwargs)."""
-
-
-class _FaultWrapper(gym.Wrapper[Any, Any, Any, Any]):
-    """Counts this environment's steps; from step ``start`` on, applies the fault."""
-
-    def __init__(self, env: gym.Env[Any, Any], fault: str, start: int, **args: Any) -> None:
-        super().__init__(env)
-        self.fault, self.start, self.args = fault, start, args
-        self.steps = 0
-
-    def step(self, action: Any) -> Any:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.steps += 1
-        if self.steps >= self.start:
-            if self.fault == "reward_hack":
-                reward = 1.0 if action == 0 else -1.0
-            elif self.fault == "nan_obs":
-                obs = np.full_like(obs, np.nan)
-            elif self.fault == "value_scale":
-                reward = reward * self.args["factor"]
-            elif self.fault == "stall" and self.args["token"] not in _STALLED:
-                _STALLED.add(self.args["token"])  # one environment stalls, once
-                time.sleep(self.args["seconds"])
-        return obs, reward, terminated, truncated, info
-
-
-def _make_faulty(base: str, fault: str, start: int, **args: Any) -> gym.Env[Any, Any]:
-    return _FaultWrapper(gym.make(base), fault, start, **args)
-
-
-ENV_FAULTS = ("nan_obs", "value_scale", "stall", "reward_hack")
-
-
 def register_env_fault(case: Case, config: PPOConfig) -> str:
     """Register ``case``'s faulty environment and return its id."""
     assert case.onset is not None and case.fault is not None
@@ -435,7 +398,7 @@ def register_env_fault(case: Case, config: PPOConfig) -> str:
         args["token"] = f"{case.name}-{time.monotonic_ns()}"
     gym.register(
         id=env_id,
-        entry_point=_make_faulty,
+        entry_point=make_faulty,
         kwargs={
             "base": config.env_id,
             "fault": case.fault,

@@ -1,0 +1,19 @@
+"""The benches' shared code; the entry scripts are the files in ``bench/`` above it.
+
+The rule: an entry script imports from ``lib``, never from another entry script; nothing
+in ``lib`` imports an entry script, and no two ``lib`` modules import each other. Entry
+scripts run as ``python bench/NAME.py``, which puts ``bench/`` on ``sys.path``, so they and
+``lib`` itself import ``lib.MODULE``.
+
+- ``payloads``: the realistic ``ppo_update`` and ``rollout`` payloads the benches write;
+- ``screen``: the real ``sanctum`` in a pseudo-terminal, its on-screen latency and CPU;
+- ``calibration_corpus``: the healthy and broken runs behind ``health_calibration.py``;
+- ``peer_runs``: those runs recorded by Stable-Baselines3 and CleanRL's structure;
+- ``env_faults``: the environment faults both kinds of corpus run inject;
+- ``learning_runs``: one training run for ``learning_bench.py``, ours, SB3's or CleanRL's.
+"""
+
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+"""The repository's ``examples/`` folder (configurations and peer scripts the benches run)."""
