@@ -69,7 +69,7 @@ def test_the_plain_pytorch_example_records_a_log_sanctum_checks(tmp_path: Path) 
     summary = json.loads(run(["-m", "sanctum", "summary", str(folder), "--json"]).stdout)
     assert summary["run"]["trainer"] == "record_pytorch example 1"
     assert summary["run"]["updates"] == 10
-    assert summary["skipped_lines"]["malformed"] == summary["skipped_lines"]["unknown_kind"] == 0
+    assert summary["skipped_malformed"] == summary["skipped_unknown_kind"] == 0
 
 
 needs_mujoco = pytest.mark.skipif(

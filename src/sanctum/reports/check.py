@@ -35,26 +35,36 @@ from sanctum.exits import EXIT_FAILED, EXIT_OK
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
+from sanctum.model.snapshot import SkipCounts
 from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
+from sanctum.reports.documents import (
+    RuleTallyReport,
+    RunFactsReport,
+    rule_tallies,
+    run_facts,
+    skip_counts,
+)
 from sanctum.reports.scan import LogScan, run_starts, scan_log
-from telemetry.eventlog import EventLogError, SkippedLine
+from telemetry.eventlog import EventLogError
 
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
     """The whole verdict of ``sanctum check``."""
 
-    path: Path
-    run_id: str | None
-    fail_on: Level
-    allow_unfinished: bool
-    allow_skipped: bool
-    updates: int
-    status: str | None
     rows: tuple[CheckRow, ...]
-    skipped_lines: int
-    skipped: tuple[SkippedLine, ...] = ()
-    """The first skipped lines, with their reasons."""
+    """Every check: each rule, then the run's other checks (and the learning gate's)."""
+    tallies: tuple[RuleTallyReport, ...]
+    """Each rule's tally, as ``summary`` and ``diff`` show it."""
+    path: Path
+    run: RunFactsReport
+    """Who the run is and how far it got, as ``summary`` and ``diff`` show it."""
+    skipped: SkipCounts
+    """The lines skipped, the first listed with their reasons."""
+    fail_on: Level
+    allow_unfinished: bool = False
+    allow_skipped: bool = False
+    """What the check was told to accept: a run not finished, lines it could not read."""
     notes: tuple[str, ...] = ()
     """What the reader had to do that the verdict depends on (the file started over)."""
     judged_bytes: int = 0
@@ -67,6 +77,23 @@ class CheckResult:
     """Events missing from ``seq`` that no skipped line accounts for."""
     missing_updates: int = 0
     """Updates ``run_finished.updates`` says ran that the log does not hold."""
+
+    @property
+    def run_id(self) -> str | None:
+        return self.run.run_id
+
+    @property
+    def updates(self) -> int:
+        return self.run.updates
+
+    @property
+    def status(self) -> str | None:
+        return self.run.status
+
+    @property
+    def skipped_lines(self) -> int:
+        """Lines skipped in all (malformed or of an unknown kind)."""
+        return self.skipped.malformed + self.skipped.unknown_kind
 
     @property
     def passed(self) -> bool:
@@ -125,7 +152,6 @@ def judge(
 ) -> CheckResult:
     """The verdict on a scanned log (pure)."""
     agg = scan.aggregator
-    run = agg.run
     rows = judge_rows(agg, fail_on, allow_unfinished, allow_skipped)
     notes = [f"{r.why}; judged what the file holds now" for r in scan.earlier_runs if not r.new_run]
     if scan.torn_tail is not None:
@@ -144,19 +170,17 @@ def judge(
     lost, short = lost_counts(agg)
     return CheckResult(
         path=scan.path,
-        run_id=run.run_id,
+        run=run_facts(scan),
         fail_on=fail_on,
         allow_unfinished=allow_unfinished,
         allow_skipped=allow_skipped,
-        updates=run.updates,
-        status=run.status,
         rows=rows,
-        skipped_lines=agg.malformed + agg.unknown_kind,
-        skipped=tuple(scan.skipped),
+        tallies=rule_tallies(scan),
+        skipped=skip_counts(scan),
         notes=tuple(notes),
         judged_bytes=scan.judged_bytes,
         file_bytes=scan.file_bytes,
-        foreign_runs=run.foreign_runs,
+        foreign_runs=agg.run.foreign_runs,
         lost_events=lost,
         missing_updates=short,
     )

@@ -12,13 +12,17 @@ import io
 import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
+from sanctum.model.verdict import CheckRow
 from sanctum.reports.check import CheckResult
+from sanctum.reports.documents import skipped_fields
 from sanctum.reports.learning import LearningVerdict
 from sanctum.reports.learning_report import learning_dict, learning_lines
+from sanctum.reports.table import GAP, right, table_lines
+from sanctum.text.run_table import Column
 from telemetry.codec import spell_nonfinite
 
 FAILING_ON = {
@@ -42,18 +46,8 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
     ]
     ruled = [row for row in result.rows if row.rule is not None]
     width = max([20, *(len(f"{row.label} {row.name}") for row in ruled)])
-    lines.append(
-        f"{'check':<{width}} {'worst':>10} {'upd':>5} {'warn':>5} {'crit':>5} {'1st crit':>8}"
-        "  result"
-    )
-    for row in ruled:
-        first = SHORT_ABSENT if row.first_critical is None else str(row.first_critical)
-        worst = row.worst_text or SHORT_ABSENT
-        lines.append(
-            f"{row.label + ' ' + row.name:<{width}} {worst:>10} "
-            f"{row.updates_measured:>5} {row.updates_warning:>5} "
-            f"{row.updates_critical:>5} {first:>8}  {'pass' if row.passed else 'FAIL'}"
-        )
+    columns = (Column("check", width), *RULE_COLUMNS)
+    lines += table_lines(columns, [_rule_cells(row) for row in ruled])
     lines.append("")
     if learning is not None:
         lines += learning_lines(learning)
@@ -72,11 +66,36 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
     return visible_lines(lines)
 
 
+RULE_COLUMNS: Final = (
+    *right("worst", width=10),
+    *right("upd", "warn", "crit", width=5),
+    *right("1st crit", width=8),
+    GAP,
+    Column("result", 0),
+)
+"""The rule table's columns after the first (``check``: as wide as the longest name)."""
+
+
+def _rule_cells(row: CheckRow) -> tuple[str, ...]:
+    first = SHORT_ABSENT if row.first_critical is None else str(row.first_critical)
+    return (
+        f"{row.label} {row.name}",
+        row.worst_text or SHORT_ABSENT,
+        str(row.updates_measured),
+        str(row.updates_warning),
+        str(row.updates_critical),
+        first,
+        "",
+        "pass" if row.passed else "FAIL",
+    )
+
+
 def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dict[str, Any]:
     """The result as one JSON-ready object (non-finite numbers spelled as strings); with
     ``learning``, the gate's figures under ``learning``."""
     doc: dict[str, Any] = {
         "path": str(result.path),
+        "run": result.run.to_json(),
         "run_id": result.run_id,
         "passed": result.passed,
         "exit_code": result.exit_code,
@@ -86,11 +105,7 @@ def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dic
         "updates": result.updates,
         "status": result.status,
         **result.verdict.fields(),
-        "skipped_lines": result.skipped_lines,
-        "skipped": [
-            {"line": s.line_no, "kind": s.kind, "type": s.event_type, "detail": s.detail}
-            for s in result.skipped
-        ],
+        **skipped_fields(result.skipped),
         "notes": list(result.notes),
         "judged_bytes": result.judged_bytes,
         "file_bytes": result.file_bytes,
@@ -114,6 +129,7 @@ def to_dict(result: CheckResult, learning: LearningVerdict | None = None) -> dic
             }
             for r in result.rows
         ],
+        "rules": [tally.to_json() for tally in result.tallies],
     }
     if learning is not None:
         doc["learning"] = learning_dict(learning)

@@ -2,15 +2,16 @@
 
 Built from two :class:`~sanctum.reports.compare.LoadedRun` (the scan ``check`` and ``summary`` read,
 so every final and worst value and every first warning or critical comes from the one rule
-table), then printed by :mod:`sanctum.reports.diff_report` or as JSON. It holds, for A and B: the
-config keys that differ, each rule's final and worst value with the first update at warning
-and at critical (the health timeline), every other metric's final value, early stops with
-their reasons, and the return curves sampled at the same environment steps (linearly
-interpolated between rollouts, each the windowed mean of :mod:`sanctum.reports.return_curve`).
-Runs of another environment or major schema are described all the same, flagged
-``comparable: false`` with the reasons. Like ``summary``, a log that holds several runs is
-described by its last run, and each run's verdict is ``check``'s under the same
-``--fail-on`` (so far, for a run still live).
+table), then printed by :mod:`sanctum.reports.diff_report` or as JSON. It holds, for A and
+B: the run as ``summary`` describes it (path, facts, verdict, earlier runs), the config keys
+that differ, each rule's tally (:mod:`sanctum.reports.documents`: final and worst value, the
+first update at warning and at critical: the health timeline), every other metric's final
+value, early stops with their reasons, and the return curves sampled at the same environment
+steps (linearly interpolated between rollouts, each the windowed mean of
+:mod:`sanctum.reports.return_curve`). Runs of another environment or major schema are
+described all the same, flagged ``comparable: false`` with the reasons. Like ``summary``, a
+log that holds several runs is described by its last run, and each run's verdict is
+``check``'s under the same ``--fail-on`` (so far, for a run still live).
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import SHORT_ABSENT, format_value
 from sanctum.health.levels import Level
-from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.reports.compare import LoadedRun, config_differences, incomparable, load_run
+from sanctum.reports.documents import earlier_runs, early_stops, rule_tallies, run_facts
 from sanctum.reports.return_curve import (
     equal_steps,
     final_return,
@@ -62,66 +62,41 @@ def diff_runs(
         "comparable": not reasons,
         "incomparable": reasons,
         "config": [asdict(d) for d in config_differences(a.run.config, b.run.config)],
-        "rules": [_rule(ta, tb, a, b) for ta, tb in zip(_tallies(a), _tallies(b), strict=True)],
+        "rules": _rules(a, b),
         "metrics": _metrics(a, b),
-        "early_stops": {"a": _early_stops(a), "b": _early_stops(b)},
+        "early_stops": {"a": early_stops(a.scan), "b": early_stops(b.scan)},
         "returns": _returns(a, b),
     }
 
 
 def _facts(run: LoadedRun, fail_on: Level, now: float | None) -> dict[str, Any]:
-    r, agg = run.run, run.scan.aggregator
+    """One run as ``summary`` describes it: its path, facts, verdict and earlier runs."""
     return {
         "path": str(run.path),
-        "run_id": r.run_id,
-        "env_id": r.env_id,
-        "seed": r.seed,
-        "schema": r.schema,
-        "trainer": r.trainer,
-        "status": r.status,
-        "reason": r.reason,
-        "updates": r.updates,
-        "global_step": r.global_step,
-        "episodes": r.episodes,
-        **agg.run_verdict(now, fail_on).fields(),
-        "earlier_runs": [x.run_id for x in run.scan.earlier_runs if x.new_run],
+        "run": run_facts(run.scan).to_json(),
+        **run.scan.aggregator.run_verdict(now, fail_on).fields(),
+        "earlier_runs": earlier_runs(run.scan),
     }
 
 
-def _tallies(run: LoadedRun) -> list[RuleTally]:
-    return list(run.scan.tallies.values())
-
-
-def _rule(ta: RuleTally, tb: RuleTally, a: LoadedRun, b: LoadedRun) -> dict[str, Any]:
-    """One rule in both runs: final and worst values, and its health timeline."""
-    rule = ta.rule
-
-    def side(t: RuleTally, run: LoadedRun) -> dict[str, Any]:
-        final = run.scan.stats[rule.metric].final
-        return {
-            "final": final,
-            "final_text": format_value(final, rule.decimals, SHORT_ABSENT),
-            "worst": t.worst,
-            "worst_text": rule.format(t.worst, SHORT_ABSENT),
-            "worst_update": t.worst_update,
-            "updates_warning": t.at_warning,
-            "updates_critical": t.at_critical,
-            "first_warning": t.first_warning,
-            "first_critical": t.first_critical,
+def _rules(a: LoadedRun, b: LoadedRun) -> list[dict[str, Any]]:
+    """Each rule in both runs: its tally in A and in B (final and worst values, and its
+    health timeline)."""
+    return [
+        {
+            "metric": ta.metric,
+            "label": ta.label,
+            "rule": ta.rule,
+            "a": ta.to_json(),
+            "b": tb.to_json(),
         }
-
-    return {
-        "metric": rule.metric,
-        "label": rule.label,
-        "rule": rule.describe(),
-        "a": side(ta, a),
-        "b": side(tb, b),
-    }
+        for ta, tb in zip(rule_tallies(a.scan), rule_tallies(b.scan), strict=True)
+    ]
 
 
 def _metrics(a: LoadedRun, b: LoadedRun) -> list[dict[str, Any]]:
     """Final values of the metrics no rule judges, measured in either run."""
-    ruled = {t.rule.metric for t in _tallies(a)}
+    ruled = set(a.scan.tallies)
     rows = []
     for metric, sa in a.scan.stats.items():
         sb = b.scan.stats[metric]
@@ -135,13 +110,6 @@ def _metrics(a: LoadedRun, b: LoadedRun) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def _early_stops(run: LoadedRun) -> dict[str, Any]:
-    return {
-        "count": run.scan.early_stop_count,
-        "listed": [{"update": u, "reason": r} for u, r in run.scan.early_stops],
-    }
 
 
 def _returns(a: LoadedRun, b: LoadedRun, episodes: int = FINAL_EPISODES) -> dict[str, Any]:

@@ -7,10 +7,15 @@ reasons come from logs). Numbers read as everywhere in Sanctum (:func:`format_va
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
-from sanctum.formatting import format_value, plural, visible_lines
+from sanctum.formatting import SHORT_ABSENT, format_value, plural, visible_lines
 from sanctum.reports.compare import config_value
+from sanctum.reports.table import right, table_lines
+from sanctum.text.run_table import Column
+
+INDENT: Final = "  "
+"""Before each line of a table."""
 
 EARLY_STOPS_SHOWN = 5
 """Early-stop reasons listed per run in the text (``--json`` lists what the fold kept)."""
@@ -33,17 +38,17 @@ def format_text(doc: dict[str, Any]) -> str:
 def _header(doc: dict[str, Any]) -> list[str]:
     lines = ["sanctum diff"]
     for side in ("a", "b"):
-        r = doc[side]
+        d = doc[side]
+        r = d["run"]
         steps = "no step" if r["global_step"] is None else plural(r["global_step"], "step")
         lines.append(
-            f"{side.upper()}  {r['run_id']}  {r['path']}  (env {r['env_id']}, seed {r['seed']}, "
+            f"{side.upper()}  {r['run_id']}  {d['path']}  (env {r['env_id']}, seed {r['seed']}, "
             f"schema {r['schema']}, {r['status']}, {plural(r['updates'], 'update')}, {steps}, "
-            f"verdict {r['verdict_text']}{' so far' if r['verdict_so_far'] else ''})"
+            f"verdict {d['verdict_text']}{' so far' if d['verdict_so_far'] else ''})"
         )
-        if r["earlier_runs"]:
-            lines.append(
-                f"   the log holds earlier runs, not compared: {', '.join(r['earlier_runs'])}"
-            )
+        earlier = [x["run_id"] for x in d["earlier_runs"] if x["new_run"]]
+        if earlier:
+            lines.append(f"   the log holds earlier runs, not compared: {', '.join(earlier)}")
     if not doc["comparable"]:
         lines.append(
             f"WARNING: incomparable runs ({'; '.join(doc['incomparable'])}): "
@@ -65,57 +70,61 @@ def _config(differences: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+RETURN_COLUMNS: Final = right("step", "A", "B", "B - A", width=10)
+RULE_COLUMNS: Final = (
+    Column("rule", 26),
+    *right("final A", "final B", "worst A", "worst B", width=9),
+    *right("1st warn A/B", "1st crit A/B", width=13),
+)
+METRIC_COLUMNS: Final = (Column("metric", 26), *right("final A", "final B", width=10))
+
+
 def _returns(returns: dict[str, Any]) -> list[str]:
-    lines = [
-        "",
-        f"returns (mean of the last {returns['episodes']}+ episodes, at the same steps; "
-        "- = no episode yet)",
-        f"  {'step':>10} {'A':>10} {'B':>10} {'B - A':>10}",
+    rows = [
+        (str(p["step"]), _num(p["a"]), _num(p["b"]), _num(p["b_minus_a"]))
+        for p in returns["at_steps"]
     ]
-    for p in returns["at_steps"]:
-        lines.append(
-            f"  {p['step']:>10} {_num(p['a']):>10} {_num(p['b']):>10} {_num(p['b_minus_a']):>10}"
-        )
     for key in ("initial", "final"):
         a, b = returns["a"][key], returns["b"][key]
-        change = None if a is None or b is None else b - a
-        lines.append(f"  {key:>10} {_num(a):>10} {_num(b):>10} {_num(change):>10}")
-    return lines
+        rows.append((key, _num(a), _num(b), _num(None if a is None or b is None else b - a)))
+    title = (
+        f"returns (mean of the last {returns['episodes']}+ episodes, at the same steps; "
+        "- = no episode yet)"
+    )
+    return ["", title, *table_lines(RETURN_COLUMNS, rows, INDENT)]
 
 
 def _num(value: float | None) -> str:
-    return format_value(value, None, "-")
+    return format_value(value, None, SHORT_ABSENT)
 
 
 def _rules(rules: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "",
-        "health (final and worst value per rule; first update at warning and at critical; "
-        "- = none)",
-        f"  {'rule':<26} {'final A':>9} {'final B':>9} {'worst A':>9} {'worst B':>9} "
-        f"{'1st warn A/B':>13} {'1st crit A/B':>13}",
-    ]
-    for r in rules:
-        a, b = r["a"], r["b"]
-        lines.append(
-            f"  {r['label'] + ' ' + r['metric']:<26} {a['final_text']:>9} "
-            f"{b['final_text']:>9} {a['worst_text']:>9} {b['worst_text']:>9} "
-            f"{_pair(a['first_warning'], b['first_warning']):>13} "
-            f"{_pair(a['first_critical'], b['first_critical']):>13}"
+    rows = [
+        (
+            f"{r['label']} {r['metric']}",
+            r["a"]["final_text"],
+            r["b"]["final_text"],
+            r["a"]["worst_text"],
+            r["b"]["worst_text"],
+            _pair(r["a"]["first_warning"], r["b"]["first_warning"]),
+            _pair(r["a"]["first_critical"], r["b"]["first_critical"]),
         )
-    return lines
+        for r in rules
+    ]
+    title = (
+        "health (final and worst value per rule; first update at warning and at critical; - = none)"
+    )
+    return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT)]
 
 
 def _pair(a: int | None, b: int | None) -> str:
-    return f"{'-' if a is None else a}/{'-' if b is None else b}"
+    return f"{SHORT_ABSENT if a is None else a}/{SHORT_ABSENT if b is None else b}"
 
 
 def _metrics(metrics: list[dict[str, Any]]) -> list[str]:
-    lines = ["", "other metrics (final value; - = not measured)"]
-    lines.append(f"  {'metric':<26} {'final A':>10} {'final B':>10}")
-    for m in metrics:
-        lines.append(f"  {m['metric']:<26} {_num(m['a']['final']):>10} {_num(m['b']['final']):>10}")
-    return lines
+    rows = [(m["metric"], _num(m["a"]["final"]), _num(m["b"]["final"])) for m in metrics]
+    title = "other metrics (final value; - = not measured)"
+    return ["", title, *table_lines(METRIC_COLUMNS, rows, INDENT)]
 
 
 def _early_stops(stops: dict[str, Any]) -> list[str]:

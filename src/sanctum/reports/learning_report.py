@@ -7,10 +7,12 @@ line visible before it prints it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, format_value, plural
 from sanctum.reports.learning import LearningVerdict, SeedFigures, percent
+from sanctum.reports.table import right, table_lines
+from sanctum.text.run_table import Column
 
 
 def learning_lines(verdict: LearningVerdict) -> list[str]:
@@ -24,20 +26,33 @@ def learning_lines(verdict: LearningVerdict) -> list[str]:
         f"threshold {threshold} ({verdict.threshold_source}); tolerances: final return "
         f"-{percent(opts.return_tolerance)} of the baseline's gain, steps "
         f"+{percent(opts.steps_tolerance)}",
-        f"{'run':<28} {'seed':>5} {'initial':>9} {'final':>9} {'steps to ' + threshold:>16}",
     ]
-    for side, runs in (("candidate", verdict.candidates), ("baseline", verdict.baseline)):
-        lines += [_row(f"{side} {r.run_id}", r.seed, r.initial, r.final, r.steps) for r in runs]
+    columns = (*SEED_COLUMNS, *right(f"steps to {threshold}", width=16))
+    rows = [
+        _cells(f"{side} {r.run_id}", r)
+        for side, runs in (("candidate", verdict.candidates), ("baseline", verdict.baseline))
+        for r in runs
+    ]
+    lines += table_lines(columns, rows)
     lines += [f"note  {note}" for note in verdict.notes]
     return [*lines, ""]
 
 
-def _row(name: str, seed: int | None, initial: float, final: float, steps: int | None) -> str:
-    shown_seed = SHORT_ABSENT if seed is None else str(seed)
-    shown_steps = "never" if steps is None else str(steps)
+SEED_COLUMNS: Final = (
+    Column("run", 28),
+    *right("seed", width=5),
+    *right("initial", "final", width=9),
+)
+"""The seeds table's columns before the steps to the threshold (titled with it)."""
+
+
+def _cells(name: str, r: SeedFigures) -> tuple[str, ...]:
     return (
-        f"{name:<28} {shown_seed:>5} {format_value(initial):>9} {format_value(final):>9} "
-        f"{shown_steps:>16}"
+        name,
+        SHORT_ABSENT if r.seed is None else str(r.seed),
+        format_value(r.initial),
+        format_value(r.final),
+        "never" if r.steps is None else str(r.steps),
     )
 
 

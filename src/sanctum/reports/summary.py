@@ -13,14 +13,30 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from sanctum.formatting import NOT_MEASURED, format_anomaly, format_value, plural, visible_lines
+from sanctum.formatting import (
+    NOT_MEASURED,
+    SHORT_ABSENT,
+    format_anomaly,
+    format_value,
+    plural,
+    visible_lines,
+)
 from sanctum.health.levels import Level
-from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
 from sanctum.model.verdict import doubts, lost_counts
+from sanctum.reports.documents import (
+    earlier_runs,
+    early_stops,
+    rule_tallies,
+    run_facts,
+    skip_counts,
+    skipped_fields,
+)
 from sanctum.reports.scan import LogScan, scan_log
+from sanctum.reports.table import GAP, right, table_lines
+from sanctum.text.run_table import Column
 
 TEXT_LIST_LIMIT = 20
 """Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
@@ -36,24 +52,6 @@ def build_summary(
     """Scan ``path`` and summarise it, at time ``now()`` (a run silent no longer than its
     stall limit is live: judged so far). Raises EventLogError for unusable input."""
     return summarize(scan_log(path, thresholds), fail_on, now())
-
-
-_RUN_FACTS = (
-    "run_id",
-    "env_id",
-    "trainer",
-    "seed",
-    "schema",
-    "status",
-    "reason",
-    "started_ts",
-    "global_step",
-    "total_steps",
-    "updates",
-    "events",
-    "steps_per_second",
-    "episodes",
-)
 
 
 def utc_text(ts: float | None) -> str:
@@ -73,40 +71,23 @@ def summarize(
     """The summary document of a scanned log (pure); ``now``: when it is made (None: the
     log is judged as a finished file, as ``check`` judges it)."""
     agg = scan.aggregator
-    run = agg.snapshot(agg.run.last_event_ts or 0.0).run
     lost, short = lost_counts(agg)
-    facts = {name: getattr(run, name) for name in _RUN_FACTS}
-    facts.update(
-        duration_seconds=run.elapsed(run.last_event_ts or 0.0),
-        episode_return_final=run.episode_return,
-        episode_return_best=scan.best_return,
-        max_kl=agg.tamiyo.max_kl,
-    )
     return {
         "path": str(scan.path),
-        "run": facts,
+        "run": run_facts(scan).to_json(),
         **agg.run_verdict(now, fail_on).fields(),
         "fail_on": fail_on.value,
         "latest_verdict": agg.health().verdict,
-        "rules": [_rule_row(scan, tally) for tally in scan.tallies.values()],
+        "rules": [tally.to_json() for tally in rule_tallies(scan)],
         "metrics": {metric: asdict(stats) for metric, stats in scan.stats.items()},
-        "early_stops": {
-            "count": scan.early_stop_count,
-            "listed": [{"update": u, "reason": r} for u, r in scan.early_stops],
-        },
+        "early_stops": early_stops(scan),
         "anomalies": {
             "critical": agg.run.anomalies_critical,
             "warning": agg.run.anomalies_warning,
             "listed": [asdict(a) for a in scan.anomalies],
         },
-        "skipped_lines": {
-            "malformed": agg.malformed,
-            "unknown_kind": agg.unknown_kind,
-            "listed": [
-                {"line": s.line_no, "kind": s.kind, "detail": s.detail} for s in scan.skipped
-            ],
-        },
-        "earlier_runs": [asdict(r) for r in scan.earlier_runs],
+        **skipped_fields(skip_counts(scan)),
+        "earlier_runs": earlier_runs(scan),
         "resets": agg.resets,
         "seq_gaps": agg.run.seq_gaps,
         "lost_events": lost,
@@ -119,26 +100,6 @@ def summarize(
         "judged_bytes": scan.judged_bytes,
         "file_bytes": scan.file_bytes,
         "grew_while_read": scan.size_after > scan.file_bytes,
-    }
-
-
-def _rule_row(scan: LogScan, tally: RuleTally) -> dict[str, Any]:
-    rule, final = tally.rule, scan.stats[tally.rule.metric]
-    latest = scan.aggregator.judge.rules[rule.metric].latest
-    return {
-        "metric": rule.metric,
-        "label": rule.label,
-        "rule": rule.describe(),
-        "final": final.final,
-        "final_text": format_value(final.final, rule.decimals, "-"),
-        "final_update": final.final_update,
-        "final_level": (Level.PENDING if latest is None else latest.level).value,
-        "worst": tally.worst,
-        "worst_text": rule.format(tally.worst, "-"),
-        "worst_update": tally.worst_update,
-        "updates_warning": tally.at_warning,
-        "updates_critical": tally.at_critical,
-        "first_critical": tally.first_critical,
     }
 
 
@@ -218,49 +179,68 @@ def _unit(value: float | None, decimals: int, unit: str) -> str:
     return NOT_MEASURED if value is None else f"{format_value(value, decimals)} {unit}"
 
 
+RULE_COLUMNS: Final = (
+    Column("rule", 28),
+    *right("final", "worst", width=9),
+    *right("warn", "crit", width=5),
+    GAP,
+    Column("1st crit", 0),
+)
+METRIC_COLUMNS: Final = (
+    Column("metric", 22),
+    *right("final", "min", "max", width=10),
+    *right("updates", width=8),
+    GAP,
+    Column("non-finite", 0),
+)
+
+
 def _rules(doc: dict[str, Any]) -> list[str]:
-    lines = [
-        "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
-        "judged)",
-        f"{'rule':<28} {'final':>9} {'worst':>9} {'warn':>5} {'crit':>5}  1st crit",
+    past_warning = (Level.WARNING.value, Level.CRITICAL.value)
+    rows = [
+        (
+            f"{row['label']} {row['metric']}",
+            row["final_text"] + ("!" if row["final_level"] in past_warning else ""),
+            row["worst_text"],
+            str(row["updates_warning"]),
+            str(row["updates_critical"]),
+            "",
+            SHORT_ABSENT if row["first_critical"] is None else str(row["first_critical"]),
+        )
+        for row in doc["rules"]
     ]
-    for row in doc["rules"]:
-        first = "-" if row["first_critical"] is None else str(row["first_critical"])
-        final = row["final_text"] + (
-            "!" if row["final_level"] in (Level.WARNING.value, Level.CRITICAL.value) else ""
-        )
-        lines.append(
-            f"{row['label'] + ' ' + row['metric']:<28} {final:>9} "
-            f"{row['worst_text']:>9} {row['updates_warning']:>5} "
-            f"{row['updates_critical']:>5}  {first}"
-        )
-    return lines
+    title = (
+        "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
+        "judged)"
+    )
+    return [title, *table_lines(RULE_COLUMNS, rows)]
 
 
 def _metrics(doc: dict[str, Any]) -> list[str]:
-    lines = [
-        "metrics (final: last measured; min and max: of the finite values; - = none)",
-        f"{'metric':<22} {'final':>10} {'min':>10} {'max':>10} {'updates':>8}  non-finite",
-    ]
-    for metric, s in doc["metrics"].items():
-        if not s["measured"]:
-            lines.append(f"{metric:<22} {NOT_MEASURED:>10}")
-            continue
-        bad = (
-            "-"
-            if not s["nonfinite"]
-            else (f"{s['nonfinite']}, first at update {s['first_nonfinite']}")
-        )
-        lines.append(
-            f"{metric:<22} {format_value(s['final']):>10} "
-            f"{format_value(s['minimum'], absent='-'):>10} "
-            f"{format_value(s['maximum'], absent='-'):>10} {s['measured']:>8}  {bad}"
-        )
-    return lines
+    rows = [_metric_cells(metric, s) for metric, s in doc["metrics"].items()]
+    title = "metrics (final: last measured; min and max: of the finite values; - = none)"
+    return [title, *table_lines(METRIC_COLUMNS, rows)]
+
+
+def _metric_cells(metric: str, s: dict[str, Any]) -> tuple[str, ...]:
+    if not s["measured"]:
+        return (metric, NOT_MEASURED)
+    bad = SHORT_ABSENT
+    if s["nonfinite"]:
+        bad = f"{s['nonfinite']}, first at update {s['first_nonfinite']}"
+    return (
+        metric,
+        format_value(s["final"]),
+        format_value(s["minimum"], absent=SHORT_ABSENT),
+        format_value(s["maximum"], absent=SHORT_ABSENT),
+        str(s["measured"]),
+        "",
+        bad,
+    )
 
 
 def _lists(doc: dict[str, Any]) -> list[str]:
-    e, a, s = doc["early_stops"], doc["anomalies"], doc["skipped_lines"]
+    e, a = doc["early_stops"], doc["anomalies"]
     sections = [
         (
             f"early stops ({e['count']})",
@@ -277,9 +257,10 @@ def _lists(doc: dict[str, Any]) -> list[str]:
             ],
         ),
         (
-            f"skipped lines ({s['malformed']} malformed, {s['unknown_kind']} unknown kind)",
-            s["malformed"] + s["unknown_kind"],
-            [f"line {x['line']} {x['kind']}: {x['detail']}" for x in s["listed"]],
+            f"skipped lines ({doc['skipped_malformed']} malformed, "
+            f"{doc['skipped_unknown_kind']} unknown kind)",
+            doc["skipped_lines"],
+            [f"line {x['line']} {x['kind']}: {x['detail']}" for x in doc["skipped"]],
         ),
     ]
     lines: list[str] = []

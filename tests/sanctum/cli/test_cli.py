@@ -222,7 +222,7 @@ def test_summary_text_and_json(corrupt_log: Path, capsys: pytest.CaptureFixture[
     assert main(["summary", str(corrupt_log)]) == 0
     assert "skipped lines (2 malformed, 0 unknown kind)" in capsys.readouterr().out
     assert main(["summary", str(corrupt_log), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["skipped_lines"]["malformed"] == 2
+    assert json.loads(capsys.readouterr().out)["skipped_malformed"] == 2
 
 
 def test_summary_of_nothing_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -116,15 +116,15 @@ def test_early_stops_with_reasons(tmp_path: Path) -> None:
 
 def test_skipped_lines_with_line_numbers(corrupt_log: Path, unknown_kind_log: Path) -> None:
     doc = summary(corrupt_log)
-    skipped = doc["skipped_lines"]
-    assert (skipped["malformed"], skipped["unknown_kind"]) == (2, 0)
-    assert [s["line"] for s in skipped["listed"]] == [4, 7]
-    unknown = summary(unknown_kind_log)["skipped_lines"]
-    assert [(s["line"], s["kind"]) for s in unknown["listed"]] == [
-        (4, "unknown_kind"),
-        (5, "unknown_kind"),
+    counts = (doc["skipped_lines"], doc["skipped_malformed"], doc["skipped_unknown_kind"])
+    assert counts == (2, 2, 0)
+    assert [s["line"] for s in doc["skipped"]] == [4, 7]
+    unknown = summary(unknown_kind_log)["skipped"]
+    assert [(s["line"], s["kind"], s["type"]) for s in unknown] == [
+        (4, "unknown_kind", "gpu_stats"),
+        (5, "unknown_kind", "gpu_stats"),
     ]
-    assert "'gpu_stats'" in unknown["listed"][0]["detail"]
+    assert "'gpu_stats'" in unknown[0]["detail"]
     text = format_text(build_summary(corrupt_log, DEFAULT_THRESHOLDS))
     assert "skipped lines (2 malformed, 0 unknown kind)" in text
     assert "  line 4 malformed:" in text
