@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from telemetry.events import EVENT_FOR_PAYLOAD, SCHEMA_MAJOR, Event, Payload, RunStartedPayload
+from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 from telemetry.text import visible
 
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -94,8 +94,9 @@ _AT = re.compile(r"^(?P<why>.*) - at `\$\.payload(?P<path>.*)`$", re.DOTALL)
 
 
 class PayloadCheck:
-    """Refuses a payload whose line the reader would skip, or that would make it refuse the
-    log (a newer major schema, a line past :data:`MAX_LINE_BYTES`).
+    """Refuses a payload whose line the reader would skip: a value of the wrong type, or a
+    line past :data:`MAX_LINE_BYTES`. (A ``run_started`` of a newer major schema is written:
+    it is for a newer reader.)
 
     Fast path: a MessagePack round trip into the payload's own type, lax as the reader is
     (msgspec's one set of conversion rules), about what decoding the line costs. What it
@@ -124,16 +125,6 @@ class PayloadCheck:
             small = False
         if not small:  # refused, or long: the exact test on the JSON line decides
             check_line(payload)
-        elif isinstance(payload, RunStartedPayload):
-            _check_schema(payload)
-
-
-def _check_schema(payload: RunStartedPayload) -> None:
-    if payload.schema > SCHEMA_MAJOR:
-        raise PayloadError(
-            f"run_started.schema: {payload.schema} is newer than this writer's schema "
-            f"{SCHEMA_MAJOR}; readers would refuse the whole log"
-        )
 
 
 def check_line(payload: Payload) -> None:
@@ -155,8 +146,6 @@ def check_line(payload: Payload) -> None:
         line_decoder().decode(line)
     except msgspec.ValidationError as exc:
         raise PayloadError(_field_error(str(kind), str(exc))) from None
-    if isinstance(payload, RunStartedPayload):
-        _check_schema(payload)
 
 
 def _field_error(kind: str, message: str) -> str:
