@@ -687,3 +687,18 @@ def test_an_old_schema_1_4_log_reads_as_ppo_with_the_same_verdict() -> None:
     assert (result.exit_code, result.verdict.text) == (0, "OK")
     assert rows(result)["approx_kl"]["updates_measured"] == 40
     assert rows(result)["judged"]["passed"] is True
+
+
+@pytest.mark.parametrize(("estimator", "bug"), [("k1", False), ("k3", True)])
+def test_a_negative_kl_is_a_logging_bug_only_for_an_estimator_never_negative(
+    tmp_path: Path, estimator: str, bug: bool
+) -> None:
+    kl = {"approx_kl": KLMeasure(against="old_policy", estimator=estimator, unit="token")}
+    with Recorder(path=tmp_path / "e.jsonl", kl=kl) as rec:  # verl's actor/ppo_kl is k1
+        for u in range(3):
+            rec.emit(
+                PPOUpdatePayload(
+                    update=u, global_step=u, approx_kl=-1e-3, clip_fraction=0.1, early_stopped=False
+                )
+            )
+    assert rows(check(rec.path))["bug"]["passed"] is not bug
