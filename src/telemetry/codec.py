@@ -7,16 +7,28 @@ Payload fields left at their default (None: not measured) are omitted, so a ``nu
 payload line can only come from a non-finite float: the fast path costs one search for
 ``null`` (about 0.6 us), and only a line that has one is re-encoded with the floats spelled
 out.
+
+An event is checked before it is published (:class:`EventCheck`, run by the Emitter): one
+whose line the reader would skip is refused at ``emit`` with one line naming the field. The
+check encodes the line the writer writes and decodes it with the reader's decoder; the
+writer then takes that line rather than encode the event again, so checking costs one
+decode.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from typing import Any, Final
 
 import msgspec
 
-from telemetry.events import Event
+from telemetry.events import Event, Payload, kind_of
+from telemetry.text import visible
+
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+"""A line longer than this is skipped as malformed, and never held in memory whole: the
+reader's memory stays bounded whatever the file holds (an event line is about 1 KB)."""
 
 _NONFINITE_NAMES = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
@@ -55,8 +67,12 @@ class LineEncoder:
         self._encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
         self._buffer = bytearray(1024)
 
-    def encode(self, event: Event | msgspec.Struct) -> bytearray:
-        """Return the buffer holding ``event`` as one JSON line ending in a newline."""
+    def encode(self, event: Event | msgspec.Struct) -> bytes | bytearray:
+        """``event`` as one JSON line ending in a newline: the line :class:`EventCheck`
+        made of this very event, or this encoder's buffer."""
+        checked = _checked
+        if checked[0] is event:
+            return checked[1]
         buf = self._buffer
         self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
@@ -66,6 +82,81 @@ class LineEncoder:
         return buf
 
 
+_checked: tuple[object, bytes] = (None, b"")
+"""The last event :class:`EventCheck` passed, and its line (one tuple, replaced whole: a
+writer in another thread sees another event and encodes its own)."""
+
+
 def encode_line(event: Event) -> bytes:
     """One event as a JSON line (convenience; writers keep a :class:`LineEncoder`)."""
     return bytes(LineEncoder().encode(event))
+
+
+def line_decoder() -> msgspec.json.Decoder[Event]:
+    """The reader's decoder of one line: typed, lax (``"NaN"`` is a float, ``"0.5"`` too)."""
+    return msgspec.json.Decoder(Event, strict=False)
+
+
+class PayloadError(ValueError):
+    """A payload the contract's readers would refuse, in one line naming the field, e.g.
+    ``ppo_update.approx_kl: expected float, got str``."""
+
+
+_AT = re.compile(r"^(?P<why>.*) - at `\$\.payload(?P<path>.*)`$", re.DOTALL)
+_NOT_READ = (msgspec.DecodeError, RecursionError)
+"""What the reader's decoder raises on a line it skips (besides invalid UTF-8, which an
+encoder never writes)."""
+_NOT_WRITTEN = (TypeError, ValueError, OverflowError, RecursionError)
+"""What encoding a value the line encoder cannot write raises."""
+
+
+class EventCheck:
+    """Refuses an event whose line the reader would skip: a value of the wrong type (the
+    reader's own decoder, lax as it is, decides), a value that cannot be written, or a
+    line past :data:`MAX_LINE_BYTES`. (A ``run_started`` of a newer major schema passes: it
+    is for a newer reader.) Not thread-safe: one per emitter, called under its lock."""
+
+    def __init__(self) -> None:
+        self._encoder = LineEncoder()
+        self._decoder = line_decoder()
+
+    def __call__(self, event: Event) -> None:
+        """Return if the reader would read ``event``'s line as it; else PayloadError."""
+        global _checked
+        kind = kind_of(type(event))
+        try:
+            line = bytes(self._encoder.encode(event))
+        except _NOT_WRITTEN as exc:
+            field = _unencodable(event.payload)
+            raise PayloadError(visible(f"{kind}.{field}: cannot be written: {exc}")) from None
+        if len(line) > MAX_LINE_BYTES:
+            raise PayloadError(
+                f"{kind}: its line of {len(line)} bytes is longer than the {MAX_LINE_BYTES} "
+                "byte limit of a reader"
+            )
+        try:
+            self._decoder.decode(line)
+        except _NOT_READ as exc:
+            raise PayloadError(_field_error(kind, str(exc) or type(exc).__name__)) from None
+        _checked = (event, line)
+
+
+def _field_error(kind: str, message: str) -> str:
+    """msgspec's ``Expected `float`, got `str` - at `$.payload.approx_kl``` as
+    ``ppo_update.approx_kl: expected float, got str``."""
+    match = _AT.match(message)
+    if match is None:
+        return visible(f"{kind}: {message}")
+    why = match["why"].replace("`", "").replace(" | null", "")  # absent is always allowed
+    return visible(f"{kind}{match['path']}: {why[:1].lower()}{why[1:]}")
+
+
+def _unencodable(payload: Payload) -> str:
+    """The first field of ``payload`` the line encoder cannot write (its name)."""
+    encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
+    for name in payload.__struct_fields__:
+        try:
+            encoder.encode(getattr(payload, name))
+        except _NOT_WRITTEN:
+            return name
+    return "?"
