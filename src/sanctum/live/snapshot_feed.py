@@ -35,7 +35,7 @@ from sanctum.live.pacing import (
 )
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
-from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
+from telemetry.eventlog import EventLogError, EventLogNotFound, ReadBatch, open_reader
 from telemetry.events import Event
 
 UI_WAIT_SECONDS = 0.25
@@ -128,7 +128,7 @@ class SnapshotFeed(Handshake):
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
         super().__init__()
         self.path = path
-        self.reader = EventLogReader(path)
+        self.reader = open_reader(path)
         self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
         self.poll_interval = poll_interval
         self.max_replay_gap = max_replay_gap

@@ -41,6 +41,7 @@ from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Rule
+from telemetry.text import visible
 
 if TYPE_CHECKING:
     from sanctum.health.rules import Thresholds
@@ -48,6 +49,11 @@ if TYPE_CHECKING:
 
 _describe = lru_cache(maxsize=256)(Rule.describe)
 """A rule in words, once per rule: the live views make the rows every frame."""
+
+NO_END: Final = "no_run_finished"
+"""``run_started.config`` key where a reader of another tool's log says why that log never
+holds a ``run_finished`` (verl's file logger records no end): the finish row says so, and
+passes the log as it stands only with ``--allow-unfinished``."""
 
 Word = Literal["PENDING", "OK", "WARN", "FAIL"]
 
@@ -643,13 +649,14 @@ def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
             f"run interrupted{because}",
             verdict_name="interrupted",
         )
-    return CheckRow(
-        "run_finished",
-        "finished",
-        allow_unfinished,
-        "no run_finished: the run is still going or was cut off",
-        verdict_name="unfinished",
+    why = run.config.get(NO_END) if run.config else None
+    text = (
+        f"no run_finished: {visible(why)}, so whether the run finished cannot be told; "
+        "--allow-unfinished judges the log as it stands"
+        if isinstance(why, str)
+        else "no run_finished: the run is still going or was cut off"
     )
+    return CheckRow("run_finished", "finished", allow_unfinished, text, verdict_name="unfinished")
 
 
 # -- the stall limit in words --------------------------------------------------------------
