@@ -188,5 +188,6 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
             f"({plural(agg.run.events, 'event')}, "
             f"{plural(agg.malformed + agg.unknown_kind, 'line')} skipped); "
             "not the event log of a run"
+            + "".join(f"; line {s.line_no}: {s.detail}" for s in agg.skipped_lines[:1])
         )
     return scan

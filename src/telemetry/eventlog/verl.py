@@ -31,8 +31,9 @@ from telemetry.eventlog.reader import (
 from telemetry.events import Event, Heartbeat, PPOUpdate, RunStarted
 from telemetry.integrations import verl
 
-VERL_HEAD: Final = re.compile(rb'\s*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
-"""How a verl file logger line begins (orjson writes ``{"step":N,"data":{``)."""
+VERL_LINE: Final = re.compile(rb'(?:^|\n)[ \t\r]*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
+"""A line that begins as a verl file logger's do (orjson writes ``{"step":N,"data":{``);
+no event-log line does, so one such line among a file's first tells it is verl's."""
 
 
 class _Record(msgspec.Struct):
@@ -44,9 +45,9 @@ class VerlLogReader(EventLogReader):
     """Reads a verl ``file`` logger's lines as events (the interface of
     :class:`~telemetry.eventlog.EventLogReader`).
 
-    ``sniff``: the file's first complete line decides what it is (the file had none when
-    the reader was made): a verl line, or else an event log's, decoded as the event-log
-    reader decodes it.
+    ``sniff``: the file's first complete lines decide what it is (the file had none when
+    the reader was made): verl's when one of them begins as a verl line, or else an event
+    log, decoded as the event-log reader decodes it.
     """
 
     def __init__(
@@ -64,8 +65,7 @@ class VerlLogReader(EventLogReader):
         self, fd: int, buf: bytearray, size: int, lines: int, unlisted: Counter[SkipClass]
     ) -> tuple[list[Event], list[SkippedLine]]:
         if self._verl is None:
-            first = next((line for line in bytes(buf[:size]).splitlines() if line.strip()), b"")
-            self._verl = bool(VERL_HEAD.match(first))
+            self._verl = VERL_LINE.search(buf, 0, size) is not None
         if not self._verl:
             return super()._decode(fd, buf, size, lines, unlisted)
         if self.offset == 0:  # the first read, or the file started over
