@@ -7,6 +7,7 @@ and :func:`~telemetry.eventlog.formats.open_reader` tells which reader a file ne
 :mod:`~telemetry.eventlog.errors` names what makes a log unusable as a whole.
 """
 
+from telemetry.codec import MAX_LINE_BYTES
 from telemetry.eventlog.errors import (
     EventLogError,
     EventLogNotFound,
@@ -16,7 +17,6 @@ from telemetry.eventlog.errors import (
 from telemetry.eventlog.formats import open_reader
 from telemetry.eventlog.reader import (
     DEFAULT_MAX_BYTES,
-    MAX_LINE_BYTES,
     OTHER_TYPE,
     SKIPPED_KEPT,
     EventLogReader,
