@@ -30,10 +30,11 @@ verl logs                             we record (``ppo_update``)     where the d
                                                                      micro-batches (ours: the last
                                                                      epoch's); recorded with
                                                                      ``kl_estimator`` k1
-``actor/pg_clipfrac``                 ``clip_fraction``              share of tokens where the
-                                                                     clipped term is the larger loss
-                                                                     (the clip binds), not abs(r -
-                                                                     1) > clip_range
+``actor/pg_clipfrac``                 ``clip_fraction_region``       none: the share of tokens whose
+                                                                     clipped term the loss takes
+                                                                     (``clip_fraction``, abs(r - 1)
+                                                                     > clip_range, is not logged:
+                                                                     not measured)
 ``actor/pg_clipfrac_lower``           ``clip_fraction_lower``        none: the dual-clip share
 ``actor/entropy``                     ``entropy``                    token entropy aggregated by
                                                                      ``loss_agg_mode``
@@ -63,8 +64,6 @@ verl logs                             we record (``ppo_update``)     where the d
 ``/max``                              ``_min``, ``_max``
 ``response_length/clip_ratio``        ``completion_truncated_frac``  none: the share at
                                                                      max_response_length
-``perf/total_num_tokens``             ``tokens``                     prompt and response tokens of
-                                                                     the step
 ``timing_s/update_actor``             ``update_seconds``             the actor's update only
 ``timing_s/step``                     the envelope's ``ts``          see :func:`stamps`
 ``critic/rewards/mean``,              not recorded                   the reward after the KL
@@ -72,8 +71,12 @@ verl logs                             we record (``ppo_update``)     where the d
                                                                      GRPO's normalisation (ours:
                                                                      before)
 ``training/rollout_probs_diff_mean``  not recorded                   mean abs(p_train - p_rollout)
-                                                                     of token probabilities, not a
-                                                                     log-prob gap
+                                                                     of token probabilities, not
+                                                                     ``logprob_gap``'s
+                                                                     log-probabilities
+``perf/total_num_tokens``             not recorded                   prompt and response tokens;
+                                                                     ``tokens`` counts completions
+                                                                     only
 ``critic/vf_clipfrac``,               not recorded                   no field
 ``prompt_length/*``, ``val-*``,
 other ``perf/*`` and ``timing_*``
@@ -82,11 +85,13 @@ other ``perf/*`` and ``timing_*``
 ``run_started`` is built from the first training record: trainer ``verl``, ``algorithm``
 ``ppo`` when the record holds critic values or a value loss (``use_critic``), else
 ``grpo`` (verl does not log its ``adv_estimator``: GRPO, RLOO, REINFORCE++ and the other
-critic-free estimators all read as grpo), the KL fields' measures, ``config.source``
-``verl``, ``config.no_run_finished`` (why no ``run_finished`` will come: ``sanctum check``
-judges a verl log only with ``--allow-unfinished``, and says so) and, when the first step
-is not 1, ``resumed_from``. A record without training keys before that record (verl's
-step-0 validation) is no event; one after it is a heartbeat.
+critic-free estimators all read as grpo); ``kl``: ``approx_kl`` k1 against the old policy
+per token, ``ref_kl`` against the reference per token (``loss_agg_mode`` token-mean, verl's
+default) with its estimator ``unknown``; no ``policy_epochs`` (``ppo_epochs`` is not in the
+file); ``config.source`` ``verl``, ``config.no_run_finished`` (why no ``run_finished`` will
+come: ``sanctum check`` judges a verl log only with ``--allow-unfinished``, and says so)
+and, when the first step is not 1, ``resumed_from``. A record without training keys before
+that record (verl's step-0 validation) is no event; one after it is a heartbeat.
 """
 
 from __future__ import annotations
@@ -100,7 +105,14 @@ from typing import Any, Final
 
 import msgspec
 
-from telemetry.events import HeartbeatPayload, PPOUpdatePayload, RunStartedPayload
+from telemetry.events import (
+    HeartbeatPayload,
+    KLMeasure,
+    PPOUpdatePayload,
+    RunStartedPayload,
+    TrainerInfo,
+    field_docs,
+)
 
 SOURCE: Final = "verl"
 """``run_started.config.source`` of a run read from verl's file logger (and its trainer name)."""
@@ -116,7 +128,7 @@ class VerlKey:
 
 VERL_KEYS: Final[tuple[VerlKey, ...]] = (
     VerlKey("actor/ppo_kl", "approx_kl"),
-    VerlKey("actor/pg_clipfrac", "clip_fraction"),
+    VerlKey("actor/pg_clipfrac", "clip_fraction_region"),
     VerlKey("actor/pg_clipfrac_lower", "clip_fraction_lower"),
     VerlKey("actor/entropy", "entropy"),
     VerlKey("actor/grad_norm", "grad_norm"),
@@ -134,7 +146,6 @@ VERL_KEYS: Final[tuple[VerlKey, ...]] = (
     VerlKey("response_length/min", "completion_length_min"),
     VerlKey("response_length/max", "completion_length_max"),
     VerlKey("response_length/clip_ratio", "completion_truncated_frac"),
-    VerlKey("perf/total_num_tokens", "tokens"),
     VerlKey("timing_s/update_actor", "update_seconds"),
 )
 """The table of the module docstring, one row per verl key recorded as it is."""
@@ -149,8 +160,11 @@ _TRAINING_PREFIXES: Final = ("actor/", "critic/", "response_length/", "training/
 _CRITIC_KEYS: Final = ("critic/values/mean", "critic/vf_loss")
 _RUN_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
-_UPDATE_FIELDS: Final = frozenset(f.name for f in msgspec.structs.fields(PPOUpdatePayload))
-_INT_FIELDS: Final = frozenset({"tokens"})
+_UPDATE_FIELDS: Final = frozenset(d.name for d in field_docs(PPOUpdatePayload))
+_INT_FIELDS: Final = frozenset(
+    d.name for d in field_docs(PPOUpdatePayload) if d.type in (int, int | None)
+)
+"""Fields that hold counts: verl's value must be a whole number (it may be written 40.0)."""
 
 
 class VerlRecordError(ValueError):
@@ -181,16 +195,15 @@ def run_started_payload(step: int, data: Mapping[str, Any]) -> RunStartedPayload
     config: dict[str, Any] = {"source": SOURCE, "kl_estimator": "k1", "no_run_finished": NO_END}
     if step > 1:
         config["resumed_from"] = {"update": step - 1}
-    fields = {
-        "trainer": {"name": SOURCE},
-        "config": config,
-        "algorithm": algorithm_of(data),
-        "kl": {
-            "approx_kl": {"against": "old_policy", "estimator": "k1", "unit": "token"},
-            "ref_kl": {"against": "reference", "estimator": "unknown", "unit": "token"},
+    return RunStartedPayload(
+        trainer=TrainerInfo(name=SOURCE),
+        config=config,
+        algorithm=algorithm_of(data),
+        kl={
+            "approx_kl": KLMeasure(against="old_policy", estimator="k1", unit="token"),
+            "ref_kl": KLMeasure(against="reference", estimator="unknown", unit="token"),
         },
-    }
-    return msgspec.convert(fields, RunStartedPayload)
+    )
 
 
 def update_payload(step: int, data: Mapping[str, Any]) -> PPOUpdatePayload:
@@ -198,7 +211,7 @@ def update_payload(step: int, data: Mapping[str, Any]) -> PPOUpdatePayload:
     a value is not a number, or the contract refuses the payload)."""
     fields: dict[str, Any] = {"update": step - 1, "global_step": step, "early_stopped": False}
     for row in VERL_KEYS:
-        if row.key in data and row.field in _UPDATE_FIELDS:
+        if row.key in data:
             fields[row.field] = _number(row.key, data[row.key], row.field in _INT_FIELDS)
     if _KL_PENALTY in data and _KL_PENALTY_COEF in data:
         kl = _number(_KL_PENALTY, data[_KL_PENALTY])

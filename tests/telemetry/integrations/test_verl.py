@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from telemetry.eventlog import EventLogReader, VerlLogReader, open_reader, read_events
-from telemetry.events import Heartbeat, PPOUpdate, RunStarted
+from telemetry.events import (
+    Heartbeat,
+    KLMeasure,
+    PPOUpdate,
+    PPOUpdatePayload,
+    RunStarted,
+    field_docs,
+)
 from telemetry.integrations import verl
 from tests.sanctum.logs import write_run
 from tests.telemetry.integrations.verl_logs import (
@@ -35,7 +42,8 @@ def test_a_grpo_record_becomes_an_update_with_verls_keys_on_the_contracts_fields
     p = verl.update_payload(3, data)
     assert (p.update, p.global_step) == (2, 3)
     assert p.approx_kl == data["actor/ppo_kl"]
-    assert p.clip_fraction == data["actor/pg_clipfrac"]
+    assert p.clip_fraction_region == data["actor/pg_clipfrac"]
+    assert p.clip_fraction is None  # abs(r - 1) > clip_range: verl does not log it
     assert p.clip_fraction_lower == 0.004
     assert p.entropy == data["actor/entropy"]
     assert p.grad_norm == data["actor/grad_norm"]
@@ -45,14 +53,35 @@ def test_a_grpo_record_becomes_an_update_with_verls_keys_on_the_contracts_fields
     assert p.learning_rate == data["actor/lr"]
     assert p.return_mean == data["critic/returns/mean"]
     assert p.update_seconds == data["timing_s/update_actor"]
+    assert p.reward_mean == data["critic/score/mean"]
+    assert (p.completion_length_mean, p.completion_length_min, p.completion_length_max) == (
+        data["response_length/mean"],
+        data["response_length/min"],
+        data["response_length/max"],
+    )
+    assert p.completion_truncated_frac == data["response_length/clip_ratio"]
+    assert p.tokens is None and p.logprob_gap is None  # verl's differ from ours
     assert p.value_loss is None and p.explained_variance is None  # no critic in GRPO
+
+
+def test_every_row_of_the_table_names_a_contract_field() -> None:
+    fields = {d.name for d in field_docs(PPOUpdatePayload)}
+    assert {row.field for row in verl.VERL_KEYS} <= fields
 
 
 def test_a_ppo_record_carries_the_critic_and_the_algorithm_says_which() -> None:
     p = verl.update_payload(1, ppo_step(1))
     assert (p.value_loss, p.explained_variance, p.value_mean) == (0.05, 0.3, 0.15)
-    assert verl.algorithm_of(ppo_step(1)) == "ppo"
-    assert verl.algorithm_of(grpo_step(1)) == "grpo"
+    assert verl.run_started_payload(1, ppo_step(1)).algorithm == "ppo"
+    assert verl.run_started_payload(1, grpo_step(1)).algorithm == "grpo"
+
+
+def test_the_run_declares_verls_kl_fields() -> None:
+    kl = verl.run_started_payload(1, grpo_step(1)).kl
+    assert kl == {
+        "approx_kl": KLMeasure(against="old_policy", estimator="k1", unit="token"),
+        "ref_kl": KLMeasure(against="reference", estimator="unknown", unit="token"),
+    }
 
 
 def test_the_kl_penalty_in_the_reward_is_recorded_as_coef_times_kl() -> None:
