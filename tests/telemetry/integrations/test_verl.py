@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from telemetry.eventlog import EventLogReader, VerlLogReader, open_reader, read_events
+from telemetry.eventlog import (
+    EventLogError,
+    EventLogReader,
+    VerlLogReader,
+    open_reader,
+    read_events,
+)
 from telemetry.events import (
     Heartbeat,
     KLMeasure,
@@ -149,18 +155,17 @@ def test_a_line_that_is_not_a_record_is_skipped_with_its_number(tmp_path: Path) 
 
 def test_a_torn_last_line_waits_for_its_newline(tmp_path: Path) -> None:
     path = tmp_path / "exp.jsonl"
-    logger = FileLogger(path)
-    logger.log(grpo_step(1), step=1)
-    line = dumps({"step": 2, "data": grpo_step(2)}) + b"\n"
-    logger.fp.write(line[:40])
-    reader = open_reader(path)
-    batch = reader.read_new()
-    assert len(batch.events) == 2 and batch.tail == (2, 40)
-    logger.fp.write(line[40:])
-    batch = reader.read_new()
-    assert [e.payload.update for e in batch.events] == [1]  # type: ignore[union-attr]
-    assert batch.tail == (0, 0)
-    logger.finish()
+    with FileLogger(path) as logger:
+        logger.log(grpo_step(1), step=1)
+        line = dumps({"step": 2, "data": grpo_step(2)}) + b"\n"
+        logger.fp.write(line[:40])
+        reader = open_reader(path)
+        batch = reader.read_new()
+        assert len(batch.events) == 2 and batch.tail == (2, 40)
+        logger.fp.write(line[40:])
+        batch = reader.read_new()
+        assert [e.payload.update for e in batch.events] == [1]  # type: ignore[union-attr]
+        assert batch.tail == (0, 0)
 
 
 def test_validation_before_training_is_no_event_and_after_it_a_heartbeat(tmp_path: Path) -> None:
@@ -195,11 +200,10 @@ def test_a_file_not_there_yet_is_told_by_its_first_line(tmp_path: Path) -> None:
     path = tmp_path / "exp.jsonl"
     reader = open_reader(path)
     assert isinstance(reader, VerlLogReader)  # undecided until a line is there
-    logger = FileLogger(path)
-    logger.log(grpo_step(1), step=1)
-    events, _ = read_all(reader)
+    with FileLogger(path) as logger:
+        logger.log(grpo_step(1), step=1)
+        events, _ = read_all(reader)
     assert [type(e) for e in events] == [RunStarted, PPOUpdate]
-    logger.finish()
 
 
 def test_an_event_log_gets_the_event_log_reader_and_reads_the_same(tmp_path: Path) -> None:
@@ -217,3 +221,11 @@ def test_an_event_log_not_there_yet_reads_as_the_event_log_reader_reads_it(
     reader = open_reader(path)
     path.write_bytes(source.read_bytes())
     assert read_all(reader)[0] == read_events(source).events
+
+
+def test_telling_a_fifo_never_blocks_and_reading_it_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "exp.jsonl"
+    os.mkfifo(path)
+    reader = open_reader(path)  # no writer at the other end: an open would block
+    with pytest.raises(EventLogError, match="it is a pipe"):
+        reader.read_new()

@@ -44,6 +44,12 @@ class FileLogger:
     def finish(self) -> None:
         self.fp.close()
 
+    def __enter__(self) -> FileLogger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
 
 def grpo_step(step: int, **overrides: Any) -> dict[str, Any]:
     """A healthy GRPO training step's record (no critic), drifting as a learning run's does;
