@@ -23,6 +23,7 @@ import msgspec
 
 from telemetry.eventlog.reader import (
     DECODE_ERRORS,
+    DEFAULT_MAX_BYTES,
     EventLogReader,
     SkipClass,
     SkippedLine,
@@ -34,6 +35,21 @@ from telemetry.integrations import verl
 VERL_LINE: Final = re.compile(rb'(?:^|\n)[ \t\r]*\{\s*"step"\s*:\s*-?\d+\s*,\s*"data"\s*:\s*\{')
 """A line that begins as a verl file logger's do (orjson writes ``{"step":N,"data":{``);
 no event-log line does, so one such line among a file's first tells it is verl's."""
+
+
+_STEP_SECONDS: Final = re.compile(
+    rb'"' + re.escape(verl.STEP_SECONDS.encode()) + rb'"\s*:\s*([-+0-9.eE]{1,32})'
+)
+"""verl's step time in a line's bytes (the key is only ever in ``data``)."""
+_STEP_SECONDS_SPAN: Final = 64
+"""Longer than any match of :data:`_STEP_SECONDS`."""
+
+
+def _number(text: bytes) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0
 
 
 class _Record(msgspec.Struct):
@@ -71,8 +87,11 @@ class VerlLogReader(EventLogReader):
         if self.offset == 0:  # the first read, or the file started over
             self._seq, self._started, self._last_ts = 0, False, None
         records, skipped = self._records(fd, bytes(buf[:size]), unlisted)
-        at_end = self.offset + size >= self.size
-        end = os.fstat(fd).st_mtime if at_end or self._last_ts is None else None
+        mtime = os.fstat(fd).st_mtime
+        end: float | None = mtime  # these records end the file: the last was written then
+        if self.offset + size < self.size:  # more follows: stamp on from the last stamp, or
+            first = self._last_ts is None  # on a first read, back from the rest's steps
+            end = mtime - self._seconds_from(fd, self.offset + size) if first else None
         seconds = [verl.step_seconds(record.data) for _, record in records]
         stamps = verl.stamps(seconds, end, self._last_ts)
         events: list[Event] = []
@@ -80,6 +99,22 @@ class VerlLogReader(EventLogReader):
             self._last_ts = ts
             self._events(line_no, record, ts, took, events, skipped, unlisted)
         return events, skipped
+
+    def _seconds_from(self, fd: int, start: int) -> float:
+        """The step times verl logged on the complete lines from byte ``start`` on: a long
+        file's first read stamps its records back from the file's mtime by them. One pass
+        in bounded chunks, by a pattern, not a decode."""
+        total, pos = 0.0, start
+        while chunk := os.pread(fd, DEFAULT_MAX_BYTES, pos):
+            cut = chunk.rfind(b"\n")
+            if cut < 0:  # no line ends in it: the file's tail, or a line past the chunk
+                if len(chunk) < DEFAULT_MAX_BYTES:
+                    break
+                cut = len(chunk) - _STEP_SECONDS_SPAN  # a key may straddle the chunk's end
+            for match in _STEP_SECONDS.finditer(chunk, 0, cut + 1):
+                total += verl.step_seconds({verl.STEP_SECONDS: _number(match.group(1))})
+            pos += cut + 1
+        return total
 
     def _records(
         self, fd: int, data: bytes, unlisted: Counter[SkipClass]

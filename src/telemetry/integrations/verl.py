@@ -154,7 +154,8 @@ NO_END: Final = "verl's file logger records no end of run"
 gate then needs ``--allow-unfinished``)."""
 _KL_PENALTY: Final = "actor/reward_kl_penalty"
 _KL_PENALTY_COEF: Final = "actor/reward_kl_penalty_coeff"
-_STEP_SECONDS: Final = "timing_s/step"
+STEP_SECONDS: Final = "timing_s/step"
+"""The key of verl's wall time of a training step."""
 _TRAINING_PREFIXES: Final = ("actor/", "critic/", "response_length/", "training/")
 """A record holding a key under one of these is a training step's (not a validation's)."""
 _CRITIC_KEYS: Final = ("critic/values/mean", "critic/vf_loss")
@@ -230,7 +231,7 @@ def heartbeat_payload(step: int) -> HeartbeatPayload:
 def step_seconds(data: Mapping[str, Any]) -> float:
     """The step's wall time verl measured (``timing_s/step``); 0 when absent or not a
     finite non-negative number."""
-    value: Any = data.get(_STEP_SECONDS)
+    value: Any = data.get(STEP_SECONDS)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
     return float(value) if math.isfinite(value) and value >= 0 else 0.0

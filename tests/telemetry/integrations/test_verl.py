@@ -229,3 +229,15 @@ def test_telling_a_fifo_never_blocks_and_reading_it_is_refused(tmp_path: Path) -
     reader = open_reader(path)  # no writer at the other end: an open would block
     with pytest.raises(EventLogError, match="it is a pipe"):
         reader.read_new()
+
+
+def test_a_file_read_in_several_batches_is_stamped_as_when_read_whole(tmp_path: Path) -> None:
+    path = write_verl_run(tmp_path / "exp.jsonl", 9)
+    whole = [e.ts for e in read_all(open_reader(path))[0]]  # type: ignore[attr-defined]
+    pieces = [
+        e.ts  # type: ignore[attr-defined]
+        for batch in open_reader(path).batches(max_bytes=3000)  # two lines or so a batch
+        for e in batch.events
+    ]
+    assert pieces == pytest.approx(whole)
+    assert pieces[-1] == pytest.approx(os.stat(path).st_mtime)
