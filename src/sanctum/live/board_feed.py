@@ -41,7 +41,7 @@ from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.model.state import SERIES_LEN, TamiyoState
-from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader
+from telemetry.eventlog import EventLogError, EventLogNotFound, open_reader
 
 EPISODE_RETURN: Final = "episode_return"
 """The overlay of the mean return of each rollout that finished an episode."""
@@ -94,7 +94,7 @@ class RunFollower:
     ) -> None:
         self.path = path
         self.label = label
-        self.reader = EventLogReader(path)
+        self.reader = open_reader(path)
         self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
         self._fail_on = fail_on
         self.problem: str | None = None

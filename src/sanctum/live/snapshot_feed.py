@@ -36,7 +36,7 @@ from sanctum.live.pacing import (
 )
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
-from telemetry.eventlog import EventLogError, EventLogNotFound, EventLogReader, ReadBatch
+from telemetry.eventlog import EventLogError, EventLogNotFound, ReadBatch, open_reader
 from telemetry.events import Event
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class SnapshotFeed(Handshake):
             raise ValueError(f"replay speed must be > 0, got {replay_speed}")
         super().__init__()
         self.path = path
-        self.reader = EventLogReader(path)
+        self.reader = open_reader(path)
         self.aggregator = SanctumAggregator(
             thresholds, fail_on=options.get("fail_on", Level.CRITICAL)
         )

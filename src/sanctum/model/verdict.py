@@ -41,6 +41,7 @@ from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Rule
+from telemetry.text import visible
 
 if TYPE_CHECKING:
     from sanctum.health.rules import Thresholds
@@ -48,6 +49,12 @@ if TYPE_CHECKING:
 
 _describe = lru_cache(maxsize=256)(Rule.describe)
 """A rule in words, once per rule: the live views make the rows every frame."""
+
+NO_END: Final = "no_run_finished"
+"""``run_started.config`` key where a reader of another tool's log says why that log never
+holds a ``run_finished`` (verl's file logger records no end): the finish row says so and
+judges the log as it stands (the source cannot say more; every other row still judges what
+it does say: lines it could not read, lost steps, the rules)."""
 
 Word = Literal["PENDING", "OK", "WARN", "FAIL"]
 
@@ -668,13 +675,17 @@ def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
             f"run interrupted{because}",
             verdict_name="interrupted",
         )
-    return CheckRow(
-        "run_finished",
-        "finished",
-        allow_unfinished,
-        "no run_finished: the run is still going or was cut off",
-        verdict_name="unfinished",
-    )
+    why = run.config.get(NO_END) if run.config else None
+    if isinstance(why, str):  # the source cannot say; what it says is judged
+        return CheckRow(
+            "run_finished",
+            "finished",
+            True,
+            f"no run_finished: {visible(why)}; judged as it stands, "
+            f"{plural(run.updates, 'update')}",
+        )
+    text = "no run_finished: the run is still going or was cut off"
+    return CheckRow("run_finished", "finished", allow_unfinished, text, verdict_name="unfinished")
 
 
 # -- the stall limit in words --------------------------------------------------------------

@@ -36,7 +36,7 @@ from sanctum.text.panels import (
     steps_text,
     verdict_line,
 )
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import open_reader
 
 TIMELINE_LINES = 5
 """Events of the timeline printed (the newest)."""
@@ -54,7 +54,7 @@ def read_snapshot(
     refuses it; an empty one is a log a trainer has only just created (WAITING)."""
     if not path.exists():
         raise UsageError(f"{path}: no such event log")
-    reader = EventLogReader(path)
+    reader = open_reader(path)
     aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
     for batch in reader.batches(snapshot=True):  # a file that keeps growing: up to its size now
         aggregator.handle_batch(batch)

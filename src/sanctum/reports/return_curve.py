@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sanctum.metrics import FINAL_EPISODES
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import open_reader
 from telemetry.events import Rollout
 
 
@@ -53,7 +53,7 @@ def read_curve(path: Path, run_id: str) -> tuple[ReturnPoint, ...]:
     """The return curve of run ``run_id`` in the log at ``path`` (a file that started over
     keeps only what it holds now, as the scan does)."""
     rollouts: list[Rollout] = []
-    for batch in EventLogReader(path).batches(snapshot=True):  # a growing file: as it was
+    for batch in open_reader(path).batches(snapshot=True):  # a growing file: as it was
         if batch.reset is not None:
             rollouts.clear()
         rollouts += [e for e in batch.events if isinstance(e, Rollout) and e.run_id == run_id]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from sanctum.formatting import visible
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import open_reader
 from telemetry.events import RunStarted
 from telemetry.rollouts import ROLLOUTS_FILE, RolloutRecord, SkippedRecord, iter_records
 
@@ -27,7 +27,7 @@ def vocab_of(events_path: Path) -> list[str] | None:
     """The token names the run recorded, if any."""
     if not events_path.is_file():
         return None
-    for batch in EventLogReader(events_path).batches():
+    for batch in open_reader(events_path).batches():
         for event in batch.events:
             if isinstance(event, RunStarted):
                 names = event.payload.config.get("vocab")

@@ -28,9 +28,9 @@ from sanctum.model.ledger import AnomalyRecord, EarlierRun
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
     EventLogError,
-    EventLogReader,
     ReadBatch,
     SkippedLine,
+    open_reader,
 )
 from telemetry.eventlog.reader import DECODE_ERRORS
 from telemetry.events import Event, RunStarted
@@ -170,7 +170,7 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     writer keeps appending to is judged on that snapshot (the line that straddles its end
     read whole), so the scan ends. Raises EventLogError for unusable input."""
     scan = LogScan(path, thresholds)
-    reader = EventLogReader(path)
+    reader = open_reader(path)
     for batch in reader.batches(snapshot=True):
         scan.feed(batch)
     scan.file_bytes = reader.snapshot_limit or 0
@@ -188,5 +188,6 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
             f"({plural(agg.run.events, 'event')}, "
             f"{plural(agg.malformed + agg.unknown_kind, 'line')} skipped); "
             "not the event log of a run"
+            + "".join(f"; line {s.line_no}: {s.detail}" for s in agg.skipped_lines[:1])
         )
     return scan

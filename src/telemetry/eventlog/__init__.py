@@ -2,7 +2,9 @@
 
 :mod:`~telemetry.eventlog.writer` appends (one writer per file, never a torn line);
 :mod:`~telemetry.eventlog.reader` follows (incremental, bounded, never raising on a line's
-content); :mod:`~telemetry.eventlog.errors` names what makes a log unusable as a whole.
+content); :mod:`~telemetry.eventlog.verl` reads a verl ``file`` logger's lines as events,
+and :func:`~telemetry.eventlog.formats.open_reader` tells which reader a file needs;
+:mod:`~telemetry.eventlog.errors` names what makes a log unusable as a whole.
 """
 
 from telemetry.codec import MAX_LINE_BYTES
@@ -12,6 +14,7 @@ from telemetry.eventlog.errors import (
     LogInUse,
     SchemaVersionError,
 )
+from telemetry.eventlog.formats import open_reader
 from telemetry.eventlog.reader import (
     DEFAULT_MAX_BYTES,
     OTHER_TYPE,
@@ -23,6 +26,7 @@ from telemetry.eventlog.reader import (
     SkippedLine,
     read_events,
 )
+from telemetry.eventlog.verl import VerlLogReader
 from telemetry.eventlog.writer import EventLogWriter
 
 __all__ = [
@@ -40,5 +44,7 @@ __all__ = [
     "SkipClass",
     "SkipKind",
     "SkippedLine",
+    "VerlLogReader",
+    "open_reader",
     "read_events",
 ]

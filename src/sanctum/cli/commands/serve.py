@@ -28,7 +28,7 @@ from sanctum.cli.command import Command, thresholds_file
 from sanctum.exits import EXIT_OK
 from sanctum.formatting import plural, visible, visible_lines
 from sanctum.run_files import UsageError, resolve_run
-from telemetry.eventlog import MAX_LINE_BYTES, EventLogReader
+from telemetry.eventlog import MAX_LINE_BYTES, open_reader
 from telemetry.events import RunStarted
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ def check_run(events: Path) -> None:
     among the lines of its first MiB. A log with no complete line yet, shorter than a line
     may be, is served (a run about to start: the dashboard waits for its first line).
     Raises EventLogError or UsageError."""
-    reader = EventLogReader(events)
+    reader = open_reader(events)
     batch = reader.read_new(RUN_PROBE_BYTES)  # the reader's own checks: regular files only
     if any(isinstance(event, RunStarted) for event in batch.events):
         return
