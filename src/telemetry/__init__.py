@@ -8,6 +8,7 @@ Depends on msgspec only. Any trainer can record a run that Sanctum shows and che
 """
 
 from telemetry.bus import Emitter, EventBus, SinkError
+from telemetry.codec import PayloadError
 from telemetry.eventlog import (
     EventLogError,
     EventLogNotFound,
@@ -27,6 +28,7 @@ from telemetry.events import (
     Event,
     Heartbeat,
     HeartbeatPayload,
+    KLMeasure,
     PPOUpdate,
     PPOUpdatePayload,
     Rollout,
@@ -53,9 +55,11 @@ __all__ = [
     "EventLogWriter",
     "Heartbeat",
     "HeartbeatPayload",
+    "KLMeasure",
     "LogInUse",
     "PPOUpdate",
     "PPOUpdatePayload",
+    "PayloadError",
     "ReadBatch",
     "Recorder",
     "Rollout",

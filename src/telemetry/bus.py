@@ -3,7 +3,9 @@
 Fan-out is synchronous so that an event is on disk before ``emit`` returns. Subscribers
 are held by strong reference (weak ones vanish silently). A failing sink does not stop
 the others from receiving the event; once every sink has had it, the failure propagates
-as :class:`SinkError` naming the sink, so a full disk stops training loudly.
+as :class:`SinkError` naming the sink, so a full disk stops training loudly. A payload the
+readers would refuse is refused at ``emit``, before it takes a ``seq``
+(:class:`~telemetry.codec.PayloadError` naming the field): nothing is published.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from telemetry.codec import PayloadCheck
 from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 
 Sink = Callable[[Event], None]
@@ -80,11 +83,15 @@ class Emitter:
         self._clock = clock
         self._seq = itertools.count(1)
         self._lock = threading.Lock()
+        self._check = PayloadCheck()
 
     def emit(self, payload: Payload) -> Event:
-        """Wrap ``payload`` in its event kind, publish it, and return the event."""
+        """Wrap ``payload`` in its event kind, publish it, and return the event;
+        :class:`~telemetry.codec.PayloadError` (nothing published, no ``seq`` taken) when
+        the contract's readers would refuse it."""
         event_type = EVENT_FOR_PAYLOAD[type(payload)]
         with self._lock:  # seq order must equal publish order, even across threads
+            self._check(payload)
             event: Event = event_type(  # type: ignore[assignment, call-arg]
                 run_id=self.run_id, seq=next(self._seq), ts=self._clock(), payload=payload
             )

@@ -17,7 +17,7 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 4
+SCHEMA_MINOR: Final = 5
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
@@ -26,7 +26,14 @@ SCHEMA_MINOR: Final = 4
 coefficients, ``ratio_std``, ``entropy_penalty``, ``entropy_below_threshold``,
 ``td_error_mean`` and ``return_scale`` appended to ``ppo_update``. 3: ``full_reward_rate``,
 ``max_new_tokens_rate`` and ``max_length_rate`` (token-level PPO) appended to
-``ppo_update``. 4: ``world_size`` appended to ``run_started``."""
+``ppo_update``. 4: ``world_size`` appended to ``run_started``. 5 (critic-free and
+sequence-level RL on language models: GRPO, RLOO, PPO in TRL or verl): ``algorithm``,
+``kl`` (what each KL field measures) and ``policy_epochs`` appended to ``run_started``;
+``approx_kl`` and ``clip_fraction`` of ``ppo_update`` may be absent (not measured: GRPO
+logs no KL to the old policy); the reward's mean, std, equal-reward group share and named
+components, completion lengths and the truncated share, ``tokens``, the low/high/region
+clip fractions and ``logprob_gap`` appended to ``ppo_update``. A 1.0-1.4 log reads as
+before: no ``algorithm`` is ``ppo``, no ``kl`` the meanings the fields' definitions give."""
 
 
 FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
@@ -37,7 +44,7 @@ FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
   constraints: a reader keeps an impossible value and shows it as what it is.
 - ``bound`` (str): what the range means, for a message (default: ``a fraction`` for [0, 1],
   ``never negative`` for >= 0).
-- ``unit`` (str): ``nats``, ``s``, ``steps/s`` or ``reward units``.
+- ``unit`` (str): ``nats``, ``s``, ``steps/s``, ``reward units`` or ``tokens``.
 - ``estimator`` (str): the ``run_started.config`` setting naming the KL estimator the field
   measures; ``min`` then holds only when that estimator is not a signed one.
 """
@@ -111,6 +118,36 @@ class TrainerInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     version: Annotated[str, about("Trainer version string.")] = ""
 
 
+class KLMeasure(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """What one KL field of ``ppo_update`` measures (``run_started.kl``, schema 1.5)."""
+
+    against: Annotated[
+        Literal["old_policy", "reference"],
+        about(
+            "old_policy: the policy that sampled the batch against the one being optimised "
+            "(PPO's trust region); reference: the policy being trained against the frozen "
+            "reference model (the beta term of RLHF, GRPO and verl's use_kl_loss)."
+        ),
+    ]
+    estimator: Annotated[
+        str,
+        about(
+            "The estimator, lower-case: k1 (log r), k2 ((log r)^2 / 2), k3 ((r - 1) - log "
+            "r), low_var_kl (verl's clamped k3), k3+ (verl's k3 with the k2 gradient), abs, "
+            "mse, full (exact over the vocabulary)... k1 is signed: its mean may be "
+            "negative."
+        ),
+    ]
+    unit: Annotated[
+        Literal["token", "sequence"],
+        about(
+            "token: a mean over the sampled tokens (or samples, in classic PPO); "
+            "sequence: summed over each response's tokens, then averaged over the "
+            "responses (TRL PPOTrainer's objective/kl), so it grows with response length."
+        ),
+    ]
+
+
 class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False):
     """First event of every run (written in full: other tools read its schema and config)."""
 
@@ -132,6 +169,35 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
             "log and every figure in it is over all ranks (schema 1.4)."
         ),
     ] = 1
+    algorithm: Annotated[
+        str,
+        about(
+            "The algorithm that trained, lower-case: ppo, grpo, rloo, reinforce++, dr_grpo, "
+            "... (free text; a log before schema 1.5 is ppo). Critic-free algorithms log no "
+            "value loss or explained variance, GRPO no KL to the old policy."
+        ),
+    ] = "ppo"
+    kl: Annotated[
+        dict[str, KLMeasure] | None,
+        about(
+            "What each KL field of ppo_update measures, by field name (approx_kl, ref_kl, "
+            "approx_kl_max, kl_final, ...): against the old policy or the reference, the "
+            "estimator, per token or per sequence (schema 1.5). Absent, or a field not "
+            "named: approx_kl, approx_kl_max and kl_final are to the old policy with "
+            "config's kl_estimator, ref_kl to the reference with its ref_kl_loss_estimator, "
+            "each per token (per sample)."
+        ),
+    ] = None
+    policy_epochs: Annotated[
+        int | None,
+        about(
+            "Optimisation passes over each batch of samples: PPO's n_epochs, GRPO's "
+            "num_iterations (TRL), verl's ppo_epochs (schema 1.5). With 1 and the old "
+            "log-probabilities taken from the policy being optimised (TRL's GRPO with "
+            "num_iterations 1) r is 1 by construction and clip_fraction 0; several "
+            "optimiser steps per batch move r even with 1. Absent: not declared."
+        ),
+    ] = None
 
 
 class RolloutPayload(Payload, frozen=True, kw_only=True):
@@ -200,21 +266,30 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     measured. r is the probability ratio pi_new/pi_old of a sample."""
 
     update: Annotated[int, about("0-based update index.")]
-    global_step: Annotated[int, about("Environment steps so far.")]
+    global_step: Annotated[
+        int,
+        about(
+            "Environment steps so far, all envs together; for a language model, the "
+            "completions (samples) generated so far, or the trainer's own step counter "
+            "when it counts no samples (TRL's and verl's global_step)."
+        ),
+    ]
     approx_kl: Annotated[
-        float,
+        float | None,
         about(
             "Mean over the minibatches evaluated in the update's last epoch of the configured "
             "estimator (default k3 = (r-1) - log r, r = pi_new/pi_old, from Schulman's "
             '"Approximating KL divergence"), each computed before its minibatch\'s optimizer '
             "step: KL(pi_old ‖ pi_new). Stable-Baselines3's "
             "definition; CleanRL logs the last minibatch's value (schema 1.1; 1.0 averaged "
-            "every epoch).",
+            "every epoch). Absent when the algorithm measures no KL to the old policy "
+            "(GRPO; schema 1.5); verl logs it as actor/ppo_kl (k1). run_started.kl may "
+            "declare another estimator or unit.",
             min=0,
             unit="nats",
             estimator="kl_estimator",
         ),
-    ]
+    ] = None
     approx_kl_max: Annotated[
         float | None,
         about(
@@ -235,19 +310,21 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         ),
     ] = None
     clip_fraction: Annotated[
-        float,
+        float | None,
         about(
             f"Fraction of samples with abs(r - 1) > clip_range, {_EVALUATED} (the "
-            "SB3/CleanRL definition).",
+            "SB3/CleanRL definition, whatever the advantage's sign; verl's actor/pg_clipfrac "
+            "is clip_fraction_region). Absent when not measured (schema 1.5).",
             min=0,
             max=1,
         ),
-    ]
+    ] = None
     clip_fraction_lower: Annotated[
         float | None,
         about(
             "Dual clip only: fraction of negative-advantage samples where the dual bound "
-            f"binds, {_EVALUATED}.",
+            f"(r > clip_ratio_c) binds, {_EVALUATED}; verl's actor/pg_clipfrac_lower. Not "
+            "clip_fraction_low, which is the share clipped at 1 - clip_range.",
             min=0,
             max=1,
         ),
@@ -508,6 +585,130 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "policy is gaming the length.",
             min=0,
             max=1,
+        ),
+    ] = None
+    reward_mean: Annotated[
+        float | None,
+        about(
+            "Mean reward of the update's completions (episodes): TRL's reward, verl's "
+            "critic/score/mean (schema 1.5).",
+            unit="reward units",
+        ),
+    ] = None
+    reward_std: Annotated[
+        float | None,
+        about(
+            "Standard deviation of the rewards of the update's completions (episodes): "
+            "TRL's reward_std (schema 1.5). Near 0, group-relative advantages vanish and "
+            "GRPO learns nothing.",
+            min=0,
+            unit="reward units",
+        ),
+    ] = None
+    reward_zero_std_frac: Annotated[
+        float | None,
+        about(
+            "Share of the update's prompt groups whose rewards are all equal (zero "
+            "advantage, no gradient): TRL's frac_reward_zero_std (schema 1.5).",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    reward_components: Annotated[
+        dict[str, float] | None,
+        about(
+            "Mean of each named reward term of the update, by name: TRL's "
+            "rewards/<func>/mean (schema 1.5). Their weighted sum is the reward.",
+            unit="reward units",
+        ),
+    ] = None
+    completion_length_mean: Annotated[
+        float | None,
+        about(
+            "Mean length of the update's completions in tokens: TRL's "
+            "completions/mean_length, verl's response_length/mean (schema 1.5).",
+            min=0,
+            unit="tokens",
+        ),
+    ] = None
+    completion_length_min: Annotated[
+        float | None,
+        about(
+            "Shortest completion of the update in tokens: TRL's completions/min_length, "
+            "verl's response_length/min (schema 1.5).",
+            min=0,
+            unit="tokens",
+        ),
+    ] = None
+    completion_length_max: Annotated[
+        float | None,
+        about(
+            "Longest completion of the update in tokens: TRL's completions/max_length, "
+            "verl's response_length/max (schema 1.5).",
+            min=0,
+            unit="tokens",
+        ),
+    ] = None
+    completion_truncated_frac: Annotated[
+        float | None,
+        about(
+            "Share of the update's completions cut at the length cap before they ended: "
+            "TRL's completions/clipped_ratio, verl's response_length/clip_ratio (schema "
+            "1.5). Rising toward 1 while the reward rises, the policy pads to the cap.",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    tokens: Annotated[
+        int | None,
+        about(
+            "Tokens the update trained on (completion tokens, prompts excluded; TRL's "
+            "num_tokens counts prompts too) (schema 1.5).",
+            min=0,
+            unit="tokens",
+        ),
+    ] = None
+    clip_fraction_low: Annotated[
+        float | None,
+        about(
+            "Share of tokens (samples) clipped at the lower bound, r < 1 - clip_range with "
+            f"a negative advantage, {_EVALUATED}: TRL's clip_ratio/low_mean (schema 1.5). "
+            "Not clip_fraction_lower (the dual clip's share, r > clip_ratio_c).",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    clip_fraction_high: Annotated[
+        float | None,
+        about(
+            "Share of tokens (samples) clipped at the upper bound, r > 1 + clip_range with "
+            f"a positive advantage, {_EVALUATED}: TRL's clip_ratio/high_mean (schema 1.5).",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    clip_fraction_region: Annotated[
+        float | None,
+        about(
+            "Share of tokens (samples) clipped at either bound, clip_fraction_low + "
+            f"clip_fraction_high, {_EVALUATED}: the tokens whose clipped term is the one "
+            "the loss takes; TRL's clip_ratio/region_mean, verl's actor/pg_clipfrac "
+            "(schema 1.5). clip_fraction counts abs(r - 1) > clip_range whatever the "
+            "advantage's sign, so it is the larger.",
+            min=0,
+            max=1,
+        ),
+    ] = None
+    logprob_gap: Annotated[
+        float | None,
+        about(
+            "Mean abs(log pi_train - log pi_rollout) over the update's sampled tokens: how "
+            "far the trainer's log-probabilities are from those of the engine that "
+            "generated (vLLM, another precision); 0 when they are the same model and "
+            "kernels. Like verl's training/rollout_probs_diff_mean, which compares "
+            "probabilities, not log-probabilities (schema 1.5).",
+            min=0,
+            unit="nats",
         ),
     ] = None
 

@@ -23,6 +23,7 @@ from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogWriter, LogInUse
 from telemetry.events import (
     Event,
+    KLMeasure,
     Payload,
     PPOUpdatePayload,
     RunFinishedPayload,
@@ -69,6 +70,11 @@ class Recorder:
         with Recorder(env_id="CartPole-v1", config={"max_kl": 0.03}) as rec:
             rec.emit(RolloutPayload(update=0, global_step=512, episode_return_mean=21.0))
 
+    ``algorithm``, ``kl`` and ``policy_epochs`` go into ``run_started`` (see
+    :class:`~telemetry.events.RunStartedPayload`): a GRPO run says ``algorithm="grpo"`` and
+    what its ``ref_kl`` measures. A payload the readers would refuse raises
+    :class:`~telemetry.codec.PayloadError` at :meth:`emit` and writes nothing.
+
     ``clock``: where event times come from (default ``time.time``); when given, the run's
     duration is measured on it too, so a test with a fake clock is repeatable.
     """
@@ -86,6 +92,9 @@ class Recorder:
         append: bool = False,
         clock: Callable[[], float] | None = None,
         world_size: int = 1,
+        algorithm: str = "ppo",
+        kl: dict[str, KLMeasure] | None = None,
+        policy_epochs: int | None = None,
     ) -> None:
         self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
@@ -98,6 +107,9 @@ class Recorder:
             host=socket.gethostname(),
             pid=os.getpid(),
             world_size=world_size,
+            algorithm=algorithm,
+            kl=kl,
+            policy_epochs=policy_epochs,
         )
         self._fsync_every = fsync_every
         self._append = append

@@ -34,8 +34,10 @@ class _Distinct:
                 return f"value-{n}"
             case mi.LiteralType(values=values):
                 return next(v for v in reversed(values) if v != default)
-            case mi.DictType():
+            case mi.DictType(value_type=mi.AnyType()):
                 return {f"key{n}": n, "nested": {"lr": 0.5}}
+            case mi.DictType(value_type=inner):  # a typed map: its values typed too
+                return {f"key{n}": self.value(inner)}
             case mi.StructType():
                 return self.struct(t)
         raise TypeError(f"no distinct-value rule for {t!r}")

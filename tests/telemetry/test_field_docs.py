@@ -34,9 +34,8 @@ def test_the_table_has_one_row_per_field_with_its_definition() -> None:
     for row, doc in zip(rows, docs, strict=True):
         assert row.endswith(f" {doc.description.replace('|', chr(92) + '|')} |")
     approx_kl = next(row for row in rows if row.startswith("| `approx_kl` |"))
-    assert "| float, required | >= 0 unless `kl_estimator` is a signed estimator | nats |" in (
-        approx_kl
-    )
+    assert "| float | >= 0 unless `kl_estimator` is a signed estimator | nats |" in approx_kl
+    assert rows[0].startswith("| `update` | int, required |  |  | ")
 
 
 def test_the_prose_around_the_table_is_kept() -> None:

@@ -111,10 +111,10 @@ class TamiyoState:
         return None if self.latest is None else self.latest.approx_kl
 
     @property
-    def kl_divergence_history(self) -> tuple[float, ...]:
+    def kl_divergence_history(self) -> tuple[float | None, ...]:
         """The KL record's history: the last HISTORY_LEN ``approx_kl`` values, oldest
-        first (``history_of("approx_kl")``; approx_kl is required, so never None)."""
-        return tuple(p.approx_kl for p in self.history)
+        first (``history_of("approx_kl")``; None where not measured, as in GRPO)."""
+        return self.history_of("approx_kl")
 
     @property
     def policy_drift_rate(self) -> float | None:
@@ -124,7 +124,7 @@ class TamiyoState:
     @property
     def trust_region_health(self) -> float | None:
         """Latest approx_kl / the run's max_kl (1.0 = at the early-stop limit)."""
-        if self.latest is None or self.max_kl is None:
+        if self.latest is None or self.latest.approx_kl is None or self.max_kl is None:
             return None
         return self.latest.approx_kl / self.max_kl
 

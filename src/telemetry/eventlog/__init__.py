@@ -5,6 +5,7 @@
 content); :mod:`~telemetry.eventlog.errors` names what makes a log unusable as a whole.
 """
 
+from telemetry.codec import MAX_LINE_BYTES
 from telemetry.eventlog.errors import (
     EventLogError,
     EventLogNotFound,
@@ -13,7 +14,6 @@ from telemetry.eventlog.errors import (
 )
 from telemetry.eventlog.reader import (
     DEFAULT_MAX_BYTES,
-    MAX_LINE_BYTES,
     OTHER_TYPE,
     SKIPPED_KEPT,
     EventLogReader,

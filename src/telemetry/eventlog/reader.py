@@ -17,6 +17,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from telemetry.codec import MAX_LINE_BYTES, line_decoder
 from telemetry.eventlog.errors import EventLogError, EventLogNotFound, SchemaVersionError
 from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
 from telemetry.files import InputFileError, InputFileMissing, describe, open_input_fd
@@ -24,9 +25,6 @@ from telemetry.text import visible
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 """How much a single ``read_new`` call reads at most."""
-MAX_LINE_BYTES = 16 * 1024 * 1024
-"""A line longer than this is skipped as malformed, and never held in memory whole: the
-reader's memory stays bounded whatever the file holds (an event line is about 1 KB)."""
 _FINGERPRINT_BYTES = 64
 SKIPPED_KEPT = 1000
 """Skipped lines listed for reports, per :data:`SkipClass` (by a reader, and by sanctum's
@@ -124,7 +122,7 @@ class EventLogReader:
         self.skipped_total = 0
         self._listed: Counter[SkipClass] = Counter()
         """Skipped lines listed in batches so far, per class (at most SKIPPED_KEPT each)."""
-        self._decoder = msgspec.json.Decoder(Event, strict=False)  # lax: "NaN" -> nan
+        self._decoder = line_decoder()  # lax: "NaN" -> nan
         self._identity: tuple[int, int] | None = None
         self._fingerprint = b""
         self._buffer = bytearray()

@@ -12,7 +12,8 @@ rule judges KL per clip fraction, which has no line in nats: the chart then scal
 values, draws no line and says so in its border. A fine-tuning run (one that reports
 ``ref_kl``) gets two charts side by side, each under a caption: the policy's KL between
 updates on the left, its KL to the frozen reference on the right, each with its own rule's
-lines.
+lines. A run that measures no KL to the old policy (GRPO) gets the reference chart alone,
+or says that neither KL is measured.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from textual.strip import Strip
 
 from sanctum.charts.drawing import Cell, ChartStyles, ThresholdChart
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
+from sanctum.formatting import NOT_MEASURED
 from sanctum.health.levels import level_of, unruled_level
 from sanctum.metrics import KL_METRIC, REF_KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
@@ -36,9 +38,14 @@ GAP = 2
 """Blank cells between the two charts."""
 
 
+def measures(snapshot: SanctumSnapshot, metric: str) -> bool:
+    """Whether the charted updates report ``metric``."""
+    return any(v is not None for v in snapshot.metric(metric).series)
+
+
 def measures_ref_kl(snapshot: SanctumSnapshot) -> bool:
     """Whether the charted updates report a reference KL."""
-    return any(v is not None for v in snapshot.metric(REF_KL_METRIC).series)
+    return measures(snapshot, REF_KL_METRIC)
 
 
 class KLChart(SnapshotView):
@@ -111,6 +118,10 @@ class KLChart(SnapshotView):
         snapshot = self.snapshot
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
             return [[("no update yet", self._component("klchart--axis"))]]
+        if not measures(snapshot, KL_METRIC):  # GRPO: no KL to the old policy
+            if not measures_ref_kl(snapshot):
+                return [[(f"KL {NOT_MEASURED}", self._component("klchart--axis"))]]
+            return self._chart(snapshot, REF_KL_METRIC, width, height).rows(width)
         if not measures_ref_kl(snapshot) or height < 2:
             return self._chart(snapshot, KL_METRIC, width, height).rows(width)
         left_width = (width - GAP) // 2
@@ -128,9 +139,8 @@ class KLChart(SnapshotView):
         self, snapshot: SanctumSnapshot, metric: str, width: int, height: int
     ) -> ThresholdChart:
         rule = snapshot.thresholds.rule(metric)
-        series = snapshot.metric(metric).series
-        if metric != KL_METRIC:  # approx_kl is required; an update without ref_kl is no bar
-            series = tuple(v for v in series if v is not None)
+        # an update that did not measure it is no bar
+        series = tuple(v for v in snapshot.metric(metric).series if v is not None)
         values = [math.nan if v is None else v for v in series]
 
         def level(value: float) -> str:
