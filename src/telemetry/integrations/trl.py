@@ -128,7 +128,6 @@ process ended while training) or, the sure way, as a context manager::
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -136,6 +135,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from telemetry.events import KLMeasure, PPOUpdatePayload
+from telemetry.integrations import from_extra
 
 if TYPE_CHECKING:
     from telemetry.integrations.trl_callback import SanctumCallback
@@ -399,10 +399,4 @@ def update_payload(
 def __getattr__(name: str) -> Any:
     if name != "SanctumCallback":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module("telemetry.integrations.trl_callback")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == "telemetry":
-            raise
-        raise ModuleNotFoundError(EXTRA_HINT) from exc
-    return module.SanctumCallback
+    return from_extra("telemetry.integrations.trl_callback", name, EXTRA_HINT)

@@ -34,7 +34,7 @@ from telemetry.integrations.trl import (
     settings_of,
     update_payload,
 )
-from telemetry.recorder import Recorder, new_run_id
+from telemetry.recorder import Recorder, ending_of, new_run_id
 
 if TYPE_CHECKING:
     from sanctum.health.rules import Thresholds
@@ -209,13 +209,9 @@ class SanctumCallback(TrainerCallback):
     def __enter__(self) -> SanctumCallback:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc is not None:
+    def __exit__(self, *exc_info: Any) -> None:
+        exc = exc_info[1]
+        if isinstance(exc, BaseException):
             self._failed(exc)
         elif self.recorder is not None and not self.recorder.finished:
             self._finish("failed", UNSEEN_END)
@@ -288,12 +284,8 @@ class SanctumCallback(TrainerCallback):
 
     def _failed(self, exc: BaseException) -> None:
         """Record the exception that ended ``train()`` (nothing once the run finished)."""
-        if self.recorder is None or self.recorder.finished:
-            return
-        if isinstance(exc, KeyboardInterrupt):
-            self._finish("interrupted", str(exc) or "KeyboardInterrupt")
-        else:
-            self._finish("failed", f"{type(exc).__name__}: {exc}")
+        if self.recorder is not None and not self.recorder.finished:
+            self._finish(*ending_of(exc))
 
     def _hook_exit(self) -> None:
         """Chain ``sys.excepthook`` and register an exit handler while training runs."""
