@@ -45,9 +45,6 @@ PPO_METRIC_POSITIONS: Final[tuple[int, ...]] = tuple(i for i, _, _ in _NUMERIC)
 FLOAT_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, t in _NUMERIC if t is float)
 """Metrics that can be non-finite (integer counters cannot)."""
 
-REQUIRED_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, _ in _NUMERIC if f.required)
-"""Metrics every ``ppo_update`` carries; all others may be absent (not measured)."""
-
 KL_METRIC: Final = "approx_kl"
 """The metric the banner, the KL chart and the run table feature."""
 

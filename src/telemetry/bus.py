@@ -10,12 +10,11 @@ readers would refuse is refused at ``emit``, before it takes a ``seq``
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 from collections.abc import Callable
 
-from telemetry.codec import PayloadCheck
+from telemetry.codec import EventCheck
 from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 
 Sink = Callable[[Event], None]
@@ -81,9 +80,9 @@ class Emitter:
         self.bus = bus
         self.run_id = run_id
         self._clock = clock
-        self._seq = itertools.count(1)
+        self._seq = 1
         self._lock = threading.Lock()
-        self._check = PayloadCheck()
+        self._check = EventCheck()
 
     def emit(self, payload: Payload) -> Event:
         """Wrap ``payload`` in its event kind, publish it, and return the event;
@@ -91,9 +90,10 @@ class Emitter:
         the contract's readers would refuse it."""
         event_type = EVENT_FOR_PAYLOAD[type(payload)]
         with self._lock:  # seq order must equal publish order, even across threads
-            self._check(payload)
             event: Event = event_type(  # type: ignore[assignment, call-arg]
-                run_id=self.run_id, seq=next(self._seq), ts=self._clock(), payload=payload
+                run_id=self.run_id, seq=self._seq, ts=self._clock(), payload=payload
             )
+            self._check(event)
+            self._seq += 1
             self.bus.publish(event)
         return event

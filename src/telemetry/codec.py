@@ -8,8 +8,11 @@ payload line can only come from a non-finite float: the fast path costs one sear
 ``null`` (about 0.6 us), and only a line that has one is re-encoded with the floats spelled
 out.
 
-A payload is checked before it is stamped (:class:`PayloadCheck`, run by the Emitter): one
-whose line the reader would skip is refused at ``emit`` with one line naming the field.
+An event is checked before it is published (:class:`EventCheck`, run by the Emitter): one
+whose line the reader would skip is refused at ``emit`` with one line naming the field. The
+check encodes the line the writer writes and decodes it with the reader's decoder; the
+writer then takes that line rather than encode the event again, so checking costs one
+decode.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Final
 
 import msgspec
 
-from telemetry.events import EVENT_FOR_PAYLOAD, SCHEMA_MAJOR, Event, Payload, RunStartedPayload
+from telemetry.events import Event, Payload, kind_of
 from telemetry.text import visible
 
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -64,8 +67,12 @@ class LineEncoder:
         self._encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
         self._buffer = bytearray(1024)
 
-    def encode(self, event: Event | msgspec.Struct) -> bytearray:
-        """Return the buffer holding ``event`` as one JSON line ending in a newline."""
+    def encode(self, event: Event | msgspec.Struct) -> bytes | bytearray:
+        """``event`` as one JSON line ending in a newline: the line :class:`EventCheck`
+        made of this very event, or this encoder's buffer."""
+        checked = _checked
+        if checked[0] is event:
+            return checked[1]
         buf = self._buffer
         self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
@@ -73,6 +80,11 @@ class LineEncoder:
             self._encoder.encode_into(spell_nonfinite(builtins), buf)
         buf.extend(b"\n")
         return buf
+
+
+_checked: tuple[object, bytes] = (None, b"")
+"""The last event :class:`EventCheck` passed, and its line (one tuple, replaced whole: a
+writer in another thread sees another event and encodes its own)."""
 
 
 def encode_line(event: Event) -> bytes:
@@ -91,72 +103,42 @@ class PayloadError(ValueError):
 
 
 _AT = re.compile(r"^(?P<why>.*) - at `\$\.payload(?P<path>.*)`$", re.DOTALL)
+_NOT_READ = (msgspec.DecodeError, RecursionError)
+"""What the reader's decoder raises on a line it skips (besides invalid UTF-8, which an
+encoder never writes)."""
+_NOT_WRITTEN = (TypeError, ValueError, OverflowError, RecursionError)
+"""What encoding a value the line encoder cannot write raises."""
 
 
-class PayloadCheck:
-    """Refuses a payload whose line the reader would skip, or that would make it refuse the
-    log (a newer major schema, a line past :data:`MAX_LINE_BYTES`).
-
-    Fast path: a MessagePack round trip into the payload's own type, lax as the reader is
-    (msgspec's one set of conversion rules), about what decoding the line costs. What it
-    refuses is judged again on the JSON line itself by the reader's decoder, which has the
-    last word (JSON spells some values differently: bytes, int keys, NaN). Not
-    thread-safe: one per emitter, called under its lock.
-    """
+class EventCheck:
+    """Refuses an event whose line the reader would skip: a value of the wrong type (the
+    reader's own decoder, lax as it is, decides), a value that cannot be written, or a
+    line past :data:`MAX_LINE_BYTES`. (A ``run_started`` of a newer major schema passes: it
+    is for a newer reader.) Not thread-safe: one per emitter, called under its lock."""
 
     def __init__(self) -> None:
-        self._encoder = msgspec.msgpack.Encoder(enc_hook=_scalar_to_builtin)
-        self._buffer = bytearray(1024)
-        self._decoders: dict[type[Payload], msgspec.msgpack.Decoder[Any]] = {}
+        self._encoder = LineEncoder()
+        self._decoder = line_decoder()
 
-    def __call__(self, payload: Payload) -> None:
-        """Return if the reader would take ``payload``'s line; else raise PayloadError."""
-        kind = type(payload)
-        decoder = self._decoders.get(kind)
-        if decoder is None:
-            decoder = self._decoders[kind] = msgspec.msgpack.Decoder(kind, strict=False)
+    def __call__(self, event: Event) -> None:
+        """Return if the reader would read ``event``'s line as it; else PayloadError."""
+        global _checked
+        kind = kind_of(type(event))
         try:
-            self._encoder.encode_into(payload, self._buffer)
-            small = len(self._buffer) < MAX_LINE_BYTES // 4  # JSON spells a float longer
-            if small:
-                decoder.decode(self._buffer)
-        except (msgspec.DecodeError, TypeError, ValueError, OverflowError):
-            small = False
-        if not small:  # refused, or long: the exact test on the JSON line decides
-            check_line(payload)
-        elif isinstance(payload, RunStartedPayload):
-            _check_schema(payload)
-
-
-def _check_schema(payload: RunStartedPayload) -> None:
-    if payload.schema > SCHEMA_MAJOR:
-        raise PayloadError(
-            f"run_started.schema: {payload.schema} is newer than this writer's schema "
-            f"{SCHEMA_MAJOR}; readers would refuse the whole log"
-        )
-
-
-def check_line(payload: Payload) -> None:
-    """Raise PayloadError unless the reader would read ``payload``'s line as an event: the
-    exact test, on the line the writer would write (see :class:`PayloadCheck`)."""
-    event_type = EVENT_FOR_PAYLOAD[type(payload)]
-    kind = event_type.__struct_config__.tag
-    event: Event = event_type(run_id="check", seq=1, ts=0.0, payload=payload)  # type: ignore[assignment, call-arg]
-    try:
-        line = LineEncoder().encode(event)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise PayloadError(f"{kind}.{_unencodable(payload)}: cannot be written: {exc}") from None
-    if len(line) > MAX_LINE_BYTES:
-        raise PayloadError(
-            f"{kind}: its line of {len(line)} bytes is longer than the {MAX_LINE_BYTES} byte "
-            "limit of a reader"
-        )
-    try:
-        line_decoder().decode(line)
-    except msgspec.ValidationError as exc:
-        raise PayloadError(_field_error(str(kind), str(exc))) from None
-    if isinstance(payload, RunStartedPayload):
-        _check_schema(payload)
+            line = bytes(self._encoder.encode(event))
+        except _NOT_WRITTEN as exc:
+            field = _unencodable(event.payload)
+            raise PayloadError(visible(f"{kind}.{field}: cannot be written: {exc}")) from None
+        if len(line) > MAX_LINE_BYTES:
+            raise PayloadError(
+                f"{kind}: its line of {len(line)} bytes is longer than the {MAX_LINE_BYTES} "
+                "byte limit of a reader"
+            )
+        try:
+            self._decoder.decode(line)
+        except _NOT_READ as exc:
+            raise PayloadError(_field_error(kind, str(exc) or type(exc).__name__)) from None
+        _checked = (event, line)
 
 
 def _field_error(kind: str, message: str) -> str:
@@ -175,6 +157,6 @@ def _unencodable(payload: Payload) -> str:
     for name in payload.__struct_fields__:
         try:
             encoder.encode(getattr(payload, name))
-        except (TypeError, ValueError, OverflowError):
+        except _NOT_WRITTEN:
             return name
     return "?"

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from telemetry import (
+    AnomalyPayload,
+    EarlyStop,
     EventLogWriter,
+    KLMeasure,
+    PayloadError,
+    PPOUpdate,
     PPOUpdatePayload,
     Recorder,
     RolloutPayload,
@@ -129,3 +136,90 @@ def test_an_existing_log_is_never_appended_to_by_accident(tmp_path: Path) -> Non
     with Recorder(path=path, run_id="second", append=True):
         pass
     assert [e.run_id for e in read_events(path).events] == ["first"] * 2 + ["second"] * 2
+
+
+def test_a_payload_without_approx_kl_or_clip_fraction_is_recorded_and_read(tmp_path: Path) -> None:
+    kl = {"ref_kl": KLMeasure(against="reference", estimator="k3", unit="token")}
+    with Recorder(path=tmp_path / "e.jsonl", algorithm="grpo", kl=kl, policy_epochs=1) as rec:
+        rec.emit(
+            PPOUpdatePayload(
+                update=0,
+                global_step=64,
+                approx_kl=None,  # what a TrainerCallback writes for GRPO
+                ref_kl=0.002,
+                reward_mean=0.4,
+                reward_std=0.1,
+                reward_zero_std_frac=0.25,
+                reward_components={"format": 0.5, "accuracy": 0.3},
+                completion_length_mean=41.5,
+                completion_truncated_frac=0.0,
+                tokens=2656,
+                early_stopped=False,
+            )
+        )
+    batch = read_events(rec.path)
+    assert batch.skipped_count == 0
+    started, update, _ = batch.events
+    assert isinstance(started, RunStarted) and isinstance(update, PPOUpdate)
+    assert (started.payload.algorithm, started.payload.kl, started.payload.policy_epochs) == (
+        "grpo",
+        kl,
+        1,
+    )
+    assert update.payload.approx_kl is None and update.payload.clip_fraction is None
+    assert update.payload.reward_components == {"format": 0.5, "accuracy": 0.3}
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"approx_kl": "x"}, "ppo_update.approx_kl: expected float, got str"),
+        ({"update": 1.5}, "ppo_update.update: expected int, got float"),
+        ({"clip_fraction": True}, "ppo_update.clip_fraction: expected float, got bool"),
+        ({"reward_components": {"format": "x"}}, "ppo_update.reward_components[...]: expected"),
+        ({"tokens": object()}, "ppo_update.tokens: cannot be written"),
+    ],
+)
+def test_emit_refuses_what_the_reader_would_skip_naming_the_field(
+    tmp_path: Path, fields: dict[str, object], message: str
+) -> None:
+    good = PPOUpdatePayload(update=0, global_step=64, early_stopped=False)
+    bad = msgspec.structs.replace(good, **fields)
+    with Recorder(path=tmp_path / "e.jsonl") as rec:
+        rec.emit(good)
+        with pytest.raises(PayloadError) as refused:
+            rec.emit(bad)
+        rec.emit(msgspec.structs.replace(good, update=1))
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+    batch = read_events(rec.path)
+    assert batch.skipped_count == 0  # nothing bad reached the log, and no seq was taken
+    assert [e.seq for e in batch.events] == [1, 2, 3, 4]
+
+
+def test_emit_refuses_a_bad_nested_or_enum_value(tmp_path: Path) -> None:
+    with Recorder(path=tmp_path / "e.jsonl") as rec:
+        kl: object = "big"
+        stop = EarlyStop(epoch=0, minibatch=1, kl=kl, threshold=0.03, scope="epoch", applied=True)  # type: ignore[arg-type]
+        with pytest.raises(PayloadError, match=r"^ppo_update\.early_stop\.kl: expected float"):
+            rec.emit(PPOUpdatePayload(update=0, global_step=1, early_stopped=True, early_stop=stop))
+        with pytest.raises(PayloadError, match=r"^anomaly\.severity: invalid enum value 'bad'"):
+            rec.emit(AnomalyPayload(severity="bad", metric="m", message="x"))  # type: ignore[arg-type]
+    assert read_events(rec.path).skipped_count == 0
+
+
+def test_emit_takes_what_the_reader_takes_though_spelled_otherwise(tmp_path: Path) -> None:
+    """The reader is lax: a number in a string, NaN, int keys written as strings."""
+    payload = PPOUpdatePayload(
+        update=0,
+        global_step=1,
+        approx_kl="0.5",  # type: ignore[arg-type]
+        entropy=math.nan,
+        reward_components={1: math.inf},  # type: ignore[dict-item]
+        early_stopped=False,
+    )
+    with Recorder(path=tmp_path / "e.jsonl") as rec:
+        rec.emit(payload)
+    update = read_events(rec.path).events[1]
+    assert isinstance(update, PPOUpdate)
+    assert update.payload.approx_kl == 0.5 and math.isnan(update.payload.entropy or 0.0)
+    assert update.payload.reward_components == {"1": math.inf}

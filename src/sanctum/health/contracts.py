@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from sanctum.metrics import PPO_METRICS
-from telemetry.events import PPOUpdatePayload, field_docs
+from telemetry.events import KLMeasure, PPOUpdatePayload, field_docs
 from telemetry.schema import range_text
 
 TOLERANCE: Final = 1e-6
@@ -99,16 +99,26 @@ Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."
 _KL_BOUND: Final = "the KL estimator is never negative"
 
 
-def kl_contracts(config: Mapping[str, object]) -> tuple[Contract, ...]:
-    """The KL bounds for a run's ``run_started.config``: a field is never negative when
-    its estimator is known and not signed. A setting that is not a name (a number, a
-    list, an object: a log may hold anything) names no estimator: it counts as absent."""
+def kl_contracts(
+    config: Mapping[str, object], declared: Mapping[str, KLMeasure] | None = None
+) -> tuple[Contract, ...]:
+    """The KL bounds for a run's ``run_started.config`` and ``run_started.kl``: a field is
+    never negative when its estimator is known and not signed. What ``kl`` declares for a
+    field (schema 1.5: verl's ``actor/ppo_kl`` is k1) wins over the config's setting. A
+    setting that is not a name (a number, a list, an object: a log may hold anything) names
+    no estimator: it counts as absent."""
+    declared = declared or {}
     return tuple(
         Contract(metric, float(_DEFINED[metric].facts["min"]), None, _KL_BOUND)
         for setting, metrics in KL_FIELDS.items()
-        if (name := estimator_named(config, setting)) is not None
-        and name not in SIGNED_KL_ESTIMATORS
         for metric in metrics
+        if (
+            name := declared[metric].estimator.lower()
+            if metric in declared
+            else estimator_named(config, setting)
+        )
+        is not None
+        and name not in SIGNED_KL_ESTIMATORS
     )
 
 

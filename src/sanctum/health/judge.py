@@ -17,6 +17,7 @@ from sanctum.health.levels import Level, unruled_level
 from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
+from telemetry.events import KLMeasure
 
 
 @dataclass
@@ -82,9 +83,12 @@ class HealthJudge:
         self.last_update: int | None = None
         self.last_step: int | None = None
 
-    def configure(self, config: Mapping[str, object]) -> None:
-        """Take the run's ``run_started.config`` into account (the KL estimator it names)."""
-        self.contracts = contracts.CONTRACTS + contracts.kl_contracts(config)
+    def configure(
+        self, config: Mapping[str, object], kl: Mapping[str, KLMeasure] | None = None
+    ) -> None:
+        """Take the run's ``run_started.config`` and ``kl`` into account (the KL estimator
+        each names)."""
+        self.contracts = contracts.CONTRACTS + contracts.kl_contracts(config, kl)
 
     def fold(
         self,

@@ -439,7 +439,7 @@ class SanctumAggregator:
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
-        self.judge.configure(p.config)
+        self.judge.configure(p.config, p.kl)
         details = ", ".join(
             f"{k} {v}"
             for k, v in (("env", p.env_id), ("seed", p.seed), ("trainer", run.trainer))

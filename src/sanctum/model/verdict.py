@@ -193,15 +193,40 @@ def judge_rows(
     return tuple(rows)
 
 
-INTEGRITY_ROWS: Final = ("lost", "foreign", "source")
+INTEGRITY_ROWS: Final = ("lost", "foreign", "source", "judged")
 """The rows that say whether the log holds the whole run, and only it: events lost from
-``seq``, events of another run, a source an import could not read whole."""
+``seq``, events of another run, a source an import could not read whole; and whether any
+rule could judge what it holds."""
+
+UNJUDGED: Final = "judged"
+"""The row that fails when the run's updates carry no metric any rule judges: the gate
+could not judge the run (``check`` exits 2 when it is the only failing row)."""
 
 
 def integrity_rows(agg: SanctumAggregator, allow_skipped: bool = False) -> tuple[CheckRow, ...]:
     """Whether the gate can vouch for what it judged: no event lost, none of another run,
-    and (for an import) a source read whole. A row that fails says what it could not see."""
-    return (_lost_row(agg), _foreign_row(agg), _source_row(agg, allow_skipped))
+    (for an import) a source read whole, and some rule measured something. A row that fails
+    says what it could not see."""
+    return (_lost_row(agg), _foreign_row(agg), _source_row(agg, allow_skipped), _judged_row(agg))
+
+
+def _judged_row(agg: SanctumAggregator) -> CheckRow:
+    """A run whose updates carry none of the metrics the rules judge (a GRPO log of
+    rewards alone, an import whose map fed no judged field) was not judged, and a gate does
+    not pass what it did not judge. A rule still in its warm-up measured its metric: the
+    verdict is then PENDING, as for a run that just began."""
+    updates = agg.run.updates
+    if not updates or any(j.tally.measured for j in agg.judge.rules.values()):
+        return CheckRow(UNJUDGED, "judged", True, "some rule measured this run's updates")
+    metrics = ", ".join(agg.judge.rules)
+    return CheckRow(
+        UNJUDGED,
+        "judged",
+        False,
+        f"could not judge: no rule measured anything in this run ({plural(updates, 'update')}"
+        f" without {metrics}), and the gate does not pass a run it did not judge",
+        verdict_name="not judged",
+    )
 
 
 def doubts(agg: SanctumAggregator) -> list[str]:

@@ -8,7 +8,9 @@ after the file's last newline, events lost from ``seq`` that no skipped line acc
 ``run_finished.updates`` the log contradicts, events of another run id in the log, a
 second ``run_started`` of the run, an import that could not read all of its source), or
 the run did not end with one ``run_finished`` status ``completed`` and nothing after it
-(or ever reported ``failed``), or it finished without a single update.
+(or ever reported ``failed``), or it finished without a single update. Exit 2 when the
+only failing row is that no rule measured anything in the run (its updates carry no judged
+metric): the gate could not judge it.
 ``allow_unfinished`` accepts a log without ``run_finished`` (still running, or cut off)
 and an ``interrupted`` run; a ``failed`` run always fails, because the trainer itself
 reported an error. Exit 2 (raised as EventLogError / ThresholdsError) is for input that
@@ -31,11 +33,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sanctum.exits import EXIT_FAILED, EXIT_OK
+from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, lost_counts, verdict_of
+from sanctum.model.verdict import (
+    UNJUDGED,
+    CheckRow,
+    RunVerdict,
+    judge_rows,
+    lost_counts,
+    verdict_of,
+)
 from sanctum.reports.scan import LogScan, run_starts, scan_log
 from telemetry.eventlog import EventLogError, SkippedLine
 
@@ -74,7 +83,11 @@ class CheckResult:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_OK if self.passed else EXIT_FAILED
+        """0 passed, 1 failed, 2 when all that failed is that no rule could judge the run."""
+        failed = {row.name for row in self.rows if not row.passed}
+        if failed == {UNJUDGED}:
+            return EXIT_UNUSABLE
+        return EXIT_FAILED if failed else EXIT_OK
 
     @property
     def verdict(self) -> RunVerdict:

@@ -181,7 +181,7 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("unknown tags", "map them with --map FILE (scalar tags: my/kl)"),
         ("bad field", "tags.'my/kl': 'kl' is not a ppo_update or rollout field"),
         ("bad toml", "mapping file is not valid TOML"),
-        ("no clip tag", "no tag holds clip_fraction (mapping file map.toml reads it from no tag)"),
+        ("no update tag", "no tag holds a ppo_update field under mapping file map.toml"),
         ("actions", "--actions must be at least 2, got 1"),
         ("unwritable out", "cannot write the event log"),
         ("not an event", "TensorBoard cannot read its event files: DecodeError: "),
@@ -192,7 +192,10 @@ def test_unusable_input_is_one_line_and_exit_2(
 ) -> None:
     logdir, extra = tmp_path / "tb", []
     (tmp_path / "map.toml").write_text(
-        {"bad field": '[tags]\n"my/kl" = "kl"\n'}.get(case, '[tags]\n"my/kl" = "approx_kl"\n')
+        {
+            "bad field": '[tags]\n"my/kl" = "kl"\n',
+            "no update tag": '[tags]\n"my/kl" = "episode_return"\n',
+        }.get(case, '[tags]\n"my/kl" = "approx_kl"\n')
     )
     if case == "empty":
         logdir.mkdir()
@@ -204,7 +207,7 @@ def test_unusable_input_is_one_line_and_exit_2(
             write_tb(logdir / name, {"train/approx_kl": [(1, 0.0)]}, 0.0)
     elif case != "missing":
         write_tb(logdir, {"my/kl": [(1, 0.01)]}, 0.0)
-    if case in ("bad field", "bad toml", "no clip tag"):
+    if case in ("bad field", "bad toml", "no update tag"):
         extra = ["--map", str(tmp_path / "map.toml")]
     if case == "bad toml":
         (tmp_path / "map.toml").write_text("[tags\n")
@@ -368,3 +371,51 @@ def test_two_runs_in_one_folder_are_refused_and_a_restart_still_imports(
     )
     code, _, err = sanctum(*args, str(tmp_path / "out2"), str(tmp_path / "restart"), capsys=capsys)
     assert (code, err) == (0, "")
+
+
+GRPO_MAP = """
+trainer = "trl-grpo"
+
+[tags]
+"train/kl" = "ref_kl"
+"train/reward" = "reward_mean"
+"train/reward_std" = "reward_std"
+"train/frac_reward_zero_std" = "reward_zero_std_frac"
+"train/completions/clipped_ratio" = "completion_truncated_frac"
+"train/entropy" = "entropy"
+"train/grad_norm" = "grad_norm"
+"""
+
+
+def test_a_map_without_approx_kl_or_clip_fraction_imports_them_as_not_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GRPO run logs no KL to the old policy: each tag goes on the field it means."""
+    steps = range(1, 7)
+    write_tb(
+        tmp_path / "tb",
+        {
+            "train/kl": [(s, 0.001 * s) for s in steps],
+            "train/reward": [(s, 0.1 * s) for s in steps],
+            "train/reward_std": [(s, 0.3) for s in steps],
+            "train/frac_reward_zero_std": [(s, 0.1) for s in steps],
+            "train/completions/clipped_ratio": [(s, 0.0) for s in steps],
+            "train/entropy": [(s, 1.1) for s in steps],
+            "train/grad_norm": [(s, 0.7) for s in steps],
+        },
+        time.time(),
+        histogram=False,
+    )
+    (tmp_path / "map.toml").write_text(GRPO_MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert "imported 6 updates" in printed
+    assert_valid_log(out / "events.jsonl")
+    updates = [e for e in read_events(out / "events.jsonl").events if isinstance(e, PPOUpdate)]
+    assert len(updates) == 6
+    first = updates[0].payload
+    assert (first.approx_kl, first.clip_fraction, first.ref_kl) == (None, None, 0.001)
+    assert (first.reward_mean, first.reward_zero_std_frac) == (pytest.approx(0.1), 0.1)
+    assert sanctum("check", str(out), capsys=capsys)[0] == 0

@@ -20,6 +20,7 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.reports.check import CheckResult, SeveralRuns, judge, refuse_several_runs, run_check
 from sanctum.reports.check_report import format_text, to_dict, write_junit
 from sanctum.reports.scan import LogScan, NoRunStarted, run_starts
+from telemetry import KLMeasure, PPOUpdatePayload, Recorder, RunStarted
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
     EventLogNotFound,
@@ -42,6 +43,7 @@ from tests.sanctum.logs import (
     write_two_runs,
     write_with_foreign_updates,
 )
+from tests.sanctum.recorded import recorded
 
 
 def check(path: Path, **kwargs: object) -> CheckResult:
@@ -65,6 +67,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "lost",
         "foreign",
         "source",
+        "judged",
         "run_finished",
     ]
     kl = rows(result)["approx_kl"]  # its worst is what it judges: KL per clip fraction
@@ -600,3 +603,102 @@ def test_many_events_missing_before_a_failure_are_lost_not_refused(tmp_path: Pat
     log.close()
     result = check(path)
     assert result.verdict.text == "FAIL: lost 6x, run failed"
+
+
+# -- critic-free and sequence-level runs (schema 1.5) --------------------------------------
+
+
+def write_grpo_run(path: Path, updates: int, **measured: float | None) -> Path:
+    """A GRPO-shaped log as a TRL callback writes it through the Recorder: no approx_kl
+    or clip_fraction, the reference KL declared, rewards and completion lengths."""
+    kl = {"ref_kl": KLMeasure(against="reference", estimator="k3", unit="token")}
+    with Recorder(path=path, algorithm="grpo", kl=kl, policy_epochs=1) as rec:
+        for u in range(updates):
+            figures: dict[str, float | None] = {
+                "ref_kl": 0.001 * (u + 1),
+                "entropy": 1.2 - 0.01 * u,
+                "grad_norm": 0.8,
+                "reward_mean": 0.2 + 0.01 * u,
+                "reward_std": 0.3,
+                "reward_zero_std_frac": 0.1,
+                "completion_length_mean": 40.0,
+                "completion_truncated_frac": 0.0,
+                **measured,
+            }
+            rec.emit(
+                PPOUpdatePayload(
+                    update=u,
+                    global_step=64 * (u + 1),
+                    early_stopped=False,
+                    reward_components={"accuracy": 0.1, "format": 0.1 + 0.01 * u},
+                    **figures,  # type: ignore[arg-type]
+                )
+            )
+    return path
+
+
+def sanctum_check(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sanctum", "check", str(path), *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_grpo_run_passes_with_kl_and_clip_not_measured(tmp_path: Path) -> None:
+    path = write_grpo_run(tmp_path / "grpo.jsonl", updates=12)
+    proc = sanctum_check(path, "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = {r["name"]: r for r in json.loads(proc.stdout)["rows"]}
+    for metric in ("approx_kl", "clip_fraction"):
+        assert (doc[metric]["passed"], doc[metric]["message"]) == (True, "not measured in this run")
+    assert doc["ref_kl"]["updates_measured"] == 12 and doc["judged"]["passed"] is True
+    text = sanctum_check(path).stdout
+    assert "not measured in this run" in text and text.endswith("\nPASS\n")
+
+
+def test_a_run_no_rule_could_judge_is_not_a_pass_but_exit_2(tmp_path: Path) -> None:
+    nothing = dict.fromkeys(("ref_kl", "entropy", "grad_norm"), None)
+    path = write_grpo_run(tmp_path / "rewards-only.jsonl", updates=5, **nothing)
+    proc = sanctum_check(path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        "FAIL  judged: could not judge: no rule measured anything in this run (5 updates "
+        "without approx_kl, clip_fraction, grad_norm"
+    ) in proc.stdout
+    assert "verdict  FAIL: not judged" in proc.stdout
+    doc = to_dict(check(path))
+    assert (doc["passed"], doc["exit_code"], doc["verdict_text"]) == (False, 2, "FAIL: not judged")
+    failed = write_run(tmp_path / "f.jsonl", updates=3, overrides=lambda u: {"grad_norm": None})
+    assert check(failed).exit_code == 0  # a rule that measured something judged the run
+
+
+def test_an_old_schema_1_4_log_reads_as_ppo_with_the_same_verdict() -> None:
+    path = Path(recorded("base-s1")) / "events.jsonl"
+    started = read_events(path).events[0]
+    assert isinstance(started, RunStarted) and started.payload.schema_minor == 4
+    assert (started.payload.algorithm, started.payload.kl, started.payload.policy_epochs) == (
+        "ppo",
+        None,
+        None,
+    )
+    result = check(path)
+    assert (result.exit_code, result.verdict.text) == (0, "OK")
+    assert rows(result)["approx_kl"]["updates_measured"] == 40
+    assert rows(result)["judged"]["passed"] is True
+
+
+@pytest.mark.parametrize(("estimator", "bug"), [("k1", False), ("k3", True)])
+def test_a_negative_kl_is_a_logging_bug_only_for_an_estimator_never_negative(
+    tmp_path: Path, estimator: str, bug: bool
+) -> None:
+    kl = {"approx_kl": KLMeasure(against="old_policy", estimator=estimator, unit="token")}
+    with Recorder(path=tmp_path / "e.jsonl", kl=kl) as rec:  # verl's actor/ppo_kl is k1
+        for u in range(3):
+            rec.emit(
+                PPOUpdatePayload(
+                    update=u, global_step=u, approx_kl=-1e-3, clip_fraction=0.1, early_stopped=False
+                )
+            )
+    assert rows(check(rec.path))["bug"]["passed"] is not bug

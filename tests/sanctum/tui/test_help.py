@@ -25,10 +25,27 @@ SCHEMA_1_2 = (
 SCHEMA_1_3 = ("full_reward_rate", "max_new_tokens_rate", "max_length_rate")
 """The fields schema 1.3 appended to ppo_update (token-level PPO)."""
 
-APPENDED = SCHEMA_1_2 + SCHEMA_1_3
+SCHEMA_1_5 = (
+    "reward_mean",
+    "reward_std",
+    "reward_zero_std_frac",
+    "reward_components",
+    "completion_length_mean",
+    "completion_length_min",
+    "completion_length_max",
+    "completion_truncated_frac",
+    "tokens",
+    "clip_fraction_low",
+    "clip_fraction_high",
+    "clip_fraction_region",
+    "logprob_gap",
+)
+"""The fields schema 1.5 appended to ppo_update (critic-free and sequence-level RL)."""
+
+APPENDED = SCHEMA_1_2 + SCHEMA_1_3 + SCHEMA_1_5
 
 
-def test_the_fields_of_schema_1_2_and_1_3_are_real_fields_of_the_contract() -> None:
+def test_the_fields_of_schema_1_2_to_1_5_are_real_fields_of_the_contract() -> None:
     fields = [f.name for f in msgspec.structs.fields(PPOUpdatePayload)]
     assert list(APPENDED) == fields[-len(APPENDED) :]
 

@@ -35,10 +35,11 @@ from sanctum.importers.tensorboard.convert import (
     unmapped,
 )
 from sanctum.importers.tensorboard.mapping import (
-    REQUIRED,
     TABLES,
     TagMapping,
     detect,
+    held_every_update,
+    holds_update_field,
     load_map,
     with_file,
 )
@@ -95,7 +96,7 @@ def parse_hyperparameters(text: str) -> dict[str, Any]:
 
 def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
     """The table the tags name, with the mapping file over it; UsageError when the log
-    holds no tag for approx_kl or clip_fraction under it."""
+    holds no tag for a ppo_update field under it."""
     if not log.scalars:
         raise UsageError(f"{log.directory}: its event files hold no scalars")
     base = detect(log.scalars)
@@ -107,12 +108,11 @@ def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
             f"{log.directory}: the tags are not {known}: map them with --map FILE "
             f"(scalar tags: {tags})"
         )
-    for name in REQUIRED:
-        if not any(tag in log.scalars for tag in mapping.tags_for(name)):
-            raise UsageError(
-                f"{log.directory}: no tag holds {name} ({mapping.name} reads it from "
-                f"{', '.join(mapping.tags_for(name)) or 'no tag'}): map one with --map"
-            )
+    if not holds_update_field(mapping, log.scalars):
+        raise UsageError(
+            f"{log.directory}: no tag holds a ppo_update field under {mapping.name}, so "
+            "no update would be imported: map one with --map"
+        )
     return mapping
 
 
@@ -239,7 +239,8 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     _refuse_existing(path, opts.force)
     log = read_log(directory)
     mapping = choose_mapping(log, opts.map_file)
-    events = step_events(gather(log, mapping), mapping, opts.action_count)
+    expected = held_every_update(mapping, log.scalars)
+    events = step_events(gather(log, mapping), mapping, opts.action_count, expected)
     times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
     started = Timed(min(times), run_started(log, mapping, opts))
     try:

@@ -10,9 +10,11 @@ times, so a replay keeps the run's pace (and a gap between two logged steps long
 the stall limit, 10x the run's pace and at least ``stall_seconds``, reads as a stall).
 
 What a log lacks is written honestly: a step with update figures but no approx_kl or
-clip_fraction is not an update (a warning anomaly says so); ``early_stopped``, required by
-the contract but logged by neither SB3 nor CleanRL, is written false and the config says
-so; explained variance NaN (both trainers' "Var(R) = 0") is written as not measured.
+clip_fraction, where the log holds that tag at other steps, is not an update (a warning
+anomaly says so); a log with no tag for them at all writes updates without them;
+``early_stopped``, required by the contract but logged by neither SB3 nor CleanRL, is
+written false and the config says so; explained variance NaN (both trainers' "Var(R) =
+0") is written as not measured.
 Tags no table maps are listed in ``run_started.config.tensorboard_unmapped_tags``.
 """
 
@@ -21,12 +23,12 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sanctum.importers.tensorboard.mapping import (
-    REQUIRED,
+    EVERY_UPDATE,
     ROLLOUT_FIELDS,
     UPDATE_FIELDS,
     NumberKind,
@@ -119,10 +121,15 @@ def rollout_payload(step: Step, update: int, global_step: int) -> RolloutPayload
 
 
 def update_payload(
-    values: Values, update: int, global_step: int, action_count: int | None
+    values: Values,
+    update: int,
+    global_step: int,
+    action_count: int | None,
+    expected: Collection[str] = EVERY_UPDATE,
 ) -> PPOUpdatePayload | None:
-    """The update at one step; None when it lacks approx_kl or clip_fraction."""
-    if any(name not in values for name in REQUIRED):
+    """The update at one step; None when it lacks a field of ``expected`` (those of
+    approx_kl and clip_fraction the log holds)."""
+    if any(name not in values for name in expected):
         return None
     fields: dict[str, Any] = {
         name: _convert(value, UPDATE_FIELDS[name], name) for name, (value, _) in values.items()
@@ -134,11 +141,12 @@ def update_payload(
     return PPOUpdatePayload(update=update, global_step=global_step, **fields)
 
 
-def _missing(values: Values, step: int) -> AnomalyPayload:
-    absent = " and ".join(name for name in REQUIRED if name not in values)
+def _missing(values: Values, step: int, expected: Collection[str]) -> AnomalyPayload:
+    lacking = [name for name in expected if name not in values]
+    absent = " and ".join(lacking)
     return AnomalyPayload(
         severity="warning",
-        metric=next(name for name in REQUIRED if name not in values),
+        metric=lacking[0],
         message=f"TensorBoard step {step} has update figures but no {absent}: "
         "not imported as an update",
         global_step=step,
@@ -150,9 +158,13 @@ def _latest(times: Iterable[float]) -> float:
 
 
 def step_events(
-    steps: Mapping[int, Step], mapping: TagMapping, action_count: int | None
+    steps: Mapping[int, Step],
+    mapping: TagMapping,
+    action_count: int | None,
+    expected: Collection[str] = EVERY_UPDATE,
 ) -> list[Timed]:
-    """Rollouts, updates and warnings in the order the trainer produced them."""
+    """Rollouts, updates and warnings in the order the trainer produced them (an update
+    lacking a field of ``expected`` is a warning)."""
     out: list[Timed] = []
     updates, rollout_step = 0, None
     for step, found in steps.items():
@@ -161,9 +173,10 @@ def step_events(
             out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))
         if found.update:
             at = rollout_step if mapping.updates_logged_late and rollout_step is not None else step
-            payload = update_payload(found.update, updates, at, action_count)
+            payload = update_payload(found.update, updates, at, action_count, expected)
             t = _latest(w for _, w in found.update.values())
-            out.append(Timed(t, payload if payload is not None else _missing(found.update, step)))
+            missing = _missing(found.update, step, expected) if payload is None else payload
+            out.append(Timed(t, missing))
             updates += payload is not None
         if rollout and mapping.updates_logged_late:
             out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))

@@ -60,9 +60,12 @@ ROLLOUT_FIELDS: Final = _number_fields(RolloutPayload, "update", "global_step")
 """``rollout`` fields a tag may fill."""
 EPISODE_FIELDS: Final = ("episode_return", "episode_length")
 """One value per finished episode, gathered into the rollout it finished in."""
-REQUIRED: Final = ("approx_kl", "clip_fraction")
-"""The required ``ppo_update`` fields a log must hold (``early_stopped`` is written false
-when no tag holds it)."""
+EVERY_UPDATE: Final = ("approx_kl", "clip_fraction")
+"""The fields Stable-Baselines3 and CleanRL log at every update: their tags tell those
+trainers' tables apart, and a step with update figures but without one of them that the
+log does hold is not an update (see :func:`held_every_update`). A log with no tag for
+either (a GRPO run's) imports without them: not measured. ``early_stopped`` is written
+false when no tag holds it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,11 +186,23 @@ TABLES: Final = (SB3, CLEANRL)
 
 
 def detect(tags: Collection[str]) -> TagMapping | None:
-    """The trainer whose required tags (approx_kl and clip_fraction) the log holds."""
+    """The trainer whose tags for approx_kl and clip_fraction the log holds."""
     for table in TABLES:
-        if all(any(t in tags for t in table.tags_for(name)) for name in REQUIRED):
+        if all(any(t in tags for t in table.tags_for(name)) for name in EVERY_UPDATE):
             return table
     return None
+
+
+def held_every_update(mapping: TagMapping, tags: Collection[str]) -> tuple[str, ...]:
+    """The fields of :data:`EVERY_UPDATE` the log holds a tag for under ``mapping``: an
+    update lacking one of those is a gap in the log, not an algorithm that does not
+    measure it."""
+    return tuple(n for n in EVERY_UPDATE if any(t in tags for t in mapping.tags_for(n)))
+
+
+def holds_update_field(mapping: TagMapping, tags: Collection[str]) -> bool:
+    """Whether some tag of the log fills a ``ppo_update`` field under ``mapping``."""
+    return any(t.kind == "update" and tag in tags for tag, t in mapping.tags.items())
 
 
 def target_of(name: str, scale: float = 1.0) -> Target | None:
