@@ -118,6 +118,11 @@ TRL trainer stops an update early (none has a target KL): ``early_stopped`` is f
 Evaluation lines (``eval_*``) and the summary line of ``train()`` (``train_runtime``...)
 are not updates and are not recorded.
 
+Halting: with ``halt_on`` the callback sets ``control.should_training_stop`` at the log line
+the gate fires on; the Trainer stops after that step. TRL's PPOTrainer runs its own loop
+and never reads that flag: at its next log line the callback finishes the run as halted and
+raises ``TrainingHalted``.
+
 Limits: ``transformers.Trainer`` calls no callback when ``train()`` raises, so the callback
 records the failure from ``sys.excepthook`` (an uncaught exception), from ``atexit`` (the
 process ended while training) or, the sure way, as a context manager::
@@ -138,13 +143,14 @@ from telemetry.events import KLMeasure, PPOUpdatePayload
 from telemetry.integrations import from_extra
 
 if TYPE_CHECKING:
-    from telemetry.integrations.trl_callback import SanctumCallback
+    from telemetry.integrations.trl_callback import SanctumCallback, TrainingHalted
 
 __all__ = [
     "GRPO_FIELDS",
     "PPO_FIELDS",
     "SanctumCallback",
     "Settings",
+    "TrainingHalted",
     "config_of",
     "settings_of",
     "update_payload",
@@ -397,6 +403,6 @@ def update_payload(
 
 
 def __getattr__(name: str) -> Any:
-    if name != "SanctumCallback":
+    if name not in ("SanctumCallback", "TrainingHalted"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return from_extra("telemetry.integrations.trl_callback", name, EXTRA_HINT)

@@ -52,6 +52,10 @@ UNSEEN_END: Final = (
 )
 
 
+class TrainingHalted(RuntimeError):
+    """Raised to stop a trainer that did not stop when ``halt_on`` asked it to."""
+
+
 def _vocab_size(model: Any) -> int | None:
     """The size of the model's output vocabulary (what its entropy is normalised by)."""
     config: Any = getattr(model, "config", None)
@@ -175,6 +179,8 @@ class SanctumCallback(TrainerCallback):
             return
         if not is_update(logs):
             return
+        if self.halted and self.gate is not None:  # the trainer went on after the stop
+            self._halt_by_raising()
         episode = logs.get("episode")
         step = episode if isinstance(episode, int) and not isinstance(episode, bool) else None
         payload = update_payload(
@@ -205,6 +211,16 @@ class SanctumCallback(TrainerCallback):
             self._finish(HALT_STATUS, self.gate.reason)
         else:
             self._finish("completed")
+
+    def _halt_by_raising(self) -> None:
+        """Stop a trainer that ignores ``should_training_stop`` (TRL's PPOTrainer loops over
+        its batches without reading it): finish the run as halted, then raise."""
+        from sanctum.live.halt import HALT_STATUS
+
+        assert self.gate is not None
+        reason = self.gate.reason
+        self._finish(HALT_STATUS, reason)
+        raise TrainingHalted(f"{reason}; the trainer went on after should_training_stop")
 
     def __enter__(self) -> SanctumCallback:
         return self

@@ -467,6 +467,40 @@ def test_ppo_trainer_logs_are_recorded_in_their_units(tmp_path: Path) -> None:
     assert finished.payload.status == "completed"
 
 
+@needs_trl
+def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path: Path) -> None:
+    from transformers import TrainerControl, TrainerState
+
+    from sanctum.health.rules import DEFAULT_THRESHOLDS, thresholds_from_mapping
+    from telemetry.integrations.trl import SanctumCallback, TrainingHalted
+
+    tight = thresholds_from_mapping(
+        {"ref_kl": {"warning": 3.0, "critical": 4.0, "persist": 1, "far": False}},
+        DEFAULT_THRESHOLDS,
+    )
+    args, state, control = PPOConfig(), TrainerState(), TrainerControl()
+    cb = SanctumCallback(run_dir=tmp_path, run_id="ppo", halt_on="critical", thresholds=tight)
+    cb.on_train_begin(args, state, control)  # type: ignore[arg-type]
+
+    def ppo_step(step: int) -> None:  # PPOTrainer's loop never reads should_training_stop
+        state.global_step = step + 1
+        cb.on_log(args, state, control, logs=_ppo_metrics(step))  # type: ignore[arg-type]
+
+    for step in range(3):
+        ppo_step(step)
+    assert control.should_training_stop  # critical at the third update
+    with pytest.raises(TrainingHalted, match=r"^halted: RefKL critical"):
+        ppo_step(3)
+    events = read_events(tmp_path / "ppo" / "events.jsonl").events
+    updates = [e.payload for e in events if isinstance(e, PPOUpdate)]
+    assert [u.ref_kl for u in updates] == [2.5, 3.5, 4.5]  # critical at the third: stop
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert finished.payload.status == "failed"
+    assert finished.payload.reason is not None
+    assert finished.payload.reason.startswith("halted: RefKL critical")
+
+
 # -- the documented table ------------------------------------------------------------------
 
 
