@@ -81,7 +81,9 @@ class SanctumCallback(TrainerCallback):
     ``halt_on``: ``"critical"`` (or ``"warning"``) stops training at the first log line at
     which ``sanctum check`` would fail the run so far at that level: the callback sets
     ``control.should_training_stop``, records a critical anomaly naming the rule, and the
-    run finishes ``failed`` with the reason ``halted: <rule> critical (...)``.
+    run finishes ``failed`` with the reason ``halted: <rule> critical (...)``. A trainer
+    that goes on regardless (TRL's PPOTrainer never reads the flag) is stopped by
+    :class:`TrainingHalted`, raised at its next log line once the run is finished.
     ``thresholds``: the rules it judges by (a :class:`~sanctum.health.rules.Thresholds` or
     the path of a thresholds TOML file, as ``sanctum check --thresholds`` takes); default,
     the shipped rules. Halting needs ``sanctum`` (this package) importable.
