@@ -31,7 +31,7 @@ import torch
 from datasets import Dataset
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-from trl import GRPOConfig, GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
 
 PAD, EOS, BOS = "<pad>", "</s>", "<s>"
 ALPHABET = string.ascii_lowercase + " .,?!"
@@ -122,6 +122,8 @@ class TrlRun:
     """One GRPO run's settings; the defaults are the healthy run."""
 
     name: str = "healthy"
+    algorithm: str = "grpo"
+    """``grpo`` (GRPOTrainer) or ``rloo`` (RLOOTrainer, which takes the same settings)."""
     steps: int = 4
     learning_rate: float = 1e-4
     beta: float = 0.04
@@ -154,9 +156,17 @@ VARIANTS = {
 }
 
 
-def grpo_config(run: TrlRun, output_dir: str) -> GRPOConfig:
-    """The GRPOConfig of ``run``: CPU, no saving, no reporting, a log line every step."""
-    return GRPOConfig(
+TRAINERS: dict[str, tuple[type[GRPOConfig] | type[RLOOConfig], type[Any]]] = {
+    "grpo": (GRPOConfig, GRPOTrainer),
+    "rloo": (RLOOConfig, RLOOTrainer),
+}
+"""A run's algorithm -> TRL's config and trainer classes for it."""
+
+
+def grpo_config(run: TrlRun, output_dir: str) -> GRPOConfig | RLOOConfig:
+    """The config of ``run``: CPU, no saving, no reporting, a log line every step."""
+    config_class, _ = TRAINERS[run.algorithm]
+    return config_class(
         output_dir=output_dir,
         max_steps=run.steps,
         learning_rate=run.learning_rate,
@@ -189,8 +199,8 @@ def trainer(
     callbacks: Sequence[Any] = (),
     output_dir: str | None = None,
     threads: int | None = 1,
-) -> GRPOTrainer:
-    """A ready ``GRPOTrainer`` for ``run``; call ``train()`` on it.
+) -> Any:
+    """A ready ``GRPOTrainer`` (or ``RLOOTrainer``) for ``run``; call ``train()`` on it.
 
     ``threads``: torch's intra-op threads for the process (None: leave them): a model this
     small runs several times faster on one thread than on several that contend.
@@ -202,7 +212,8 @@ def trainer(
     initial = f"{folder}/initial-model"  # TRL loads the reference model from a path
     tiny_llama(tokenizer, run.seed).save_pretrained(initial)
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(max(run.batch * run.steps, 16))]
-    return GRPOTrainer(
+    _, trainer_class = TRAINERS[run.algorithm]
+    return trainer_class(
         model=initial,
         reward_funcs=[reward_of(run)],
         args=grpo_config(run, folder),

@@ -174,6 +174,23 @@ def test_two_iterations_and_no_reference(slow: Recorded) -> None:
 
 
 @needs_trl
+def test_an_rloo_run_declares_its_k1_reference_kl(tmp_path: Path) -> None:
+    from bench.lib.trl_runs import HEALTHY
+
+    rec = _train(tmp_path, HEALTHY.varied(name="rloo", algorithm="rloo", steps=2))
+    started = rec.events[0]
+    assert isinstance(started, RunStarted)
+    assert started.payload.algorithm == "rloo"
+    assert started.payload.kl == {
+        "ref_kl": KLMeasure(against="reference", estimator="k1", unit="token")
+    }
+    lines = [logs for logs in rec.logged if "train_runtime" not in logs]
+    updates = rec.of(PPOUpdate)
+    assert [u.ref_kl for u in updates] == [logs["kl"] for logs in lines]
+    assert check_report(rec.path)["exit_code"] == 0
+
+
+@needs_trl
 def test_a_slow_step_is_covered_by_heartbeats(slow: Recorded) -> None:
     """The reward function sleeps once (in the step TRL timed as the slowest): heartbeats
     come between that update and the one before, and the log passes check's stall row."""
