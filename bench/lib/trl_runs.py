@@ -127,8 +127,11 @@ class TrlRun:
     steps: int = 4
     learning_rate: float = 1e-4
     beta: float = 0.04
+    """The reference KL's coefficient in the loss (0: no reference, no ``kl`` logged)."""
     num_iterations: int = 1
+    """Optimisation passes over each generated batch."""
     num_generations: int = 4
+    """Completions per prompt: one GRPO group."""
     batch: int = 8
     """Completions per optimizer step (per_device_train_batch_size)."""
     max_completion_length: int = 12
