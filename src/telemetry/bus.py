@@ -10,11 +10,12 @@ readers would refuse is refused at ``emit``, before it takes a ``seq``
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from telemetry.codec import EventCheck
+from telemetry.codec import EventCheck, PayloadError
 from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 
 Sink = Callable[[Event], None]
@@ -80,7 +81,7 @@ class Emitter:
         self.bus = bus
         self.run_id = run_id
         self._clock = clock
-        self._seq = 1
+        self._seq: Iterator[int] = itertools.count(1)
         self._lock = threading.Lock()
         self._check = EventCheck()
 
@@ -90,10 +91,14 @@ class Emitter:
         the contract's readers would refuse it."""
         event_type = EVENT_FOR_PAYLOAD[type(payload)]
         with self._lock:  # seq order must equal publish order, even across threads
+            seq = next(self._seq)
             event: Event = event_type(  # type: ignore[assignment, call-arg]
-                run_id=self.run_id, seq=self._seq, ts=self._clock(), payload=payload
+                run_id=self.run_id, seq=seq, ts=self._clock(), payload=payload
             )
-            self._check(event)
-            self._seq += 1
+            try:
+                self._check(event)
+            except PayloadError:
+                self._seq = itertools.chain((seq,), self._seq)  # not taken: the next one's
+                raise
             self.bus.publish(event)
         return event

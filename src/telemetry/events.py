@@ -662,8 +662,8 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     tokens: Annotated[
         int | None,
         about(
-            "Tokens the update trained on (completion tokens, prompts excluded; TRL's "
-            "num_tokens counts prompts too) (schema 1.5).",
+            "Tokens the update trained on: completion tokens, prompts excluded (TRL's "
+            "num_tokens counts prompts too; schema 1.5).",
             min=0,
             unit="tokens",
         ),
