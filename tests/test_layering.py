@@ -31,9 +31,12 @@ def test_telemetry_loads_neither_textual_nor_sanctum() -> None:
     assert {"textual", "sanctum", "rich"}.isdisjoint(roots)
 
 
-def test_trainer_integrations_import_their_trainer_only_when_used() -> None:
-    roots = _roots(_modules_after_import("telemetry.integrations.sb3"))
-    assert {"stable_baselines3", "torch", "numpy", "gymnasium", "sanctum"}.isdisjoint(roots)
+@pytest.mark.parametrize("module", ["telemetry.integrations.sb3", "telemetry.integrations.trl"])
+def test_trainer_integrations_import_their_trainer_only_when_used(module: str) -> None:
+    roots = _roots(_modules_after_import(module))
+    heavy = {"stable_baselines3", "trl", "transformers", "torch", "numpy", "gymnasium"}
+    assert heavy.isdisjoint(roots)
+    assert "sanctum" not in roots
     assert "msgspec" in roots  # the import really reached telemetry
 
 

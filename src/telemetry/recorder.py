@@ -62,6 +62,17 @@ def new_run_id(label: str | None = None) -> str:
     return f"{prefix}-{stamp}-{secrets.token_hex(2)}"
 
 
+def ending_of(exc: BaseException | None) -> tuple[RunStatus, str | None]:
+    """How a run whose block ended with ``exc`` finishes: ``completed`` without one,
+    ``interrupted`` on KeyboardInterrupt (Ctrl-C, or a stop signal that says which), else
+    ``failed`` with the exception's summary."""
+    if exc is None:
+        return "completed", None
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", str(exc) or "KeyboardInterrupt"
+    return "failed", f"{type(exc).__name__}: {exc}"
+
+
 class Recorder:
     """Records one run to an event log; use as a context manager.
 
@@ -132,12 +143,7 @@ class Recorder:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
-            self.finish("completed")
-        elif isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or a stop signal that says which
-            self.finish("interrupted", str(exc) or "KeyboardInterrupt")
-        else:
-            self.finish("failed", f"{type(exc).__name__}: {exc}")
+        self.finish(*ending_of(exc))
 
     def start(self) -> None:
         """Open the log (:meth:`open`) and write ``run_started``."""

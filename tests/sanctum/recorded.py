@@ -1,9 +1,14 @@
 """The recorded trainer runs of tests/fixtures/recorded (its README says how each was
-made), and ``sanctum`` run in process with its output captured."""
+made), and ``sanctum`` run in process with its output captured, or ``sanctum check`` in a
+process of its own."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +27,17 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def check_report(path: Path, *options: str) -> dict[str, Any]:
+    """``sanctum check PATH --json OPTIONS`` in a process of its own: its JSON report, whose
+    ``exit_code`` is the process's."""
+    done = subprocess.run(
+        [sys.executable, "-m", "sanctum", "check", str(path), "--json", *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report: dict[str, Any] = json.loads(done.stdout)
+    assert report["exit_code"] == done.returncode, done.stderr
+    return report

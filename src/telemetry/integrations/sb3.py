@@ -86,9 +86,9 @@ spent in ``train()`` has no hook, so no heartbeat is written during it. The mapp
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from telemetry.integrations import from_extra
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.sb3_figures import hyperparameters, update_payload
 
@@ -104,10 +104,4 @@ EXTRA_HINT = "SanctumCallback needs stable-baselines3: pip install 'sanctum-ppo[
 def __getattr__(name: str) -> Any:
     if name != "SanctumCallback":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module("telemetry.integrations.sb3_callback")
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and exc.name.split(".")[0] == "telemetry":
-            raise
-        raise ModuleNotFoundError(EXTRA_HINT) from exc
-    return module.SanctumCallback
+    return from_extra("telemetry.integrations.sb3_callback", name, EXTRA_HINT)

@@ -1,0 +1,231 @@
+"""TRL GRPO runs on CPU in seconds: a tiny Llama built from a config, a character tokenizer
+built here, a few prompts and reward functions; nothing is downloaded.
+
+The tests of ``telemetry.integrations.trl`` and the language-model calibration bench record
+these runs through ``SanctumCallback``. One :class:`TrlRun` names a variant; :func:`trainer`
+builds the ``GRPOTrainer`` for it (the caller adds callbacks and calls ``train()``):
+
+- ``healthy``: a reward for vowels (a share, whatever the length), a small learning rate,
+  a reference KL (``beta`` > 0) that TRL logs as ``kl``;
+- ``padding_hack``: a reward that grows with the completion's length and a learning rate
+  high enough that the policy learns to run every completion to the cap;
+- ``num_iterations`` 1 or 2 (GRPO's optimisation passes per generated batch);
+- ``slow_step``: the reward function sleeps once, at the step given, as a slow reward model
+  or a slow generation would;
+- ``fail_at``: the reward function raises at that step (a crash inside ``train()``).
+
+Everything runs on the CPU (``use_cpu``), saves nothing and reports to nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from datasets import Dataset
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+PAD, EOS, BOS = "<pad>", "</s>", "<s>"
+ALPHABET = string.ascii_lowercase + " .,?!"
+"""The characters the tokenizer knows; each is one token."""
+PROMPTS = (
+    "say a word",
+    "name a fruit",
+    "count to three",
+    "hello there",
+    "what is red",
+    "tell a story",
+    "a short line",
+    "pick a color",
+)
+VOWELS = frozenset("aeiou")
+TINY: dict[str, Any] = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 128,
+    "tie_word_embeddings": False,
+}
+"""The model's size: tiny, for the runs test the recording and the rules, not the learning."""
+SPECIAL = ("pad", "eos", "bos")
+
+
+def char_tokenizer() -> PreTrainedTokenizerFast:
+    """One token per character of :data:`ALPHABET`, with pad, BOS and EOS tokens."""
+    vocab = {token: i for i, token in enumerate([PAD, EOS, BOS, *ALPHABET])}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token=PAD))
+    backend.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token=PAD, eos_token=EOS, bos_token=BOS
+    )
+
+
+def tiny_llama(tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCausalLM:
+    """A 2-layer Llama with hidden size 32 over ``tokenizer``'s vocabulary, seeded."""
+    torch.manual_seed(seed)
+    special = {f"{name}_token_id": getattr(tokenizer, f"{name}_token_id") for name in SPECIAL}
+    config = LlamaConfig(vocab_size=len(tokenizer), **TINY, **special)
+    return LlamaForCausalLM(config)
+
+
+def vowel_share(completions: Sequence[str], **_: Any) -> list[float]:
+    """The share of a completion's characters that are vowels (0 for an empty one)."""
+    return [sum(c in VOWELS for c in text) / len(text) if text else 0.0 for text in completions]
+
+
+def length_reward(max_chars: int) -> Callable[..., list[float]]:
+    """A reward that grows with the completion's length: the padding hack's bait."""
+
+    def completion_length(completions: Sequence[str], **_: Any) -> list[float]:
+        return [min(len(text), max_chars) / max_chars for text in completions]
+
+    return completion_length
+
+
+@dataclass
+class StepHook:
+    """Wraps a reward function: sleeps ``sleep`` seconds at call ``slow_at`` (0-based), raises
+    at call ``fail_at``. TRL calls each reward function once per generated batch."""
+
+    reward: Callable[..., list[float]]
+    slow_at: int | None = None
+    sleep: float = 0.0
+    fail_at: int | None = None
+    calls: int = 0
+
+    @property
+    def __name__(self) -> str:  # TRL names a reward function's figures by its __name__
+        return str(getattr(self.reward, "__name__", "reward"))
+
+    def __call__(self, completions: Sequence[str], **kwargs: Any) -> list[float]:
+        call, self.calls = self.calls, self.calls + 1
+        if call == self.fail_at:
+            raise RuntimeError(f"reward function failed at call {call}")
+        if call == self.slow_at:
+            time.sleep(self.sleep)
+        return self.reward(completions, **kwargs)
+
+
+@dataclass(frozen=True)
+class TrlRun:
+    """One GRPO run's settings; the defaults are the healthy run."""
+
+    name: str = "healthy"
+    algorithm: str = "grpo"
+    """``grpo`` (GRPOTrainer) or ``rloo`` (RLOOTrainer, which takes the same settings)."""
+    steps: int = 4
+    learning_rate: float = 1e-4
+    beta: float = 0.04
+    """The reference KL's coefficient in the loss (0: no reference, no ``kl`` logged)."""
+    num_iterations: int = 1
+    """Optimisation passes over each generated batch."""
+    num_generations: int = 4
+    """Completions per prompt: one GRPO group."""
+    batch: int = 8
+    """Completions per optimizer step (per_device_train_batch_size)."""
+    max_completion_length: int = 12
+    seed: int = 0
+    hack: bool = False
+    """Reward the completion's length (the padding hack) instead of its vowels."""
+    slow_at: int | None = None
+    slow_seconds: float = 0.0
+    fail_at: int | None = None
+    logging_steps: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Further GRPOConfig settings."""
+
+    def varied(self, **changes: Any) -> TrlRun:
+        return replace(self, **changes)
+
+
+HEALTHY = TrlRun()
+PADDING_HACK = TrlRun(name="padding_hack", learning_rate=5e-2, hack=True, steps=10)
+TWO_ITERATIONS = TrlRun(name="num_iterations_2", num_iterations=2)
+NO_REFERENCE = TrlRun(name="beta_0", beta=0.0)
+SLOW_STEP = TrlRun(name="slow_step", slow_at=1, slow_seconds=2.0)
+VARIANTS = {
+    run.name: run for run in (HEALTHY, PADDING_HACK, TWO_ITERATIONS, NO_REFERENCE, SLOW_STEP)
+}
+
+
+TRAINERS: dict[str, tuple[type[GRPOConfig] | type[RLOOConfig], type[Any]]] = {
+    "grpo": (GRPOConfig, GRPOTrainer),
+    "rloo": (RLOOConfig, RLOOTrainer),
+}
+"""A run's algorithm -> TRL's config and trainer classes for it."""
+
+
+def grpo_config(run: TrlRun, output_dir: str) -> GRPOConfig | RLOOConfig:
+    """The config of ``run``: CPU, no saving, no reporting, a log line every step."""
+    config_class, _ = TRAINERS[run.algorithm]
+    return config_class(
+        output_dir=output_dir,
+        max_steps=run.steps,
+        learning_rate=run.learning_rate,
+        beta=run.beta,
+        num_iterations=run.num_iterations,
+        num_generations=run.num_generations,
+        per_device_train_batch_size=run.batch,
+        max_completion_length=run.max_completion_length,
+        logging_steps=run.logging_steps,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        seed=run.seed,
+        data_seed=run.seed,
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        bf16=False,
+        **run.extra,
+    )
+
+
+def reward_of(run: TrlRun) -> StepHook:
+    """The reward function of ``run`` (wrapped to sleep or fail at its step)."""
+    base = length_reward(run.max_completion_length) if run.hack else vowel_share
+    return StepHook(base, slow_at=run.slow_at, sleep=run.slow_seconds, fail_at=run.fail_at)
+
+
+def trainer(
+    run: TrlRun = HEALTHY,
+    callbacks: Sequence[Any] = (),
+    output_dir: str | None = None,
+    threads: int | None = 1,
+) -> Any:
+    """A ready ``GRPOTrainer`` (or ``RLOOTrainer``) for ``run``; call ``train()`` on it.
+
+    ``threads``: torch's intra-op threads for the process (None: leave them): a model this
+    small runs several times faster on one thread than on several that contend.
+    """
+    if threads is not None:
+        torch.set_num_threads(threads)
+    tokenizer = char_tokenizer()
+    folder = output_dir or tempfile.mkdtemp(prefix="trl-run-")
+    initial = f"{folder}/initial-model"  # TRL loads the reference model from a path
+    tiny_llama(tokenizer, run.seed).save_pretrained(initial)
+    prompts = [PROMPTS[i % len(PROMPTS)] for i in range(max(run.batch * run.steps, 16))]
+    _, trainer_class = TRAINERS[run.algorithm]
+    return trainer_class(
+        model=initial,
+        reward_funcs=[reward_of(run)],
+        args=grpo_config(run, folder),
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        processing_class=tokenizer,
+        callbacks=list(callbacks),
+    )
+
+
+def max_entropy(tokenizer: PreTrainedTokenizerFast) -> float:
+    """ln of the vocabulary size: the entropy of a uniform next-token distribution."""
+    return math.log(len(tokenizer))

@@ -1,0 +1,408 @@
+"""Record a TRL run in one line: ``GRPOTrainer(..., callbacks=[SanctumCallback()])``.
+
+Importing this module costs nothing: transformers is imported when ``SanctumCallback`` is
+first used, and without it that says ``pip install 'sanctum-ppo[trl]'``. The callback
+writes ``runs/<run_id>/events.jsonl`` on the main process only: ``run_started`` with the
+algorithm (``grpo`` for a ``GRPOConfig``, ``rloo`` for an ``RLOOConfig``, ``ppo`` for a
+``PPOConfig``), TRL's settings and what each KL figure measures; one ``ppo_update`` per
+training log line (every ``logging_steps`` optimizer steps: TRL averages its figures over
+them); heartbeats while a step runs (generation and reward models can take minutes); and
+``run_finished``. ``update`` counts the log lines from 0; ``global_step`` is TRL's
+``episode`` (samples so far) where it logs one, else its optimizer-step counter.
+
+How each figure TRL logs becomes ours (:data:`GRPO_FIELDS`, :data:`PPO_FIELDS`):
+
+==========================================  =============================  =========================
+what TRL logs                               what we record                 where the definitions
+                                                                           differ
+==========================================  =============================  =========================
+GRPO and RLOO
+``kl``                                      ``ref_kl``                     to the reference, per
+                                                                           token (mean over
+                                                                           completion tokens): k3
+                                                                           for GRPO (times r with
+                                                                           use_bias_correction_kl),
+                                                                           k1 of the sampling policy
+                                                                           for RLOO
+``entropy``                                 ``entropy``                    mean over completion
+                                                                           tokens
+                                            ``entropy_normalized``         entropy / ln(vocabulary
+                                                                           size)
+``clip_ratio/low_mean``                     ``clip_fraction_low``          none
+``clip_ratio/high_mean``                    ``clip_fraction_high``         none
+``clip_ratio/region_mean``                  ``clip_fraction_region``       none
+``reward``                                  ``reward_mean``                the weighted sum of the
+                                                                           terms
+``reward_std``                              ``reward_std``                 none
+``frac_reward_zero_std``                    ``reward_zero_std_frac``       none
+``rewards/<f>/mean``                        ``reward_components[<f>]``     unweighted, as the
+                                                                           function returned it
+``completions/mean_length``                 ``completion_length_mean``     none
+``completions/min_length``                  ``completion_length_min``      none
+``completions/max_length``                  ``completion_length_max``      none
+``completions/clipped_ratio``               ``completion_truncated_frac``  truncated: the last token
+                                                                           is neither EOS nor pad
+``sampling/sampling_logp_difference/mean``  ``logprob_gap``                vLLM only; none
+``policy_loss``                             ``policy_loss``                logged only with an
+                                                                           entropy bonus
+``entropy_coef``                            ``entropy_coef``               none
+``loss``                                    ``total_loss``                 the Trainer's mean over
+                                                                           the logged steps
+``grad_norm``                               ``grad_norm``                  before clipping; the last
+                                                                           logged step's
+``learning_rate``                           ``learning_rate``              none
+``step_time``                               ``update_seconds``             training_step's time
+                                                                           (generation and reward
+                                                                           included), mean over the
+                                                                           logged steps
+``num_tokens``                              not recorded                   prompt and completion
+                                                                           tokens of the whole run
+                                                                           so far (tokens: one
+                                                                           update's completion
+                                                                           tokens)
+``completions/*_terminated_length``         not recorded                   no field
+``rewards/<f>/std``                         not recorded                   no field
+``clip_ratio/low_min``                      not recorded                   no field
+``clip_ratio/high_max``                     not recorded                   no field
+``sampling/importance_sampling_ratio/*``    not recorded                   no field
+``aux_loss``                                not recorded                   no field
+PPO (trl.experimental.ppo)
+``objective/kl``                            ``ref_kl``                     to the reference, SUMMED
+                                                                           over a response's tokens
+                                                                           (unit sequence), with
+                                                                           kl_estimator (k1 or k3)
+``policy/approxkl_avg``                     ``approx_kl``                  k2 = (log r)^2 / 2 to the
+                                                                           old policy, mean over
+                                                                           every epoch's minibatches
+                                                                           (ours: the last epoch's),
+                                                                           padding positions counted
+                                                                           as 0
+``policy/clipfrac_avg``                     ``clip_fraction_region``       where the clipped term
+                                                                           binds (sign-aware), every
+                                                                           epoch
+``policy/entropy_avg``                      ``entropy``                    per token, padding
+                                                                           positions counted
+                                            ``entropy_normalized``         entropy / ln(vocabulary
+                                                                           size)
+``loss/policy_avg``                         ``policy_loss``                mean over every epoch's
+                                                                           minibatches
+``loss/value_avg``                          ``value_loss``                 with the 0.5, as ours
+``val/ratio``                               ``ratio_mean``                 mean of the minibatch
+                                                                           means
+``objective/scores``                        ``reward_mean``                the reward model's score,
+                                                                           without the KL penalty
+``lr``                                      ``learning_rate``              none
+``episode``                                 ``global_step``                samples so far
+``objective/entropy``                       not recorded                   a response's summed -log
+                                                                           p: an estimate per
+                                                                           sequence
+``objective/rlhf_reward``                   not recorded                   the score minus the KL
+                                                                           penalty
+``objective/non_score_reward``              not recorded                   minus the KL penalty, per
+                                                                           sequence
+``val/clipfrac_avg``                        not recorded                   the value clip's share:
+                                                                           no field
+``val/ratio_var``                           not recorded                   variance of minibatch
+                                                                           means
+``val/num_eos_tokens``                      not recorded                   a count on rank 0
+``eps``                                     not recorded                   samples per second, whole
+                                                                           run
+==========================================  =============================  =========================
+
+Not measured by TRL, so absent: GRPO's and RLOO's ``approx_kl`` (no KL to the old policy is
+logged) and every run's ``clip_fraction`` (TRL counts only the sign-aware clipped share,
+``clip_fraction_region``); a critic-free run's value figures. ``beta`` (GRPO, RLOO) is
+recorded as ``ref_kl_coef`` on each update, PPO's ``kl_coef`` as ``ref_kl_reward_coef``.
+TRL logs ``None`` for a figure whose every sample was NaN: it is recorded as absent. No
+TRL trainer stops an update early (none has a target KL): ``early_stopped`` is false.
+Evaluation lines (``eval_*``) and the summary line of ``train()`` (``train_runtime``...)
+are not updates and are not recorded.
+
+Halting: with ``halt_on`` the callback sets ``control.should_training_stop`` at the log line
+the gate fires on; the Trainer stops after that step. TRL's PPOTrainer runs its own loop
+and never reads that flag: at its next log line the callback finishes the run as halted and
+raises ``TrainingHalted``.
+
+Limits: ``transformers.Trainer`` calls no callback when ``train()`` raises, so the callback
+records the failure from ``sys.excepthook`` (an uncaught exception), from ``atexit`` (the
+process ended while training) or, the sure way, as a context manager::
+
+    with SanctumCallback() as cb:
+        GRPOTrainer(..., callbacks=[cb]).train()
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from telemetry.events import KLMeasure, PPOUpdatePayload
+from telemetry.integrations import from_extra
+
+if TYPE_CHECKING:
+    from telemetry.integrations.trl_callback import SanctumCallback, TrainingHalted
+
+__all__ = [
+    "GRPO_FIELDS",
+    "PPO_FIELDS",
+    "SanctumCallback",
+    "Settings",
+    "TrainingHalted",
+    "config_of",
+    "settings_of",
+    "update_payload",
+]
+
+EXTRA_HINT = "SanctumCallback needs transformers and TRL: pip install 'sanctum-ppo[trl]'"
+"""The one-line error when transformers is not installed."""
+
+GRPO_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "kl": "ref_kl",
+        "entropy": "entropy",
+        "clip_ratio/low_mean": "clip_fraction_low",
+        "clip_ratio/high_mean": "clip_fraction_high",
+        "clip_ratio/region_mean": "clip_fraction_region",
+        "reward": "reward_mean",
+        "reward_std": "reward_std",
+        "frac_reward_zero_std": "reward_zero_std_frac",
+        "completions/mean_length": "completion_length_mean",
+        "completions/min_length": "completion_length_min",
+        "completions/max_length": "completion_length_max",
+        "completions/clipped_ratio": "completion_truncated_frac",
+        "sampling/sampling_logp_difference/mean": "logprob_gap",
+        "policy_loss": "policy_loss",
+        "entropy_coef": "entropy_coef",
+        "loss": "total_loss",
+        "grad_norm": "grad_norm",
+        "learning_rate": "learning_rate",
+        "step_time": "update_seconds",
+    }
+)
+"""What GRPOTrainer and RLOOTrainer log -> the ppo_update field (``rewards/<f>/mean`` go to
+``reward_components``)."""
+
+PPO_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "objective/kl": "ref_kl",
+        "policy/approxkl_avg": "approx_kl",
+        "policy/clipfrac_avg": "clip_fraction_region",
+        "policy/entropy_avg": "entropy",
+        "loss/policy_avg": "policy_loss",
+        "loss/value_avg": "value_loss",
+        "val/ratio": "ratio_mean",
+        "objective/scores": "reward_mean",
+        "lr": "learning_rate",
+    }
+)
+"""What TRL's PPOTrainer logs -> the ppo_update field."""
+
+REWARD_COMPONENT = ("rewards/", "/mean")
+"""A reward function's mean is logged as ``rewards/<name>/mean``."""
+SUMMARY_KEYS: Final = frozenset({"train_runtime", "train_loss", "train_samples_per_second"})
+"""Keys of the summary line ``Trainer.train()`` logs at its end: not an update."""
+
+
+@dataclass(frozen=True, slots=True)
+class Algorithm:
+    """How one TRL trainer logs: its algorithm name, field table and KL declarations."""
+
+    name: str
+    fields: Mapping[str, str]
+    epochs_setting: str
+    """The config setting holding the optimisation passes per batch."""
+
+
+ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
+    {
+        "GRPOConfig": Algorithm("grpo", GRPO_FIELDS, "num_iterations"),
+        "RLOOConfig": Algorithm("rloo", GRPO_FIELDS, "num_iterations"),
+        "PPOConfig": Algorithm("ppo", PPO_FIELDS, "num_ppo_epochs"),
+    }
+)
+"""A trainer's config class (or a base class of it) -> how its trainer logs."""
+
+SETTINGS: Final = (
+    "learning_rate",
+    "lr_scheduler_type",
+    "max_steps",
+    "num_train_epochs",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "max_grad_norm",
+    "logging_steps",
+    "seed",
+    "bf16",
+    "fp16",
+    "world_size",
+    # GRPO and RLOO
+    "beta",
+    "num_generations",
+    "num_iterations",
+    "steps_per_generation",
+    "generation_batch_size",
+    "max_completion_length",
+    "max_prompt_length",
+    "temperature",
+    "top_p",
+    "top_k",
+    "epsilon",
+    "epsilon_high",
+    "delta",
+    "loss_type",
+    "scale_rewards",
+    "importance_sampling_level",
+    "multi_objective_aggregation",
+    "mask_truncated_completions",
+    "reward_weights",
+    "entropy_coef",
+    "top_entropy_quantile",
+    "use_bias_correction_kl",
+    "sync_ref_model",
+    "use_vllm",
+    "vllm_importance_sampling_correction",
+    # PPO
+    "num_ppo_epochs",
+    "num_mini_batches",
+    "total_episodes",
+    "response_length",
+    "kl_coef",
+    "cliprange",
+    "cliprange_value",
+    "vf_coef",
+    "gamma",
+    "lam",
+    "whiten_rewards",
+    "missing_eos_penalty",
+    "stop_token",
+)
+"""The settings of TRL's configs recorded in ``run_started.config`` under TRL's names (those
+a config lacks are left out). PPO's ``kl_estimator`` is recorded as
+``ref_kl_reward_estimator``: our ``kl_estimator`` names ``approx_kl``'s."""
+
+
+def algorithm_of(args: Any) -> Algorithm:
+    """How the trainer configured by ``args`` logs; TypeError for a trainer we do not read."""
+    for cls in type(args).__mro__:
+        found = ALGORITHMS.get(cls.__name__)
+        if found is not None:
+            return found
+    raise TypeError(
+        f"SanctumCallback records GRPOTrainer, RLOOTrainer and PPOTrainer; got "
+        f"{type(args).__name__}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What reading a run's log lines needs of its settings."""
+
+    algorithm: Algorithm
+    beta: float | None = None
+    """GRPO's and RLOO's reference-KL coefficient in the loss (0: no reference)."""
+    kl_coef: float | None = None
+    """PPO's reference-KL coefficient in the reward."""
+    ref_kl_estimator: str = "k3"
+    log_vocab: float | None = None
+    """ln of the vocabulary size (the entropy of a uniform next token), when known."""
+
+    @property
+    def kl(self) -> dict[str, KLMeasure]:
+        """What each KL field of the run's updates measures (``run_started.kl``)."""
+        if self.algorithm.name == "ppo":
+            return {
+                "ref_kl": KLMeasure(
+                    against="reference", estimator=self.ref_kl_estimator, unit="sequence"
+                ),
+                "approx_kl": KLMeasure(against="old_policy", estimator="k2", unit="token"),
+            }
+        if not self.beta:
+            return {}
+        return {
+            "ref_kl": KLMeasure(against="reference", estimator=self.ref_kl_estimator, unit="token")
+        }
+
+
+def _number(value: Any) -> float | None:
+    """A setting or logged figure as a float; None for anything else (bool included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def settings_of(args: Any, vocab_size: int | None = None) -> Settings:
+    """The reading settings of the run configured by ``args`` (a TRL config)."""
+    algorithm = algorithm_of(args)
+    if algorithm.name == "ppo":
+        return Settings(
+            algorithm,
+            kl_coef=_number(getattr(args, "kl_coef", None)),
+            ref_kl_estimator=str(getattr(args, "kl_estimator", "k1")),
+            log_vocab=math.log(vocab_size) if vocab_size and vocab_size > 1 else None,
+        )
+    return Settings(
+        algorithm,
+        beta=_number(getattr(args, "beta", None)),
+        ref_kl_estimator="k3" if algorithm.name == "grpo" else "k1",
+        log_vocab=math.log(vocab_size) if vocab_size and vocab_size > 1 else None,
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A setting as JSON: plain scalars and lists of them as they are, else its ``str``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def config_of(args: Any) -> dict[str, Any]:
+    """``run_started.config`` of the run configured by ``args``: :data:`SETTINGS` it has."""
+    config = {name: _plain(getattr(args, name)) for name in SETTINGS if hasattr(args, name)}
+    if algorithm_of(args).name == "ppo" and hasattr(args, "kl_estimator"):
+        config["ref_kl_reward_estimator"] = _plain(args.kl_estimator)
+    return config
+
+
+def is_update(logs: Mapping[str, Any]) -> bool:
+    """Whether a log line is a training update's (not evaluation, not train()'s summary)."""
+    if SUMMARY_KEYS.intersection(logs):
+        return False
+    return not any(key.startswith("eval_") for key in logs)
+
+
+def update_payload(
+    logs: Mapping[str, Any], *, update: int, global_step: int, settings: Settings
+) -> PPOUpdatePayload:
+    """One TRL training log line as a ``ppo_update`` (see the module's table)."""
+    values: dict[str, Any] = {}
+    for key, name in settings.algorithm.fields.items():
+        value = _number(logs.get(key))
+        if value is not None:
+            values[name] = value
+    head, tail = REWARD_COMPONENT
+    components = {
+        key[len(head) : -len(tail)]: value
+        for key, raw in logs.items()
+        if key.startswith(head) and key.endswith(tail) and (value := _number(raw)) is not None
+    }
+    if components:
+        values["reward_components"] = components
+    entropy = values.get("entropy")
+    if entropy is not None and settings.log_vocab:
+        values["entropy_normalized"] = entropy / settings.log_vocab
+    if settings.beta:
+        values["ref_kl_coef"] = settings.beta
+    if settings.kl_coef is not None:
+        values["ref_kl_reward_coef"] = settings.kl_coef
+    return PPOUpdatePayload(update=update, global_step=global_step, early_stopped=False, **values)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in ("SanctumCallback", "TrainingHalted"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return from_extra("telemetry.integrations.trl_callback", name, EXTRA_HINT)
