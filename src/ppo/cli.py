@@ -93,9 +93,9 @@ checked before anything is built (one line and exit 2 when not):
   gradients and Adam state) will need at most what the machine has available now
   (MemAvailable).
 
-exit codes: 0 completed; 1 training stopped: by the health gate (--halt-on: a checkpoint was
-saved, run_finished is "failed" naming the rule), or the run could not be recorded, a
-checkpoint could not be written, or standard output broke while training (the run is recorded);
+exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
+could not be written, or standard output broke while training: the run is recorded), or
+halted by --halt-on (a checkpoint was saved; run_finished is "failed", naming the rule);
 2 unusable input, or standard output closed or unwritable at the start (nothing was
 recorded); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was saved).
 """
