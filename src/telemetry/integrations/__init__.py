@@ -4,3 +4,29 @@ Every integration imports its trainer only when it is used, so ``telemetry`` kee
 msgspec and the standard library; without the trainer's extra it says which one to
 install. ``telemetry.integrations.sb3``: Stable-Baselines3's PPO, one callback.
 """
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Final, NoReturn
+
+from telemetry.text import visible
+
+EXIT_USAGE: Final = 2
+"""A script that cannot start (an extra is missing) exits with this, as ``ppo`` and
+``sanctum`` do for unusable input."""
+
+
+def missing_extra(extra: str, what: str, exc: ImportError) -> NoReturn:
+    """End a script whose optional dependency is missing: one line on standard error naming
+    the extra that provides it (``what`` says what needs it), then exit 2, no traceback."""
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    why = str(exc) or type(exc).__name__
+    print(
+        visible(
+            f"{script}: {what} needs the {extra} extra: pip install 'sanctum-ppo[{extra}]' ({why})"
+        ),
+        file=sys.stderr,
+    )
+    raise SystemExit(EXIT_USAGE)
