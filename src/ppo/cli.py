@@ -58,8 +58,8 @@ from ppo.run.progress import PlainReporter, Reporter, RichReporter
 from ppo.run.ranks import check_share
 from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
-from ppo.run.trainer import Trainer, TrainingStopped, TrainResult
-from ppo.tokens.cli import token_config, train_tokens
+from ppo.run.trainer import NotStarted, Trainer, TrainingStopped, TrainResult
+from ppo.tokens.cli import check_task, token_config, train_tokens
 from ppo.tokens.config import TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
@@ -306,6 +306,7 @@ def _train_tokens(
 ) -> int:
     """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
     run_id = _run_id(args, "tokens")
+    check_task(config)
     check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
@@ -400,17 +401,29 @@ def _train_rank(
     processes = f" by {world.size} processes" if world.distributed else ""
     where = shown_path(run_path)
     line = f"recording to {where}/{EVENTS_FILE}{processes}  (watch live: sanctum {where})"
-    if not announce(line, out, err):
-        return EXIT_USAGE
-    return _run(trainer, reporter, run_path, out, err)
+    return _run(trainer, reporter, line, run_path, out, err)
 
 
-def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err: TextIO) -> int:
-    """Train under the reporter and map each way of ending to an exit code."""
+def _run(
+    trainer: Trainer, reporter: Reporter, line: str, run_path: Path, out: TextIO, err: TextIO
+) -> int:
+    """Train under the reporter and map each way of ending to an exit code. ``line`` (where
+    the run records) is printed once the trainer has built everything, just before the run
+    folder is made (a build that fails leaves no folder to name), then the reporter starts."""
     started = time.monotonic()
     try:
-        with stop_on_signals(), reporter:
+        with stop_on_signals(), contextlib.ExitStack() as running:
+
+            def start() -> bool:
+                if not announce(line, out, err):  # standard output unwritable: exit 2
+                    return False
+                running.enter_context(reporter)
+                return True
+
+            trainer.on_start = start
             result = trainer.run()
+    except NotStarted:
+        return EXIT_USAGE
     except (EnvError, CheckpointError, LogInUse) as exc:
         error(err, exc)
         return EXIT_USAGE

@@ -57,6 +57,10 @@ RECENT_EPISODES = 20
 """Episodes in the rolling mean reported to progress callbacks and results."""
 
 
+class NotStarted(Exception):
+    """``on_start`` refused to start (it said why); nothing was recorded."""
+
+
 class TrainingStopped(RuntimeError):
     """Training stopped because the run could not be recorded; a checkpoint was saved."""
 
@@ -104,6 +108,7 @@ class Trainer:
         on_progress: Callable[[Progress], None] | None = None,
         sinks: Sequence[Sink] = (),
         world: World = SINGLE,
+        on_start: Callable[[], bool] | None = None,
     ) -> None:
         self.config = config
         """The whole job's config (what is recorded); ``local`` is this rank's share."""
@@ -113,6 +118,10 @@ class Trainer:
         self.run_id = run_id
         self.resume_path = checkpoint.find(resume) if resume is not None else None
         self.on_progress = on_progress
+        self.on_start = on_start
+        """Called once everything is built (environments, networks, checkpoints read) and
+        before the run folder is made: where ``ppo train`` says where it records, so it never
+        names a folder a failed build leaves unmade. False: :class:`NotStarted`."""
         self.sinks = tuple(sinks)
         self.checkpoint_path: Path | None = None
         self.checkpoint_error: str | None = None
@@ -173,6 +182,8 @@ class Trainer:
         """Train to ``total_steps`` (or until interrupted) and return where things are."""
         collector, agent, counters, recorded = self._build()
         try:
+            if self.on_start is not None and not self.on_start():
+                raise NotStarted
             recorder = self._recorder(recorded)
             if isinstance(recorder, Recorder):
                 try:

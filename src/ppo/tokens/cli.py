@@ -14,6 +14,7 @@ from ppo.run.messages import announce, error, memory_line, out_of_memory, summar
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.task import load_task
 from ppo.tokens.trainer import TokenProgress, TokenTrainer
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
@@ -39,6 +40,13 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
     if args.seed is not None:
         config = config.with_overrides([f"seed={args.seed}"], source="command line")
     return config
+
+
+def check_task(config: TokenPPOConfig) -> None:
+    """Pre-flight of a token-level run: its task's ``module:function`` imports and names a
+    function (:class:`ConfigError` otherwise), checked before the run folder, the dashboard
+    or the "recording to" line exist; building it (the warm start) comes later."""
+    load_task(config.task)
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
