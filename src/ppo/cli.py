@@ -64,6 +64,7 @@ from ppo.tokens.config import TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
+from telemetry.returns import FINAL_RETURN
 
 EPILOG = f"""\
 examples:
@@ -462,7 +463,7 @@ def _summary(result: TrainResult, seconds: float) -> str:
     saved = result.checkpoint_path
     return (
         f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
-        f"mean return (last 20 episodes) {'n/a' if mean is None else f'{mean:.1f}'}\n"
+        f"{FINAL_RETURN} {'n/a' if mean is None else f'{mean:.2f}'}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"checkpoint: {'none' if saved is None else shown_path(saved)}"
     )

@@ -51,10 +51,9 @@ from telemetry import (
 from telemetry.bus import Sink
 from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
+from telemetry.returns import FINAL_EPISODES, final_return
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
-RECENT_EPISODES = 20
-"""Episodes in the rolling mean reported to progress callbacks and results."""
 
 
 class NotStarted(Exception):
@@ -130,7 +129,9 @@ class Trainer:
         """The frozen reference policy (None: no reference KL)."""
         self._norm: Normalization | None = None
         """The normalisation statistics (built with the environments)."""
-        self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
+        self._recent: deque[tuple[int, float | None]] = deque(maxlen=FINAL_EPISODES)
+        """(episodes, mean return) of the latest rollouts: the final return's window needs
+        no more (each rollout that counts holds an episode at least)."""
         self._last_emit = time.monotonic()
         self._stop_reason: str | None = None
 
@@ -269,9 +270,11 @@ class Trainer:
 
         rollout = job_rollout(collector.collect(on_step=on_step), self.world, update)
         global_step = counters.global_step + cfg.batch_size
-        self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
-        self._emit(rec, rollout_payload(update, global_step, rollout, sps))
+        recorded = rollout_payload(update, global_step, rollout, sps)
+        if recorded.episodes:  # the figures the log holds, so sanctum computes the same
+            self._recent.append((recorded.episodes, recorded.episode_return_mean))
+        self._emit(rec, recorded)
         batch = collector.buffer.to_batch(
             collector.policy,
             collector.last_obs,
@@ -305,8 +308,10 @@ class Trainer:
 
     @property
     def recent_return_mean(self) -> float | None:
-        """Mean return of the last :data:`RECENT_EPISODES` finished episodes."""
-        return sum(self._recent) / len(self._recent) if self._recent else None
+        """The final return so far (:func:`telemetry.returns.final_return`: the mean over the
+        latest rollouts holding :data:`~telemetry.returns.FINAL_EPISODES` episodes or more),
+        as ``sanctum`` computes it from the log."""
+        return final_return(self._recent)
 
     # ------------------------------------------------------------- telemetry
     def _emit(self, rec: Recorder, payload: Payload) -> None:
