@@ -92,10 +92,12 @@ checked before anything is built (one line and exit 2 when not):
   --nproc in [1, {MAX_NPROC}], dividing num_envs; --run-id a name (not empty); --config a
   regular TOML file of at most {TOML_MAX_BYTES // MIB} MiB, nested at most {TOML_MAX_DEPTH}
   deep; checkpoints (--resume, init_from, reference unless "init") regular files torch.save
-  wrote; the run folder creatable, writable (a probe file is created and removed) and free;
-  the memory the rollout (num_steps x num_envs) and the network (hidden_sizes, with
-  gradients and Adam state) will need at most what the machine has available now
-  (MemAvailable).
+  wrote; the environment id (one environment is made and closed: a misspelt id shows
+  Gymnasium's whole "Did you mean" hint, a missing extra such as mujoco or envpool is named);
+  a token_ppo task's module:function; the run folder creatable, writable (a probe file is
+  created and removed) and free; the memory the rollout (num_steps x num_envs) and the
+  network (hidden_sizes, with gradients and Adam state) will need at most what the machine
+  has available now (MemAvailable).
 
 exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
 could not be written, or standard output broke while training: the run is recorded);
