@@ -594,3 +594,16 @@ def test_a_build_that_fails_never_announced_a_folder(
     assert code == 2 and err.startswith("ppo train: starting policy (init_from): ")
     assert "recording to" not in out
     assert [p.name for p in tmp_path.iterdir()] == ["base"]
+
+
+def test_a_token_task_that_refuses_its_config_never_announced_a_folder(tmp_path: Path) -> None:
+    """The task checks keep_prob against its answer's digits only when it is built (after
+    its warm start): exit 2, the warm-start line, no "recording to", no run folder."""
+    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    settings = ["--set", "keep_prob=0.5,0.5", "--set", "warm_start_steps=1"]
+    code, out, err = ppo_with(
+        "--headless", "--config", str(config), *settings, cwd=tmp_path, steps=False
+    )
+    assert code == 2 and err.splitlines()[-1].startswith("  keep_prob has 2 entries")
+    assert out.splitlines() == ["warm start: 1 supervised steps"]
+    assert list(tmp_path.iterdir()) == []

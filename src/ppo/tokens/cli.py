@@ -10,7 +10,7 @@ from typing import TextIO
 
 from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
-from ppo.run.messages import announce, error, memory_line, out_of_memory, summarize
+from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
@@ -75,10 +75,11 @@ def train_tokens(
     """Run token-level PPO headless; returns the exit code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
-    warm = f"warm start: {config.warm_start_steps} supervised steps"
-    if not announce(f"{recording}\n{warm}", out, err):
+    if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):
         return EXIT_USAGE
-    trainer = TokenTrainer(config, run_dir, run_id, _progress(out))
+    trainer = TokenTrainer(
+        config, run_dir, run_id, _progress(out), on_start=lambda: say(out, recording)
+    )
     started = time.monotonic()
     try:
         with stop_on_signals():
