@@ -79,8 +79,12 @@ class TokenTrainer:
         run_dir: Path,
         run_id: str,
         on_progress: Callable[[TokenProgress], None] | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
+        self.on_start = on_start
+        """Called once the task is built (warm start included), before the run folder is
+        made: where ``ppo train`` says where it records."""
         self.run_dir = run_dir
         self.run_id = run_id
         self.on_progress = on_progress
@@ -92,6 +96,8 @@ class TokenTrainer:
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
         task = build_task(cfg)
+        if self.on_start is not None:
+            self.on_start()
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
         recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
         with (
