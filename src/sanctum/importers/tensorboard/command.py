@@ -193,7 +193,8 @@ def run_started(
 
 def other_data(log: TBLog, mapping: TagMapping) -> list[tuple[str, tuple[str, ...]]]:
     """Non-scalar data not imported: texts other than the settings table, histograms..."""
-    texts = tuple(t for t in log.texts if t != mapping.hyperparameters_tag)
+    read = (mapping.hyperparameters_tag, *mapping.read_texts)
+    texts = tuple(t for t in log.texts if t not in read)
     return [(k, v) for k, v in (("text", texts), *log.other_tags.items()) if v]
 
 

@@ -169,6 +169,8 @@ class TagMapping:
     """(prefix, suffix): a tag ``prefix + NAME + suffix`` feeds ``reward_components[NAME]``."""
     header: Callable[[TBLog], Header] | None = None
     """Reads the trainer's settings from the log (its texts, its tags)."""
+    read_texts: tuple[str, ...] = ()
+    """The text tags :attr:`header` reads (not listed as data left out)."""
 
     def tags_for(self, field_name: str) -> list[str]:
         """The tags that fill ``field_name``."""

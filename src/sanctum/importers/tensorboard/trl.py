@@ -27,9 +27,8 @@ from sanctum.importers.tensorboard.mapping import Header, TagMapping, Target, Ta
 from sanctum.importers.tensorboard.reader import TBLog
 from telemetry.integrations.trl import (
     ALGORITHMS,
-    GRPO_FIELDS,
-    PPO_FIELDS,
     REWARD_COMPONENT,
+    SUMMARY_KEYS,
     Algorithm,
     config_from,
     settings_from,
@@ -37,16 +36,17 @@ from telemetry.integrations.trl import (
 
 PREFIX: Final = "train/"
 """transformers' TensorBoardCallback writes a training key ``k`` as the tag ``train/k``."""
-ARGS_TAG: Final = "args"
-"""The text tag holding the run's TrainingArguments (TRL's config) as JSON."""
-MODEL_TAG: Final = "model_config"
+ARGS_TAG: Final = "args/text_summary"
+"""The text tag holding the run's TrainingArguments (TRL's config) as JSON (``add_text``
+writes the tag ``args`` as ``args/text_summary``)."""
+MODEL_TAG: Final = "model_config/text_summary"
 """The text tag holding the model's config as JSON (its ``vocab_size``)."""
 IGNORED: Final = {
     "epoch": "the Trainer's epoch counter (dataset passes), not an update figure",
     "num_tokens": "prompt and completion tokens of the whole run so far (no field)",
 }
-"""TRL keys the import knows and leaves out (``train/train_*``, the summary line of
-``train()``, are unmapped: named in the config)."""
+"""TRL keys the import knows and leaves out (and :data:`SUMMARY_KEYS`, of the summary
+line ``train()`` logs at its end)."""
 
 
 def _tags(fields: Mapping[str, str]) -> Mapping[str, Targets]:
@@ -59,6 +59,8 @@ def _tags(fields: Mapping[str, str]) -> Mapping[str, Targets]:
         tags[PREFIX + key] = (target,)
     for key, reason in IGNORED.items():
         tags[PREFIX + key] = (Target("ignore", reason=reason),)
+    for key in sorted(SUMMARY_KEYS):
+        tags[PREFIX + key] = (Target("ignore", reason="train()'s summary line, not an update"),)
     return MappingProxyType(tags)
 
 
@@ -111,26 +113,36 @@ _NOTES: Final = (
     "each update is one TRL log line: update counts them from 0",
 )
 
-TRL_GRPO: Final = TagMapping(
-    name="trl-grpo",
-    trainer="trl",
-    tags=_tags(GRPO_FIELDS),
-    detect_tags=(PREFIX + "reward", PREFIX + "frac_reward_zero_std"),
-    algorithm="grpo",
+
+def _trl(config_class: str, detect: tuple[str, str], note: str, **more: Any) -> TagMapping:
+    """The table of the TRL trainer configured by ``config_class``, from its key table."""
+    algorithm = ALGORITHMS[config_class]
+    return TagMapping(
+        name=f"trl-{algorithm.name}",
+        trainer="trl",
+        tags=_tags(algorithm.fields),
+        detect_tags=tuple(PREFIX + key for key in detect),
+        algorithm=algorithm.name,
+        header=_header(config_class),
+        read_texts=(ARGS_TAG, MODEL_TAG),
+        notes=(*_NOTES, note),
+        **more,
+    )
+
+
+TRL_GRPO: Final = _trl(
+    "GRPOConfig",
+    ("reward", "frac_reward_zero_std"),
+    "global_step is the optimizer step (GRPO logs no sample count)",
     component_tags=(PREFIX + REWARD_COMPONENT[0], REWARD_COMPONENT[1]),
-    header=_header("GRPOConfig"),
-    notes=(*_NOTES, "global_step is the optimizer step (GRPO logs no sample count)"),
 )
 """TRL's GRPOTrainer and RLOOTrainer (``rewards/<f>/mean`` -> ``reward_components[f]``)."""
 
-TRL_PPO: Final = TagMapping(
-    name="trl-ppo",
-    trainer="trl",
-    tags=_tags(PPO_FIELDS),
-    detect_tags=(PREFIX + "objective/kl", PREFIX + "policy/approxkl_avg"),
+TRL_PPO: Final = _trl(
+    "PPOConfig",
+    ("objective/kl", "policy/approxkl_avg"),
+    "global_step is TRL's episode: the samples so far",
     kl_estimator="k2",
     global_step_tag=PREFIX + "episode",
-    header=_header("PPOConfig"),
-    notes=(*_NOTES, "global_step is TRL's episode: the samples so far"),
 )
 """TRL's PPOTrainer (``trl.experimental.ppo``)."""
