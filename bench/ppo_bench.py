@@ -32,8 +32,8 @@ import torch
 
 from lib.learning_runs import sb3_hyperparameters
 from ppo.config import PPOConfig
-from ppo.run.trainer import RECENT_EPISODES as RECENT
 from ppo.run.trainer import Progress, Trainer
+from telemetry.returns import FINAL_EPISODES as RECENT
 
 
 @dataclass(frozen=True)

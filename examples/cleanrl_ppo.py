@@ -30,9 +30,14 @@ import torch
 import torch.nn as nn
 import torch.optim as optim
 from torch.distributions.categorical import Categorical
-from torch.utils.tensorboard import SummaryWriter
 
+from telemetry.integrations import missing_extra
 from telemetry.integrations.cleanrl import Episodes, record_update, recorder  # record
+
+try:
+    from torch.utils.tensorboard import SummaryWriter
+except ImportError as exc:  # CleanRL's own logging; one line and exit 2, no traceback
+    missing_extra("tensorboard", "CleanRL's TensorBoard logging", exc)
 
 SQRT2 = np.sqrt(2)
 

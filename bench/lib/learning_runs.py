@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from ppo.config import PPOConfig
-from ppo.run.trainer import RECENT_EPISODES as RECENT
 from ppo.run.trainer import Progress, Trainer
+from telemetry.returns import FINAL_EPISODES as RECENT
 
 
 @dataclass

@@ -167,28 +167,29 @@ TRAINERS: dict[str, tuple[type[GRPOConfig] | type[RLOOConfig], type[Any]]] = {
 
 
 def grpo_config(run: TrlRun, output_dir: str) -> GRPOConfig | RLOOConfig:
-    """The config of ``run``: CPU, no saving, no reporting, a log line every step."""
+    """The config of ``run``: CPU, no saving, no reporting, a log line every step (each
+    overridden by ``run.extra``: ``report_to="tensorboard"`` writes TRL's own log)."""
     config_class, _ = TRAINERS[run.algorithm]
-    return config_class(
-        output_dir=output_dir,
-        max_steps=run.steps,
-        learning_rate=run.learning_rate,
-        beta=run.beta,
-        num_iterations=run.num_iterations,
-        num_generations=run.num_generations,
-        per_device_train_batch_size=run.batch,
-        max_completion_length=run.max_completion_length,
-        logging_steps=run.logging_steps,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=run.seed,
-        data_seed=run.seed,
-        disable_tqdm=True,
-        dataloader_num_workers=0,
-        bf16=False,
-        **run.extra,
-    )
+    settings: dict[str, Any] = {
+        "output_dir": output_dir,
+        "max_steps": run.steps,
+        "learning_rate": run.learning_rate,
+        "beta": run.beta,
+        "num_iterations": run.num_iterations,
+        "num_generations": run.num_generations,
+        "per_device_train_batch_size": run.batch,
+        "max_completion_length": run.max_completion_length,
+        "logging_steps": run.logging_steps,
+        "report_to": [],
+        "save_strategy": "no",
+        "use_cpu": True,
+        "seed": run.seed,
+        "data_seed": run.seed,
+        "disable_tqdm": True,
+        "dataloader_num_workers": 0,
+        "bf16": False,
+    }
+    return config_class(**{**settings, **run.extra})
 
 
 def reward_of(run: TrlRun) -> StepHook:

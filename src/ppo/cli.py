@@ -1,4 +1,5 @@
 """``ppo train``: parse, build the config, run the trainer, report progress; nothing more.
+``ppo config`` lists the settings (:mod:`ppo.config.listing`).
 
 Exit codes: 0 completed, 1 training stopped (by the health gate of ``--halt-on``, or the
 run could not be recorded, a checkpoint could not be written, or standard output broke
@@ -14,6 +15,7 @@ Sanctum: see :mod:`ppo.run.attach`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import sys
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ppo.config import ConfigError, PPOConfig
+from ppo.config import ConfigError, PPOConfig, listing
 from ppo.config.limits import (
     MAX_ASYNC_ENVS,
     MAX_HIDDEN_LAYERS,
@@ -34,9 +36,10 @@ from ppo.config.limits import (
     MAX_TORCH_THREADS,
     MAX_UPDATE_EPOCHS,
 )
+from ppo.config.settings import Settings, unknown_key
 from ppo.distributed.launch import launch
 from ppo.distributed.world import SINGLE, RankLost, World, join, launched_world_size
-from ppo.exits import EXIT_STOPPED, EXIT_USAGE
+from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
@@ -57,12 +60,13 @@ from ppo.run.progress import PlainReporter, Reporter, RichReporter
 from ppo.run.ranks import check_share
 from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
-from ppo.run.trainer import Trainer, TrainingStopped, TrainResult
-from ppo.tokens.cli import token_config, train_tokens
+from ppo.run.trainer import NotStarted, Trainer, TrainingStopped, TrainResult
+from ppo.tokens.cli import check_task, token_config, train_tokens
 from ppo.tokens.config import TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
+from telemetry.returns import FINAL_RETURN
 
 EPILOG = f"""\
 examples:
@@ -77,8 +81,11 @@ examples:
   ppo train --set vector_env=envpool             # EnvPool's C++ envs (the envpool extra)
   ppo train --halt-on critical                   # stop (checkpoint saved) once a rule is critical
 
-Every field of the config (see ppo/config/ppo_config.py) can be set in a flat TOML file or with
---set KEY=VALUE; flags such as --seed win over both. Watch a run live with `sanctum RUN`.
+Every field of the config can be set in a flat TOML file or with --set KEY=VALUE; flags such
+as --seed win over both. `ppo config` lists every field with its type, default, allowed values
+and meaning (also: --help-config). A name from SB3 or CleanRL (target_kl, batch_size, n_steps,
+clip_coef, ...) is refused with the field and value to write instead. Watch a run live with
+`sanctum RUN`.
 
 checked before anything is built (one line and exit 2 when not):
   seed in [0, 2^63-1]; num_envs in [1, {MAX_NUM_ENVS}] (at most {MAX_ASYNC_ENVS} with
@@ -88,10 +95,12 @@ checked before anything is built (one line and exit 2 when not):
   --nproc in [1, {MAX_NPROC}], dividing num_envs; --run-id a name (not empty); --config a
   regular TOML file of at most {TOML_MAX_BYTES // MIB} MiB, nested at most {TOML_MAX_DEPTH}
   deep; checkpoints (--resume, init_from, reference unless "init") regular files torch.save
-  wrote; the run folder creatable, writable (a probe file is created and removed) and free;
-  the memory the rollout (num_steps x num_envs) and the network (hidden_sizes, with
-  gradients and Adam state) will need at most what the machine has available now
-  (MemAvailable).
+  wrote; the environment id (one environment is made and closed: a misspelt id shows
+  Gymnasium's whole "Did you mean" hint, a missing extra such as mujoco or envpool is named);
+  a token_ppo task's module:function; the run folder creatable, writable (a probe file is
+  created and removed) and free; the memory the rollout (num_steps x num_envs) and the
+  network (hidden_sizes, with gradients and Adam state) will need at most what the machine
+  has available now (MemAvailable).
 
 exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
 could not be written, or standard output broke while training: the run is recorded), or
@@ -101,8 +110,23 @@ recorded); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was sa
 """
 
 
+CONFIG_EPILOG = """\
+examples:
+  ppo config                          # every field of ppo train's config
+  ppo config max_kl early_stop_scope  # only these
+  ppo config target_kl                # a peer library's name: what to write instead
+  ppo config --algorithm token_ppo    # the fields of a TOML file with algorithm = "token_ppo"
+  ppo config --json                   # for scripts
+
+exit codes: 0 listed; 2 a field name that is not one of the config's.
+"""
+
+CONFIGS: dict[str, type[Settings]] = {"ppo": PPOConfig, "token_ppo": TokenPPOConfig}
+"""``ppo config --algorithm``: the config each algorithm reads."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``ppo`` argument parser (one subcommand: ``train``)."""
+    """The ``ppo`` argument parser (subcommands: ``train``, ``config``)."""
     parser = argparse.ArgumentParser(
         prog="ppo", description="PPO with KL guardrails that records its health as telemetry."
     )
@@ -115,12 +139,77 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_train_arguments(train)
+    config = commands.add_parser(
+        "config",
+        help="list every setting: type, default, allowed values, meaning",
+        description="List the fields of a config (the keys of a TOML file and of --set), "
+        "read from the config itself.",
+        epilog=CONFIG_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    config.add_argument("names", nargs="*", metavar="FIELD", help="list only these fields")
+    config.add_argument(
+        "--algorithm",
+        choices=sorted(CONFIGS),
+        default="ppo",
+        help="whose config: ppo (default) or token_ppo (a TOML file that says "
+        'algorithm = "token_ppo")',
+    )
+    config.add_argument("--json", action="store_true", help="one JSON document, for scripts")
     return parser
+
+
+class _HelpConfig(argparse.Action):
+    """``ppo train --help-config``: ``ppo config``'s listing, then exit 0 (as --help)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="list every config field (as ppo config does) and exit",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        with contextlib.suppress(OSError):  # a closed pipe: main says so when it flushes
+            print(_listing(PPOConfig, listing.fields_of(PPOConfig)))
+        parser.exit()
+
+
+def _listing(config: type[Settings], fields: Sequence[listing.FieldDoc]) -> str:
+    return listing.text(
+        config,
+        fields,
+        f"{config.__name__}: the keys of a TOML file (--config) and of --set KEY=VALUE",
+    )
+
+
+def list_config(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``ppo config``: the fields asked for (all by default); exit 2 on a name that is not
+    a field, with what to write when it is another library's name."""
+    config, prefix = CONFIGS[args.algorithm], "ppo config: "
+    known = [f.name for f in listing.fields_of(config)]
+    unknown = [name for name in args.names if name not in known]
+    for name in unknown:
+        error(err, unknown_key(name, known, context=config().to_dict()), prefix=prefix)
+    if unknown:
+        return EXIT_USAGE
+    fields = [f for f in listing.fields_of(config) if not args.names or f.name in args.names]
+    text = listing.as_json(config, fields) if args.json else _listing(config, fields)
+    return EXIT_OK if announce(text, out, err, prefix) else EXIT_USAGE
 
 
 def _add_train_arguments(train: argparse.ArgumentParser) -> None:
     _add_config_arguments(train)
     _add_run_arguments(train)
+    train.add_argument("--help-config", action=_HelpConfig)
 
 
 def _add_config_arguments(train: argparse.ArgumentParser) -> None:
@@ -148,7 +237,8 @@ def _add_config_arguments(train: argparse.ArgumentParser) -> None:
         default=[],
         metavar="KEY=VALUE",
         dest="overrides",
-        help="override one config field, e.g. --set max_kl=0.03 (repeatable)",
+        help="override one config field, e.g. --set max_kl=0.03 (repeatable; ppo config "
+        "lists them)",
     )
 
 
@@ -244,6 +334,7 @@ def _train_tokens(
 ) -> int:
     """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
     run_id = _run_id(args, "tokens")
+    check_task(config)
     check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
@@ -356,17 +447,29 @@ def _train_rank(
     processes = f" by {world.size} processes" if world.distributed else ""
     where = shown_path(run_path)
     line = f"recording to {where}/{EVENTS_FILE}{processes}  (watch live: sanctum {where})"
-    if not announce(line, out, err):
-        return EXIT_USAGE
-    return _run(trainer, reporter, run_path, out, err)
+    return _run(trainer, reporter, line, run_path, out, err)
 
 
-def _run(trainer: Trainer, reporter: Reporter, run_path: Path, out: TextIO, err: TextIO) -> int:
-    """Train under the reporter and map each way of ending to an exit code."""
+def _run(
+    trainer: Trainer, reporter: Reporter, line: str, run_path: Path, out: TextIO, err: TextIO
+) -> int:
+    """Train under the reporter and map each way of ending to an exit code. ``line`` (where
+    the run records) is printed once the trainer has built everything, just before the run
+    folder is made (a build that fails leaves no folder to name), then the reporter starts."""
     started = time.monotonic()
     try:
-        with stop_on_signals(), reporter:
+        with stop_on_signals(), contextlib.ExitStack() as running:
+
+            def start() -> bool:
+                if not announce(line, out, err):  # standard output unwritable: exit 2
+                    return False
+                running.enter_context(reporter)
+                return True
+
+            trainer.on_start = start
             result = trainer.run()
+    except NotStarted:
+        return EXIT_USAGE
     except (EnvError, CheckpointError, LogInUse) as exc:
         error(err, exc)
         return EXIT_USAGE
@@ -421,7 +524,7 @@ def _summary(result: TrainResult, seconds: float) -> str:
     saved = result.checkpoint_path
     return (
         f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
-        f"mean return (last 20 episodes) {'n/a' if mean is None else f'{mean:.1f}'}\n"
+        f"{FINAL_RETURN} {'n/a' if mean is None else f'{mean:.2f}'}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"checkpoint: {'none' if saved is None else shown_path(saved)}"
     )
@@ -440,9 +543,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             error(sys.stderr, "cannot write to standard output")
             return EXIT_USAGE
         raise
-    if args.command != "train":  # pragma: no cover - argparse rejects unknown commands
+    if args.command == "config":
+        code = list_config(args, sys.stdout, sys.stderr)
+    elif args.command == "train":
+        code = train(args, sys.stdout, sys.stderr, argv)
+    else:  # pragma: no cover - argparse rejects unknown commands
         return EXIT_USAGE
-    code = train(args, sys.stdout, sys.stderr, argv)
     return code if _stdout_flushed() else max(code, EXIT_STOPPED)
 
 

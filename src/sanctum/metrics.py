@@ -14,6 +14,7 @@ from typing import Final
 
 import msgspec
 
+from telemetry import returns
 from telemetry.events import PPOUpdatePayload, bare_type
 
 _INDEX_FIELDS: Final = frozenset({"update", "global_step"})
@@ -51,6 +52,7 @@ KL_METRIC: Final = "approx_kl"
 REF_KL_METRIC: Final = "ref_kl"
 """The KL to the frozen reference policy, charted beside KL_METRIC when a run has it."""
 
-FINAL_EPISODES: Final = 20
-"""Episodes a run's final (and initial) return is the mean of, at least: the same window as
-``ppo train``'s own final figure. ``diff``, the learning gate and their help read it here."""
+FINAL_EPISODES: Final = returns.FINAL_EPISODES
+"""Episodes a run's final (and initial) return is the mean of, at least: defined with the
+contract (:mod:`telemetry.returns`), so ``ppo train``'s own final figure uses the same window.
+``diff``, the learning gate and their help read it here."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -166,3 +167,32 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
     last = read_events(log).events[-1]
     assert isinstance(last, RunFinished) and last.payload.status == "interrupted"
     assert (tmp_path / "r" / "checkpoints" / "latest.pt").is_file()
+
+
+def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> None:
+    """A short real run: the trainer's last figure and ``sanctum diff --json``'s final
+    return are one definition (telemetry.returns) under one label."""
+    args = ["--headless", "--total-steps", "2048", "--run-dir", str(tmp_path), "--run-id", "r"]
+    train = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", *args, *SMALL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert train.returncode == EXIT_OK, train.stderr
+    done = next(line for line in train.stdout.splitlines() if line.startswith("done: "))
+    label = "final return (mean of the last 20+ episodes) "
+    assert label in done
+    printed = float(done.split(label)[1])
+    run = str(tmp_path / "r")
+    diff = subprocess.run(
+        [sys.executable, "-m", "sanctum", "diff", run, run, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert diff.returncode == 0, diff.stderr
+    final = json.loads(diff.stdout)["returns"]["a"]["final"]
+    assert printed == round(final, 2)

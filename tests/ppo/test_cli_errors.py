@@ -500,3 +500,110 @@ def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
     assert code == 1 and one_line(err).startswith("ppo train: training stopped: out of memory")
     (events,) = (tmp_path / "runs").glob("*/events.jsonl")
     assert '"status":"failed"' in events.read_text().splitlines()[-1]
+
+
+# ------------------------------------------------- checked before anything starts (issue 28)
+
+
+def ppo_with(
+    *args: str, cwd: Path, shim: Path | None = None, steps: bool = True
+) -> tuple[int, str, str]:
+    """``ppo train ARGS`` as a real process with no terminal (``--tui`` then still chooses
+    the dashboard); ``shim`` goes first on the path (a package that cannot be imported
+    stands for a missing extra). Exit code, stdout, stderr."""
+    path = [str(shim)] if shim is not None else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, *sys.path])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", *(["--total-steps", "64"] if steps else []), *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("mode", ["--headless", "--tui"])
+def test_a_misspelt_env_id_is_one_whole_line_before_the_dashboard(
+    tmp_path: Path, mode: str
+) -> None:
+    code, out, err = ppo_with(mode, "--env", "CartPol-v1", cwd=tmp_path)
+    assert (code, out) == (2, "")
+    assert one_line(err) == (
+        "ppo train: unknown environment id 'CartPol-v1': Environment `CartPol` doesn't "
+        "exist. Did you mean: `CartPole`?"
+    )
+    assert list(tmp_path.iterdir()) == []  # no runs/ folder, no probe file
+
+
+@pytest.mark.parametrize(
+    ("package", "args", "says"),
+    [
+        ("mujoco", ["--env", "InvertedPendulum-v5"], "pip install 'sanctum-ppo[mujoco]'"),
+        ("envpool", ["--set", "vector_env=envpool"], "pip install 'sanctum-ppo[envpool]'"),
+    ],
+)
+def test_a_missing_extra_is_named_in_one_line_before_the_dashboard(
+    tmp_path: Path, package: str, args: list[str], says: str
+) -> None:
+    shim = tmp_path / "shim"
+    (shim / package).mkdir(parents=True)
+    (shim / package / "__init__.py").write_text(
+        f"raise ModuleNotFoundError(\"No module named '{package}'\", name='{package}')\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    code, out, err = ppo_with("--tui", *args, cwd=work, shim=shim)
+    assert (code, out) == (2, "")
+    assert says in one_line(err)
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("mode", ["--headless", "--tui"])
+def test_a_misspelt_token_task_is_refused_before_the_run_folder_and_the_dashboard(
+    tmp_path: Path, mode: str
+) -> None:
+    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    task = "task=ppo.tokens.digit_sum:make_tsk"
+    code, out, err = ppo_with(
+        mode, "--config", str(config), "--set", task, cwd=tmp_path, steps=False
+    )
+    assert code == 2
+    assert "recording to" not in out and "warm start" not in out
+    assert err.splitlines()[-1] == (
+        "  task 'ppo.tokens.digit_sum:make_tsk': ppo.tokens.digit_sum has no function 'make_tsk'"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_build_that_fails_never_announced_a_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A starting policy for another environment is found only when the network is built:
+    refused (exit 2) without a "recording to" line for a folder that is never made."""
+    runs = ["--run-dir", str(tmp_path)]
+    assert main(["train", "--headless", "--total-steps", "64", *runs, "--run-id", "base"]) == 0
+    capsys.readouterr()
+    starting = f"init_from={tmp_path / 'base'}"
+    code = main(["train", "--headless", *runs, "--env", "Acrobot-v1", "--set", starting])
+    out, err = capsys.readouterr()
+    assert code == 2 and err.startswith("ppo train: starting policy (init_from): ")
+    assert "recording to" not in out
+    assert [p.name for p in tmp_path.iterdir()] == ["base"]
+
+
+def test_a_token_task_that_refuses_its_config_never_announced_a_folder(tmp_path: Path) -> None:
+    """The task checks keep_prob against its answer's digits only when it is built (after
+    its warm start): exit 2, the warm-start line, no "recording to", no run folder."""
+    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    settings = ["--set", "keep_prob=0.5,0.5", "--set", "warm_start_steps=1"]
+    code, out, err = ppo_with(
+        "--headless", "--config", str(config), *settings, cwd=tmp_path, steps=False
+    )
+    assert code == 2 and err.splitlines()[-1].startswith("  keep_prob has 2 entries")
+    assert out.splitlines() == ["warm start: 1 supervised steps"]
+    assert list(tmp_path.iterdir()) == []

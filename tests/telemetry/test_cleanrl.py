@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -263,3 +264,33 @@ def test_the_helper_imports_neither_torch_nor_numpy() -> None:
     roots = {m.split(".")[0] for m in json.loads(out.stdout)}
     assert {"torch", "numpy", "gymnasium", "sanctum"}.isdisjoint(roots)
     assert "msgspec" in roots
+
+
+@pytest.mark.parametrize("script", ["cleanrl_ppo.py", "cleanrl_ppo_continuous.py"])
+def test_an_example_without_tensorboard_names_the_extra_in_one_line(
+    tmp_path: Path, script: str
+) -> None:
+    """A package named ``tensorboard`` that cannot be imported stands for the missing extra;
+    the example says which extra to install, in one line, exit 2, and records nothing."""
+    shim = tmp_path / "shim" / "tensorboard"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'tensorboard'\", name='tensorboard')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim.parent), *sys.path])}
+    example = Path(__file__).resolve().parents[2] / "examples" / script
+    result = subprocess.run(
+        [sys.executable, str(example), "--total-timesteps", "64"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [
+        f"{script}: CleanRL's TensorBoard logging needs the tensorboard extra: "
+        "pip install 'sanctum-ppo[tensorboard]' (No module named 'tensorboard')"
+    ]
+    assert result.stdout == ""
+    assert not (tmp_path / "runs").exists()

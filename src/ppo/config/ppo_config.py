@@ -44,146 +44,260 @@ estimator_name = valid.choice(kl.ESTIMATORS, kl.ESTIMATORS_LISTED)
 class PPOConfig(Settings):
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
-    # Each field is declared once: type, default and validator (``setting``), then its docstring.
+    # Each field is declared once: its type, then its default, validator and one-line doc
+    # (``setting``), which ``ppo config`` lists.
     # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
     # Literal and KLEstimator aliases, hence its noqa on those fields.
 
     # --- run ---
-    env_id: str = setting("CartPole-v1", valid.text)
-    """Gymnasium id of the environment."""
-    seed: int = setting(1, valid.integer(0, MAX_SEED))
-    """Seed for environments, network initialisation, sampling and minibatch order, in
-    [0, 2^63 - 1]."""
-    total_steps: int = setting(500_000, valid.integer(1))
-    """Environment steps to train for, all environments together (rounded up to a batch)."""
-    torch_threads: int = setting(1, valid.integer(1, MAX_TORCH_THREADS))
-    """PyTorch intra-op threads, 1 to 1024; 1 is fastest for small MLPs on a few cores."""
-    checkpoint_every: int = setting(50, valid.integer(0))
-    """Save a checkpoint every this many updates (0: only at the end)."""
-    heartbeat_seconds: float = setting(5.0, valid.number(0, 5, strict_low=True))
-    """Emit a heartbeat when nothing else was emitted for this long (at most 5 s)."""
-    rank_trace: bool = setting(False, valid.boolean)
-    """Each process appends one line per update to ``runs/<run>/ranks/rank<R>.jsonl``: its
-    early-stop decision, the minibatches it completed and a checksum of its parameters, which
-    must be the same on every rank (for debugging training across processes)."""
-    collective_timeout_seconds: float = setting(30.0, valid.number(0, strict_low=True))
-    """Across processes: a rank that does not reach a collective within this long ends the
-    run as failed, naming the rank (it must exceed the slowest rank's rollout)."""
+    env_id: str = setting("CartPole-v1", valid.text, "Gymnasium id of the environment.")
+    seed: int = setting(
+        1,
+        valid.integer(0, MAX_SEED),
+        "Seed for environments, network initialisation, sampling and minibatch order.",
+    )
+    total_steps: int = setting(
+        500_000,
+        valid.integer(1),
+        "Environment steps to train for, all environments together (rounded up to a batch).",
+    )
+    torch_threads: int = setting(
+        1,
+        valid.integer(1, MAX_TORCH_THREADS),
+        "PyTorch intra-op threads, 1 to 1024; 1 is fastest for small MLPs on a few cores.",
+    )
+    checkpoint_every: int = setting(
+        50, valid.integer(0), "Save a checkpoint every this many updates (0: only at the end)."
+    )
+    heartbeat_seconds: float = setting(
+        5.0,
+        valid.number(0, 5, strict_low=True),
+        "Emit a heartbeat when nothing else was emitted for this long (at most 5 s).",
+    )
+    rank_trace: bool = setting(
+        False,
+        valid.boolean,
+        "Each process appends one line per update to `runs/<run>/ranks/rank<R>.jsonl`: its "
+        "early-stop decision, the minibatches it completed and a checksum of its parameters, "
+        "which must be the same on every rank (for debugging training across processes).",
+    )
+    collective_timeout_seconds: float = setting(
+        30.0,
+        valid.number(0, strict_low=True),
+        "Across processes: a rank that does not reach a collective within this long ends the run "
+        "as failed, naming the rank (it must exceed the slowest rank's rollout).",
+    )
 
     # --- rollout ---
-    num_envs: int = setting(4, valid.integer(1, MAX_NUM_ENVS))
-    """Parallel environments in the vector env, all processes together: 1 to 4096 (at most
-    256 with ``vector_env = "async"``, one process each)."""
-    vector_env: VectorKind = setting("sync", valid.literal(VectorKind))  # noqa: RUF009
-    """``sync``: all environments in this process (fastest for cheap ones like CartPole);
-    ``async``: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); ``envpool``:
-    EnvPool's C++ pool (the ``envpool`` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...)."""
-    num_steps: int = setting(128, valid.integer(1))
-    """Steps per environment per rollout."""
-    gamma: float = setting(0.99, valid.number(0, 1))
-    """Discount factor."""
-    gae_lambda: float = setting(0.95, valid.number(0, 1))
-    """GAE lambda (bias-variance trade-off of the advantage)."""
-    advantage_mode: AdvantageMode = setting("gae", valid.literal(AdvantageMode))  # noqa: RUF009
-    """``gae``, or ``episodic`` for A = R - V with R the discounted return-to-go."""
+    num_envs: int = setting(
+        4,
+        valid.integer(1, MAX_NUM_ENVS),
+        "Parallel environments in the vector env, all processes together: 1 to 4096 (at most 256 "
+        'with `vector_env = "async"`, one process each).',
+    )
+    vector_env: VectorKind = setting(  # noqa: RUF009
+        "sync",
+        valid.literal(VectorKind),
+        "`sync`: all environments in this process (fastest for cheap ones like CartPole); "
+        "`async`: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); `envpool`: "
+        "EnvPool's C++ pool (the `envpool` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...).",
+    )
+    num_steps: int = setting(128, valid.integer(1), "Steps per environment per rollout.")
+    gamma: float = setting(0.99, valid.number(0, 1), "Discount factor.")
+    gae_lambda: float = setting(
+        0.95, valid.number(0, 1), "GAE lambda (bias-variance trade-off of the advantage)."
+    )
+    advantage_mode: AdvantageMode = setting(  # noqa: RUF009
+        "gae",
+        valid.literal(AdvantageMode),
+        "`gae`, or `episodic` for A = R - V with R the discounted return-to-go.",
+    )
 
     # --- optimisation ---
-    learning_rate: float = setting(2.5e-4, valid.number(0, strict_low=True))
-    """Adam learning rate at the start of training."""
-    anneal_lr: bool = setting(True, valid.boolean)
-    """Decay the learning rate linearly to 0 over the run."""
-    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
-    """Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."""
-    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS))
-    """PPO epochs per update, 1 to 10000 (and update_epochs x num_minibatches at most
-    100000)."""
-    num_minibatches: int = setting(4, valid.integer(1, MAX_MINIBATCH_STEPS))
-    """Minibatches per epoch (at most num_envs x num_steps)."""
-    max_grad_norm: float | None = setting(0.5, valid.number(0, strict_low=True, optional=True))
-    """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
-    norm_adv: bool = setting(True, valid.boolean)
-    """Normalise advantages per minibatch."""
-    adv_std_min: float = setting(1e-8, valid.number(0, strict_low=True))
-    """Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode."""
+    learning_rate: float = setting(
+        2.5e-4, valid.number(0, strict_low=True), "Adam learning rate at the start of training."
+    )
+    anneal_lr: bool = setting(
+        True, valid.boolean, "Decay the learning rate linearly to 0 over the run."
+    )
+    adam_eps: float = setting(
+        1e-5,
+        valid.number(0, strict_low=True),
+        "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8).",
+    )
+    update_epochs: int = setting(
+        4,
+        valid.integer(1, MAX_UPDATE_EPOCHS),
+        "PPO epochs per update, 1 to 10000 (and update_epochs x num_minibatches at most 100000).",
+    )
+    num_minibatches: int = setting(
+        4,
+        valid.integer(1, MAX_MINIBATCH_STEPS),
+        "Minibatches per epoch (at most num_envs x num_steps).",
+    )
+    max_grad_norm: float | None = setting(
+        0.5,
+        valid.number(0, strict_low=True, optional=True),
+        "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
+    )
+    norm_adv: bool = setting(True, valid.boolean, "Normalise advantages per minibatch.")
+    adv_std_min: float = setting(
+        1e-8,
+        valid.number(0, strict_low=True),
+        "Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode.",
+    )
 
     # --- policy ---
     hidden_sizes: tuple[int, ...] = setting(
-        (64, 64), valid.sizes(MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH)
+        (64, 64),
+        valid.sizes(MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH),
+        "Hidden layer widths of the actor and of the critic MLP: 1 to 64 layers of 1 to 10^6 "
+        "units.",
     )
-    """Hidden layer widths of the actor and of the critic MLP: 1 to 64 layers of 1 to
-    10^6 units."""
-    activation: Activation = setting("tanh", valid.literal(Activation))  # noqa: RUF009
-    """Hidden activation."""
+    activation: Activation = setting(  # noqa: RUF009
+        "tanh", valid.literal(Activation), "Hidden activation."
+    )
 
     # --- loss ---
-    clip_range: float = setting(0.2, valid.number(0, strict_low=True))
-    """PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range)."""
-    clip_ratio_c: float | None = setting(None, valid.number(1, strict_low=True, optional=True))
-    """Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off."""
-    clip_range_vf: float | None = setting(0.2, valid.number(0, strict_low=True, optional=True))
-    """Clip value predictions to old value +- this (CleanRL clip_vloss); none: off."""
-    vf_coef: float = setting(0.5, valid.number(0))
-    """Weight of the value loss."""
-    ent_coef: float = setting(0.01, valid.number(0))
-    """Entropy bonus coefficient at the start of training."""
-    ent_coef_final: float | None = setting(None, valid.number(0, optional=True))
-    """If set, the entropy coefficient moves linearly to this value over the run."""
-    min_entropy: float | None = setting(None, valid.number(optional=True))
-    """If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H)."""
-    min_entropy_coef: float = setting(1.0, valid.number(0))
-    """Weight of the min-entropy penalty."""
+    clip_range: float = setting(
+        0.2,
+        valid.number(0, strict_low=True),
+        "PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range).",
+    )
+    clip_ratio_c: float | None = setting(
+        None,
+        valid.number(1, strict_low=True, optional=True),
+        "Dual-clip bound (> 1) on the loss of negative-advantage samples; none: off.",
+    )
+    clip_range_vf: float | None = setting(
+        0.2,
+        valid.number(0, strict_low=True, optional=True),
+        "Clip value predictions to old value +- this (CleanRL clip_vloss); none: off.",
+    )
+    vf_coef: float = setting(0.5, valid.number(0), "Weight of the value loss.")
+    ent_coef: float = setting(
+        0.01, valid.number(0), "Entropy bonus coefficient at the start of training."
+    )
+    ent_coef_final: float | None = setting(
+        None,
+        valid.number(0, optional=True),
+        "If set, the entropy coefficient moves linearly to this value over the run.",
+    )
+    min_entropy: float | None = setting(
+        None,
+        valid.number(optional=True),
+        "If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H).",
+    )
+    min_entropy_coef: float = setting(1.0, valid.number(0), "Weight of the min-entropy penalty.")
 
     # --- KL controls ---
-    kl_estimator: KLEstimator = setting("k3", estimator_name)  # noqa: RUF009
-    """Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop."""
-    kl_penalty_coefficient: float = setting(0.0, valid.number(0))
-    """Total loss += coefficient * approx_kl (0: no penalty)."""
-    kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
-    """If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO paper),
-    within [KL_COEF_MIN, KL_COEF_MAX]."""
-    max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
-    """Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor."""
-    early_stop_scope: EarlyStopScope = setting("minibatch", valid.literal(EarlyStopScope))  # noqa: RUF009
-    """``minibatch``: check before each step, skip it (SB3); ``epoch``: check the epoch mean."""
-    log_ratio_clamp: float = setting(20.0, valid.number(0, strict_low=True))
-    """Clamp log(pi_new / pi_old) to +- this before exp()."""
-    kl_final: bool = setting(True, valid.boolean)
-    """Also measure the estimator on the whole batch after the last step (one forward)."""
+    kl_estimator: KLEstimator = setting(  # noqa: RUF009
+        "k3",
+        estimator_name,
+        "Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop.",
+    )
+    kl_penalty_coefficient: float = setting(
+        0.0, valid.number(0), "Total loss += coefficient * approx_kl (0: no penalty)."
+    )
+    kl_target: float | None = setting(
+        None,
+        valid.number(0, strict_low=True, optional=True),
+        "If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO "
+        f"paper), within [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
+    )
+    max_kl: float | None = setting(
+        None,
+        valid.number(0, strict_low=True, optional=True),
+        "Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor.",
+    )
+    early_stop_scope: EarlyStopScope = setting(  # noqa: RUF009
+        "minibatch",
+        valid.literal(EarlyStopScope),
+        "`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
+    )
+    log_ratio_clamp: float = setting(
+        20.0,
+        valid.number(0, strict_low=True),
+        "Clamp log(pi_new / pi_old) to +- this before exp().",
+    )
+    kl_final: bool = setting(
+        True,
+        valid.boolean,
+        "Also measure the estimator on the whole batch after the last step (one forward).",
+    )
 
     # --- fine-tuning: KL to a frozen reference policy (the RLHF setting) ---
-    init_from: str | None = setting(None, valid.text_or_none)
-    """Start from the policy weights of this checkpoint (a .pt file or a run folder); the
-    optimizer starts fresh. None: from a new initialisation."""
-    reference: str = setting("init", valid.text)
-    """The frozen reference policy: ``init`` (a copy of the policy training starts from) or
-    a checkpoint (a .pt file or a run folder). Used only when a reference KL is on."""
-    ref_kl_loss_coef: float = setting(0.0, valid.number(0))
-    """Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss)."""
-    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", estimator_name)  # noqa: RUF009
-    """Estimator of the reference KL in the loss, and of the reported ref_kl."""
-    ref_kl_in_reward: bool = setting(False, valid.boolean)
-    """Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."""
-    ref_kl_reward_estimator: KLEstimator = setting("k1", estimator_name)  # noqa: RUF009
-    """Estimator of the per-sample reward penalty (verl's default: k1)."""
-    ref_kl_reward_coef: float = setting(0.001, valid.number(0))
-    """Coefficient of the reward penalty at the start (verl's default 0.001)."""
-    ref_kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
-    """If set, adapt the reference-KL coefficients in force toward this ref_kl (the
-    proportional controller of Ziegler et al. 2019), within [KL_COEF_MIN, KL_COEF_MAX]."""
-    ref_kl_horizon: int = setting(10_000, valid.integer(1))
-    """Environment steps over which the controller closes a 20% error (verl's default)."""
+    init_from: str | None = setting(
+        None,
+        valid.text_or_none,
+        "Start from the policy weights of this checkpoint (a .pt file or a run folder); the "
+        "optimizer starts fresh. None: from a new initialisation.",
+    )
+    reference: str = setting(
+        "init",
+        valid.text,
+        "The frozen reference policy: `init` (a copy of the policy training starts from) or a "
+        "checkpoint (a .pt file or a run folder). Used only when a reference KL is on.",
+    )
+    ref_kl_loss_coef: float = setting(
+        0.0,
+        valid.number(0),
+        "Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss).",
+    )
+    ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
+        "low_var_kl",
+        estimator_name,
+        "Estimator of the reference KL in the loss, and of the reported ref_kl.",
+    )
+    ref_kl_in_reward: bool = setting(
+        False,
+        valid.boolean,
+        "Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards.",
+    )
+    ref_kl_reward_estimator: KLEstimator = setting(  # noqa: RUF009
+        "k1", estimator_name, "Estimator of the per-sample reward penalty (verl's default: k1)."
+    )
+    ref_kl_reward_coef: float = setting(
+        0.001,
+        valid.number(0),
+        "Coefficient of the reward penalty at the start (verl's default 0.001).",
+    )
+    ref_kl_target: float | None = setting(
+        None,
+        valid.number(0, strict_low=True, optional=True),
+        "If set, adapt the reference-KL coefficients in force toward this ref_kl (the "
+        "proportional controller of Ziegler et al. 2019), within "
+        f"[{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
+    )
+    ref_kl_horizon: int = setting(
+        10_000,
+        valid.integer(1),
+        "Environment steps over which the controller closes a 20% error (verl's default).",
+    )
 
     # --- normalisation (continuous control) ---
-    normalize_obs: bool = setting(False, valid.boolean)
-    """Centre observations and divide them by their running standard deviation (updated
-    after each rollout, saved in checkpoints), then clip them to +-obs_clip."""
-    obs_clip: float = setting(10.0, valid.number(0, strict_low=True))
-    """With normalize_obs: the bound of a normalised observation."""
-    normalize_returns: bool = setting(False, valid.boolean)
-    """Divide rewards by the running standard deviation of the discounted return, so value
-    targets have unit scale; reported returns, values and TD errors stay unnormalised."""
-    reward_clip: float | None = setting(10.0, valid.number(0, strict_low=True, optional=True))
-    """With normalize_returns: clip the scaled rewards to +- this (none: no clipping)."""
+    normalize_obs: bool = setting(
+        False,
+        valid.boolean,
+        "Centre observations and divide them by their running standard deviation (updated after "
+        "each rollout, saved in checkpoints), then clip them to +-obs_clip.",
+    )
+    obs_clip: float = setting(
+        10.0,
+        valid.number(0, strict_low=True),
+        "With normalize_obs: the bound of a normalised observation.",
+    )
+    normalize_returns: bool = setting(
+        False,
+        valid.boolean,
+        "Divide rewards by the running standard deviation of the discounted return, so value "
+        "targets have unit scale; reported returns, values and TD errors stay unnormalised.",
+    )
+    reward_clip: float | None = setting(
+        10.0,
+        valid.number(0, strict_low=True, optional=True),
+        "With normalize_returns: clip the scaled rewards to +- this (none: no clipping).",
+    )
 
     def problems(self) -> list[str]:
         """Every problem, in field order (empty when valid); the checks that involve two

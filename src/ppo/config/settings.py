@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ppo.config import peers
 from ppo.config import validators as valid
 from telemetry import files
 from telemetry.text import visible
@@ -47,9 +48,10 @@ _T = TypeVar("_T")
 _S = TypeVar("_S", bound="Settings")
 
 
-def setting(default: _T, validator: valid.Validator) -> _T:
-    """A config field's default and its validator, declared together on the field."""
-    return dataclasses.field(default=default, metadata={"validator": validator})
+def setting(default: _T, validator: valid.Validator, doc: str) -> _T:
+    """A config field's default, its validator and its one-line doc, declared together on
+    the field (``ppo config`` lists all three)."""
+    return dataclasses.field(default=default, metadata={"validator": validator, "doc": doc})
 
 
 class Settings:
@@ -154,8 +156,14 @@ def _parse_text(text: str, base: Any) -> Any:
 def _build(base: _S, values: dict[str, Any], source: str | None) -> _S:
     hints = typing.get_type_hints(type(base))
     names = [f.name for f in dataclasses.fields(base)]  # type: ignore[arg-type]
-    errors = [_unknown_key(key, names) for key in values if key not in names]
     known = {k: _coerce(v, hints[k]) for k, v in values.items() if k in names}
+    context = {**base.to_dict(), **known}
+    put = peers.put_set if source == "--set" else peers.put_toml
+    errors = [
+        unknown_key(key, names, value, context, put)
+        for key, value in values.items()
+        if key not in names
+    ]
     try:
         config = dataclasses.replace(base, **known)  # type: ignore[type-var]
     except ConfigError as exc:
@@ -165,7 +173,19 @@ def _build(base: _S, values: dict[str, Any], source: str | None) -> _S:
     return config
 
 
-def _unknown_key(key: str, names: list[str]) -> str:
+def unknown_key(
+    key: str,
+    names: list[str],
+    value: Any = None,
+    context: Mapping[str, Any] | None = None,
+    put: peers.Put = peers.put_set,
+) -> str:
+    """The error of a key that is no field: a peer library's name says what to write
+    instead (:mod:`ppo.config.peers`, converted from ``value`` where units differ); a typo
+    gets the closest field name."""
+    hint = peers.peer_hint(key, value, frozenset(names), context or {}, put)
+    if hint is not None:
+        return f"unknown config key {key!r}: {hint}"
     close = difflib.get_close_matches(key, names, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown config key {key!r}{hint}"
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown config key {key!r}{suggestion}"

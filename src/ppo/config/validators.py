@@ -2,9 +2,10 @@
 
 A validator sees one value and describes the problem in words that follow the field name
 (``must be finite and >= 0, got nan``); :func:`field_problems` prefixes the name and
-collects every message, so all problems are reported at once. They know no config: the
-checks that involve two fields belong to the config that has them. (A "rule" is a health
-rule, in sanctum.)
+collects every message, so all problems are reported at once. Each also says what it allows
+(``allowed``: ``[0, 1]``, ``> 0 or none``), the words ``ppo config`` lists, so a bound is
+written once. They know no config: the checks that involve two fields belong to the config
+that has them. (A "rule" is a health rule, in sanctum.)
 """
 
 from __future__ import annotations
@@ -13,9 +14,20 @@ import dataclasses
 import math
 import typing
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-Validator = Callable[[Any], str | None]
+
+@dataclass(frozen=True)
+class Validator:
+    """A field's check: calling it with a value gives None (fine) or what is wrong."""
+
+    allowed: str
+    """What the field accepts, in words (``[0, 1]``, ``> 0 or none``, ``true or false``)."""
+    check: Callable[[Any], str | None]
+
+    def __call__(self, value: Any) -> str | None:
+        return self.check(value)
 
 
 def number(
@@ -27,13 +39,15 @@ def number(
 ) -> Validator:
     """A finite float within [low, high] (``strict_low``: > low)."""
     if low is not None and high is not None:
-        want = f"finite and in {'(' if strict_low else '['}{low:g}, {high:g}]"
+        bound = f"{'(' if strict_low else '['}{low:g}, {high:g}]"
     elif low is not None:
-        want = f"finite and {'>' if strict_low else '>='} {low:g}"
+        bound = f"{'>' if strict_low else '>='} {low:g}"
     elif high is not None:
-        want = f"finite and <= {high:g}"
+        bound = f"<= {high:g}"
     else:
-        want = "finite"
+        bound = ""
+    want = f"finite and {'in ' if low is not None and high is not None else ''}{bound}"
+    want = want if bound else "finite"
     if optional:
         want += " (or none)"
 
@@ -47,12 +61,14 @@ def number(
         ok = ok and (high is None or value <= high)
         return None if ok else f"must be {want}, got {value!r}"
 
-    return rule
+    allowed = bound or "any finite number"
+    return Validator(f"{allowed} or none" if optional else allowed, rule)
 
 
 def integer(low: int, high: int | None = None) -> Validator:
     """An integer in [low, high] (``high`` None: no upper bound)."""
-    want = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+    bound = f">= {low}" if high is None else f"[{low}, {high}]"
+    want = f"an integer {'' if high is None else 'in '}{bound}"
 
     def rule(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -60,7 +76,7 @@ def integer(low: int, high: int | None = None) -> Validator:
         ok = value >= low and (high is None or value <= high)
         return None if ok else f"must be {want}, got {value!r}"
 
-    return rule
+    return Validator(bound, rule)
 
 
 def _short(value: Any) -> str:
@@ -79,7 +95,7 @@ def choice(options: Iterable[str], listed: str | None = None) -> Validator:
             return None
         return f"must be one of {shown}, got {value!r}"
 
-    return rule
+    return Validator(f"one of {shown}", rule)
 
 
 def literal(tp: Any) -> Validator:
@@ -87,25 +103,31 @@ def literal(tp: Any) -> Validator:
     return choice(typing.get_args(tp))
 
 
-def boolean(value: Any) -> str | None:
+def _boolean(value: Any) -> str | None:
     return None if isinstance(value, bool) else f"must be true or false, got {value!r}"
 
 
-def text(value: Any) -> str | None:
+boolean = Validator("true or false", _boolean)
+
+
+def _text(value: Any) -> str | None:
     ok = isinstance(value, str) and value
     return None if ok else f"must be a non-empty string, got {value!r}"
 
 
-def text_or_none(value: Any) -> str | None:
-    return None if value is None else text(value)
+text = Validator("not empty", _text)
+text_or_none = Validator("not empty, or none", lambda v: None if v is None else _text(v))
 
 
-def probabilities(value: Any) -> str | None:
+def _probabilities(value: Any) -> str | None:
     ok = isinstance(value, tuple) and len(value) > 0
     ok = ok and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 for v in value
     )
     return None if ok else f"must be a non-empty list of numbers in [0, 1], got {value!r}"
+
+
+probabilities = Validator("a non-empty list of numbers in [0, 1]", _probabilities)
 
 
 def sizes(max_len: int, max_value: int) -> Validator:
@@ -119,7 +141,7 @@ def sizes(max_len: int, max_value: int) -> Validator:
         )
         return None if ok else f"must be {want}, got {_short(value)}"
 
-    return rule
+    return Validator(f"1 to {max_len} integers in [1, {max_value}]", rule)
 
 
 def field_problems(config: Any) -> list[str]:

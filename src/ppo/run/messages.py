@@ -30,11 +30,13 @@ def shown(problem: BaseException | str) -> str:
     return visible(str(problem))
 
 
-def error(err: TextIO | None, problem: BaseException | str, lead: str = "") -> None:
+def error(
+    err: TextIO | None, problem: BaseException | str, lead: str = "", prefix: str = PREFIX
+) -> None:
     """Write ``ppo train: <problem>`` (escaped) on ``err``; ``lead`` goes before the
     prefix (a newline after a progress bar). When standard error is closed or cannot be
     written (``2>/dev/full``) the line is lost, never the exit code: nothing is raised."""
-    say(err, f"{lead}{PREFIX}{shown(problem)}")
+    say(err, f"{lead}{prefix}{shown(problem)}")
 
 
 def say(err: TextIO | None, line: str) -> None:
@@ -67,14 +69,14 @@ def memory_line(exc: BaseException) -> str:
     return f"training stopped: out of memory ({first.strip()[:200]}); the run is recorded as failed"
 
 
-def announce(line: str, out: TextIO, err: TextIO) -> bool:
+def announce(line: str, out: TextIO, err: TextIO, prefix: str = PREFIX) -> bool:
     """Print the first line of a run on ``out``; False (and one line on ``err``) when
     standard output cannot be written (``> /dev/full``): checked before anything is
     built, so such a run records nothing (exit 2)."""
     try:
         print(line, file=out, flush=True)
     except OSError as exc:
-        error(err, f"cannot write to standard output: {exc.strerror or exc}")
+        error(err, f"cannot write to standard output: {exc.strerror or exc}", prefix=prefix)
         return False
     return True
 

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 
 
 def describe(p: Progress) -> str:
-    """``update 10/40  12,345 steps/s  return 33.9`` (return: mean of the last 20 episodes)."""
-    ret = "n/a" if p.recent_return_mean is None else f"{p.recent_return_mean:.1f}"
+    """``update 10/40  12,345 steps/s  return 33.90`` (return: the final return so far,
+    :data:`telemetry.returns.FINAL_RETURN`)."""
+    ret = "n/a" if p.recent_return_mean is None else f"{p.recent_return_mean:.2f}"
     stop = "  (early stop)" if p.early_stopped else ""
     return (
         f"update {p.updates_done}/{p.num_updates}  {p.steps_per_second:,.0f} steps/s  "

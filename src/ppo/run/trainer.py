@@ -52,10 +52,13 @@ from telemetry import (
 from telemetry.bus import Sink
 from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
+from telemetry.returns import FINAL_EPISODES, final_return
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
-RECENT_EPISODES = 20
-"""Episodes in the rolling mean reported to progress callbacks and results."""
+
+
+class NotStarted(Exception):
+    """``on_start`` refused to start (it said why); nothing was recorded."""
 
 
 class TrainingStopped(RuntimeError):
@@ -107,6 +110,7 @@ class Trainer:
         on_progress: Callable[[Progress], None] | None = None,
         sinks: Sequence[Sink] = (),
         world: World = SINGLE,
+        on_start: Callable[[], bool] | None = None,
         halt: Halter | None = None,
     ) -> None:
         self.config = config
@@ -117,6 +121,10 @@ class Trainer:
         self.run_id = run_id
         self.resume_path = checkpoint.find(resume) if resume is not None else None
         self.on_progress = on_progress
+        self.on_start = on_start
+        """Called once everything is built (environments, networks, checkpoints read) and
+        before the run folder is made: where ``ppo train`` says where it records, so it never
+        names a folder a failed build leaves unmade. False: :class:`NotStarted`."""
         self.sinks = tuple(sinks)
         self.halt = halt
         """The health gate of ``--halt-on`` (given on every rank; rank 0's judges)."""
@@ -128,7 +136,9 @@ class Trainer:
         """The frozen reference policy (None: no reference KL)."""
         self._norm: Normalization | None = None
         """The normalisation statistics (built with the environments)."""
-        self._recent: deque[float] = deque(maxlen=RECENT_EPISODES)
+        self._recent: deque[tuple[int, float | None]] = deque(maxlen=FINAL_EPISODES)
+        """(episodes, mean return) of the latest rollouts: the final return's window needs
+        no more (each rollout that counts holds an episode at least)."""
         self._last_emit = time.monotonic()
         self._stop_reason: str | None = None
 
@@ -180,6 +190,8 @@ class Trainer:
         """Train to ``total_steps`` (or until interrupted) and return where things are."""
         collector, agent, counters, recorded = self._build()
         try:
+            if self.on_start is not None and not self.on_start():
+                raise NotStarted
             recorder = self._recorder(recorded)
             if isinstance(recorder, Recorder):
                 try:
@@ -271,9 +283,11 @@ class Trainer:
 
         rollout = job_rollout(collector.collect(on_step=on_step), self.world, update)
         global_step = counters.global_step + cfg.batch_size
-        self._recent.extend(rollout.returns)
         sps = (global_step - self._start_step) / max(time.perf_counter() - self._started, 1e-9)
-        self._emit(rec, rollout_payload(update, global_step, rollout, sps))
+        recorded = rollout_payload(update, global_step, rollout, sps)
+        if recorded.episodes:  # the figures the log holds, so sanctum computes the same
+            self._recent.append((recorded.episodes, recorded.episode_return_mean))
+        self._emit(rec, recorded)
         batch = collector.buffer.to_batch(
             collector.policy,
             collector.last_obs,
@@ -317,8 +331,10 @@ class Trainer:
 
     @property
     def recent_return_mean(self) -> float | None:
-        """Mean return of the last :data:`RECENT_EPISODES` finished episodes."""
-        return sum(self._recent) / len(self._recent) if self._recent else None
+        """The final return so far (:func:`telemetry.returns.final_return`: the mean over the
+        latest rollouts holding :data:`~telemetry.returns.FINAL_EPISODES` episodes or more),
+        as ``sanctum`` computes it from the log."""
+        return final_return(self._recent)
 
     # ------------------------------------------------------------- telemetry
     def _emit(self, rec: Recorder, payload: Payload) -> None:

@@ -11,10 +11,11 @@ from typing import TextIO
 from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED, Halter
-from ppo.run.messages import announce, error, memory_line, out_of_memory, summarize
+from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.task import load_task
 from ppo.tokens.trainer import TokenProgress, TokenTrainer
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
@@ -40,6 +41,13 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
     if args.seed is not None:
         config = config.with_overrides([f"seed={args.seed}"], source="command line")
     return config
+
+
+def check_task(config: TokenPPOConfig) -> None:
+    """Pre-flight of a token-level run: its task's ``module:function`` imports and names a
+    function (:class:`ConfigError` otherwise), checked before the run folder, the dashboard
+    or the "recording to" line exist; building it (the warm start) comes later."""
+    load_task(config.task)
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
@@ -73,10 +81,11 @@ def train_tokens(
     """Run token-level PPO headless (stopped by ``halt`` once it fires); the exit code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
-    warm = f"warm start: {config.warm_start_steps} supervised steps"
-    if not announce(f"{recording}\n{warm}", out, err):
+    if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):
         return EXIT_USAGE
-    trainer = TokenTrainer(config, run_dir, run_id, _progress(out), halt)
+    trainer = TokenTrainer(
+        config, run_dir, run_id, _progress(out), on_start=lambda: say(out, recording), halt=halt
+    )
     started = time.monotonic()
     try:
         with stop_on_signals():

@@ -27,78 +27,120 @@ class TokenPPOConfig(Settings):
     """Hyperparameters of one token-level PPO run (defaults: the shipped digit-sum task)."""
 
     # --- run ---
-    algorithm: Algorithm = setting("token_ppo", valid.literal(Algorithm))  # noqa: RUF009
-    """Marks a TOML file as a token-level PPO config."""
-    task: str = setting(EXAMPLE_TASK, valid.text)
-    """``module:function`` returning a :class:`ppo.tokens.task.TokenTask` (the model, its
-    vocabulary, prompts with their true digits, and the digit reader)."""
-    seed: int = setting(1, valid.integer(0, MAX_SEED))
-    """Seed of the task's data, the model's initialisation, sampling and minibatch order."""
-    updates: int = setting(80, valid.integer(1))
-    """PPO updates to run, each on a fresh batch of rollouts."""
-    rollouts_per_update: int = setting(256, valid.integer(1))
-    """Sequences generated per update (one rollout each)."""
-    torch_threads: int = setting(1, valid.integer(1, MAX_TORCH_THREADS))
-    """PyTorch intra-op threads."""
-    warm_start_steps: int = setting(550, valid.integer(0))
-    """Supervised steps the example task trains first (the stand-in for a pretrained model)."""
-    warm_start_lr: float = setting(3e-3, valid.number(0, strict_low=True))
-    """Learning rate of the warm start."""
+    algorithm: Algorithm = setting(  # noqa: RUF009
+        "token_ppo", valid.literal(Algorithm), "Marks a TOML file as a token-level PPO config."
+    )
+    task: str = setting(
+        EXAMPLE_TASK,
+        valid.text,
+        "`module:function` returning a ppo.tokens.task.TokenTask (the model, its vocabulary, "
+        "prompts with their true digits, and the digit reader).",
+    )
+    seed: int = setting(
+        1,
+        valid.integer(0, MAX_SEED),
+        "Seed of the task's data, the model's initialisation, sampling and minibatch order.",
+    )
+    updates: int = setting(
+        80, valid.integer(1), "PPO updates to run, each on a fresh batch of rollouts."
+    )
+    rollouts_per_update: int = setting(
+        256, valid.integer(1), "Sequences generated per update (one rollout each)."
+    )
+    torch_threads: int = setting(
+        1, valid.integer(1, MAX_TORCH_THREADS), "PyTorch intra-op threads."
+    )
+    warm_start_steps: int = setting(
+        550,
+        valid.integer(0),
+        "Supervised steps the example task trains first (the stand-in for a pretrained model).",
+    )
+    warm_start_lr: float = setting(
+        3e-3, valid.number(0, strict_low=True), "Learning rate of the warm start."
+    )
 
     # --- generation ---
-    max_new_tokens: int = setting(10, valid.integer(1))
-    """Generation stops here when the answer token has not come (reward 0)."""
-    temperature: float = setting(1.0, valid.number(0, strict_low=True))
-    """Logits are divided by this, identically when sampling and when updating."""
+    max_new_tokens: int = setting(
+        10, valid.integer(1), "Generation stops here when the answer token has not come (reward 0)."
+    )
+    temperature: float = setting(
+        1.0,
+        valid.number(0, strict_low=True),
+        "Logits are divided by this, identically when sampling and when updating.",
+    )
 
     # --- reward ---
-    partial_scale: float = setting(0.5, valid.number(0, 1))
-    """Reward of a partly right answer: partial_scale * correct / applied."""
-    keep_prob: tuple[float, ...] = setting((0.5, 0.5, 0.5, 0.5, 0.5), valid.probabilities)
-    """Per answer digit: probability that a position whose true digit is 0 counts."""
-    length_penalty: float = setting(0.0, valid.number())
-    """reward_final = reward - length_penalty * num_generated (0: off; negative pays per
-    token, which a policy games by never answering)."""
+    partial_scale: float = setting(
+        0.5,
+        valid.number(0, 1),
+        "Reward of a partly right answer: partial_scale * correct / applied.",
+    )
+    keep_prob: tuple[float, ...] = setting(
+        (0.5, 0.5, 0.5, 0.5, 0.5),
+        valid.probabilities,
+        "Per answer digit: probability that a position whose true digit is 0 counts.",
+    )
+    length_penalty: float = setting(
+        0.0,
+        valid.number(),
+        "reward_final = reward - length_penalty * num_generated (0: off; negative pays per token, "
+        "which a policy games by never answering).",
+    )
 
     # --- optimisation ---
-    learning_rate: float = setting(3e-4, valid.number(0, strict_low=True))
-    """Adam learning rate."""
-    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True))
-    """Adam epsilon."""
-    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS))
-    """PPO epochs per update."""
-    num_minibatches: int = setting(4, valid.integer(1, MAX_MINIBATCH_STEPS))
-    """Minibatches of sequences per epoch."""
-    max_grad_norm: float | None = setting(1.0, valid.number(0, strict_low=True, optional=True))
-    """Clip the global gradient norm to this (none: no clipping; the norm is still measured)."""
-    norm_adv: bool = setting(True, valid.boolean)
-    """Normalise advantages over each minibatch's generated tokens."""
-    adv_std_min: float = setting(1e-8, valid.number(0, strict_low=True))
-    """Advantages are divided by max(std, adv_std_min)."""
+    learning_rate: float = setting(3e-4, valid.number(0, strict_low=True), "Adam learning rate.")
+    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True), "Adam epsilon.")
+    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS), "PPO epochs per update.")
+    num_minibatches: int = setting(
+        4, valid.integer(1, MAX_MINIBATCH_STEPS), "Minibatches of sequences per epoch."
+    )
+    max_grad_norm: float | None = setting(
+        1.0,
+        valid.number(0, strict_low=True, optional=True),
+        "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
+    )
+    norm_adv: bool = setting(
+        True, valid.boolean, "Normalise advantages over each minibatch's generated tokens."
+    )
+    adv_std_min: float = setting(
+        1e-8, valid.number(0, strict_low=True), "Advantages are divided by max(std, adv_std_min)."
+    )
 
     # --- loss ---
-    clip_range: float = setting(0.2, valid.number(0, strict_low=True))
-    """PPO ratio clip."""
-    vf_coef: float = setting(0.5, valid.number(0))
-    """Weight of the value loss mean (V_t - R)^2."""
-    ent_coef: float = setting(0.0, valid.number(0))
-    """Entropy bonus coefficient."""
-    kl_estimator: KLEstimator = setting("k3", estimator_name)  # noqa: RUF009
-    """Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."""
-    max_kl: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
-    """Stop the update before a minibatch whose approx_kl exceeds this (none: never)."""
-    log_ratio_clamp: float = setting(20.0, valid.number(0, strict_low=True))
-    """Clamp log(pi_new / pi_old) to +- this before exp()."""
+    clip_range: float = setting(0.2, valid.number(0, strict_low=True), "PPO ratio clip.")
+    vf_coef: float = setting(0.5, valid.number(0), "Weight of the value loss mean (V_t - R)^2.")
+    ent_coef: float = setting(0.0, valid.number(0), "Entropy bonus coefficient.")
+    kl_estimator: KLEstimator = setting(  # noqa: RUF009
+        "k3", estimator_name, "Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."
+    )
+    max_kl: float | None = setting(
+        None,
+        valid.number(0, strict_low=True, optional=True),
+        "Stop the update before a minibatch whose approx_kl exceeds this (none: never).",
+    )
+    log_ratio_clamp: float = setting(
+        20.0,
+        valid.number(0, strict_low=True),
+        "Clamp log(pi_new / pi_old) to +- this before exp().",
+    )
 
     # --- reference KL (a frozen copy of the warm-started model) ---
-    ref_kl_loss_coef: float = setting(0.0, valid.number(0))
-    """Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off)."""
-    ref_kl_loss_estimator: KLEstimator = setting("low_var_kl", estimator_name)  # noqa: RUF009
-    """Estimator of the per-token reference KL in the loss and of the reported ref_kl."""
-    ref_kl_target: float | None = setting(None, valid.number(0, strict_low=True, optional=True))
-    """If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller)."""
-    ref_kl_horizon: int = setting(10_000, valid.integer(1))
-    """Generated tokens over which the controller closes a 20% error."""
+    ref_kl_loss_coef: float = setting(
+        0.0, valid.number(0), "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off)."
+    )
+    ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
+        "low_var_kl",
+        estimator_name,
+        "Estimator of the per-token reference KL in the loss and of the reported ref_kl.",
+    )
+    ref_kl_target: float | None = setting(
+        None,
+        valid.number(0, strict_low=True, optional=True),
+        "If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller).",
+    )
+    ref_kl_horizon: int = setting(
+        10_000, valid.integer(1), "Generated tokens over which the controller closes a 20% error."
+    )
 
     def problems(self) -> list[str]:
         """Every problem, in field order: each field's own, then the cross-field ones."""

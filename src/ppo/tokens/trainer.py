@@ -82,9 +82,13 @@ class TokenTrainer:
         run_dir: Path,
         run_id: str,
         on_progress: Callable[[TokenProgress], None] | None = None,
+        on_start: Callable[[], None] | None = None,
         halt: Halter | None = None,
     ) -> None:
         self.config = config
+        self.on_start = on_start
+        """Called once the task is built (warm start included), before the run folder is
+        made: where ``ppo train`` says where it records."""
         self.halt = halt
         """The health gate of ``--halt-on``: the run stops at the end of the update it fires."""
         self.halted: str | None = None
@@ -99,6 +103,8 @@ class TokenTrainer:
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
         task = build_task(cfg)
+        if self.on_start is not None:
+            self.on_start()
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
         recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
         recorder = Recorder(

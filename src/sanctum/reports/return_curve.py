@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sanctum.metrics import FINAL_EPISODES
+from telemetry import returns
 from telemetry.eventlog import open_reader
 from telemetry.events import Rollout
 
@@ -77,8 +78,9 @@ def smoothed(points: Sequence[ReturnPoint], episodes: int = FINAL_EPISODES) -> l
 
 
 def final_return(points: Sequence[ReturnPoint], episodes: int = FINAL_EPISODES) -> float | None:
-    """The mean return of the last ``episodes`` episodes or more; None: no episode ended."""
-    return smoothed(points, episodes)[-1] if points else None
+    """The mean return of the last ``episodes`` episodes or more; None: no episode ended
+    (:func:`telemetry.returns.final_return`, the definition ``ppo train`` prints too)."""
+    return returns.final_return(((p.episodes, p.mean) for p in points), episodes)
 
 
 def initial_return(points: Sequence[ReturnPoint], episodes: int = FINAL_EPISODES) -> float | None:

@@ -9,7 +9,11 @@ install. ``telemetry.integrations.sb3``: Stable-Baselines3's PPO, one callback;
 from __future__ import annotations
 
 import importlib
-from typing import Any
+import os
+import sys
+from typing import Any, Final, NoReturn
+
+from telemetry.text import visible
 
 
 def from_extra(module: str, name: str, hint: str) -> Any:
@@ -22,3 +26,22 @@ def from_extra(module: str, name: str, hint: str) -> Any:
             raise
         raise ModuleNotFoundError(hint) from exc
     return getattr(loaded, name)
+
+
+EXIT_USAGE: Final = 2
+"""A script that cannot start (an extra is missing) exits with this, as ``ppo`` and
+``sanctum`` do for unusable input."""
+
+
+def missing_extra(extra: str, what: str, exc: ImportError) -> NoReturn:
+    """End a script whose optional dependency is missing: one line on standard error naming
+    the extra that provides it (``what`` says what needs it), then exit 2, no traceback."""
+    script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+    why = str(exc) or type(exc).__name__
+    print(
+        visible(
+            f"{script}: {what} needs the {extra} extra: pip install 'sanctum-ppo[{extra}]' ({why})"
+        ),
+        file=sys.stderr,
+    )
+    raise SystemExit(EXIT_USAGE)

@@ -335,19 +335,33 @@ def _number(value: Any) -> float | None:
 
 def settings_of(args: Any, vocab_size: int | None = None) -> Settings:
     """The reading settings of the run configured by ``args`` (a TRL config)."""
-    algorithm = algorithm_of(args)
+    return settings_from(algorithm_of(args), values_of(args), vocab_size)
+
+
+def values_of(args: Any) -> dict[str, Any]:
+    """The settings of ``args`` that :data:`SETTINGS` names, and PPO's ``kl_estimator``."""
+    return {n: getattr(args, n) for n in (*SETTINGS, "kl_estimator") if hasattr(args, n)}
+
+
+def settings_from(
+    algorithm: Algorithm, values: Mapping[str, Any], vocab_size: int | None = None
+) -> Settings:
+    """The reading settings of a run of ``algorithm`` whose config holds ``values`` (a TRL
+    config's settings by name: its attributes, or the ``args`` JSON its TensorBoard log
+    holds)."""
+    log_vocab = math.log(vocab_size) if vocab_size and vocab_size > 1 else None
     if algorithm.name == "ppo":
         return Settings(
             algorithm,
-            kl_coef=_number(getattr(args, "kl_coef", None)),
-            ref_kl_estimator=str(getattr(args, "kl_estimator", "k1")),
-            log_vocab=math.log(vocab_size) if vocab_size and vocab_size > 1 else None,
+            kl_coef=_number(values.get("kl_coef")),
+            ref_kl_estimator=str(values.get("kl_estimator", "k1")),
+            log_vocab=log_vocab,
         )
     return Settings(
         algorithm,
-        beta=_number(getattr(args, "beta", None)),
+        beta=_number(values.get("beta")),
         ref_kl_estimator="k3" if algorithm.name == "grpo" else "k1",
-        log_vocab=math.log(vocab_size) if vocab_size and vocab_size > 1 else None,
+        log_vocab=log_vocab,
     )
 
 
@@ -362,9 +376,14 @@ def _plain(value: Any) -> Any:
 
 def config_of(args: Any) -> dict[str, Any]:
     """``run_started.config`` of the run configured by ``args``: :data:`SETTINGS` it has."""
-    config = {name: _plain(getattr(args, name)) for name in SETTINGS if hasattr(args, name)}
-    if algorithm_of(args).name == "ppo" and hasattr(args, "kl_estimator"):
-        config["ref_kl_reward_estimator"] = _plain(args.kl_estimator)
+    return config_from(algorithm_of(args), values_of(args))
+
+
+def config_from(algorithm: Algorithm, values: Mapping[str, Any]) -> dict[str, Any]:
+    """``run_started.config`` of a run of ``algorithm`` whose config holds ``values``."""
+    config = {name: _plain(values[name]) for name in SETTINGS if name in values}
+    if algorithm.name == "ppo" and "kl_estimator" in values:
+        config["ref_kl_reward_estimator"] = _plain(values["kl_estimator"])
     return config
 
 

@@ -22,20 +22,23 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from sanctum.formatting import plural
 from sanctum.importers.tensorboard.convert import (
     Timed,
     config_values,
     gather,
+    global_steps,
     ignored,
     mapped,
     step_events,
     unmapped,
 )
 from sanctum.importers.tensorboard.mapping import (
-    TABLES,
+    CLEANRL,
+    SB3,
+    Header,
     TagMapping,
     detect,
     held_every_update,
@@ -43,7 +46,9 @@ from sanctum.importers.tensorboard.mapping import (
     load_map,
     with_file,
 )
+from sanctum.importers.tensorboard.openrlhf import OPENRLHF
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
+from sanctum.importers.tensorboard.trl import TRL_GRPO, TRL_PPO
 from sanctum.model.aggregator import SOURCE_UNREAD
 from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
@@ -57,10 +62,13 @@ from telemetry.events import (
 from telemetry.files import InputFileError, open_input
 from telemetry.integrations.cleanrl import config_of
 from telemetry.recorder import EVENTS_FILE, RUN_ID, Recorder, new_run_id
+from telemetry.text import visible
 
 SOURCE = "tensorboard"
 """``run_started.config.source`` of an imported log."""
 _PROGRESS = (PPOUpdatePayload, RolloutPayload)
+TABLES: Final = (SB3, CLEANRL, TRL_PPO, TRL_GRPO, OPENRLHF)
+"""The trainers whose tags a log is recognised by, in the order they are tried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +107,10 @@ def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
     holds no tag for a ppo_update field under it."""
     if not log.scalars:
         raise UsageError(f"{log.directory}: its event files hold no scalars")
-    base = detect(log.scalars)
+    base = detect(log.scalars, TABLES)
     mapping = base if map_file is None else with_file(base, load_map(map_file))
     if mapping is None:
-        known = " or ".join(f"{t.name}'s ({t.tags_for('approx_kl')[0]}, ...)" for t in TABLES)
+        known = ", ".join(f"{t.name}'s ({t.detect_tags[0]}, ...)" for t in TABLES)
         tags = ", ".join(sorted(log.scalars)[:8]) or "none"
         raise UsageError(
             f"{log.directory}: the tags are not {known}: map them with --map FILE "
@@ -112,6 +120,12 @@ def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
         raise UsageError(
             f"{log.directory}: no tag holds a ppo_update field under {mapping.name}, so "
             "no update would be imported: map one with --map"
+        )
+    step_tag = mapping.global_step_tag
+    if step_tag is not None and step_tag not in log.scalars:
+        raise UsageError(
+            f"{log.directory}: the global_step tag {visible(step_tag)} of {mapping.name} "
+            "is not in the log"
         )
     return mapping
 
@@ -128,11 +142,26 @@ def _notes(mapping: TagMapping, settings: dict[str, Any]) -> list[str]:
     return notes
 
 
-def run_started(log: TBLog, mapping: TagMapping, opts: ImportOptions) -> RunStartedPayload:
-    """The header: the trainer's settings when the log holds them, and the import's record."""
+def header_of(log: TBLog, mapping: TagMapping) -> Header:
+    """What the log says of the run beyond its scalars: CleanRL's settings table, or what
+    the mapping's own reader finds (TRL's ``args``)."""
+    if mapping.header is not None:
+        return mapping.header(log)
     text = log.texts.get(mapping.hyperparameters_tag or "")
     settings = parse_hyperparameters(text) if text is not None else {}
-    config = config_of(settings) if settings else {}
+    seed = settings.get("seed")
+    return Header(
+        config=settings,
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+    )
+
+
+def run_started(
+    log: TBLog, mapping: TagMapping, opts: ImportOptions, header: Header
+) -> RunStartedPayload:
+    """The header: the trainer's settings when the log holds them, and the import's record."""
+    settings = dict(header.config) if mapping.header is None else {}
+    config = config_of(settings) if settings else dict(header.config)
     config.update(config_values(log, mapping))
     config.setdefault("kl_estimator", mapping.kl_estimator)
     config |= {
@@ -144,24 +173,28 @@ def run_started(log: TBLog, mapping: TagMapping, opts: ImportOptions) -> RunStar
         "tensorboard_ignored_tags": ignored(log, mapping),
         "tensorboard_unmapped_tags": unmapped(log, mapping),
         "tensorboard_other_data": {kind: list(tags) for kind, tags in other_data(log, mapping)},
-        "tensorboard_action_count": opts.action_count,
+        "tensorboard_action_count": opts.action_count or header.action_count,
         "tensorboard_notes": _notes(mapping, settings),
     }
     if log.unread:
         config[SOURCE_UNREAD] = list(log.unread)
     env_id = opts.env_id or settings.get("env_id")
-    seed = settings.get("seed")
+    kl = mapping.kl if header.kl is None else header.kl
     return RunStartedPayload(
         trainer=TrainerInfo(name=f"{mapping.trainer} (imported from TensorBoard)"),
         env_id=env_id if isinstance(env_id, str) else "unknown",
-        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        seed=header.seed,
         config=config,
+        algorithm=header.algorithm or mapping.algorithm,
+        kl=dict(kl) if kl else None,
+        policy_epochs=header.policy_epochs,
     )
 
 
 def other_data(log: TBLog, mapping: TagMapping) -> list[tuple[str, tuple[str, ...]]]:
     """Non-scalar data not imported: texts other than the settings table, histograms..."""
-    texts = tuple(t for t in log.texts if t != mapping.hyperparameters_tag)
+    read = (mapping.hyperparameters_tag, *mapping.read_texts)
+    texts = tuple(t for t in log.texts if t not in read)
     return [(k, v) for k, v in (("text", texts), *log.other_tags.items()) if v]
 
 
@@ -239,10 +272,19 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     _refuse_existing(path, opts.force)
     log = read_log(directory)
     mapping = choose_mapping(log, opts.map_file)
+    header = header_of(log, mapping)
     expected = held_every_update(mapping, log.scalars)
-    events = step_events(gather(log, mapping), mapping, opts.action_count, expected)
+    actions = opts.action_count or header.action_count
+    events = step_events(
+        gather(log, mapping),
+        mapping,
+        actions,
+        expected,
+        global_steps(log, mapping),
+        header.constants,
+    )
     times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
-    started = Timed(min(times), run_started(log, mapping, opts))
+    started = Timed(min(times), run_started(log, mapping, opts, header))
     try:
         out.mkdir(parents=True, exist_ok=True)
         finished = write_log(path, _run_id(out), started, events)

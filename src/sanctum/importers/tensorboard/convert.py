@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sanctum.importers.tensorboard.mapping import (
+    COMPONENT,
     EVERY_UPDATE,
     ROLLOUT_FIELDS,
     UPDATE_FIELDS,
     NumberKind,
     TagMapping,
+    describe,
 )
 from sanctum.importers.tensorboard.reader import Point, TBLog
 from telemetry.events import AnomalyPayload, Payload, PPOUpdatePayload, RolloutPayload
@@ -75,16 +77,18 @@ def gather(log: TBLog, mapping: TagMapping) -> dict[int, Step]:
     steps: dict[int, Step] = defaultdict(Step)
     episodes: list[tuple[str, Point]] = []
     for tag, points in log.scalars.items():
-        target = mapping.tags.get(tag)
-        if target is None or target.kind in ("config", "ignore"):
-            continue
-        for p in points:
-            value = p.value * target.scale
-            if target.kind == "episode":
-                episodes.append((target.field, Point(p.step, p.wall_time, value)))
-            else:
-                values = steps[p.step].update if target.kind == "update" else steps[p.step].rollout
-                values[target.field] = (value, p.wall_time)
+        for target in mapping.tags.get(tag, ()):
+            if target.kind in ("config", "ignore"):
+                continue
+            name = COMPONENT + target.field if target.kind == "component" else target.field
+            for p in points:
+                value = p.value * target.scale
+                if target.kind == "episode":
+                    episodes.append((name, Point(p.step, p.wall_time, value)))
+                elif target.kind == "rollout":
+                    steps[p.step].rollout[name] = (value, p.wall_time)
+                else:
+                    steps[p.step].update[name] = (value, p.wall_time)
     _place_episodes(steps, episodes)
     return dict(sorted(steps.items()))
 
@@ -126,14 +130,27 @@ def update_payload(
     global_step: int,
     action_count: int | None,
     expected: Collection[str] = EVERY_UPDATE,
+    constants: Mapping[str, float] | None = None,
 ) -> PPOUpdatePayload | None:
     """The update at one step; None when it lacks a field of ``expected`` (those of
-    approx_kl and clip_fraction the log holds)."""
+    approx_kl and clip_fraction the log holds). ``constants``: fields every update holds
+    where the log does not say otherwise."""
     if any(name not in values for name in expected):
         return None
     fields: dict[str, Any] = {
-        name: _convert(value, UPDATE_FIELDS[name], name) for name, (value, _) in values.items()
+        name: _convert(value, UPDATE_FIELDS[name], name)
+        for name, (value, _) in values.items()
+        if not name.startswith(COMPONENT)
     }
+    components = {
+        name.removeprefix(COMPONENT): value
+        for name, (value, _) in values.items()
+        if name.startswith(COMPONENT)
+    }
+    if components:
+        fields["reward_components"] = components
+    for name, value in (constants or {}).items():
+        fields.setdefault(name, value)
     fields.setdefault("early_stopped", False)
     entropy = fields.get("entropy")
     if action_count is not None and action_count > 1 and isinstance(entropy, float):
@@ -157,29 +174,44 @@ def _latest(times: Iterable[float]) -> float:
     return max(times, default=-math.inf)
 
 
+def global_steps(log: TBLog, mapping: TagMapping) -> dict[int, int]:
+    """Each step's global step, from :attr:`TagMapping.global_step_tag` (its finite
+    values, rounded); empty without one."""
+    if mapping.global_step_tag is None:
+        return {}
+    points = log.scalars.get(mapping.global_step_tag, ())
+    return {p.step: round(p.value) for p in points if math.isfinite(p.value)}
+
+
 def step_events(
     steps: Mapping[int, Step],
     mapping: TagMapping,
     action_count: int | None,
     expected: Collection[str] = EVERY_UPDATE,
+    at_step: Mapping[int, int] | None = None,
+    constants: Mapping[str, float] | None = None,
 ) -> list[Timed]:
     """Rollouts, updates and warnings in the order the trainer produced them (an update
-    lacking a field of ``expected`` is a warning)."""
+    lacking a field of ``expected`` is a warning). ``at_step``: a step's global step where
+    it is not the step (:func:`global_steps`); ``constants``: see :func:`update_payload`."""
     out: list[Timed] = []
     updates, rollout_step = 0, None
+    gs = (lambda step: at_step.get(step, step)) if at_step else (lambda step: step)
     for step, found in steps.items():
         rollout = found.rollout or found.returns or found.lengths
         if rollout and not mapping.updates_logged_late:
-            out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))
+            out.append(Timed(_step_time(found), rollout_payload(found, updates, gs(step))))
         if found.update:
             at = rollout_step if mapping.updates_logged_late and rollout_step is not None else step
-            payload = update_payload(found.update, updates, at, action_count, expected)
+            payload = update_payload(
+                found.update, updates, gs(at), action_count, expected, constants
+            )
             t = _latest(w for _, w in found.update.values())
             missing = _missing(found.update, step, expected) if payload is None else payload
             out.append(Timed(t, missing))
             updates += payload is not None
         if rollout and mapping.updates_logged_late:
-            out.append(Timed(_step_time(found), rollout_payload(found, updates, step)))
+            out.append(Timed(_step_time(found), rollout_payload(found, updates, gs(step))))
         if rollout:
             rollout_step = step
     return _monotone(out)
@@ -205,35 +237,41 @@ def _monotone(events: Sequence[Timed]) -> list[Timed]:
 def config_values(log: TBLog, mapping: TagMapping) -> dict[str, Any]:
     """``config.NAME`` tags: the first value, and ``NAME_end`` when the value changed."""
     config: dict[str, Any] = {}
-    for tag, target in mapping.tags.items():
+    for tag, targets in mapping.tags.items():
         points = log.scalars.get(tag, ())
-        if target.kind != "config" or not points:
-            continue
-        first, last = points[0].value * target.scale, points[-1].value * target.scale
-        config[target.field] = first
-        if last != first:
-            config[f"{target.field}_end"] = last
+        for target in targets:
+            if target.kind != "config" or not points:
+                continue
+            first, last = points[0].value * target.scale, points[-1].value * target.scale
+            config[target.field] = first
+            if last != first:
+                config[f"{target.field}_end"] = last
     return config
 
 
 def unmapped(log: TBLog, mapping: TagMapping) -> list[str]:
-    """Scalar tags no entry of the mapping names."""
-    return sorted(tag for tag in log.scalars if tag not in mapping.tags)
+    """Scalar tags no entry of the mapping names (nor its global step's)."""
+    known = {*mapping.tags, mapping.global_step_tag}
+    return sorted(tag for tag in log.scalars if tag not in known)
 
 
 def ignored(log: TBLog, mapping: TagMapping) -> dict[str, str]:
     """Tags in the log the mapping knows and leaves out, with why."""
     return {
-        tag: target.reason or "ignored"
-        for tag, target in mapping.tags.items()
-        if target.kind == "ignore" and tag in log.scalars
+        tag: targets[0].reason or "ignored"
+        for tag, targets in mapping.tags.items()
+        if targets[0].kind == "ignore" and tag in log.scalars
     }
 
 
 def mapped(log: TBLog, mapping: TagMapping) -> dict[str, str]:
     """Tags in the log that were imported, and where to."""
-    return {
-        tag: target.describe()
-        for tag, target in mapping.tags.items()
-        if target.kind != "ignore" and tag in log.scalars
+    found = {
+        tag: describe(targets)
+        for tag, targets in mapping.tags.items()
+        if targets[0].kind != "ignore" and tag in log.scalars
     }
+    step_tag = mapping.global_step_tag
+    if step_tag is not None and step_tag in log.scalars:
+        found[step_tag] = "global_step"
+    return found

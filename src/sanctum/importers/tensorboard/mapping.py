@@ -14,6 +14,8 @@ negative entropy: scale -1). A mapping file::
     trainer = "my-trainer"              # optional: the run's trainer name
     updates_logged_late = false         # optional: see TagMapping.updates_logged_late
     kl_estimator = "k3"                 # optional: the estimator approx_kl is (default k3)
+    global_step = "ppo/samples"         # optional: the tag holding each step's global step
+    algorithm = "grpo"                  # optional: run_started.algorithm (default ppo)
 
     [tags]
     "ppo/kl" = "approx_kl"
@@ -21,25 +23,37 @@ negative entropy: scale -1). A mapping file::
     "ppo/entropy_loss" = { field = "entropy", scale = -1.0 }
     "episode/return" = "episode_return"
     "ppo/clip_range" = "config.clip_range"
+    "ppo/ref_kl" = ["ref_kl", "config.first_ref_kl"]   # one tag feeding two targets
+    "reward/acc" = "reward_components.acc"             # one named reward component
     "debug/grad_hist" = "ignore"
+
+``global_step``: without it an update's ``global_step`` is the TensorBoard step it was
+logged at; with it, the value that tag holds at that step (TRL's PPO logs its optimizer
+step as the step and the samples so far as ``episode``). A tag's value may be a list of
+targets (each a name or ``{ field, scale }``), each fed the same values. A ``scale`` of 0
+is refused for a field some health rule judges (it would judge zeros).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import msgspec
 
+from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.run_files import UsageError
-from telemetry.events import PPOUpdatePayload, RolloutPayload, bare_type
+from telemetry.events import KLMeasure, PPOUpdatePayload, RolloutPayload, bare_type
 from telemetry.files import InputFileError, read_toml
 
-TargetKind = Literal["update", "rollout", "episode", "config", "ignore"]
+if TYPE_CHECKING:
+    from sanctum.importers.tensorboard.reader import TBLog
+
+TargetKind = Literal["update", "component", "rollout", "episode", "config", "ignore"]
 NumberKind = type[bool] | type[int] | type[float]
 
 
@@ -66,6 +80,12 @@ trainers' tables apart, and a step with update figures but without one of them t
 log does hold is not an update (see :func:`held_every_update`). A log with no tag for
 either (a GRPO run's) imports without them: not measured. ``early_stopped`` is written
 false when no tag holds it."""
+COMPONENT: Final = "reward_components."
+"""A target ``reward_components.NAME``: one named reward component of ``ppo_update``."""
+JUDGED: Final = frozenset(
+    name for rule in DEFAULT_THRESHOLDS.rules for name in (rule.metric, rule.per) if name
+)
+"""The fields some health rule judges: a mapping file may not scale them by 0."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +104,36 @@ class Target:
         """``entropy (x -1)``, ``config.clip_range``, ``not imported: ...``."""
         if self.kind == "ignore":
             return f"not imported: {self.reason}" if self.reason else "not imported"
-        name = f"config.{self.field}" if self.kind == "config" else self.field
+        prefix = {"config": "config.", "component": COMPONENT}.get(self.kind, "")
+        name = prefix + self.field
         return name if self.scale == 1.0 else f"{name} (x {self.scale:g})"
+
+
+Targets = tuple[Target, ...]
+"""Where one tag's values go: usually one target, several when a tag feeds several."""
+
+
+def describe(targets: Targets) -> str:
+    """The targets of one tag, as :meth:`Target.describe` says each."""
+    return ", ".join(t.describe() for t in targets)
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What a log's texts and tags say about the run, beyond its scalars (a trainer's
+    settings), for ``run_started`` and every update."""
+
+    config: Mapping[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    algorithm: str | None = None
+    """None: the mapping's."""
+    kl: Mapping[str, KLMeasure] | None = None
+    """None: the mapping's."""
+    policy_epochs: int | None = None
+    action_count: int | None = None
+    """The choices of each action (a language model's vocabulary), when the log says."""
+    constants: Mapping[str, float] = field(default_factory=dict)
+    """``ppo_update`` fields every update holds (a fixed coefficient the log names once)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,10 +141,11 @@ class TagMapping:
     """One trainer's tags and how to read them."""
 
     name: str
-    """What chose it: ``stable-baselines3``, ``cleanrl`` or a mapping file."""
+    """What chose it: ``stable-baselines3``, ``cleanrl``, ``trl-grpo``, ``trl-ppo``,
+    ``openrlhf`` or a mapping file."""
     trainer: str
     """The trainer's name for ``run_started.trainer``."""
-    tags: Mapping[str, Target]
+    tags: Mapping[str, Targets]
     updates_logged_late: bool = False
     """The trainer writes an update's figures with the *next* rollout's (SB3 dumps
     ``train/*`` after collecting the next rollout): each is the update of the rollout
@@ -107,10 +156,42 @@ class TagMapping:
     """A text tag holding the settings as a ``|param|value|`` table (CleanRL's)."""
     notes: tuple[str, ...] = ()
     """How the trainer's definitions differ from ours, written into the config."""
+    detect_tags: tuple[str, ...] = ()
+    """A log holding every one of these tags is this trainer's (empty: never chosen by
+    its tags)."""
+    algorithm: str = "ppo"
+    """``run_started.algorithm``."""
+    kl: Mapping[str, KLMeasure] | None = None
+    """``run_started.kl``: what each KL field measures (None: the contract's defaults)."""
+    global_step_tag: str | None = None
+    """A tag whose value at a step is that step's global step (None: the step itself)."""
+    component_tags: tuple[str, str] | None = None
+    """(prefix, suffix): a tag ``prefix + NAME + suffix`` feeds ``reward_components[NAME]``."""
+    header: Callable[[TBLog], Header] | None = None
+    """Reads the trainer's settings from the log (its texts, its tags)."""
+    read_texts: tuple[str, ...] = ()
+    """The text tags :attr:`header` reads (not listed as data left out)."""
 
     def tags_for(self, field_name: str) -> list[str]:
         """The tags that fill ``field_name``."""
-        return [tag for tag, t in self.tags.items() if t.field == field_name and t.kind != "config"]
+        return [
+            tag
+            for tag, targets in self.tags.items()
+            if any(t.field == field_name and t.kind != "config" for t in targets)
+        ]
+
+    def resolved(self, tags: Collection[str]) -> TagMapping:
+        """This mapping with a target for each of ``tags`` that :attr:`component_tags`
+        matches (a reward function's tag is named after it)."""
+        if self.component_tags is None:
+            return self
+        head, tail = self.component_tags
+        found = {
+            tag: (Target("component", tag[len(head) : -len(tail)]),)
+            for tag in tags
+            if tag.startswith(head) and tag.endswith(tail) and len(tag) > len(head) + len(tail)
+        }
+        return replace(self, tags=MappingProxyType({**found, **self.tags}))
 
 
 def _update(name: str, scale: float = 1.0) -> Target:
@@ -121,10 +202,16 @@ def _ignore(reason: str) -> Target:
     return Target("ignore", reason=reason)
 
 
+def table(entries: Mapping[str, Target]) -> Mapping[str, Targets]:
+    """A trainer's table of one target per tag, as :attr:`TagMapping.tags`."""
+    return MappingProxyType({tag: (target,) for tag, target in entries.items()})
+
+
 SB3: Final = TagMapping(
     name="stable-baselines3",
     trainer="stable-baselines3",
-    tags=MappingProxyType(
+    detect_tags=("train/approx_kl", "train/clip_fraction"),
+    tags=table(
         {
             "train/approx_kl": _update("approx_kl"),
             "train/clip_fraction": _update("clip_fraction"),
@@ -158,7 +245,8 @@ SB3: Final = TagMapping(
 CLEANRL: Final = TagMapping(
     name="cleanrl",
     trainer="cleanrl-ppo",
-    tags=MappingProxyType(
+    detect_tags=("losses/approx_kl", "losses/clipfrac"),
+    tags=table(
         {
             "losses/approx_kl": _update("approx_kl"),
             "losses/clipfrac": _update("clip_fraction"),
@@ -182,14 +270,12 @@ CLEANRL: Final = TagMapping(
 )
 """CleanRL's ``ppo.py`` family (as ``telemetry.integrations.cleanrl`` maps its variables)."""
 
-TABLES: Final = (SB3, CLEANRL)
 
-
-def detect(tags: Collection[str]) -> TagMapping | None:
-    """The trainer whose tags for approx_kl and clip_fraction the log holds."""
-    for table in TABLES:
-        if all(any(t in tags for t in table.tags_for(name)) for name in EVERY_UPDATE):
-            return table
+def detect(tags: Collection[str], tables: Collection[TagMapping]) -> TagMapping | None:
+    """The first of ``tables`` whose :attr:`TagMapping.detect_tags` the log all holds."""
+    for candidate in tables:
+        if candidate.detect_tags and all(t in tags for t in candidate.detect_tags):
+            return candidate.resolved(tags)
     return None
 
 
@@ -202,15 +288,22 @@ def held_every_update(mapping: TagMapping, tags: Collection[str]) -> tuple[str, 
 
 def holds_update_field(mapping: TagMapping, tags: Collection[str]) -> bool:
     """Whether some tag of the log fills a ``ppo_update`` field under ``mapping``."""
-    return any(t.kind == "update" and tag in tags for tag, t in mapping.tags.items())
+    return any(
+        t.kind in ("update", "component") and tag in tags
+        for tag, targets in mapping.tags.items()
+        for t in targets
+    )
 
 
 def target_of(name: str, scale: float = 1.0) -> Target | None:
-    """The target a mapping file names: a field, ``config.NAME`` or ``ignore``."""
+    """The target a mapping file names: a field, ``reward_components.NAME``,
+    ``config.NAME`` or ``ignore``."""
     if name == "ignore":
         return _ignore("ignored by the mapping file")
     if name.startswith("config.") and len(name) > len("config."):
         return Target("config", name.removeprefix("config."), scale)
+    if name.startswith(COMPONENT) and len(name) > len(COMPONENT):
+        return Target("component", name.removeprefix(COMPONENT), scale)
     if name in UPDATE_FIELDS:
         return Target("update", name, scale)
     if name in ROLLOUT_FIELDS:
@@ -225,20 +318,30 @@ class MapFile:
     """What a ``--map`` file says."""
 
     path: Path
-    tags: Mapping[str, Target]
+    tags: Mapping[str, Targets]
     settings: Mapping[str, Any] = field(default_factory=dict)
-    """``trainer``, ``updates_logged_late``, ``kl_estimator`` when given."""
+    """``trainer``, ``updates_logged_late``, ``kl_estimator``, ``global_step`` and
+    ``algorithm`` when given (by :class:`TagMapping`'s attribute names)."""
 
 
-_SETTINGS: Final = {"trainer": str, "updates_logged_late": bool, "kl_estimator": str}
+_SETTINGS: Final = {
+    "trainer": str,
+    "updates_logged_late": bool,
+    "kl_estimator": str,
+    "global_step": str,
+    "algorithm": str,
+}
+_ATTRIBUTE: Final = {"global_step": "global_step_tag"}
+"""A mapping file's setting -> the :class:`TagMapping` attribute it sets, where they differ."""
 
 
-def _entry(path: Path, tag: str, entry: object) -> Target:
-    where = f"{path}: tags.{tag!r}"
+def _entry(where: str, entry: object) -> Target:
     if isinstance(entry, str):
         entry = {"field": entry}
     if not isinstance(entry, dict) or not isinstance(entry.get("field"), str):
-        raise UsageError(f'{where}: give a field name or {{ field = "...", scale = -1.0 }}')
+        raise UsageError(
+            f'{where}: give a field name, {{ field = "...", scale = -1.0 }} or a list of them'
+        )
     if set(entry) - {"field", "scale"}:
         raise UsageError(f"{where}: unknown keys {sorted(set(entry) - {'field', 'scale'})}")
     scale = entry.get("scale", 1.0)
@@ -248,9 +351,30 @@ def _entry(path: Path, tag: str, entry: object) -> Target:
     if target is None:
         raise UsageError(
             f"{where}: {entry['field']!r} is not a ppo_update or rollout field, "
-            f"{' or '.join(EPISODE_FIELDS)}, config.NAME or ignore"
+            f"{' or '.join(EPISODE_FIELDS)}, {COMPONENT}NAME, config.NAME or ignore"
+        )
+    if scale == 0 and target.kind == "update" and target.field in JUDGED:
+        raise UsageError(
+            f"{where}: scale 0 would write every {target.field} as 0, and a health rule "
+            f"judges {target.field}: map it with its real scale, or not at all"
         )
     return target
+
+
+def _entries(path: Path, tag: str, entry: object) -> Targets:
+    """The targets of one tag: one entry, or a list of them (one tag feeding several)."""
+    where = f"{path}: tags.{tag!r}"
+    if not isinstance(entry, list):
+        return (_entry(where, entry),)
+    targets = tuple(_entry(f"{where}[{i}]", e) for i, e in enumerate(entry))
+    if not targets:
+        raise UsageError(f"{where}: an empty list feeds nothing (map the tag to ignore)")
+    if len(targets) > 1 and any(t.kind == "ignore" for t in targets):
+        raise UsageError(f"{where}: ignore in a list with other targets")
+    names = [replace(t, scale=1.0).describe() for t in targets]
+    if twice := sorted({n for n in names if names.count(n) > 1}):
+        raise UsageError(f"{where}: feeds {', '.join(twice)} more than once")
+    return targets
 
 
 def load_map(path: Path) -> MapFile:
@@ -267,7 +391,8 @@ def load_map(path: Path) -> MapFile:
             raise UsageError(f"{path}: unknown key {key!r} (known: tags, {', '.join(_SETTINGS)})")
         if not isinstance(value, _SETTINGS[key]):
             raise UsageError(f"{path}: {key} must be a {_SETTINGS[key].__name__}, got {value!r}")
-    return MapFile(path, {tag: _entry(path, tag, e) for tag, e in tags.items()}, doc)
+    settings = {_ATTRIBUTE.get(key, key): value for key, value in doc.items()}
+    return MapFile(path, {tag: _entries(path, tag, e) for tag, e in tags.items()}, settings)
 
 
 def with_file(base: TagMapping | None, file: MapFile) -> TagMapping:
