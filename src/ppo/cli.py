@@ -1,8 +1,9 @@
 """``ppo train``: parse, build the config, run the trainer, report progress; nothing more.
 ``ppo config`` lists the settings (:mod:`ppo.config.listing`).
 
-Exit codes: 0 completed, 1 training stopped (the run could not be recorded, a checkpoint
-could not be written, or standard output broke while training), 2 unusable input (bad
+Exit codes: 0 completed, 1 training stopped (by the health gate of ``--halt-on``, or the
+run could not be recorded, a checkpoint could not be written, or standard output broke
+while training), 2 unusable input (bad
 config, unknown environment, a checkpoint that cannot be used, a run id that is taken or
 not a name; standard output closed or unwritable at the start: nothing recorded), 130 interrupted by
 Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved). Headless progress is a
@@ -43,6 +44,7 @@ from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
 from ppo.run.attach import train_attached, wants_dashboard
+from ppo.run.halt import EXIT_HALTED, HALT_LEVELS, Halter, halt_gate
 from ppo.run.messages import (
     announce,
     error,
@@ -77,6 +79,7 @@ examples:
   ppo train --config examples/pendulum.toml      # continuous control (RL Zoo's settings)
   ppo train --config examples/halfcheetah.toml   # MuJoCo, normalised (the mujoco extra)
   ppo train --set vector_env=envpool             # EnvPool's C++ envs (the envpool extra)
+  ppo train --halt-on critical                   # stop (checkpoint saved) once a rule is critical
 
 Every field of the config can be set in a flat TOML file or with --set KEY=VALUE; flags such
 as --seed win over both. `ppo config` lists every field with its type, default, allowed values
@@ -100,7 +103,8 @@ checked before anything is built (one line and exit 2 when not):
   has available now (MemAvailable).
 
 exit codes: 0 completed; 1 training stopped (the run could not be recorded, a checkpoint
-could not be written, or standard output broke while training: the run is recorded);
+could not be written, or standard output broke while training: the run is recorded), or
+halted by --halt-on (a checkpoint was saved; run_finished is "failed", naming the rule);
 2 unusable input, or standard output closed or unwritable at the start (nothing was
 recorded); 130, 143, 129 stopped by SIGINT, SIGTERM, SIGHUP (a checkpoint was saved).
 """
@@ -265,6 +269,23 @@ def _add_run_arguments(train: argparse.ArgumentParser) -> None:
         f"torchrun --nproc_per_node N -m ppo train would; headless; N in [1, {MAX_NPROC}], "
         "dividing num_envs",
     )
+    train.add_argument(
+        "--halt-on",
+        choices=HALT_LEVELS,
+        metavar="LEVEL",
+        help="stop the run at the end of the update whose health reaches LEVEL ("
+        + " or ".join(HALT_LEVELS)
+        + "), judged as `sanctum check` judges the run so far: a checkpoint is saved, a "
+        "critical anomaly and run_finished (failed, reason `halted: <rule> ...`) name the "
+        "rule, and ppo train exits 1",
+    )
+    train.add_argument(
+        "--thresholds",
+        type=Path,
+        metavar="FILE",
+        help="the rules --halt-on judges by: a TOML thresholds file, as for sanctum check "
+        "(default: the shipped rules)",
+    )
     mode = train.add_mutually_exclusive_group()
     mode.add_argument(
         "--headless", action="store_true", help="no dashboard (the default without a terminal)"
@@ -305,7 +326,11 @@ def resolve_config(args: argparse.Namespace) -> PPOConfig:
 
 
 def _train_tokens(
-    args: argparse.Namespace, config: TokenPPOConfig, out: TextIO, err: TextIO
+    args: argparse.Namespace,
+    config: TokenPPOConfig,
+    halt: Halter | None,
+    out: TextIO,
+    err: TextIO,
 ) -> int:
     """Token-level PPO: the same run folder, dashboard and exit codes as any run."""
     run_id = _run_id(args, "tokens")
@@ -313,7 +338,7 @@ def _train_tokens(
     check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
-    return train_tokens(config, args.run_dir, run_id, out, err)
+    return train_tokens(config, args.run_dir, run_id, out, err, halt)
 
 
 def _reporter(stream: TextIO) -> Reporter:
@@ -326,9 +351,10 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
     args.resume = resolve_resume(args)
     world = SINGLE
     try:
+        halt = _halt(args)
         tokens = token_config(args)
         if tokens is not None:
-            return _train_tokens(args, tokens, out, err)
+            return _train_tokens(args, tokens, halt, out, err)
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
         reference.check_sources(config)  # and the checkpoints fine-tuning starts from
         run_id = _run_id(args, config.env_id)
@@ -349,9 +375,19 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
         error(err, exc)
         return EXIT_STOPPED
     try:
-        return _train_rank(args, config, run_id, world, out, err)
+        return _train_rank(args, config, run_id, world, halt, out, err)
     finally:
         world.close()
+
+
+def _halt(args: argparse.Namespace) -> Halter | None:
+    """The health gate of ``--halt-on`` (its thresholds file read and checked), or None;
+    ValueError naming the file or the option."""
+    if args.halt_on is None:
+        if args.thresholds is not None:
+            raise ValueError("--thresholds: used only to halt; give --halt-on with it")
+        return None
+    return halt_gate(args.halt_on, args.thresholds)
 
 
 def _run_id(args: argparse.Namespace, prefix: str) -> str:
@@ -376,7 +412,13 @@ def preflight(args: argparse.Namespace, config: PPOConfig, run_id: str) -> None:
 
 
 def _train_rank(
-    args: argparse.Namespace, config: PPOConfig, run_id: str, world: World, out: TextIO, err: TextIO
+    args: argparse.Namespace,
+    config: PPOConfig,
+    run_id: str,
+    world: World,
+    halt: Halter | None,
+    out: TextIO,
+    err: TextIO,
 ) -> int:
     """Train as this process's rank: rank 0 (or the only process) records and reports."""
     taken = args.run_dir / run_id / EVENTS_FILE
@@ -396,6 +438,7 @@ def _train_rank(
             resume=args.resume,
             on_progress=reporter.update,
             world=world,
+            halt=halt,
         )
     except ValueError as exc:  # a checkpoint gone since, this rank's share of the job
         error(err, exc)
@@ -444,7 +487,23 @@ def _run(
             raise
         error(err, memory_line(exc))
         return EXIT_STOPPED
+    if result.halted is not None:
+        say(err, _halted(result, run_path))
+        return EXIT_HALTED
     return summarize(_summary(result, time.monotonic() - started), result.events_path, out, err)
+
+
+def _halted(result: TrainResult, run_path: Path) -> str:
+    """What a run the health gate stopped left: why, its checkpoint, how to look."""
+    checkpoint = "none" if result.checkpoint_path is None else shown_path(result.checkpoint_path)
+    where = shown_path(run_path)
+    return (
+        f"\nppo train: {shown(result.halted or '')}\n"
+        f"  stopped after {result.updates} update{'s' * (result.updates != 1)}; "
+        f"checkpoint saved to {checkpoint}\n"
+        f"  see why:   sanctum check {where}\n"
+        f"  resume:    ppo train --resume {where}"
+    )
 
 
 def _interrupted(exc: KeyboardInterrupt, trainer: Trainer, run_path: Path) -> str:

@@ -193,3 +193,22 @@ async def test_a_trainer_killed_with_sigkill_is_down(start: Start) -> None:
         await wait_closed(pilot)
     assert run.app.choice is None
     assert reported(run)[0] == 1
+
+
+@pytest.mark.slow
+async def test_a_run_the_health_gate_halts_under_the_dashboard_says_why(
+    start: Start, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[value_loss]\ndirection = "above"\nwarning = 1e-6\ncritical = 1e-5\n')
+    small = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
+    run = start("--total-steps", LONG, *small, "--halt-on", "critical", "--thresholds", str(rules))
+    async with run.app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda a: a.snapshot.connection is Connection.FAILED, "FAILED")  # type: ignore[union-attr]
+        await pilot.press("q")
+        await wait_closed(pilot)
+    run.trainer.process.wait(WAIT_LIMIT)
+    assert finish_status(run) == "failed"
+    code, said = reported(run)
+    assert code == 1, said
+    assert "ppo train: halted: value_loss critical" in said and "died" not in said

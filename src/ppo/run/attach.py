@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.run.halt import EXIT_HALTED
 from ppo.run.messages import error
 from ppo.run.messages import path as shown_path
 from telemetry.recorder import EVENTS_FILE
@@ -37,6 +38,8 @@ FORWARDED = {
     "seed": "--seed",
     "config": "--config",
     "resume": "--resume",
+    "halt_on": "--halt-on",
+    "thresholds": "--thresholds",
 }
 """Options the child gets as given: argument dest -> flag (``--set`` is repeated apart)."""
 NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id", "nproc"})
@@ -82,16 +85,17 @@ def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | 
     if (run_path / EVENTS_FILE).exists():
         error(err, f"{run_path} already has an event log; pick another --run-id")
         return None
-    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.health.rules import load_thresholds
     from sanctum.live.trainer_process import TrainerProcess
     from sanctum.tui.app import SanctumApp  # Textual loads only for the dashboard
 
+    thresholds = load_thresholds(args.thresholds)  # the rules --halt-on judges by, if given
     trainer = TrainerProcess.start(
         child_command(args, run_id),
         stderr_path=run_path / STDERR_FILE,
         stdout_path=run_path / STDOUT_FILE,
     )
-    app = SanctumApp(run_path / EVENTS_FILE, DEFAULT_THRESHOLDS, trainer=trainer)
+    app = SanctumApp(run_path / EVENTS_FILE, thresholds, trainer=trainer)
     return AttachedRun(app, trainer, run_path)
 
 
@@ -116,6 +120,12 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
         said = f"\n  {visible(ended.stderr_tail[-1])}" if ended.stderr_tail else ""
         print(f"stopped the trainer ({visible(ended.describe())}){said}", file=err)
         return EXIT_INTERRUPTED
+    from sanctum.live.halt import HALT_PREFIX  # loaded with the dashboard already
+
+    reason = None if snapshot is None else snapshot.run.reason
+    if ended.down and ended.code == EXIT_HALTED and reason and reason.startswith(HALT_PREFIX):
+        print(f"ppo train: {visible(reason)}\n  see why:  sanctum check {path}", file=err)
+        return EXIT_HALTED
     if ended.down:
         return _report_down(ended, path, err)
     print(

@@ -97,7 +97,7 @@ class QuietRecorder:
     def __exit__(self, *exc_info: object) -> None:
         return None
 
-    def subscribe(self, sink: Sink) -> None:
+    def subscribe(self, sink: Sink, name: str | None = None) -> None:
         """Sinks belong to rank 0."""
 
     def emit(self, payload: Any) -> None:

@@ -31,6 +31,7 @@ from ppo.model.checkpoint import Counters
 from ppo.model.policy import ActorCritic
 from ppo.rollout.collector import Collector, rollout_payload
 from ppo.rollout.envs import make_vector_env, reset_seed
+from ppo.run.halt import Halter, agreed_reason
 from ppo.run.ranks import (
     QuietRecorder,
     env_seed_offset,
@@ -92,6 +93,8 @@ class TrainResult:
     global_step: int
     updates: int
     recent_return_mean: float | None
+    halted: str | None = None
+    """Why the health gate stopped the run (``halted: <rule> critical (...)``), if it did."""
 
 
 class Trainer:
@@ -108,6 +111,7 @@ class Trainer:
         sinks: Sequence[Sink] = (),
         world: World = SINGLE,
         on_start: Callable[[], bool] | None = None,
+        halt: Halter | None = None,
     ) -> None:
         self.config = config
         """The whole job's config (what is recorded); ``local`` is this rank's share."""
@@ -122,6 +126,9 @@ class Trainer:
         before the run folder is made: where ``ppo train`` says where it records, so it never
         names a folder a failed build leaves unmade. False: :class:`NotStarted`."""
         self.sinks = tuple(sinks)
+        self.halt = halt
+        """The health gate of ``--halt-on`` (given on every rank; rank 0's judges)."""
+        self.halted: str | None = None
         self.checkpoint_path: Path | None = None
         self.checkpoint_error: str | None = None
         """Why the checkpoint of an interrupted run could not be saved, if it could not."""
@@ -197,11 +204,15 @@ class Trainer:
                         f"training stopped: cannot record the run to {recorder.path}: {why}",
                         None,
                     ) from None
+            if self.halt is not None:  # before run_started: the gate folds the whole run
+                recorder.bus.subscribe(self.halt, name=self.halt.name)
             with recorder as rec:
                 for sink in self.sinks:
                     rec.bus.subscribe(sink)
                 counters = self._loop(rec, collector, agent, counters)
-                if self._stop_reason is not None:
+                if self.halted is not None and self.halt is not None:
+                    rec.finish(self.halt.status, self.halted)
+                elif self._stop_reason is not None:
                     rec.finish("interrupted", self._stop_reason)
             assert self.checkpoint_path is not None or not self.world.is_main
             return TrainResult(
@@ -211,6 +222,7 @@ class Trainer:
                 global_step=counters.global_step,
                 updates=counters.update,
                 recent_return_mean=self.recent_return_mean,
+                halted=self.halted,
             )
         finally:
             collector.envs.close()
@@ -240,6 +252,7 @@ class Trainer:
         try:
             while self._latest.update < self.config.num_updates and self._stop_reason is None:
                 progress = self._iteration(rec, collector, agent, self._latest)
+                self._judge_halt(rec, self._latest)
                 every = self.config.checkpoint_every
                 if every and self._latest.update % every == 0:
                     self._save(rec, agent, self._latest)
@@ -300,6 +313,16 @@ class Trainer:
             steps_per_second=sps,
             early_stopped=summary.payload.early_stopped,
         )
+
+    def _judge_halt(self, rec: Recorder, counters: Counters) -> None:
+        """With ``--halt-on``: once the gate fired (rank 0's verdict, on every rank), record
+        the stop and end the loop after this update, as a stop request does."""
+        reason = agreed_reason(self.halt, self.world, counters.update - 1)
+        if reason is None or self.halt is None:
+            return
+        self.halted = self._stop_reason = reason
+        if self.world.is_main:
+            self._emit(rec, self.halt.anomaly(counters.global_step))
 
     def _trace(self, rec: Recorder, payload: PPOUpdatePayload, agent: PPOAgent) -> None:
         """This rank's line of ``rank_trace``: decision, weights, shared statistics."""

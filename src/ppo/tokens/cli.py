@@ -10,6 +10,7 @@ from typing import TextIO
 
 from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
+from ppo.run.halt import EXIT_HALTED, Halter
 from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
@@ -70,15 +71,20 @@ def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
 
 
 def train_tokens(
-    config: TokenPPOConfig, run_dir: Path, run_id: str, out: TextIO, err: TextIO
+    config: TokenPPOConfig,
+    run_dir: Path,
+    run_id: str,
+    out: TextIO,
+    err: TextIO,
+    halt: Halter | None = None,
 ) -> int:
-    """Run token-level PPO headless; returns the exit code."""
+    """Run token-level PPO headless (stopped by ``halt`` once it fires); the exit code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
     if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):
         return EXIT_USAGE
     trainer = TokenTrainer(
-        config, run_dir, run_id, _progress(out), on_start=lambda: say(out, recording)
+        config, run_dir, run_id, _progress(out), on_start=lambda: say(out, recording), halt=halt
     )
     started = time.monotonic()
     try:
@@ -101,6 +107,11 @@ def train_tokens(
             raise
         error(err, memory_line(exc))
         return EXIT_STOPPED
+    if result.halted is not None:
+        stopped = f"stopped after {result.updates} update{'s' * (result.updates != 1)}"
+        error(err, f"{result.halted}; {stopped}", lead="\n")
+        error(err, f"see why: sanctum check {where}")
+        return EXIT_HALTED
     first, last = result.reward_means[0], result.reward_means[-1]
     summary = (
         f"done: {result.updates} updates, {result.global_step} tokens in "

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from ppo import __version__
 from ppo.config.settings import ConfigError
 from ppo.core.kl_control import adapt_proportional
+from ppo.run.halt import Halter
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation, generate
@@ -53,6 +54,8 @@ class TokenResult:
     global_step: int
     reward_means: list[float]
     """Mean reward_final of each update's samples, in order."""
+    halted: str | None = None
+    """Why the health gate stopped the run (``halted: <rule> critical (...)``), if it did."""
 
 
 def build_task(config: TokenPPOConfig) -> TokenTask:
@@ -80,11 +83,15 @@ class TokenTrainer:
         run_id: str,
         on_progress: Callable[[TokenProgress], None] | None = None,
         on_start: Callable[[], None] | None = None,
+        halt: Halter | None = None,
     ) -> None:
         self.config = config
         self.on_start = on_start
         """Called once the task is built (warm start included), before the run folder is
         made: where ``ppo train`` says where it records."""
+        self.halt = halt
+        """The health gate of ``--halt-on``: the run stops at the end of the update it fires."""
+        self.halted: str | None = None
         self.run_dir = run_dir
         self.run_id = run_id
         self.on_progress = on_progress
@@ -100,18 +107,21 @@ class TokenTrainer:
             self.on_start()
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
         recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
-        with (
-            Recorder(
-                run_dir=self.run_dir,
-                run_id=self.run_id,
-                env_id=f"tokens:{cfg.task}",
-                seed=cfg.seed,
-                config=recorded,
-                trainer=TRAINER,
-            ) as rec,
-            EventLogWriter(rec.run_dir / ROLLOUTS_FILE) as records,
-        ):
+        recorder = Recorder(
+            run_dir=self.run_dir,
+            run_id=self.run_id,
+            env_id=f"tokens:{cfg.task}",
+            seed=cfg.seed,
+            config=recorded,
+            trainer=TRAINER,
+        )
+        if self.halt is not None:  # before run_started: the gate folds the whole run
+            recorder.open()
+            recorder.bus.subscribe(self.halt, name=self.halt.name)
+        with recorder as rec, EventLogWriter(rec.run_dir / ROLLOUTS_FILE) as records:
             self._loop(rec, records, task, reference)
+            if self.halted is not None and self.halt is not None:
+                rec.finish(self.halt.status, self.halted)
         return TokenResult(
             self.run_id,
             rec.path,
@@ -119,6 +129,7 @@ class TokenTrainer:
             len(self.reward_means),
             self.global_step,
             self.reward_means,
+            self.halted,
         )
 
     def _loop(
@@ -158,6 +169,10 @@ class TokenTrainer:
                 self.on_progress(
                     TokenProgress(update + 1, cfg.updates, self.reward_means[-1], tokens / elapsed)
                 )
+            if self.halt is not None and (reason := self.halt.reason) is not None:
+                self.halted = reason  # stop at the end of this update, its stop recorded
+                rec.emit(self.halt.anomaly(self.global_step))
+                return
 
     def _adapt(self, ref_kl: float | None, tokens: int) -> None:
         target = self.config.ref_kl_target

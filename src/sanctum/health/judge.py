@@ -64,6 +64,21 @@ class MetricStats:
         self.maximum = high if self.maximum is None else max(self.maximum, high)
         return bad, (low, high)
 
+    def fold_one(self, update: int, value: float, floats: bool) -> bool:
+        """:meth:`fold` of a column of one measured value (the same state after it);
+        returns whether the value is finite (then it is its column's extremes)."""
+        self.measured += 1
+        self.final, self.final_update = value, update
+        if floats and not math.isfinite(value):
+            self.nonfinite += 1
+            if self.first_nonfinite is None:
+                self.first_nonfinite = update
+            return False
+        minimum, maximum = self.minimum, self.maximum
+        self.minimum = value if minimum is None else min(minimum, value)
+        self.maximum = value if maximum is None else max(maximum, value)
+        return True
+
 
 class HealthJudge:
     """Every rule, the non-finite rule and the range contracts over one run's updates."""
@@ -109,7 +124,10 @@ class HealthJudge:
             rule = judge.rule
             others = columns[rule.per] if rule.per is not None else None
             judge.fold(updates, columns[metric], gate, rule.judged_column(columns[metric], others))
-        extremes = self._stats(updates, columns)
+        if len(updates) == 1:  # a live run: one update at a time, most columns unmeasured
+            extremes = self._stats_one(updates[0], columns)
+        else:
+            extremes = self._stats(updates, columns)
         found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
             max(updates) if self.last_update is None else max(self.last_update, *updates)
@@ -131,6 +149,26 @@ class HealthJudge:
             self.nonfinite_updates += len(bad_updates)
             if self.first_nonfinite_update is None:
                 self.first_nonfinite_update = min(bad_updates)
+        return extremes
+
+    def _stats_one(
+        self, update: int, columns: Mapping[str, Sequence[float | None]]
+    ) -> dict[str, tuple[float, float] | None]:
+        """:meth:`_stats` of one update: only the metrics it measured are folded."""
+        extremes: dict[str, tuple[float, float] | None] = dict.fromkeys(self.stats)
+        finite = True
+        for metric, stats in self.stats.items():
+            value = columns[metric][0]
+            if value is None:
+                continue
+            if stats.fold_one(update, value, metric in FLOAT_METRICS):
+                extremes[metric] = (value, value)
+            else:
+                finite = False
+        if not finite:
+            self.nonfinite_updates += 1
+            if self.first_nonfinite_update is None:
+                self.first_nonfinite_update = update
         return extremes
 
     def _violations(

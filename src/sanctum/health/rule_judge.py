@@ -182,6 +182,10 @@ class RuleJudge:
         another metric: :meth:`Rule.judged_column`)."""
         if not values:
             return
+        if len(values) == 1 and values[0] is None and (inputs is None or inputs[0] is None):
+            # one update that did not measure the metric: pending, nothing else changes
+            self.latest = Judgement(updates[0], None, None, Level.PENDING, Level.PENDING)
+            return
         numbers, _ = measured(values)
         self.measured += len(numbers)
         source = values if inputs is None else inputs

@@ -27,6 +27,8 @@ from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunStatu
 HALT_STATUS: Final[RunStatus] = "failed"
 """How a halted run finishes: it failed its health (``check`` fails it whatever else it
 says); the reason names the rule."""
+HALT_PREFIX: Final = "halted: "
+"""How the reason of a halted run begins (:attr:`HaltGate.reason`)."""
 HALT_LEVELS: Final = ("critical", "warning")
 """The levels a run may be halted on."""
 
@@ -65,6 +67,8 @@ class HaltGate:
 
     name = "halt"
     """The gate's name as a bus sink."""
+    status: RunStatus = HALT_STATUS
+    """How a halted run finishes (:data:`HALT_STATUS`)."""
 
     @property
     def fired(self) -> tuple[str, ...]:
@@ -90,7 +94,7 @@ class HaltGate:
             return None
         first = self.rows[0]
         names = ", ".join(self.fired)
-        return f"halted: {names} {self.halt_on.value} ({first.message})"
+        return f"{HALT_PREFIX}{names} {self.halt_on.value} ({first.message})"
 
     def anomaly(self, global_step: int | None = None) -> AnomalyPayload:
         """The record of the stop: a critical anomaly on the first failing row's metric."""

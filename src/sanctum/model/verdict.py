@@ -223,7 +223,7 @@ def _judged_row(agg: SanctumAggregator) -> CheckRow:
     not pass what it did not judge. A rule still in its warm-up measured its metric: the
     verdict is then PENDING, as for a run that just began."""
     updates = agg.run.updates
-    if not updates or any(j.tally.measured for j in agg.judge.rules.values()):
+    if not updates or any(j.measured for j in agg.judge.rules.values()):
         return CheckRow(UNJUDGED, "judged", True, "some rule measured this run's updates")
     metrics = ", ".join(agg.judge.rules)
     return CheckRow(

@@ -3,12 +3,15 @@ at its edges; and its fast column path against an obvious per-value loop."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import statistics
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sanctum.health.judge import HealthJudge, MetricStats, returns_vary
 from sanctum.health.levels import Level, level_of
@@ -437,3 +440,72 @@ def test_reference_kl_bounds_follow_the_estimators_the_run_names() -> None:
     ]
     assert fold_one(judge, 2, ref_kl_coef=-1.0)[0].startswith("ref_kl_coef -1 outside >= 0")
     assert fold_one(judge, 3, approx_kl=-0.5)[0].startswith("approx_kl -0.5 outside >= 0")
+
+
+# ------------------------------------------------- one update at a time = the whole run at once
+
+JUDGED = (
+    "approx_kl", "clip_fraction", "grad_norm", "explained_variance", "entropy_normalized",
+    "entropy", "ref_kl", "max_length_rate", "return_std", "return_mean", "value_loss",
+    "learning_rate", "ratio_min",
+)  # fmt: skip
+"""Metrics the property's runs measure (every shipped rule's, the returns that gate EV, a
+few unruled ones with range contracts); every other column is not measured."""
+_VALUE = st.one_of(
+    st.none(),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308, math.nan, math.inf, -math.inf, 0.5, 2.0]),
+    st.floats(min_value=-5.0, max_value=5.0),
+)
+_UPDATE = st.fixed_dictionaries({metric: _VALUE for metric in JUDGED})
+
+
+def _state(judge: HealthJudge) -> str:
+    """Everything the judge holds that a verdict reads, as text (NaN equal to NaN)."""
+    rules = {
+        metric: (
+            rule.tally,
+            rule.latest,
+            rule.streak_warning,
+            rule.streak_critical,
+            None if rule.window is None else list(rule.window._order),
+        )
+        for metric, rule in judge.rules.items()
+    }
+    scalars = (
+        judge.nonfinite_updates,
+        judge.first_nonfinite_update,
+        judge.violations,
+        judge.first_violation,
+        judge.latest_violations,
+        judge.last_update,
+        judge.last_step,
+    )
+    return repr((rules, {m: vars(s) for m, s in judge.stats.items()}, scalars))
+
+
+def _columns(rows: Sequence[dict[str, float | None]]) -> dict[str, list[float | None]]:
+    return {m: [row.get(m) for row in rows] for m in PPO_METRICS}
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(_UPDATE, min_size=1, max_size=40), cuts=st.sets(st.integers(1, 39)))
+def test_folding_one_update_at_a_time_equals_folding_the_run_at_once(
+    rows: list[dict[str, float | None]], cuts: set[int]
+) -> None:
+    """The one-update path (what a live gate folds) and the column path (what ``check``
+    folds) leave the same judgement, found violations included; so do any batches."""
+    updates = list(range(len(rows)))
+    steps = [10 * u for u in updates]
+    whole = HealthJudge(DEFAULT_THRESHOLDS)
+    found_whole = whole.fold(updates, _columns(rows), steps)
+    single = HealthJudge(DEFAULT_THRESHOLDS)
+    found_single = []
+    for u, row in zip(updates, rows, strict=True):
+        found_single += single.fold([u], _columns([row]), [10 * u])
+    assert _state(single) == _state(whole)
+    assert repr(found_single) == repr(found_whole)
+    batched = HealthJudge(DEFAULT_THRESHOLDS)
+    bounds = [0, *sorted(c for c in cuts if c < len(rows)), len(rows)]
+    for low, high in itertools.pairwise(bounds):
+        batched.fold(updates[low:high], _columns(rows[low:high]), steps[low:high])
+    assert _state(batched) == _state(whole)
