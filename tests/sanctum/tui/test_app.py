@@ -5,15 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.events import AppBlur
 from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Label, Static
+from textual.widgets._footer import FooterKey
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.model.snapshot import Connection
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
+from sanctum.tui.widgets.chart_screen import ChartScreen
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, T0, RunLog
 from tests.waiting import settle
@@ -285,3 +288,27 @@ async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path
         assert banner_text(app, "now-verdict") == "now FAIL: RefKL ·"
         assert banner_text(app, "verdict").strip() == "run FAIL: RefKL 3x"
     log.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_key_hints_show_while_the_app_has_no_focus(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """A browser tab (``sanctum serve``) starts without focus: the keys are listed anyway,
+    on the dashboard and on a screen opened before the page is clicked."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        app.post_message(AppBlur())  # what textual's web driver sends first
+        await pilot.pause()
+        assert not app.app_focus
+        app.action_chart()  # not a key press: a key would give the app focus
+        await settle(pilot, lambda a: isinstance(a.screen, ChartScreen), "the chart", WAIT_LIMIT)
+        await pilot.pause()
+        keys = [key.description for key in app.screen.query(FooterKey)]
+        assert "Back" in keys or "Quit" in keys, keys
+        assert not app.app_focus
