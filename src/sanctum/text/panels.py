@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Final
 
 from sanctum.charts.glyphs import ARROWS, sparkline
-from sanctum.formatting import format_count, format_duration, format_value, visible
+from sanctum.formatting import (
+    NOT_MEASURED,
+    format_count,
+    format_duration,
+    format_value,
+    visible,
+)
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import KL_METRIC
@@ -174,6 +180,27 @@ def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
         metric.level,
         display,
     )
+
+
+NOT_JUDGED: Final = "not judged"
+
+
+def level_word(snapshot: SanctumSnapshot, name: str) -> str:
+    """The word for where metric ``name`` stands: ``not measured`` when the latest update
+    did not measure it, ``not judged`` when no rule judges it (a metric without a rule, or
+    a rule that says it does not judge this run), else its level (``pending`` in a
+    warm-up, ``healthy``, ``warning``, ``critical``: a non-finite value is critical, ruled
+    or not)."""
+    metric = snapshot.metric(name)
+    level: str = metric.level.value
+    if snapshot.update is None or metric.level in (Level.WARNING, Level.CRITICAL):
+        return level
+    if metric.value is None:
+        return NOT_MEASURED
+    note = metric.note or ""
+    if snapshot.thresholds.rule(name) is None or note.startswith(NOT_JUDGED):
+        return NOT_JUDGED
+    return level
 
 
 def pending_row(name: str) -> MetricRow:
