@@ -24,6 +24,7 @@ from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
 from sanctum.live.board_feed import EPISODE_RETURN, Board
 from sanctum.metrics import KL_METRIC
+from sanctum.model.state import SERIES_LEN
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
     KL_DECIMALS,
@@ -273,6 +274,8 @@ class OverlayChart(_BoardView):
             scale += f" · {WARNING_LINE} warning"
             if critical is not None:
                 scale += f" {CRITICAL_LINE} critical"
+        if any(line.cut for line in board.lines):  # first: a narrow border cuts the end
+            scale = f"{kept_note(board)} · {scale}"
         if isinstance(self.parent, Frame):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
@@ -333,6 +336,12 @@ def table_titles(board: Board, grouped: bool) -> tuple[str, str]:
         return f"Sanctum · {runs}", "enter: a run's dashboard"
     configs = plural(len(board.groups), "config")
     return f"Sanctum · {runs}, {configs}", "seeds of a config: median, min…max"
+
+
+def kept_note(board: Board) -> str:
+    """What the overlay leaves out when a run has more points than the dashboard keeps."""
+    cut = sum(line.cut for line in board.lines)
+    return f"{plural(cut, 'run')}: only the last {SERIES_LEN} points drawn"
 
 
 def title_of(metric: str) -> str:
