@@ -27,6 +27,7 @@ from telemetry.text import json_visible, visible, visible_lines
 
 __all__ = [
     "EMPTY_CELL",
+    "NOT_JUDGED",
     "NOT_MEASURED",
     "SHORT_ABSENT",
     "dumps",
@@ -41,6 +42,9 @@ __all__ = [
 
 NOT_MEASURED: Final = "not measured"
 """Shown in words for a field the trainer did not report; never a zero."""
+NOT_JUDGED: Final = "not judged"
+"""Shown for a metric no rule judges, and how a rule's note begins when the rule does not
+judge this run (``not judged: returns nearly constant``)."""
 EMPTY_CELL: Final = "—"
 """A table cell or a count with nothing to show (not measured, not yet known)."""
 SHORT_ABSENT: Final = "-"

@@ -78,9 +78,31 @@ def rule_lines(rule: Rule | None) -> tuple[float | None, float | None]:
     return rule.warning, rule.critical
 
 
-def fit(values: Iterable[float], lines: Sequence[float | None] = (), log: bool = False) -> Scale:
+def fit(
+    values: Iterable[float],
+    lines: Sequence[float | None] = (),
+    log: bool = False,
+    bounds: tuple[float | None, float | None] = (None, None),
+) -> Scale:
     """The axis for ``values`` (non-finite ones are marks, not points); ``lines`` are
-    taken in on the log scale only (positive ones)."""
+    taken in on the log scale only (positive ones). A linear axis stops at ``bounds``,
+    what the metric can be (:func:`sanctum.health.contracts.bounds_of`), where every value
+    lies within them: a rounded step never takes explained variance past 1."""
+    values = list(values)
+    scale = _fit(values, lines, log)
+    low, high = bounds
+    if log or (low is None and high is None):
+        return scale
+    finite = [v for v in values if math.isfinite(v)]
+    bottom, top = scale.bottom, scale.top
+    if high is not None and finite and top > high >= max(finite):
+        top = high
+    if low is not None and finite and bottom < low <= min(finite):
+        bottom = low
+    return Scale(bottom, top) if top > bottom else scale
+
+
+def _fit(values: Iterable[float], lines: Sequence[float | None], log: bool) -> Scale:
     if log:
         wanted = [v for v in values if math.isfinite(v) and v > 0]
         wanted += [t for t in lines if t is not None and t > 0]

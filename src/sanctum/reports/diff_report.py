@@ -102,8 +102,8 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
     rows = [
         (
             f"{r['label']} {r['metric']}",
-            r["a"]["final_text"],
-            r["b"]["final_text"],
+            _final(r["a"]),
+            _final(r["b"]),
             r["a"]["worst_text"],
             r["b"]["worst_text"],
             _pair(r["a"]["first_warning"], r["b"]["first_warning"]),
@@ -114,7 +114,22 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
     title = (
         "health (final and worst value per rule; first update at warning and at critical; - = none)"
     )
-    return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT)]
+    notes = [
+        f"{INDENT}{NOT_JUDGED_MARK} {side.upper()}: {r['label']} {r[side]['final_note']}"
+        for r in rules
+        for side in ("a", "b")
+        if r[side]["final_note"] is not None
+    ]
+    return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT), *notes]
+
+
+NOT_JUDGED_MARK: Final = "*"
+"""Beside a final value the rule did not judge; a line under the table says why."""
+
+
+def _final(tally: dict[str, Any]) -> str:
+    text: str = tally["final_text"]
+    return text if tally["final_note"] is None else text + NOT_JUDGED_MARK
 
 
 def _pair(a: int | None, b: int | None) -> str:

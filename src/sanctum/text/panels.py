@@ -15,6 +15,7 @@ from typing import Final
 
 from sanctum.charts.glyphs import ARROWS, sparkline
 from sanctum.formatting import (
+    NOT_JUDGED,
     NOT_MEASURED,
     format_count,
     format_duration,
@@ -180,9 +181,6 @@ def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
         metric.level,
         display,
     )
-
-
-NOT_JUDGED: Final = "not judged"
 
 
 def level_word(snapshot: SanctumSnapshot, name: str) -> str:

@@ -312,3 +312,33 @@ async def test_key_hints_show_while_the_app_has_no_focus(
         keys = [key.description for key in app.screen.query(FooterKey)]
         assert "Back" in keys or "Quit" in keys, keys
         assert not app.app_focus
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_ev_chart_stops_at_1_and_says_why_the_rule_does_not_judge(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """A solved run (returns nearly constant): EV far below zero, not judged. Its chart's
+    axis ends at 1, what EV can be (a rounded step took it to 10), and the chart says why
+    the rule does not judge it, as the health panel does."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(12):
+        ev = 0.9 if u == 11 else -30.0 + 2.6 * u
+        log.update(lively(u, kl=0.004, explained_variance=ev, return_std=0.0))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 11, "update 11")
+        await pilot.press("c")
+        screen = app.screen
+        assert isinstance(screen, ChartScreen)
+        screen.pick("explained_variance")
+        await pilot.pause()
+        chart = screen.chart  # its border and padding too: the legend is its last lines
+        lines = chart.render_lines(Region(0, 0, *chart.outer_size))
+        text = "\n".join(strip.text for strip in lines)
+        labels = [line.split("┤")[0].strip("│ ") for line in text.splitlines() if "┤" in line]
+        assert labels and max(float(v) for v in labels) <= 1, labels  # the top row: a line
+        flat = " ".join(text.split())
+        assert "EV not judged: returns nearly constant" in flat, text

@@ -22,6 +22,7 @@ from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE, KeyedSpans, Style
 from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
+from sanctum.health.contracts import bounds_of
 from sanctum.live.board_feed import EPISODE_RETURN, Board
 from sanctum.metrics import KL_METRIC
 from sanctum.model.state import SERIES_LEN
@@ -294,6 +295,7 @@ class OverlayChart(_BoardView):
             height,
             log=board.metric in LOG_METRICS,
             lines=self._rule_lines(board),
+            bounds=bounds_of(board.metric),
         )
         if not legend_width:
             return plot
