@@ -34,6 +34,7 @@ __all__ = [
     "format_anomaly",
     "format_count",
     "format_duration",
+    "format_kl",
     "format_value",
     "plural",
     "visible",
@@ -74,6 +75,19 @@ def format_value(
             return _significant(value, digits=3)  # a healthy KL of 1.4e-05 stays readable
         return fixed
     return _significant(value, digits=4)
+
+
+KL_DECIMALS: Final = 4
+"""Decimals of a KL figure when no KL rule sets them."""
+
+
+def format_kl(value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED) -> str:
+    """Every KL figure shown (``approx_kl``, its max and final, the reference KL), in the
+    banner, the panel, the run table and the reports: at the KL rule's ``decimals``
+    (:data:`KL_DECIMALS` without one), 3 significant digits for a value they would round
+    to zero. One format for the quantity, so one KL never reads 0.001 in one place and
+    0.0009 or 0.001180 in another."""
+    return format_value(value, KL_DECIMALS if decimals is None else decimals, absent)
 
 
 def _significant(value: float, digits: int) -> str:

@@ -45,10 +45,7 @@ class Scale:
 
     def label(self, value: float) -> str:
         """An axis label: short, exact for the rounded ends and decades."""
-        if self.log:
-            exponent = round(math.log10(value))
-            return f"{value:g}" if -3 <= exponent <= 3 else f"1e{exponent:+03d}"
-        return f"{value:.4g}"
+        return decade_label(value) if self.log else f"{value:.4g}"
 
     def ticks(self) -> list[float]:
         """Values worth a label, most important first: both ends, then the middle of a
@@ -58,6 +55,12 @@ class Scale:
             return [*values, (self.bottom + self.top) / 2]
         low, high = round(math.log10(self.bottom)), round(math.log10(self.top))
         return values + [10.0**exponent for exponent in range(low + 1, high)]
+
+
+def decade_label(value: float) -> str:
+    """A power of ten as every log axis labels it: ``1000``, ``0.001``, ``1e-04``."""
+    exponent = round(math.log10(value))
+    return f"{10.0**exponent:g}" if -3 <= exponent <= 3 else f"1e{exponent:+03d}"
 
 
 def nice_step(raw: float) -> float:

@@ -60,7 +60,7 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         await wait_until(pilot, lambda s: s.update == last, f"update {last}")
         assert banner_text(app, "now-verdict") == "now FAIL: KL ·"
         assert banner_text(app, "verdict").strip() == "run FAIL: KL 1x"
-        assert banner_text(app, "kl") == "KL 0.500↑!"
+        assert banner_text(app, "kl") == "KL 0.5000↑!"  # at the KL rule's decimals
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
         assert row.value == "50.0/clip"  # what the rule judges: KL per clip fraction
@@ -225,7 +225,7 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
             await wait_until(pilot, lambda s: s.update == last, f"update {last}")
             assert banner_text(app, "verdict").strip() == verdict
             alarm = "!" if level is Level.WARNING else ""
-            assert banner_text(app, "kl") == f"KL 0.003→{alarm}"  # KL steady
+            assert banner_text(app, "kl") == f"KL 0.0030→{alarm}"  # KL steady
             assert kl_row_level(app) is level
             chart = drawn(app.query_one(KLChart))
             critical = thresholds.rule("ref_kl").critical  # type: ignore[union-attr]

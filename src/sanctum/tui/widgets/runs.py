@@ -24,11 +24,10 @@ from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
 from sanctum.health.contracts import bounds_of
 from sanctum.live.board_feed import EPISODE_RETURN, Board
-from sanctum.metrics import KL_METRIC
 from sanctum.model.state import SERIES_LEN
+from sanctum.text.panels import kl_decimals
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
-    KL_DECIMALS,
     RUN_COLUMNS,
     fit_middle,
     group_line,
@@ -211,8 +210,7 @@ class RunTable(_BoardView):
         if board is None:
             return [[("reading…", "muted")]]
         columns = layout(GROUP_COLUMNS if self.grouped else RUN_COLUMNS, width)
-        rule = board.thresholds.rule(KL_METRIC)
-        decimals = KL_DECIMALS if rule is None else rule.decimals
+        decimals = kl_decimals(board.thresholds)
         if self.grouped:
             body = [group_line(columns, g, i, decimals) for i, g in enumerate(board.groups)]
         else:
