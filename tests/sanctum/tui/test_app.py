@@ -14,8 +14,9 @@ from textual.widgets._footer import FooterKey
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.model.snapshot import Connection
+from sanctum.text.panels import panel_metrics
 from sanctum.tui.app import SanctumApp
-from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
+from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, MetricTable, StatusBanner
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, T0, RunLog
@@ -342,3 +343,34 @@ async def test_the_ev_chart_stops_at_1_and_says_why_the_rule_does_not_judge(
         assert labels and max(float(v) for v in labels) <= 1, labels  # the top row: a line
         flat = " ".join(text.split())
         assert "EV not judged: returns nearly constant" in flat, text
+
+
+@pytest.mark.parametrize(("size", "hidden"), [((80, 24), 4), ((120, 36), 0)])
+async def test_a_short_panel_hides_context_rows_not_the_summary_lines(
+    size: tuple[int, int], hidden: int, tmp_path: Path
+) -> None:
+    """At 80x24 the health panel has no room for every row and every fact line: the rows
+    no rule judges give way (a line says how many), the ruled rows and the facts (drift,
+    trust region, early stops, anomalies) stay inside the panel."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start(config={"max_kl": 0.03})
+    for u in range(12):
+        log.update(lively(u, kl=0.004, early_stopped=u >= 10))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 11, "update 11")
+        await pilot.pause()
+        panel = app.query_one(HealthStatusPanel)
+        facts = app.query_one("#health-facts", Static)
+        assert facts.region.bottom <= panel.content_region.bottom  # nothing cut
+        text = drawn(facts)
+        for fact in ("KL drift", "trust region", "early stops   2", "anomalies"):
+            assert fact in text, text
+        rows = [row for row in app.query_one(MetricTable).rows if row.display]
+        assert {r.metric for r in rows} >= set(DEFAULT_THRESHOLDS.metrics) - {
+            "ref_kl",
+            "max_length_rate",
+        }
+        assert ("more: c charts every metric" in text) == bool(hidden)
+        assert len(panel_metrics(DEFAULT_THRESHOLDS)) - len(rows) >= hidden
