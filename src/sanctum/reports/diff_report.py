@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, format_value, plural, visible_lines
 from sanctum.reports.compare import config_value
+from sanctum.reports.documents import final_cell, not_judged_line
 from sanctum.reports.table import right, table_lines
 from sanctum.text.run_table import Column
 
@@ -102,8 +103,8 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
     rows = [
         (
             f"{r['label']} {r['metric']}",
-            _final(r["a"]),
-            _final(r["b"]),
+            final_cell(r["a"]),
+            final_cell(r["b"]),
             r["a"]["worst_text"],
             r["b"]["worst_text"],
             _pair(r["a"]["first_warning"], r["b"]["first_warning"]),
@@ -115,21 +116,12 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
         "health (final and worst value per rule; first update at warning and at critical; - = none)"
     )
     notes = [
-        f"{INDENT}{NOT_JUDGED_MARK} {side.upper()}: {r['label']} {r[side]['final_note']}"
+        INDENT + line
         for r in rules
         for side in ("a", "b")
-        if r[side]["final_note"] is not None
+        if (line := not_judged_line(r[side], f"{side.upper()}: ")) is not None
     ]
     return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT), *notes]
-
-
-NOT_JUDGED_MARK: Final = "*"
-"""Beside a final value the rule did not judge; a line under the table says why."""
-
-
-def _final(tally: dict[str, Any]) -> str:
-    text: str = tally["final_text"]
-    return text if tally["final_note"] is None else text + NOT_JUDGED_MARK
 
 
 def _pair(a: int | None, b: int | None) -> str:

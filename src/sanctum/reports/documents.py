@@ -89,6 +89,23 @@ def _not_judged(note: str | None) -> str | None:
     return note if note is not None and note.startswith(NOT_JUDGED) else None
 
 
+NOT_JUDGED_MARK: Final = "*"
+"""Beside a final value its rule did not judge; a line under the table says why."""
+
+
+def final_cell(tally: dict[str, Any]) -> str:
+    """A rule tally's final value as a table shows it: marked when the rule did not judge
+    it (``-8.377*``), so a value past a line never reads as a verdict it was not."""
+    text: str = tally["final_text"]
+    return text if tally["final_note"] is None else text + NOT_JUDGED_MARK
+
+
+def not_judged_line(tally: dict[str, Any], side: str = "") -> str | None:
+    """``* EV not judged: returns nearly constant`` (``side``: ``A: `` in a diff), or None."""
+    note = tally["final_note"]
+    return None if note is None else f"{NOT_JUDGED_MARK} {side}{tally['label']} {note}"
+
+
 @dataclass(frozen=True, slots=True)
 class RunFactsReport:
     """Who the run is and how far it got, as its log says."""
