@@ -27,12 +27,14 @@ from telemetry.text import json_visible, visible, visible_lines
 
 __all__ = [
     "EMPTY_CELL",
+    "NOT_JUDGED",
     "NOT_MEASURED",
     "SHORT_ABSENT",
     "dumps",
     "format_anomaly",
     "format_count",
     "format_duration",
+    "format_kl",
     "format_value",
     "plural",
     "visible",
@@ -41,6 +43,9 @@ __all__ = [
 
 NOT_MEASURED: Final = "not measured"
 """Shown in words for a field the trainer did not report; never a zero."""
+NOT_JUDGED: Final = "not judged"
+"""Shown for a metric no rule judges, and how a rule's note begins when the rule does not
+judge this run (``not judged: returns nearly constant``)."""
 EMPTY_CELL: Final = "—"
 """A table cell or a count with nothing to show (not measured, not yet known)."""
 SHORT_ABSENT: Final = "-"
@@ -70,6 +75,19 @@ def format_value(
             return _significant(value, digits=3)  # a healthy KL of 1.4e-05 stays readable
         return fixed
     return _significant(value, digits=4)
+
+
+KL_DECIMALS: Final = 4
+"""Decimals of a KL figure when no KL rule sets them."""
+
+
+def format_kl(value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED) -> str:
+    """Every KL figure shown (``approx_kl``, its max and final, the reference KL), in the
+    banner, the panel, the run table and the reports: at the KL rule's ``decimals``
+    (:data:`KL_DECIMALS` without one), 3 significant digits for a value they would round
+    to zero. One format for the quantity, so one KL never reads 0.001 in one place and
+    0.0009 or 0.001180 in another."""
+    return format_value(value, KL_DECIMALS if decimals is None else decimals, absent)
 
 
 def _significant(value: float, digits: int) -> str:

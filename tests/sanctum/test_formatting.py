@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +15,16 @@ from sanctum.formatting import (
     format_anomaly,
     format_count,
     format_duration,
+    format_kl,
     format_value,
     plural,
 )
+from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.board_feed import RunFollower
+from sanctum.reports.once import read_snapshot
+from sanctum.text.panels import kl_text, metric_row
+from sanctum.text.run_table import RUN_COLUMNS, layout, run_line
+from tests.sanctum.logs import RunLog
 
 NAN = math.nan
 INF = math.inf
@@ -81,3 +89,26 @@ def test_json_spells_non_finite_as_the_event_log_does() -> None:
 
 def test_the_drawing_spells_numbers_with_the_same_functions() -> None:
     assert drawing.format_value is format_value
+
+
+def test_one_kl_reads_the_same_in_the_banner_the_panel_and_the_run_table(tmp_path: Path) -> None:
+    """KL 0.00118 was 0.001 in the banner, 0.0012 in the run table and 0.001180 in the
+    panel: every KL figure now goes through ``format_kl`` at the KL rule's decimals."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(3):
+        log.update(u, approx_kl=0.00118, kl_final=0.00118, approx_kl_max=0.00118)
+    log.finish()
+    log.close()
+    snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
+    assert format_kl(0.00118) == "0.0012"
+    assert kl_text(snapshot).startswith("KL 0.0012")
+    for name in ("kl_final", "approx_kl_max"):
+        assert metric_row(snapshot, name).value == "0.0012"
+    follower = RunFollower(path, "run", DEFAULT_THRESHOLDS)
+    assert follower.read()[0]
+    row = follower.row(log.now)
+    cells = "".join(text for text, _ in run_line(layout(RUN_COLUMNS, 116), row, 0))
+    assert cells.rstrip().endswith("0.0012")
+    assert format_kl(1.4e-05) == "1.4e-05"  # never a zero for a KL that is not

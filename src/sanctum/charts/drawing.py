@@ -31,6 +31,7 @@ from sanctum.charts.glyphs import (
     WARNING_LINE,
     bar_blocks,
 )
+from sanctum.charts.scale import decade_label
 from sanctum.formatting import format_value
 
 
@@ -46,12 +47,6 @@ class ChartStyles:
 
 LOG_FLOOR: Final = 1e-10
 """The lowest a log-scale chart reaches; smaller values sit on its bottom row."""
-
-
-def _decade(value: float) -> str:
-    """``1``, ``0.01`` or ``1e-08``: a power of ten, short."""
-    exponent = round(math.log10(value))
-    return f"{value:g}" if -2 <= exponent <= 3 else f"1e{exponent:+03d}"
 
 
 StyledText = TypeVar("StyledText", bound="tuple[str, Style | str]")
@@ -192,9 +187,19 @@ class ThresholdChart:
         return rows
 
     def _labels(self, top: float) -> dict[int, str]:
-        """Axis label per row from the top: the bottom, the top, then thresholds (which win)."""
+        """Axis label per row from the top: the bottom, the top, on a log scale each power
+        of ten between them whose row has no label on it or beside it, then thresholds
+        (which win)."""
         if self.log:
-            labels = {self.height - 1: _decade(self.scale_bottom), 0: _decade(top)}
+            labels = {self.height - 1: decade_label(self.scale_bottom), 0: decade_label(top)}
+            low, high = round(math.log10(self.scale_bottom)), round(math.log10(top))
+            for exponent in range(high - 1, low, -1):
+                row = self._row_of(10.0**exponent, top)
+                if row is None:
+                    continue
+                at = self.height - 1 - row
+                if all(abs(at - taken) > 1 for taken in labels):
+                    labels[at] = decade_label(10.0**exponent)
         else:
             labels = {self.height - 1: format_value(0.0, self.decimals)}
             labels[0] = format_value(top, self.decimals)

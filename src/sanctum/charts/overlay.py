@@ -201,9 +201,11 @@ class OverlayCanvas:
         *,
         log: bool = False,
         lines: tuple[float | None, float | None] = (None, None),
+        bounds: tuple[float | None, float | None] = (None, None),
     ) -> list[KeyedSpans]:
         """``height`` rows of exactly ``width`` cells: the plot with its value labels, the
-        axis, and the update indices at its ends. ``lines``: (warning, critical)."""
+        axis, and the update indices at its ends. ``lines``: (warning, critical);
+        ``bounds``: what the metric can be (the axis stops there)."""
         drawn = [(i, s) for i, s in enumerate(series) if s.updates]
         if log != self._log:
             self.clear()
@@ -211,7 +213,7 @@ class OverlayCanvas:
         if not drawn:
             blank: KeyedSpans = [(" " * width, "")]
             return [[("no update yet".ljust(width)[:width], "axis")], *([blank] * (height - 1))]
-        scale = fit(self._extents(drawn), lines, log=log)
+        scale = fit(self._extents(drawn), lines, log=log, bounds=bounds)
         x0, x1 = x_axis(min(s.updates[0] for _, s in drawn), max(s.updates[-1] for _, s in drawn))
         labels = _labels(scale, max(1, height - AXIS_ROWS))
         label_width = max(len(text) for text in labels.values())

@@ -45,10 +45,7 @@ class Scale:
 
     def label(self, value: float) -> str:
         """An axis label: short, exact for the rounded ends and decades."""
-        if self.log:
-            exponent = round(math.log10(value))
-            return f"{value:g}" if -3 <= exponent <= 3 else f"1e{exponent:+03d}"
-        return f"{value:.4g}"
+        return decade_label(value) if self.log else f"{value:.4g}"
 
     def ticks(self) -> list[float]:
         """Values worth a label, most important first: both ends, then the middle of a
@@ -58,6 +55,12 @@ class Scale:
             return [*values, (self.bottom + self.top) / 2]
         low, high = round(math.log10(self.bottom)), round(math.log10(self.top))
         return values + [10.0**exponent for exponent in range(low + 1, high)]
+
+
+def decade_label(value: float) -> str:
+    """A power of ten as every log axis labels it: ``1000``, ``0.001``, ``1e-04``."""
+    exponent = round(math.log10(value))
+    return f"{10.0**exponent:g}" if -3 <= exponent <= 3 else f"1e{exponent:+03d}"
 
 
 def nice_step(raw: float) -> float:
@@ -78,9 +81,31 @@ def rule_lines(rule: Rule | None) -> tuple[float | None, float | None]:
     return rule.warning, rule.critical
 
 
-def fit(values: Iterable[float], lines: Sequence[float | None] = (), log: bool = False) -> Scale:
+def fit(
+    values: Iterable[float],
+    lines: Sequence[float | None] = (),
+    log: bool = False,
+    bounds: tuple[float | None, float | None] = (None, None),
+) -> Scale:
     """The axis for ``values`` (non-finite ones are marks, not points); ``lines`` are
-    taken in on the log scale only (positive ones)."""
+    taken in on the log scale only (positive ones). A linear axis stops at ``bounds``,
+    what the metric can be (:func:`sanctum.health.contracts.bounds_of`), where every value
+    lies within them: a rounded step never takes explained variance past 1."""
+    values = list(values)
+    scale = _fit(values, lines, log)
+    low, high = bounds
+    if log or (low is None and high is None):
+        return scale
+    finite = [v for v in values if math.isfinite(v)]
+    bottom, top = scale.bottom, scale.top
+    if high is not None and finite and top > high >= max(finite):
+        top = high
+    if low is not None and finite and bottom < low <= min(finite):
+        bottom = low
+    return Scale(bottom, top) if top > bottom else scale
+
+
+def _fit(values: Iterable[float], lines: Sequence[float | None], log: bool) -> Scale:
     if log:
         wanted = [v for v in values if math.isfinite(v) and v > 0]
         wanted += [t for t in lines if t is not None and t > 0]

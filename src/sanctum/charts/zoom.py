@@ -27,6 +27,7 @@ from sanctum.charts import glyphs
 from sanctum.charts.drawing import style_spans
 from sanctum.charts.scale import Scale, fit, rule_lines
 from sanctum.charts.window import ChartView, column_spans, window_of
+from sanctum.health.contracts import bounds_of
 from sanctum.health.levels import Level, band_of
 from sanctum.model.snapshot import SanctumSnapshot
 
@@ -249,7 +250,7 @@ def chart_for(
         values=series,
         updates=shown,
         levels=[band_of(rule, v, u) for v, u in zip(series, shown, strict=True)],
-        scale=fit(finite, (warning, critical), log=view.log),
+        scale=fit(finite, (warning, critical), log=view.log, bounds=bounds_of(view.metric)),
         height=height,
         cursor=window.cursor - window.start if window.count else None,
         warning=warning,

@@ -32,6 +32,7 @@ import logging
 import shlex
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 
 from aiohttp import WSCloseCode, WSMsgType, hdrs, web
 from textual_serve.app_service import AppService
@@ -52,6 +53,9 @@ from sanctum.formatting import visible, visible_lines
 
 _POLL_SECONDS = 0.05
 _SCHEMES = ("http", "https")
+PAGE_FOLDER = Path(__file__).parent / "serve_page"
+"""The page each tab loads: textual-serve's, saying what it waits for until the dashboard
+draws, and fetching nothing from other sites."""
 _READY_LINES = 10
 """Lines a tab's process may print before textual's ``__GANGLION__`` (as textual-serve)."""
 
@@ -216,7 +220,14 @@ class SanctumServer(Server):
         max_tabs: int = MAX_TABS,
         quit_seconds: float = QUIT_SECONDS,
     ) -> None:
-        super().__init__(shlex.join(argv), host=host, port=port, title=title, public_url=public_url)
+        super().__init__(
+            shlex.join(argv),
+            host=host,
+            port=port,
+            title=title,
+            public_url=public_url,
+            templates_path=PAGE_FOLDER,
+        )
         self.argv = list(argv)
         self.origins = origins
         self.max_tabs = max_tabs

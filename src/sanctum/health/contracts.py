@@ -79,6 +79,16 @@ CONTRACTS: Final = _contracts()
 learning rate has none: SB3 with RL Zoo's ``lin_`` schedules runs its last update at a
 slightly negative rate (the last rollout overshoots ``total_timesteps``)."""
 
+_BOUNDS: Final = {c.metric: (c.low, c.high) for c in CONTRACTS}
+
+
+def bounds_of(metric: str) -> tuple[float | None, float | None]:
+    """What ``metric`` can be, (lowest, highest), from its contract (None: unbounded on
+    that side; the KL fields, bounded by the run's estimator, are unbounded here): a chart
+    of it never reaches past them (explained variance is at most 1)."""
+    return _BOUNDS.get(metric, (None, None))
+
+
 KL_FIELDS: Final = {
     setting: tuple(name for name, d in _DEFINED.items() if d.facts.get("estimator") == setting)
     for setting in dict.fromkeys(

@@ -63,6 +63,9 @@ class OverlayLine:
 
     updates: tuple[int, ...] = ()
     values: tuple[float | None, ...] = ()
+    cut: bool = False
+    """Older points of the run were not kept (the dashboard keeps the last SERIES_LEN):
+    the overlay says so rather than start the line silently part way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +155,9 @@ class RunFollower:
         once: a frame reads only the updates that arrived since the last)."""
         if metric == EPISODE_RETURN:  # the aggregator's own fold of the rollouts
             run = self.aggregator.run
-            return _rising(run.episode_return_updates, run.episode_return_series)
+            line = _rising(run.episode_return_updates, run.episode_return_series)
+            full = len(run.episode_return_series) == run.episode_return_series.maxlen
+            return OverlayLine(line.updates, line.values, cut=full)
         tamiyo = self.aggregator.tamiyo
         column = self._column
         if column is None or column.metric != metric or column.tamiyo is not tamiyo:
@@ -165,7 +170,8 @@ class RunFollower:
                 column.updates.append(payload.update)
                 column.values.append(getattr(payload, metric))
             column.seen = tamiyo.updates_seen
-        return OverlayLine(tuple(column.updates), tuple(column.values))
+        cut = tamiyo.updates_seen > len(tamiyo.series)
+        return OverlayLine(tuple(column.updates), tuple(column.values), cut=cut)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, format_value, plural, visible_lines
 from sanctum.reports.compare import config_value
+from sanctum.reports.documents import final_cell, not_judged_line
 from sanctum.reports.table import right, table_lines
 from sanctum.text.run_table import Column
 
@@ -102,8 +103,8 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
     rows = [
         (
             f"{r['label']} {r['metric']}",
-            r["a"]["final_text"],
-            r["b"]["final_text"],
+            final_cell(r["a"]),
+            final_cell(r["b"]),
             r["a"]["worst_text"],
             r["b"]["worst_text"],
             _pair(r["a"]["first_warning"], r["b"]["first_warning"]),
@@ -114,7 +115,13 @@ def _rules(rules: list[dict[str, Any]]) -> list[str]:
     title = (
         "health (final and worst value per rule; first update at warning and at critical; - = none)"
     )
-    return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT)]
+    notes = [
+        INDENT + line
+        for r in rules
+        for side in ("a", "b")
+        if (line := not_judged_line(r[side], f"{side.upper()}: ")) is not None
+    ]
+    return ["", title, *table_lines(RULE_COLUMNS, rows, INDENT), *notes]
 
 
 def _pair(a: int | None, b: int | None) -> str:

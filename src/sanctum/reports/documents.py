@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final
 
-from sanctum.formatting import SHORT_ABSENT, format_value
+from sanctum.formatting import NOT_JUDGED, SHORT_ABSENT, format_value
 from sanctum.health.levels import Level
 from sanctum.model.snapshot import SkipCounts
 from sanctum.reports.scan import LogScan
@@ -35,6 +35,9 @@ class RuleTallyReport:
     final_update: int | None
     final_level: str
     """The rule's level at the latest update it saw (``pending`` before it judged one)."""
+    final_note: str | None
+    """Why the rule did not judge the latest update, when it says ``not judged: ...`` (EV
+    on returns nearly constant); None otherwise."""
     worst: float | None
     """The worst statistic judged; a non-finite value is worse than any number."""
     worst_text: str
@@ -67,6 +70,7 @@ def rule_tallies(scan: LogScan) -> tuple[RuleTallyReport, ...]:
                 final_text=format_value(stats.final, rule.decimals, SHORT_ABSENT),
                 final_update=stats.final_update,
                 final_level=(Level.PENDING if latest is None else latest.level).value,
+                final_note=_not_judged(latest.note if latest is not None else None),
                 worst=tally.worst,
                 worst_text=rule.format(tally.worst, SHORT_ABSENT),
                 worst_update=tally.worst_update,
@@ -79,6 +83,27 @@ def rule_tallies(scan: LogScan) -> tuple[RuleTallyReport, ...]:
             )
         )
     return tuple(rows)
+
+
+def _not_judged(note: str | None) -> str | None:
+    return note if note is not None and note.startswith(NOT_JUDGED) else None
+
+
+NOT_JUDGED_MARK: Final = "*"
+"""Beside a final value its rule did not judge; a line under the table says why."""
+
+
+def final_cell(tally: dict[str, Any]) -> str:
+    """A rule tally's final value as a table shows it: marked when the rule did not judge
+    it (``-8.377*``), so a value past a line never reads as a verdict it was not."""
+    text: str = tally["final_text"]
+    return text if tally["final_note"] is None else text + NOT_JUDGED_MARK
+
+
+def not_judged_line(tally: dict[str, Any], side: str = "") -> str | None:
+    """``* EV not judged: returns nearly constant`` (``side``: ``A: `` in a diff), or None."""
+    note = tally["final_note"]
+    return None if note is None else f"{NOT_JUDGED_MARK} {side}{tally['label']} {note}"
 
 
 @dataclass(frozen=True, slots=True)

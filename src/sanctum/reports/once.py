@@ -1,7 +1,10 @@
 """``sanctum RUN --once [--json]``: the dashboard's state, printed once, for scripts.
 
 The log is read to its end through the same reader and aggregator as the dashboard, and
-the snapshot is judged at the current time (so a silent unfinished run reads STALE). The
+the snapshot is judged at the current time (so a silent unfinished run reads STALE).
+Each metric's row says where it stands in one word: its level, ``not judged`` when no
+rule judges it, ``not measured`` when the latest update did not measure it (``--json``:
+``status``, beside the raw ``level``). The
 verdict is the run's, ``sanctum check``'s under the same ``--fail-on`` (so far, while the
 run is live, with the level at the latest update beside it), as the banner shows it.
 The text is what the dashboard shows, line by line: the banner's two lines, one line per
@@ -17,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sanctum.formatting import plural, visible_lines
+from sanctum.formatting import NOT_MEASURED, plural, visible_lines
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
@@ -29,6 +32,7 @@ from sanctum.text.panels import (
     entry_text,
     facts_lines,
     kl_text,
+    level_word,
     metric_row,
     panel_metrics,
     returns_lines,
@@ -74,12 +78,12 @@ def once_text(snapshot: SanctumSnapshot, path: Path) -> str:
         f"{verdict_line(snapshot)}  {kl_text(snapshot)}  {_progress(snapshot)}"
         f"{steps_text(snapshot)}",
     ]
-    rows = [metric_row(snapshot, name) for name in _metrics(snapshot)]
-    table = [
-        f"{r.metric:<22} {r.value:>12}  {r.level.value:<8} {r.note:<11} {r.arrow}".rstrip()
-        for r in rows
-        if r.display
-    ]
+    table = []
+    for name in _metrics(snapshot):
+        row, word = metric_row(snapshot, name), level_word(snapshot, name)
+        if row.display:
+            value = "" if word == NOT_MEASURED else row.value  # the word says it once
+            table.append(f"{name:<22} {value:>12}  {word:<12} {row.note:<11} {row.arrow}".rstrip())
     returns = returns_lines(snapshot, SPARK_WIDTH)
     events = [entry_text(e, snapshot.run.started_ts) for e in snapshot.timeline[-TIMELINE_LINES:]]
     lines = [*banner, "", *table, "", *facts_lines(snapshot), "", "return  " + returns[0]]
@@ -99,6 +103,7 @@ def once_dict(snapshot: SanctumSnapshot) -> dict[str, Any]:
             metrics[name] = {
                 "value": metric.value,
                 "level": metric.level.value,
+                "status": level_word(snapshot, name),
                 "statistic": metric.statistic,
                 "note": metric.note,
                 "trend": metric.direction,

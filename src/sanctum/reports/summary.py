@@ -19,6 +19,7 @@ from sanctum.formatting import (
     NOT_MEASURED,
     SHORT_ABSENT,
     format_anomaly,
+    format_kl,
     format_value,
     plural,
     visible_lines,
@@ -29,6 +30,8 @@ from sanctum.model.verdict import doubts, lost_counts
 from sanctum.reports.documents import (
     earlier_runs,
     early_stops,
+    final_cell,
+    not_judged_line,
     rule_tallies,
     run_facts,
     skip_counts,
@@ -36,6 +39,7 @@ from sanctum.reports.documents import (
 )
 from sanctum.reports.scan import LogScan, scan_log
 from sanctum.reports.table import GAP, right, table_lines
+from sanctum.text.panels import KL_QUANTITIES
 from sanctum.text.run_table import Column
 
 TEXT_LIST_LIMIT = 20
@@ -200,7 +204,7 @@ def _rules(doc: dict[str, Any]) -> list[str]:
     rows = [
         (
             f"{row['label']} {row['metric']}",
-            row["final_text"] + ("!" if row["final_level"] in past_warning else ""),
+            final_cell(row) + ("!" if row["final_level"] in past_warning else ""),
             row["worst_text"],
             str(row["updates_warning"]),
             str(row["updates_critical"]),
@@ -213,7 +217,8 @@ def _rules(doc: dict[str, Any]) -> list[str]:
         "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
         "judged)"
     )
-    return [title, *table_lines(RULE_COLUMNS, rows)]
+    notes = [line for row in doc["rules"] if (line := not_judged_line(row)) is not None]
+    return [title, *table_lines(RULE_COLUMNS, rows), *notes]
 
 
 def _metrics(doc: dict[str, Any]) -> list[str]:
@@ -228,11 +233,12 @@ def _metric_cells(metric: str, s: dict[str, Any]) -> tuple[str, ...]:
     bad = SHORT_ABSENT
     if s["nonfinite"]:
         bad = f"{s['nonfinite']}, first at update {s['first_nonfinite']}"
+    number = format_kl if metric in KL_QUANTITIES else format_value  # one format per quantity
     return (
         metric,
-        format_value(s["final"]),
-        format_value(s["minimum"], absent=SHORT_ABSENT),
-        format_value(s["maximum"], absent=SHORT_ABSENT),
+        number(s["final"]),
+        number(s["minimum"], absent=SHORT_ABSENT),
+        number(s["maximum"], absent=SHORT_ABSENT),
         str(s["measured"]),
         "",
         bad,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.charts.scale import Scale, rule_lines
 from sanctum.charts.window import Window
-from sanctum.formatting import format_value, plural
+from sanctum.formatting import NOT_JUDGED, format_value, plural
 from sanctum.health.levels import Level, band_of
 from sanctum.health.rules import Rule
 from sanctum.model.snapshot import SanctumSnapshot
@@ -69,10 +69,19 @@ def _line_words(name: str, mark: str, value: float, scale: Scale) -> str:
     return f"{mark} {name} {value:g}{where}"
 
 
-def legend(rule: Rule | None, scale: Scale, values: Sequence[float | None], per: int) -> str:
-    """The lines, the marks present in ``values`` and, when a column draws ``per`` > 1
-    updates, how to read its envelope; joined with two spaces."""
+def legend(
+    rule: Rule | None,
+    scale: Scale,
+    values: Sequence[float | None],
+    per: int,
+    note: str | None = None,
+) -> str:
+    """Why the rule does not judge the metric (``note``, the health panel's, when it says
+    ``not judged: ...``) first, then the lines, the marks present in ``values`` and, when a
+    column draws ``per`` > 1 updates, how to read its envelope; joined with two spaces."""
     parts: list[str] = []
+    if rule is not None and note is not None and note.startswith(NOT_JUDGED):
+        parts.append(f"{rule.label} {note}")
     warning, critical = rule_lines(rule)
     if warning is not None:
         parts.append(_line_words("warning", WARNING_LINE, warning, scale))

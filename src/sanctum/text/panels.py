@@ -14,13 +14,21 @@ from pathlib import Path
 from typing import Final
 
 from sanctum.charts.glyphs import ARROWS, sparkline
-from sanctum.formatting import format_count, format_duration, format_value, visible
+from sanctum.formatting import (
+    NOT_JUDGED,
+    NOT_MEASURED,
+    format_count,
+    format_duration,
+    format_kl,
+    format_value,
+    visible,
+)
+from sanctum.health.contracts import KL_FIELDS
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
 
-BANNER_KL_DECIMALS: Final = 3
 """KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
 
 
@@ -100,7 +108,18 @@ def kl_text(snapshot: SanctumSnapshot) -> str:
         return "KL —"
     alarm = "!" if metric.level >= Level.WARNING else ""
     arrow = ARROWS[metric.direction].strip()
-    return f"KL {format_value(metric.value, BANNER_KL_DECIMALS)}{arrow}{alarm}"
+    return f"KL {format_kl(metric.value, kl_decimals(snapshot.thresholds))}{arrow}{alarm}"
+
+
+KL_QUANTITIES: Final = frozenset(m for metrics in KL_FIELDS.values() for m in metrics)
+"""The metrics that are a KL (approx_kl, approx_kl_max, kl_final, ref_kl ...): shown by
+:func:`sanctum.formatting.format_kl`."""
+
+
+def kl_decimals(thresholds: Thresholds) -> int | None:
+    """The KL rule's decimals (None: no KL rule, the formatter's own)."""
+    rule = thresholds.rule(KL_METRIC)
+    return None if rule is None else rule.decimals
 
 
 def steps_text(snapshot: SanctumSnapshot) -> str:
@@ -176,6 +195,24 @@ def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
     )
 
 
+def level_word(snapshot: SanctumSnapshot, name: str) -> str:
+    """The word for where metric ``name`` stands: ``not measured`` when the latest update
+    did not measure it, ``not judged`` when no rule judges it (a metric without a rule, or
+    a rule that says it does not judge this run), else its level (``pending`` in a
+    warm-up, ``healthy``, ``warning``, ``critical``: a non-finite value is critical, ruled
+    or not)."""
+    metric = snapshot.metric(name)
+    level: str = metric.level.value
+    if snapshot.update is None or metric.level in (Level.WARNING, Level.CRITICAL):
+        return level
+    if metric.value is None:
+        return NOT_MEASURED
+    note = metric.note or ""
+    if snapshot.thresholds.rule(name) is None or note.startswith(NOT_JUDGED):
+        return NOT_JUDGED
+    return level
+
+
 def pending_row(name: str) -> MetricRow:
     """A row before the first snapshot."""
     return MetricRow(name, "pending", "", "", Level.PENDING, True)
@@ -188,6 +225,9 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
     if snapshot.update is None:
         return "pending"
     rule = snapshot.thresholds.rule(metric.name)
+    if metric.name in KL_QUANTITIES and (rule is None or rule.statistic == "value"):
+        decimals = kl_decimals(snapshot.thresholds) if rule is None else rule.decimals
+        return format_kl(metric.value, decimals)
     if rule is None:
         return format_value(metric.value)
     if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:

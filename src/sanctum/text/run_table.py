@@ -20,6 +20,7 @@ from sanctum.formatting import (
     EMPTY_CELL,
     format_count,
     format_duration,
+    format_kl,
     format_value,
     visible,
 )
@@ -34,7 +35,6 @@ SWATCH: Final = "━━"
 VERDICT_WIDTH: Final = 17
 """``FAIL: KL 22x (+1)``, ``FAIL: interrupted``. An 80-column table drops the steps per
 second and the progress (the update is there) and keeps the status."""
-KL_DECIMALS: Final = 4
 """The worst KL's decimals when the board's rule table has no KL rule (a rule's own
 ``decimals`` win: a thresholds file that changes them changes the table too)."""
 
@@ -137,7 +137,7 @@ def connection_key(connection: Connection) -> str:
 
 
 def run_line(
-    columns: Sequence[Column], row: RunRow, colour: int, kl_decimals: int | None = KL_DECIMALS
+    columns: Sequence[Column], row: RunRow, colour: int, kl_decimals: int | None = None
 ) -> KeyedSpans:
     """One run's line, for the columns kept."""
     kl = row.worst_kl
@@ -156,7 +156,7 @@ def run_line(
         "update": (EMPTY_CELL if row.update is None else f"u{row.update}", ""),
         "steps/s": (_rate(row.steps_per_second), "muted"),
         "return": (format_value(row.last_return, absent=EMPTY_CELL), ""),
-        "worst KL": (format_value(kl.value, kl_decimals, absent=EMPTY_CELL), _band(kl.level)),
+        "worst KL": (format_kl(kl.value, kl_decimals, EMPTY_CELL), _band(kl.level)),
     }
     return _line(columns, [cells[c.title] for c in columns])
 
@@ -189,7 +189,7 @@ def _band(level: Level) -> str:
 
 
 def group_line(
-    columns: Sequence[Column], group: GroupRow, colour: int, kl_decimals: int | None = KL_DECIMALS
+    columns: Sequence[Column], group: GroupRow, colour: int, kl_decimals: int | None = None
 ) -> KeyedSpans:
     """One group's line, for the columns kept (the second ``min…max`` is the KL's)."""
     cells: list[tuple[str, StyleKey]] = []
@@ -225,9 +225,7 @@ def _group_cell(
         return _rate(group.steps_per_second.median), "muted"
     if title == "return":
         return format_value(group.last_return.median, absent=EMPTY_CELL), ""
-    return format_value(group.worst_kl.median, kl_decimals, absent=EMPTY_CELL), _band(
-        group.worst_kl_level
-    )
+    return format_kl(group.worst_kl.median, kl_decimals, EMPTY_CELL), _band(group.worst_kl_level)
 
 
 def group_verdict(group: GroupRow) -> str:

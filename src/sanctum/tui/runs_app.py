@@ -23,7 +23,6 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
@@ -37,6 +36,7 @@ from sanctum.tui.widgets import (
     HelpScreen,
     SnapshotView,
 )
+from sanctum.tui.widgets.base import KeyHints
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.dashboard import dashboard
 from sanctum.tui.widgets.help import RUNS_KEYS
@@ -125,7 +125,7 @@ class RunsApp(SanctumAppBase):
             yield RunTable(id="run-table")
         with Frame(id="overlay-frame", classes="fill"):
             yield OverlayChart(id="overlay")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self._table = self.query_one(RunTable)

@@ -29,6 +29,7 @@ from sanctum.charts.window import (
     zoom,
 )
 from sanctum.charts.zoom import ZoomChart
+from sanctum.health.contracts import bounds_of
 from sanctum.health.levels import Level, band_of
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule
 from sanctum.text.chart_words import legend, reading, span_text
@@ -397,3 +398,15 @@ async def test_the_chart_waits_for_the_first_update_without_failing(tmp_path: Pa
         await pilot.pause()
         assert "update 0 · approx_kl 0.0020 · healthy band" in chart_text(app)
     log.close()
+
+
+def test_an_axis_stops_at_what_the_metric_can_be() -> None:
+    """EV is at most 1 (its contract): a 1-2-5 step from -30 would reach 10. A bound the
+    values break (a logging bug) does not hide them; a log axis keeps its decades."""
+    ev = bounds_of("explained_variance")
+    assert ev == (None, 1.0)
+    assert fit([-30.0, 0.9], bounds=ev) == Scale(-30.0, 1.0)
+    assert fit([-30.0, 0.9]).top == 10.0  # what the step alone gives
+    assert fit([-30.0, 1.5], bounds=ev).top == 10.0  # past the bound: shown, not cut
+    assert fit([0.02, 0.97], bounds=bounds_of("clip_fraction")) == Scale(0.0, 1.0)
+    assert fit([0.001, 0.3], log=True, bounds=(0.0, 1.0)) == Scale(0.001, 1.0, log=True)

@@ -173,7 +173,7 @@ def test_log_scale_chart_shows_a_healthy_1e5_and_a_critical_value_with_both_line
         "0.1000┤━━━━━━━━█▁━━━",  # the lines share a row at this height: drawn a row apart
         "0.0400┤┄┄┄┄┄┄┄┄██┄┄┄",
         "      │        ██   ",
-        "      │        ██   ",
+        " 0.001┤        ██   ",  # a decade with a row free of labels beside it
         "      │        ██   ",
         " 1e-05┤      ▁▃██ ×▼",  # 1e-5 and 2e-5 readable; 0 is below any log scale
     ]
@@ -190,3 +190,12 @@ def test_log_scale_reaches_down_to_the_smallest_value_but_not_forever() -> None:
         [0.02], warning=0.04, critical=0.1, height=4, level_of=kl_level, log=True
     )
     assert shallow.scale_bottom == 1e-4  # at least two decades under the warning line
+
+
+def test_a_log_chart_labels_each_decade_it_has_room_for() -> None:
+    """A KL chart from 1e-5 to 0.1 with no line in nats: a label at each power of ten
+    that has a row free of labels beside it, written as the zoomable chart writes it."""
+    values = [1e-5, 3e-4, 0.002, 0.05]
+    chart = ThresholdChart(values, None, None, height=13, level_of=kl_level, log=True)
+    labels = [row.split("┤")[0].strip() for row in render(chart, 30).splitlines() if "┤" in row]
+    assert labels == ["0.1", "0.01", "0.001", "1e-04", "1e-05"]

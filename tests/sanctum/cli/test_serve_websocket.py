@@ -258,6 +258,25 @@ async def test_the_page_is_served_only_for_its_own_host(tmp_path: Path) -> None:
             assert await page_status(port, foreign) == b"HTTP/1.1 403 Forbidden", foreign
 
 
+async def test_the_page_says_what_it_waits_for_and_fetches_nothing_from_other_sites(
+    tmp_path: Path,
+) -> None:
+    """Until the dashboard draws, the page's box names the run and says the dashboard is
+    starting; the page loads nothing from another site (an offline screenshot would wait)."""
+    from aiohttp import ClientSession
+
+    async with (
+        running(tmp_path) as (_, port),
+        ClientSession() as session,
+        session.get(f"http://127.0.0.1:{port}/") as response,
+    ):
+        assert response.status == 200
+        page = await response.text()
+    assert "Starting the dashboard: it replaces this box as soon as it" in page
+    assert "<div>test</div>" in page  # the server's title: the run
+    assert "googleapis" not in page and "Textual Application" not in page
+
+
 # -- sizes ------------------------------------------------------------------------------
 
 
@@ -430,6 +449,8 @@ BAD_RUNS = [
     "folder",
     "device",
     "not a log",
+    "a note without a newline",
+    "binary",
     "one endless line",
     "thresholds missing",
     "thresholds folder",
@@ -458,6 +479,12 @@ def test_a_bad_run_or_thresholds_file_is_one_line_and_exit_2_before_listening(
     elif case == "not a log":
         run = tmp_path / "notes.txt"
         run.write_text("dear diary\nnothing to see\n", encoding="utf-8")
+    elif case == "a note without a newline":  # no complete line: not a run about to start
+        run = tmp_path / "note.txt"
+        run.write_text("dear diary", encoding="utf-8")
+    elif case == "binary":
+        run = tmp_path / "image.png"
+        run.write_bytes(b"\x89PNG\r\x1a\x00\x00\x00\rIHDR")
     elif case == "thresholds missing":
         thresholds = ["--thresholds", str(tmp_path / "none.toml")]
     elif case == "thresholds folder":

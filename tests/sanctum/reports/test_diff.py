@@ -29,6 +29,7 @@ from tests.sanctum.logs import (
     RunLog,
     early_stop_update,
     kl_breach,
+    write_run,
 )
 from tests.sanctum.recorded import recorded, run_cli
 
@@ -257,3 +258,23 @@ def test_curves_are_interpolated_between_rollouts_and_never_extrapolated() -> No
 def test_equal_steps_stop_at_the_shorter_run() -> None:
     assert equal_steps(81920, 40960, 4) == [10240, 20480, 30720, 40960]
     assert equal_steps(0, 100) == []
+
+
+def test_a_final_value_its_rule_did_not_judge_carries_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """EV of -8.377 on returns nearly constant is not judged: ``diff`` marks the value and
+    says why under the table (the JSON: ``final_note``), as the health panel does."""
+    flat = {"explained_variance": -8.377, "return_std": 0.0}
+    a = write_run(tmp_path / "a" / "events.jsonl", 12, lambda u: flat)
+    b = write_run(tmp_path / "b" / "events.jsonl", 12)
+    code, out, err = run_cli(capsys, "diff", str(a), str(b))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    ev = next(line for line in lines if line.strip().startswith("EV explained_variance"))
+    assert ev.split()[2:4] == ["-8.377*", "0.600"]
+    assert "  * A: EV not judged: returns nearly constant" in lines
+    doc = diff_json(capsys, str(a), str(b))
+    (rule,) = (r for r in doc["rules"] if r["metric"] == "explained_variance")
+    assert rule["a"]["final_note"] == "not judged: returns nearly constant"
+    assert rule["b"]["final_note"] is None

@@ -121,3 +121,20 @@ def test_once_on_a_file_that_keeps_growing_shows_it_as_it_was_when_read(
     snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
     writer.close()
     assert snapshot.run.updates == 5 and len(reads) <= 2
+
+
+def test_unjudged_metrics_say_not_judged_and_absent_ones_not_measured(tmp_path: Path) -> None:
+    """No rule judges value_loss or learning_rate: never "healthy"; an update that did not
+    measure grad_norm: "not measured", not "pending"; in the text and in ``--json``."""
+    path = tmp_path / "events.jsonl"
+    write(path, 6, finish=True, grad_norm=None)
+    snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
+    rows = {line.split()[0]: line for line in once_text(snapshot, path).splitlines() if line}
+    for name in ("value_loss", "learning_rate"):
+        assert "not judged" in rows[name] and "healthy" not in rows[name], rows[name]
+    assert rows["grad_norm"].split()[:3] == ["grad_norm", "not", "measured"]  # then its history
+    assert "healthy" in rows["approx_kl"]
+    metrics = once_dict(snapshot)["metrics"]
+    assert metrics["value_loss"]["status"] == "not judged"
+    assert metrics["grad_norm"]["status"] == "not measured"
+    assert metrics["approx_kl"]["status"] == "healthy"

@@ -218,3 +218,16 @@ def test_a_file_that_grows_while_summarised_is_summarised_up_to_its_size_at_the_
     writer.close()
     assert (doc["run"]["updates"], doc["judged_bytes"], doc["grew_while_read"]) == (5, size, True)
     assert f"(it grew while read: summarised up to byte {size})" in format_text(doc)
+
+
+def test_a_final_value_its_rule_did_not_judge_is_marked_with_the_reason(tmp_path: Path) -> None:
+    """EV -8.377 on returns nearly constant: not judged, and the summary says why; every
+    KL figure is written as the dashboard writes it."""
+    flat = {"explained_variance": -8.377, "return_std": 0.0}
+    path = write_run(tmp_path / "events.jsonl", 12, lambda u: flat)
+    lines = format_text(build_summary(path, DEFAULT_THRESHOLDS)).splitlines()
+    ev = next(line for line in lines if line.startswith("EV explained_variance"))
+    assert ev.split()[2] == "-8.377*"
+    assert "* EV not judged: returns nearly constant" in lines
+    kl = next(line for line in lines if line.startswith("approx_kl "))
+    assert kl.split()[1:4] == ["0.0050"] * 3

@@ -5,15 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.events import AppBlur
 from textual.geometry import Region
 from textual.widget import Widget
 from textual.widgets import Label, Static
+from textual.widgets._footer import FooterKey
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.model.snapshot import Connection
+from sanctum.text.panels import panel_metrics
 from sanctum.tui.app import SanctumApp
-from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, StatusBanner
+from sanctum.tui.widgets import HealthStatusPanel, HelpScreen, KLChart, MetricTable, StatusBanner
+from sanctum.tui.widgets.chart_screen import ChartScreen
 from tests.sanctum.app_support import WAIT_LIMIT, lively, wait_until
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, T0, RunLog
 from tests.waiting import settle
@@ -57,7 +61,7 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         await wait_until(pilot, lambda s: s.update == last, f"update {last}")
         assert banner_text(app, "now-verdict") == "now FAIL: KL ·"
         assert banner_text(app, "verdict").strip() == "run FAIL: KL 1x"
-        assert banner_text(app, "kl") == "KL 0.500↑!"
+        assert banner_text(app, "kl") == "KL 0.5000↑!"  # at the KL rule's decimals
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
         assert row.value == "50.0/clip"  # what the rule judges: KL per clip fraction
@@ -222,7 +226,7 @@ async def test_a_thresholds_file_moves_panel_banner_chart_and_help(tmp_path: Pat
             await wait_until(pilot, lambda s: s.update == last, f"update {last}")
             assert banner_text(app, "verdict").strip() == verdict
             alarm = "!" if level is Level.WARNING else ""
-            assert banner_text(app, "kl") == f"KL 0.003→{alarm}"  # KL steady
+            assert banner_text(app, "kl") == f"KL 0.0030→{alarm}"  # KL steady
             assert kl_row_level(app) is level
             chart = drawn(app.query_one(KLChart))
             critical = thresholds.rule("ref_kl").critical  # type: ignore[union-attr]
@@ -285,3 +289,88 @@ async def test_a_reference_kl_gets_its_row_its_chart_and_its_rule(tmp_path: Path
         assert banner_text(app, "now-verdict") == "now FAIL: RefKL ·"
         assert banner_text(app, "verdict").strip() == "run FAIL: RefKL 3x"
     log.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_key_hints_show_while_the_app_has_no_focus(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """A browser tab (``sanctum serve``) starts without focus: the keys are listed anyway,
+    on the dashboard and on a screen opened before the page is clicked."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        app.post_message(AppBlur())  # what textual's web driver sends first
+        await pilot.pause()
+        assert not app.app_focus
+        app.action_chart()  # not a key press: a key would give the app focus
+        await settle(pilot, lambda a: isinstance(a.screen, ChartScreen), "the chart", WAIT_LIMIT)
+        await pilot.pause()
+        keys = [key.description for key in app.screen.query(FooterKey)]
+        assert "Back" in keys or "Quit" in keys, keys
+        assert not app.app_focus
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_ev_chart_stops_at_1_and_says_why_the_rule_does_not_judge(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """A solved run (returns nearly constant): EV far below zero, not judged. Its chart's
+    axis ends at 1, what EV can be (a rounded step took it to 10), and the chart says why
+    the rule does not judge it, as the health panel does."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(12):
+        ev = 0.9 if u == 11 else -30.0 + 2.6 * u
+        log.update(lively(u, kl=0.004, explained_variance=ev, return_std=0.0))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 11, "update 11")
+        await pilot.press("c")
+        screen = app.screen
+        assert isinstance(screen, ChartScreen)
+        screen.pick("explained_variance")
+        await pilot.pause()
+        chart = screen.chart  # its border and padding too: the legend is its last lines
+        lines = chart.render_lines(Region(0, 0, *chart.outer_size))
+        text = "\n".join(strip.text for strip in lines)
+        labels = [line.split("┤")[0].strip("│ ") for line in text.splitlines() if "┤" in line]
+        assert labels and max(float(v) for v in labels) <= 1, labels  # the top row: a line
+        flat = " ".join(text.split())
+        assert "EV not judged: returns nearly constant" in flat, text
+
+
+@pytest.mark.parametrize(("size", "hidden"), [((80, 24), 4), ((120, 36), 0)])
+async def test_a_short_panel_hides_context_rows_not_the_summary_lines(
+    size: tuple[int, int], hidden: int, tmp_path: Path
+) -> None:
+    """At 80x24 the health panel has no room for every row and every fact line: the rows
+    no rule judges give way (a line says how many), the ruled rows and the facts (drift,
+    trust region, early stops, anomalies) stay inside the panel."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start(config={"max_kl": 0.03})
+    for u in range(12):
+        log.update(lively(u, kl=0.004, early_stopped=u >= 10))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 11, "update 11")
+        await pilot.pause()
+        panel = app.query_one(HealthStatusPanel)
+        facts = app.query_one("#health-facts", Static)
+        assert facts.region.bottom <= panel.content_region.bottom  # nothing cut
+        text = drawn(facts)
+        for fact in ("KL drift", "trust region", "early stops   2", "anomalies"):
+            assert fact in text, text
+        rows = [row for row in app.query_one(MetricTable).rows if row.display]
+        assert {r.metric for r in rows} >= set(DEFAULT_THRESHOLDS.metrics) - {
+            "ref_kl",
+            "max_length_rate",
+        }
+        assert ("more: c charts every metric" in text) == bool(hidden)
+        assert len(panel_metrics(DEFAULT_THRESHOLDS)) - len(rows) >= hidden

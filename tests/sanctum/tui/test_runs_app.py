@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
+from sanctum.model.state import SERIES_LEN
 from sanctum.tui.runs_app import RunsApp, RunScreen
 from sanctum.tui.widgets import StatusBanner
 from sanctum.tui.widgets.base import SnapshotView
@@ -247,3 +249,26 @@ async def test_a_log_it_cannot_follow_is_a_notice_naming_it(
         assert severity == "error"
         assert "schema 2" in text and str(newer_schema_log) in text
     log.close()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_the_overlay_says_it_draws_only_the_points_it_keeps(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """A run longer than the dashboard keeps is drawn from part way: the border says so,
+    for the KL and for the episode returns; a short run alone draws whole and says nothing."""
+    long_run = write_run(tmp_path / "long" / "events.jsonl", updates=SERIES_LEN + 40)
+    write_run(tmp_path / "short" / "events.jsonl", updates=12)
+    app = RunsApp([long_run], DEFAULT_THRESHOLDS, now=lambda: 0.0)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda a: board_of(a).rows[0].update is not None, "the run")
+        frame = app.query_one("#overlay-frame", Frame)
+        assert board_of(app).lines[0].updates[0] == 40
+        assert frame.border_subtitle.startswith(f"1 run: only the last {SERIES_LEN} points drawn")
+        await pilot.press("o")
+        await wait_for(pilot, lambda a: board_of(a).metric == EPISODE_RETURN, "the returns")
+        assert frame.border_subtitle.startswith(f"1 run: only the last {SERIES_LEN} points")
+    short = RunsApp([tmp_path / "short" / "events.jsonl"], DEFAULT_THRESHOLDS, now=lambda: 0.0)
+    async with short.run_test(size=size) as pilot:
+        await wait_for(pilot, lambda a: board_of(a).rows[0].update is not None, "the run")
+        assert short.query_one("#overlay-frame", Frame).border_subtitle == "log"

@@ -30,6 +30,7 @@ from sanctum.formatting import plural, visible, visible_lines
 from sanctum.run_files import UsageError, resolve_run
 from telemetry.eventlog import MAX_LINE_BYTES, open_reader
 from telemetry.events import RunStarted
+from telemetry.files import open_input
 
 if TYPE_CHECKING:
     from sanctum.cli.serve_server import SanctumServer
@@ -229,8 +230,10 @@ def check_run(events: Path) -> None:
     """Refuse, before anything listens, a RUN that is not the event log of a run: missing,
     not a regular file (a folder, a FIFO, a device), unreadable, or with no ``run_started``
     among the lines of its first MiB. A log with no complete line yet, shorter than a line
-    may be, is served (a run about to start: the dashboard waits for its first line).
-    Raises EventLogError or UsageError."""
+    may be and begun as a JSON object (or empty), is served (a run about to start: the
+    dashboard waits for its first line); a partial first line that is not the start of an
+    object (a note without a newline, a binary file) is refused.
+    Raises EventLogError, InputFileError or UsageError."""
     reader = open_reader(events)
     batch = reader.read_new(RUN_PROBE_BYTES)  # the reader's own checks: regular files only
     if any(isinstance(event, RunStarted) for event in batch.events):
@@ -239,9 +242,18 @@ def check_run(events: Path) -> None:
         found = f"no run_started event in its first {plural(reader.line_no, 'line')}"
     elif reader.size >= MAX_LINE_BYTES:
         found = f"no complete line in its first {MAX_LINE_BYTES // 1024**2} MiB"
-    else:
+    elif _begins_as_an_object(events):
         return
+    else:
+        found = "its first line does not begin as a JSON object"
     raise UsageError(f"{events}: {found}; not the event log of a run")
+
+
+def _begins_as_an_object(events: Path) -> bool:
+    """Whether the file's first bytes, past white space, are nothing yet or ``{``."""
+    with open_input(events, "event log") as fh:
+        head = fh.read(RUN_PROBE_BYTES).lstrip()
+    return head[:1] in (b"", b"{")
 
 
 def announcement(events: Path, url: str, host: str) -> list[str]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Footer
 
 from sanctum.formatting import visible_lines
 from sanctum.model.snapshot import SanctumSnapshot
@@ -37,3 +39,14 @@ class SnapshotView(Widget):
     def show(self, snapshot: SanctumSnapshot) -> None:
         """Update children for ``snapshot``; widgets that only ``render`` just repaint."""
         self.refresh()
+
+
+class KeyHints(Footer):
+    """The footer of key hints, drawn whether or not the app has focus: Textual's own
+    footer waits for focus, and a browser tab (``sanctum serve``) starts without it, so the
+    keys would stay unlisted until the page is clicked."""
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        self._bindings_ready = True
+        if self.is_attached and screen is self.screen:
+            self.call_after_refresh(self.recompose)

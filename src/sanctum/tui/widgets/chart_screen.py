@@ -18,7 +18,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from sanctum.charts.scale import log_refusal
@@ -26,6 +26,7 @@ from sanctum.charts.window import ZOOM_FACTOR, ChartView, move_cursor, pan, to_e
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.chart_words import choice_text, metric_order
+from sanctum.tui.widgets.base import KeyHints
 from sanctum.tui.widgets.metric_chart import MetricChart
 
 
@@ -80,7 +81,7 @@ class ChartScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield MetricChart(id="metric-chart")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         chart = self.chart

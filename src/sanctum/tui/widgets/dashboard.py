@@ -7,10 +7,10 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
 
 from sanctum.health.rules import Thresholds
 from sanctum.tui.widgets.banner import StatusBanner
+from sanctum.tui.widgets.base import KeyHints
 from sanctum.tui.widgets.health_panel import HealthStatusPanel
 from sanctum.tui.widgets.kl_chart import KLChart
 from sanctum.tui.widgets.returns import EpisodeReturnPanel
@@ -28,4 +28,4 @@ def dashboard(
             yield KLChart(id="kl-chart")
             yield EpisodeReturnPanel(id="returns")
     yield TimelinePanel(id="timeline")
-    yield Footer()
+    yield KeyHints()

@@ -6,7 +6,9 @@ worth a glance, then any further metric that went non-finite (the verdict may na
 it must be on screen). Each row shows the latest value, a sparkline of the last 10 updates
 and a trend arrow; the stylesheet's ``metric-table--*`` classes give each level its colour.
 A metric not measured by the trainer reads "not measured"; before the first update every
-row reads "pending", never a healthy zero.
+row reads "pending", never a healthy zero. A panel too short for every row and every fact
+line under the table (80x24) gives way: the context rows no rule judges are hidden, from
+the bottom, unless at warning or worse, and a line says how many; the facts stay.
 
 The table is one widget that renders all its rows at once: a widget (and a style lookup)
 per cell cost the dashboard most of a frame, and it redraws up to seven times a second.
@@ -14,6 +16,7 @@ per cell cost the dashboard most of a frame, and it redraws up to seven times a 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from rich.style import Style
@@ -139,8 +142,46 @@ class HealthStatusPanel(SnapshotView):
         if fired:  # a metric outside the table went bad: it gets a row from now on
             self.metrics = self.metrics + tuple(fired)
         rows = tuple(metric_row(snapshot, m) for m in self.metrics)
+        facts = facts_lines(snapshot)
+        rows, hidden = self._give_way(rows, facts, snapshot.thresholds.metrics)
+        if hidden:
+            facts.append(f"+{hidden} more: c charts every metric")
         self.query_one(MetricTable).set_rows(rows)
-        set_text(self.query_one("#health-facts", Static), plain("\n".join(facts_lines(snapshot))))
+        set_text(self.query_one("#health-facts", Static), plain("\n".join(facts)))
+
+    def on_resize(self) -> None:
+        if self.snapshot is not None:
+            self.show(self.snapshot)
+
+    def _give_way(
+        self, rows: tuple[MetricRow, ...], facts: list[str], ruled: tuple[str, ...]
+    ) -> tuple[tuple[MetricRow, ...], int]:
+        """The rows that leave room for every fact line (why a rule does not judge, drift,
+        trust region, stops, anomalies) in a short panel (80x24): the context rows no rule
+        judges go first, from the bottom, unless at warning or worse; ruled rows stay. Returns
+        the rows (hidden ones not displayed) and how many were hidden."""
+        height, width = self.content_size.height, max(1, self.content_size.width)
+        if height <= 0:  # not laid out yet
+            return rows, 0
+        facts_height = sum(max(1, -(-len(line) // width)) for line in facts)
+        shown = [row.display for row in rows]
+
+        def needed(extra: int) -> int:  # header, rows, the facts' margin, facts
+            return 1 + sum(shown) + 1 + facts_height + extra
+
+        hidden = 0
+        for i in reversed(range(len(rows))):
+            if needed(1 if hidden else 0) <= height:
+                break
+            row = rows[i]
+            if shown[i] and row.metric not in ruled and row.level < Level.WARNING:
+                shown[i] = False
+                hidden += 1
+        kept = tuple(
+            r if s == r.display else replace(r, display=False)
+            for r, s in zip(rows, shown, strict=True)
+        )
+        return kept, hidden
 
     def row(self, metric: str) -> MetricRow:
         """The row of ``metric`` as shown (for tests); KeyError when it has none."""

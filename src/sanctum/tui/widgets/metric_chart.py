@@ -80,7 +80,8 @@ class MetricChart(SnapshotView):
         probe = chart_for(snapshot, self.view, MIN_PLOT_LINES, styles)
         per = max((hi - lo for lo, hi in filter(None, probe.spans(width))), default=1)
         rule = snapshot.thresholds.rule(self.view.metric)
-        text = Text(legend(rule, probe.scale, probe.values, per), styles.axis)
+        note = snapshot.metric(self.view.metric).note
+        text = Text(legend(rule, probe.scale, probe.values, per, note), styles.axis)
         lines = list(text.wrap(self.app.console, width))[:LEGEND_LINES] if text else []
         height = max(MIN_PLOT_LINES, self.content_size.height - 1 - len(lines))
         return chart_for(snapshot, self.view, height, styles), lines

@@ -22,11 +22,12 @@ from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE, KeyedSpans, Style
 from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
+from sanctum.health.contracts import bounds_of
 from sanctum.live.board_feed import EPISODE_RETURN, Board
-from sanctum.metrics import KL_METRIC
+from sanctum.model.state import SERIES_LEN
+from sanctum.text.panels import kl_decimals
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
-    KL_DECIMALS,
     RUN_COLUMNS,
     fit_middle,
     group_line,
@@ -209,8 +210,7 @@ class RunTable(_BoardView):
         if board is None:
             return [[("reading…", "muted")]]
         columns = layout(GROUP_COLUMNS if self.grouped else RUN_COLUMNS, width)
-        rule = board.thresholds.rule(KL_METRIC)
-        decimals = KL_DECIMALS if rule is None else rule.decimals
+        decimals = kl_decimals(board.thresholds)
         if self.grouped:
             body = [group_line(columns, g, i, decimals) for i, g in enumerate(board.groups)]
         else:
@@ -273,6 +273,8 @@ class OverlayChart(_BoardView):
             scale += f" · {WARNING_LINE} warning"
             if critical is not None:
                 scale += f" {CRITICAL_LINE} critical"
+        if any(line.cut for line in board.lines):  # first: a narrow border cuts the end
+            scale = f"{kept_note(board)} · {scale}"
         if isinstance(self.parent, Frame):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
@@ -291,6 +293,7 @@ class OverlayChart(_BoardView):
             height,
             log=board.metric in LOG_METRICS,
             lines=self._rule_lines(board),
+            bounds=bounds_of(board.metric),
         )
         if not legend_width:
             return plot
@@ -333,6 +336,12 @@ def table_titles(board: Board, grouped: bool) -> tuple[str, str]:
         return f"Sanctum · {runs}", "enter: a run's dashboard"
     configs = plural(len(board.groups), "config")
     return f"Sanctum · {runs}, {configs}", "seeds of a config: median, min…max"
+
+
+def kept_note(board: Board) -> str:
+    """What the overlay leaves out when a run has more points than the dashboard keeps."""
+    cut = sum(line.cut for line in board.lines)
+    return f"{plural(cut, 'run')}: only the last {SERIES_LEN} points drawn"
 
 
 def title_of(metric: str) -> str:
