@@ -130,6 +130,15 @@ def _probabilities(value: Any) -> str | None:
 probabilities = Validator("a non-empty list of numbers in [0, 1]", _probabilities)
 
 
+def _texts(value: Any) -> str | None:
+    ok = isinstance(value, tuple) and len(value) > 0
+    ok = ok and all(isinstance(v, str) and v for v in value)
+    return None if ok else f"must be a non-empty list of non-empty strings, got {_short(value)}"
+
+
+texts = Validator("a non-empty list of non-empty strings", _texts)
+
+
 def sizes(max_len: int, max_value: int) -> Validator:
     """A non-empty list of at most ``max_len`` integers in [1, ``max_value``]."""
     want = f"a list of 1 to {max_len} integers in [1, {max_value}]"

@@ -15,7 +15,7 @@ from ppo.run.messages import announce, error, memory_line, out_of_memory, say, s
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
-from ppo.tokens.task import load_task
+from ppo.tokens.task import load_task, task_preflight
 from ppo.tokens.trainer import TokenProgress, TokenTrainer
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
@@ -45,9 +45,13 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
 
 def check_task(config: TokenPPOConfig) -> None:
     """Pre-flight of a token-level run: its task's ``module:function`` imports and names a
-    function (:class:`ConfigError` otherwise), checked before the run folder, the dashboard
-    or the "recording to" line exist; building it (the warm start) comes later."""
+    function (:class:`ConfigError` otherwise), and the task module's own ``preflight``
+    passes, checked before the run folder, the dashboard or the "recording to" line exist;
+    building it (the warm start) comes later."""
     load_task(config.task)
+    check = task_preflight(config.task)
+    if check is not None:
+        check(config)
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:

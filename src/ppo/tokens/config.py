@@ -142,6 +142,35 @@ class TokenPPOConfig(Settings):
         10_000, valid.integer(1), "Generated tokens over which the controller closes a 20% error."
     )
 
+    # --- the Hugging Face task (task = "hf", ppo.tokens.hf) ---
+    hf_model: str | None = setting(
+        None,
+        valid.text_or_none,
+        'task = "hf": the local folder of a Hugging Face causal LM (config, weights, '
+        "tokenizer); nothing is downloaded.",
+    )
+    hf_z_tokens: tuple[str, ...] = setting(
+        tuple(f"Z{d}" for d in range(10)),
+        valid.texts,
+        'task = "hf": the Z tokens (the reasoning) as the tokenizer spells them; the default '
+        "reader reads the k-th as digit k.",
+    )
+    hf_answer_token: str = setting(
+        "<ANSWER>", valid.text, 'task = "hf": the answer token, as the tokenizer spells it.'
+    )
+    hf_prompts: str = setting(
+        "ppo.tokens.hf:digit_sum_prompts",
+        valid.text,
+        'task = "hf": `module:function` (tokenizer, config) -> a PromptSampler in the '
+        "tokenizer's ids.",
+    )
+    hf_reader: str = setting(
+        "ppo.tokens.hf:digit_heads",
+        valid.text,
+        'task = "hf": `module:function` (a ppo.tokens.hf.ReaderContext) -> the DigitReader '
+        "(default: linear digit heads on the frozen model's hidden state at the answer).",
+    )
+
     def problems(self) -> list[str]:
         """Every problem, in field order: each field's own, then the cross-field ones."""
         found = valid.field_problems(self)

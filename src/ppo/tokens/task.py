@@ -2,7 +2,8 @@
 vocabulary, the prompts with their true answer digits, and the digit reader.
 
 To train your own model, write a function that returns a ``TokenTask`` and name it in the
-config as ``task = "my_package.my_module:my_task"``. The model is any ``torch.nn.Module``
+config as ``task = "my_package.my_module:my_task"`` (``task = "hf"``: a Hugging Face
+causal LM from a local folder, :mod:`ppo.tokens.hf`). The model is any ``torch.nn.Module``
 that maps token ids ``[batch, time]`` to ``(logits [batch, time, vocab], values [batch,
 time])``: position t's logits predict token t + 1 and its value is the critic's V of the
 state after reading tokens 0..t. PPO trains every parameter of the model that requires a
@@ -14,7 +15,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from types import ModuleType
+from typing import Any, Protocol
 
 from torch import Tensor, nn
 
@@ -68,17 +70,40 @@ class TokenTask:
 
 TaskFactory = Callable[..., TokenTask]
 
+BUILT_IN: dict[str, str] = {"hf": "ppo.tokens.hf:make_task"}
+"""Short names ``task`` accepts for the tasks that ship with ppo."""
+
+
+def load_function(spec: str, field: str) -> Callable[..., Any]:
+    """The function named by ``module:function`` in the config field ``field``; a clear
+    :class:`ConfigError` otherwise."""
+    module, attr = _module_of(spec, field)
+    function = getattr(module, attr, None)
+    if not callable(function):
+        raise ConfigError([f"{field} {spec!r}: {module.__name__} has no function {attr!r}"])
+    return function  # type: ignore[no-any-return]
+
 
 def load_task(spec: str) -> TaskFactory:
-    """The factory named by ``module:function``; a clear :class:`ConfigError` otherwise."""
+    """The factory named by ``module:function`` (or a :data:`BUILT_IN` name)."""
+    return load_function(BUILT_IN.get(spec, spec), "task")
+
+
+def task_preflight(spec: str) -> Callable[..., None] | None:
+    """The ``preflight`` function of the task's module, if it has one: called with the
+    config before anything is built or created, it raises a one-line ``ValueError`` for
+    input it can tell is unusable (a missing extra, a folder that is not a model)."""
+    module, _ = _module_of(BUILT_IN.get(spec, spec), "task")
+    check = getattr(module, "preflight", None)
+    return check if callable(check) else None
+
+
+def _module_of(spec: str, field: str) -> tuple[ModuleType, str]:
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ConfigError([f"task must be 'module:function', got {spec!r}"])
+        raise ConfigError([f"{field} must be 'module:function', got {spec!r}"])
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError([f"task {spec!r}: cannot import {module_name!r} ({exc})"]) from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise ConfigError([f"task {spec!r}: {module_name} has no function {attr!r}"])
-    return factory  # type: ignore[no-any-return]
+        raise ConfigError([f"{field} {spec!r}: cannot import {module_name!r} ({exc})"]) from None
+    return module, attr

@@ -1,0 +1,161 @@
+"""``task = "hf"``: a tiny random Llama and its tokenizer, saved to a temporary folder by
+the documented example (nothing downloaded), trained end to end by ``ppo train`` as a real
+process and judged by ``sanctum check``; unusable input is one line and exit 2."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ppo.exits import EXIT_USAGE
+from ppo.tokens.config import TokenPPOConfig
+
+EXAMPLES = Path(__file__).parents[3] / "examples"
+needs_transformers = pytest.mark.skipif(
+    importlib.util.find_spec("transformers") is None,
+    reason="needs the hf extra: pip install 'sanctum-ppo[hf]'",
+)
+SHORT = {
+    "updates": "3",
+    "rollouts_per_update": "16",
+    "num_minibatches": "2",
+    "update_epochs": "2",
+    "warm_start_steps": "5",
+    "max_new_tokens": "6",
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``examples/tiny_hf_model.py``'s model and tokenizer, saved to a temporary folder."""
+    spec = importlib.util.spec_from_file_location("tiny_hf_model", EXAMPLES / "tiny_hf_model.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    module.save_tiny_model(str(folder))
+    return folder
+
+
+def run(*args: str, cwd: Path, python: list[str] | None = None) -> tuple[int, str]:
+    """A real process (``python -m ppo`` unless ``python`` says otherwise): exit code, stderr."""
+    proc = subprocess.run(
+        [*(python or [sys.executable, "-m", "ppo"]), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stderr
+
+
+def train(tmp_path: Path, model: Path | str, *settings: str) -> tuple[int, str]:
+    """``ppo train --headless`` of ``examples/token_hf.toml`` on ``model``, made short."""
+    sets = [f"hf_model={model}", *(f"{k}={v}" for k, v in SHORT.items()), *settings]
+    overrides = [arg for s in sets for arg in ("--set", s)]
+    config = str(EXAMPLES / "token_hf.toml")
+    return run(
+        "train", "--headless", "--config", config, "--run-id", "hf", *overrides, cwd=tmp_path
+    )
+
+
+def one_line(err: str) -> str:
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    return err.strip()
+
+
+@needs_transformers
+def test_a_saved_tiny_model_trains_end_to_end_and_sanctum_judges_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    code, err = train(tmp_path, tiny_model)
+    assert code == 0, err
+    run_dir = tmp_path / "runs" / "hf"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in events].count("ppo_update") == 3
+    started = next(e["payload"] for e in events if e["type"] == "run_started")
+    vocab = started["config"]["vocab"]
+    allowed = {vocab.index(t) for t in [*TokenPPOConfig().hf_z_tokens, "<ANSWER>"]}
+    samples = [json.loads(line) for line in (run_dir / "rollouts.jsonl").read_text().splitlines()]
+    assert len(samples) == 3 * 16
+    generated = {i for s in samples for i in s["generated_ids"]}
+    assert generated and generated <= allowed  # the action set is the named tokens only
+    checked, _ = run("check", str(run_dir), cwd=tmp_path, python=["sanctum"])
+    assert checked in (0, 1)  # judged: passed or failed a rule, never "could not judge"
+
+
+@needs_transformers
+def test_the_value_head_is_the_seeds_on_the_hidden_states(tiny_model: Path) -> None:
+    from torch import nn
+
+    from ppo.tokens.hf import HFPolicy, make_task
+
+    task = make_task(TokenPPOConfig(task="hf", hf_model=str(tiny_model), warm_start_steps=1))
+    assert isinstance(task.model, HFPolicy)
+    head = task.model.value_head
+    assert [type(m) for m in head] == [nn.Linear, nn.Tanh, nn.Linear]
+    assert (head[0].in_features, head[0].out_features, head[2].out_features) == (32, 32, 1)
+    prompts, truth = task.sample(4, 0)
+    logits, values = task.model(prompts)
+    assert logits.shape[:2] == values.shape == prompts.shape
+    assert truth.shape == (4, task.num_digits)
+    read = task.read_digits(prompts, torch.full((4,), prompts.shape[1] - 1))
+    assert read.shape == (4, task.num_digits, 10)
+
+
+@needs_transformers
+def test_a_token_the_tokenizer_lacks_is_one_line_naming_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    code, err = train(tmp_path, tiny_model, "hf_z_tokens=Z0,Z1,Q7")
+    assert code == EXIT_USAGE
+    assert one_line(err) == (
+        "ppo train: hf_z_tokens: the tokenizer has no token 'Q7' "
+        "(add it to the tokenizer and resize the model's embeddings)"
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+@needs_transformers
+def test_a_folder_that_is_not_a_model_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-model"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("hello\n")
+    code, err = train(tmp_path, folder)
+    assert code == EXIT_USAGE
+    assert one_line(err).startswith(
+        f"ppo train: hf_model {folder} is not a Hugging Face model folder: "
+    )
+    assert not (tmp_path / "runs").exists()
+
+
+@needs_transformers
+def test_a_missing_folder_is_one_line(tmp_path: Path) -> None:
+    code, err = train(tmp_path, tmp_path / "nowhere")
+    assert code == EXIT_USAGE
+    assert one_line(err) == f"ppo train: hf_model {tmp_path / 'nowhere'}: no such folder"
+    assert not (tmp_path / "runs").exists()
+
+
+def test_without_transformers_the_line_names_the_hf_extra(tmp_path: Path) -> None:
+    hidden = (  # an import of transformers fails, as when it is not installed
+        "import sys; sys.modules['transformers'] = None; from ppo.cli import main; sys.exit(main())"
+    )
+    config = str(EXAMPLES / "token_hf.toml")
+    code, err = run(
+        "train", "--headless", "--config", config, cwd=tmp_path,
+        python=[sys.executable, "-c", hidden],
+    )  # fmt: skip
+    assert code == EXIT_USAGE
+    assert one_line(err) == (
+        "ppo train: task 'hf' needs transformers: pip install 'sanctum-ppo[hf]'"
+    )
+    assert not (tmp_path / "runs").exists()
