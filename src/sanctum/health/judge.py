@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sanctum.health import contracts
 from sanctum.health.levels import Level, unruled_level
 from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
-from sanctum.health.rules import Thresholds
+from sanctum.health.rules import SAME_CONCEPT, Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from telemetry.events import KLMeasure
 
@@ -102,13 +102,17 @@ class HealthJudge:
         if not updates:
             return []
         for metric, judge in self.rules.items():
-            spread = judge.rule.min_return_spread
+            rule = judge.rule
+            spread = rule.min_return_spread
             gate = None
             if spread is not None:
                 gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
-            rule = judge.rule
-            others = columns[rule.per] if rule.per is not None else None
-            judge.fold(updates, columns[metric], gate, rule.judged_column(columns[metric], others))
+            values = concept_column(columns, metric)
+            others = concept_column(columns, rule.per) if rule.per is not None else None
+            if rule.per_required and others is not None:
+                gate = without_per(others, rule.per, gate)
+            companion = columns[rule.rise_with] if rule.rise_with is not None else None
+            judge.fold(updates, values, gate, rule.judged_column(values, others), companion)
         extremes = self._stats(updates, columns)
         found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
@@ -168,6 +172,30 @@ class HealthJudge:
             else:
                 levels[metric] = unruled_level(values.get(metric))
         return levels
+
+
+def concept_column(
+    columns: Mapping[str, Sequence[float | None]], metric: str
+) -> Sequence[float | None]:
+    """The column a rule of ``metric`` reads: the metric, or where it is absent the field
+    that measures the same thing (:data:`~sanctum.health.rules.SAME_CONCEPT`)."""
+    own = columns[metric]
+    other = SAME_CONCEPT.get(metric)
+    if other is None or None not in own:
+        return own
+    theirs = columns[other]
+    return [v if v is not None else o for v, o in zip(own, theirs, strict=True)]
+
+
+def without_per(
+    others: Sequence[float | None], per: str | None, gate: list[str | None] | None
+) -> list[str | None]:
+    """``gate`` with every update that lacks the ``per`` metric not judged."""
+    why = f"not judged: per-sequence KL without {per}"
+    if per == "completion_length_mean":
+        why = "not judged: per-sequence KL without completion lengths"
+    base = gate if gate is not None else [None] * len(others)
+    return [why if o is None else g for o, g in zip(others, base, strict=True)]
 
 
 def returns_vary(

@@ -37,7 +37,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized": ("Entropy", "below", 0.1, 0.01, 0),
         "entropy": ("Entropy shift", "above", 2.0, 4.0, 0),
         "ref_kl": ("RefKL", "above", 0.6, 1.0, 0),
-        "max_length_rate": ("Length", "above", 0.25, 0.5, 0),
+        "completion_truncated_frac": ("Length", "above", 0.25, 0.5, 0),
     }
     how = {
         r.metric: (r.statistic, r.window, r.persist, r.far, r.min_return_spread)
@@ -51,13 +51,13 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized": ("jump", 20, 2, None, None),
         "entropy": ("shift", 20, 2, None, None),
         "ref_kl": ("value", 1, 2, 3.0, None),
-        "max_length_rate": ("value", 1, 3, None, None),
+        "completion_truncated_frac": ("value", 1, 3, None, None),
     }
     per = {r.metric: (r.per, r.per_floor) for r in DEFAULT_THRESHOLDS.rules if r.per is not None}
     assert per == {"approx_kl": ("clip_fraction", 0.01)}
     assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == [
         "ref_kl",
-        "max_length_rate",
+        "completion_truncated_frac",
     ]
     assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 120.0)
     assert DEFAULT_THRESHOLDS.stall_pace == 10.0
@@ -71,7 +71,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized",
         "entropy",
         "ref_kl",
-        "max_length_rate",
+        "completion_truncated_frac",
     )
 
 

@@ -226,9 +226,6 @@ def test_the_padding_hack_shows_in_the_figures(hack: Recorded) -> None:
 
 
 @needs_trl
-@pytest.mark.xfail(
-    strict=True, reason="no shipped rule judges the truncated share together with the reward"
-)
 def test_the_padding_hack_fails_check(hack: Recorded) -> None:
     report = check_report(hack.path)
     assert report["exit_code"] == 1, report
