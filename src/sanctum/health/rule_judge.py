@@ -77,6 +77,9 @@ class RuleTally:
     worst: float | None
     """Worst statistic judged; a non-finite value is worse than any number."""
     worst_update: int | None
+    pending: str | None = None
+    """Why the latest update was not judged, when it was not (``warm-up``, ``not judged:
+    ...``)."""
 
     def reached(self, level: Level) -> int:
         """Updates at ``level`` or worse (WARNING or CRITICAL)."""
@@ -176,6 +179,7 @@ class RuleJudge:
             self.first_critical,
             self.worst,
             self.worst_update,
+            self.latest.note if self.latest is not None and self.latest.statistic is None else None,
         )
 
     def fold(
