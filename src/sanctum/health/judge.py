@@ -14,7 +14,13 @@ from dataclasses import dataclass
 
 from sanctum.health import contracts
 from sanctum.health.levels import Level, unruled_level
-from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
+from sanctum.health.rule_judge import (
+    RETURNS_FLAT,
+    RETURNS_UNKNOWN,
+    ComponentSplit,
+    RuleJudge,
+    measured,
+)
 from sanctum.health.rules import SAME_CONCEPT, Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from telemetry.events import KLMeasure
@@ -82,6 +88,8 @@ class HealthJudge:
         """The range violations of the latest update (what the verdict shows now)."""
         self.last_update: int | None = None
         self.last_step: int | None = None
+        self._splits: dict[str, ComponentSplit] = {}
+        """The reward components' recent values, per ``split`` rule."""
 
     def configure(
         self, config: Mapping[str, object], kl: Mapping[str, KLMeasure] | None = None
@@ -95,10 +103,11 @@ class HealthJudge:
         updates: Sequence[int],
         columns: Mapping[str, Sequence[float | None]],
         steps: Sequence[int] = (),
+        components: Sequence[Mapping[str, float] | None] = (),
     ) -> list[contracts.Violation]:
-        """Judge a batch of updates (indices, one column per metric, and their
-        ``global_step`` when known, in file order); returns the range violations found,
-        for the event log."""
+        """Judge a batch of updates (indices, one column per metric, their ``global_step``
+        when known and their ``reward_components``, in file order); returns the range
+        violations found, for the event log."""
         if not updates:
             return []
         for metric, judge in self.rules.items():
@@ -112,7 +121,12 @@ class HealthJudge:
             if rule.per_required and others is not None:
                 gate = without_per(others, rule.per, gate)
             companion = columns[rule.rise_with] if rule.rise_with is not None else None
-            judge.fold(updates, values, gate, rule.judged_column(values, others), companion)
+            inputs = rule.judged_column(values, others)
+            if rule.statistic == "split":
+                inputs = self._split(metric, rule.window).column(
+                    components or [None] * len(updates)
+                )
+            judge.fold(updates, values, gate, inputs, companion)
         extremes = self._stats(updates, columns)
         found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
@@ -121,6 +135,12 @@ class HealthJudge:
         if steps:
             self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
         return found
+
+    def _split(self, metric: str, window: int) -> ComponentSplit:
+        split = self._splits.get(metric)
+        if split is None:
+            split = self._splits[metric] = ComponentSplit(window)
+        return split
 
     def _stats(
         self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]

@@ -14,9 +14,10 @@ running streaks go through the per-update path.
 from __future__ import annotations
 
 import math
+import statistics
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -30,7 +31,7 @@ JUMP_BASELINE: Final = 3
 def values_needed(rule: Rule) -> int:
     """Values a rolling statistic needs before it judges: a jump's baseline, or half the
     window for a median (a median of one or two values is no smoother than the value)."""
-    if rule.statistic == "start":
+    if rule.statistic in ("start", "split"):
         return rule.window
     return JUMP_BASELINE if rule.statistic in ("jump", "shift") else (rule.window + 1) // 2
 
@@ -137,7 +138,8 @@ class RuleJudge:
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
-        self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
+        plain = rule.statistic in ("value", "split")  # a split arrives computed
+        self.window = None if plain else RollingWindow(rule.window)
         self._low_baseline = False
         """The last statistic was not judged: its jump's baseline is under ``min_baseline``."""
         self._need = values_needed(rule)
@@ -394,6 +396,41 @@ class RuleJudge:
             math.isfinite(worst) and (not math.isfinite(value) or self.rule.is_worse(value, worst))
         ):
             self.worst, self.worst_update = value, update
+
+
+class ComponentSplit:
+    """The ``split`` statistic of a run's ``reward_components``, update by update: over the
+    last ``window`` updates, the smaller of the largest rise of one component and the
+    largest fall of another (each the median of the later half of the window less the
+    median of the earlier half; 0 when none rose or none fell)."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.recent: dict[str, deque[float]] = {}
+
+    def column(self, components: Sequence[Mapping[str, float] | None]) -> list[float | None]:
+        """The split at each update (None: no components, or a window not yet full)."""
+        out: list[float | None] = []
+        for named in components:
+            if not named:
+                out.append(None)
+                continue
+            for name, value in named.items():
+                if math.isfinite(value):
+                    self.recent.setdefault(name, deque(maxlen=self.window)).append(value)
+            moves = [_half_move(v) for v in self.recent.values() if len(v) == self.window]
+            if len(moves) < 2:
+                out.append(None)
+                continue
+            out.append(max(0.0, min(max(moves), -min(moves))))
+        return out
+
+
+def _half_move(values: deque[float]) -> float:
+    """The median of the later half of ``values`` less the median of the earlier half."""
+    ordered = list(values)
+    half = len(ordered) // 2
+    return statistics.median(ordered[-half:]) - statistics.median(ordered[:half])
 
 
 class RiseTracker:

@@ -40,8 +40,8 @@ from telemetry.events import KLMeasure
 from telemetry.files import InputFileError, read_toml
 
 Direction = Literal["above", "below"]
-Statistic = Literal["value", "median", "jump", "shift", "start"]
-STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift", "start")
+Statistic = Literal["value", "median", "jump", "shift", "start", "split"]
+STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift", "start", "split")
 _TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
 """Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
@@ -80,7 +80,10 @@ class Rule:
     the ``jump``, the value over the median of the ``window`` measured values before it; or
     the ``shift``, how far the value lies from that median, either way, in the metric's
     units (``abs(value - median)``); or the value relative to the ``start``, the median of
-    the run's first ``window`` measured values (a gradual fall that no jump shows)."""
+    the run's first ``window`` measured values (a gradual fall that no jump shows); or the
+    ``split`` of the update's ``reward_components``: over the last ``window`` updates, how far
+    one component rose while another fell (the smaller of the two moves, each the median of
+    the later half of the window less that of the earlier half), in reward units."""
     window: int = 1
     """Updates in the rolling statistic (``median`` and ``jump``)."""
     persist: int = 1
@@ -106,7 +109,7 @@ class Rule:
     """The smallest divisor ``per`` uses (a clip fraction of 0 counts as this)."""
     per_required: bool = False
     """An update without the ``per`` metric is not judged (a KL summed over a response's
-    tokens says nothing per token without the response's length)."""
+    tokens says nothing per token without the response's length). No effect without ``per``."""
     span: int = 1
     """Judge the largest of the last ``span`` measured values: a critic-free run optimised
     ``span`` times per batch measures its ratio at 1 on the first pass of each batch, so
@@ -193,6 +196,8 @@ class Rule:
             subject = f"{measure} / median of previous {self.window}"
         elif self.statistic == "shift":
             subject = f"|{measure} - median of previous {self.window}|"
+        elif self.statistic == "split":
+            subject = f"reward_components: one rising while another falls, over {self.window}"
         elif self.statistic == "start":
             subject = f"{measure} / median of the run's first {self.window}"
         else:
@@ -213,7 +218,7 @@ class Rule:
             text += ", when returns vary"
         if self.min_baseline is not None:
             text += f", while the median is at least {self.min_baseline:g}"
-        if self.per_required:
+        if self.per_required and self.per is not None:
             text += f", only with {self.per}"
         if self.rise_with is not None:
             text += (
@@ -292,8 +297,8 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
 
 def _run_problem(rule: Rule) -> tuple[str, str] | None:
     """The first problem with the keys that fit a rule to a kind of run, or None."""
-    if not isinstance(rule.per_required, bool) or (rule.per_required and rule.per is None):
-        return "per_required", f"must be true or false (true needs per), got {rule.per_required!r}"
+    if not isinstance(rule.per_required, bool):
+        return "per_required", f"must be true or false, got {rule.per_required!r}"
     if not _is_int(rule.span) or rule.span < 1:
         return "span", f"must be an integer >= 1, got {rule.span!r}"
     if rule.rise_with is not None and (
@@ -333,6 +338,11 @@ class Thresholds:
     while the run is unfinished is a stall: critical. A run is silent for 10x its pace when
     it has stalled; the 120 s floor lets a fast run take one slow step (a 70 s checkpoint
     or evaluation) without failing. No stall is judged before a run has a pace."""
+    overrides: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
+    """What a thresholds file set, per metric: applied again to the form of a rule that
+    :meth:`for_run` picks for a run, so a file tunes every form of its rule."""
     _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -379,6 +389,9 @@ class Thresholds:
             rules["ref_kl"] = replace(
                 rules["ref_kl"], per="completion_length_mean", per_floor=1.0, per_required=True
             )
+        for metric, table in self.overrides.items():
+            if metric in rules and rules[metric] is not self._by_metric.get(metric):
+                rules[metric] = replace(rules[metric], **table)
         if list(rules.values()) == list(self.rules):
             return self
         return replace(self, rules=tuple(rules.values()))
@@ -557,6 +570,18 @@ LANGUAGE_MODEL_RULES: Final = (
         only_when_measured=True,
     ),
     Rule(
+        "reward_mean",
+        "Reward split",
+        "above",
+        0.2,
+        None,
+        decimals=3,
+        statistic="split",
+        window=20,
+        persist=3,
+        only_when_measured=True,
+    ),
+    Rule(
         "reward_std",
         "Reward std",
         "below",
@@ -576,10 +601,11 @@ the cap are the padding hack only while the reward pays for them (critical needs
 rise; the share alone warns). Entropy by its fall from the run's start (a gradual
 collapse shows no jump). GRPO learns nothing from a group whose rewards are all equal:
 most groups so for a sustained window is critical; the reward's spread collapsing
-relative to its start warns."""
+relative to its start warns, and so do reward components moving apart (one rising while
+another falls: the policy trades one objective for another)."""
 
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
-_OFF_KEYS: Final = ("critical", "far", "per")
+_OFF_KEYS: Final = ("critical", "far", "per", "rise_with")
 """Keys a thresholds file may turn off with ``false``."""
 
 
@@ -601,18 +627,20 @@ def thresholds_from_mapping(document: Mapping[str, Any], base: Thresholds) -> Th
     """Apply a parsed TOML document to ``base``; errors name the table and the key."""
     rules = list(base.rules)
     top = {key: getattr(base, key) for key in _TOP_KEYS}
+    overrides = dict(base.overrides)
     for key, value in document.items():
         if key in _TOP_KEYS:
             top[key] = value
         elif isinstance(value, dict):
             rules = _apply_table(rules, key, value)
+            overrides[key] = {**overrides.get(key, {}), **_turned_off(value)}
         elif key in PPO_METRICS:
             raise ThresholdsError(f"{key}: must be a table like [{key}], got {value!r}")
         else:
             raise ThresholdsError(
                 f"{key}: unknown key; expected {', '.join(_TOP_KEYS)} or a [metric] table"
             )
-    return Thresholds(rules=tuple(rules), **top)
+    return Thresholds(rules=tuple(rules), overrides=MappingProxyType(overrides), **top)
 
 
 def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> list[Rule]:
@@ -626,8 +654,7 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             raise ThresholdsError(
                 f"[{metric}] {key}: unknown key; expected one of {', '.join(_RULE_KEYS)}"
             )
-    # TOML has no null: false is "none" (no critical line, no far line, judged on its own)
-    table = {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
+    table = _turned_off(table)
     existing = next((i for i, r in enumerate(rules) if r.metric == metric), None)
     if existing is not None:
         rules[existing] = replace(rules[existing], **table)
@@ -638,6 +665,12 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             f"[{metric}] {missing[0]}: required for a new rule (no default rule for {metric})"
         )
     return [*rules, Rule(metric=metric, label=table.get("label", metric), **_without(table))]
+
+
+def _turned_off(table: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML has no null: false is "none" (no critical line, no far line, judged on its own,
+    critical without a companion's rise)."""
+    return {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
 
 
 def _without(table: Mapping[str, Any]) -> dict[str, Any]:

@@ -239,8 +239,9 @@ class SanctumAggregator:
             return
         updates, columns = metric_columns(self._unjudged)
         steps = [p.global_step for p in self._unjudged]
+        components = [p.reward_components for p in self._unjudged]
         self._unjudged = []
-        violations = self.judge.fold(updates, columns, steps)
+        violations = self.judge.fold(updates, columns, steps, components)
         for v in violations[:3]:
             self.timeline.append(
                 TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)

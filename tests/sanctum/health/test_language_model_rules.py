@@ -110,6 +110,10 @@ def test_every_rule_of_a_language_model_run_says_what_it_judges() -> None:
     assert described["Entropy fall"] == (
         "entropy / median of the run's first 10 < 0.5 / < 0.3, 3 updates in a row"
     )
+    assert described["Reward split"] == (
+        "reward_components: one rising while another falls, over 20 > 0.2 (warns only), "
+        "3 updates in a row"
+    )
     assert described["Equal rewards"] == (
         "median of 10 reward_zero_std_frac > 0.5 / > 0.8, 3 updates in a row"
     )
@@ -243,3 +247,36 @@ def test_one_slow_step_of_a_trl_paced_run_is_no_stall(tmp_path: Path) -> None:
         write_run(tmp_path / "e.jsonl", seconds=lambda u: 70.0 if u == 20 else 3.0)
     )
     assert report["verdict_text"] == "OK"
+
+
+def test_reward_components_moving_apart_warn(tmp_path: Path) -> None:
+    """Format pays more and more while correctness pays less: a warning (the total may
+    still rise)."""
+    apart = with_(
+        healthy_grpo,
+        reward_components=lambda u: {
+            "format": min(1.0, 0.1 + 0.03 * u),
+            "correct": max(0.0, 0.8 - 0.03 * u),
+        },
+    )
+    report = check_report(write_run(tmp_path / "e.jsonl", apart))
+    assert report["exit_code"] == 0
+    assert report["verdict_text"].startswith("WARN: Reward split"), report["verdict_text"]
+    together = with_(
+        healthy_grpo,
+        reward_components=lambda u: {"format": 0.1 + 0.01 * u, "correct": 0.2 + 0.01 * u},
+    )
+    assert check_report(write_run(tmp_path / "t.jsonl", together))["verdict_text"] == "OK"
+
+
+def test_a_thresholds_file_tunes_the_form_a_run_gets() -> None:
+    from sanctum.health.rules import thresholds_from_mapping
+
+    tuned = thresholds_from_mapping(
+        {"completion_truncated_frac": {"critical": 0.9}, "explained_variance": {"warning": -1}},
+        DEFAULT_THRESHOLDS,
+    )
+    fitted = tuned.for_run(RunFacts("grpo", REF_TOKEN))
+    length = fitted.rule("completion_truncated_frac")
+    assert length is not None and (length.critical, length.rise_with) == (0.9, "reward_mean")
+    assert fitted.rule("explained_variance") is None  # no critic: the file cannot bring it back
