@@ -103,7 +103,7 @@ def test_every_rule_of_a_language_model_run_says_what_it_judges() -> None:
     fitted = DEFAULT_THRESHOLDS.for_run(RunFacts("grpo", REF_SEQUENCE, policy_epochs=1))
     described = {r.label: r.describe() for r in fitted.rules}
     assert described["Length"] == (
-        "median of 5 completion_truncated_frac > 0.5 / > 0.8, 3 updates in a row; critical "
+        "median of 5 completion_truncated_frac > 0.9 / > 0.95, 2 updates in a row; critical "
         "only after a rise of 0.25 from its lowest median while the median reward_mean "
         "rose; without it, warns after 10 updates"
     )
