@@ -272,3 +272,19 @@ def test_worse_than_reads_the_direction_for_integer_thresholds_and_nan() -> None
     assert [ev.worse_than(0)(v) for v in (-0.1, 0.0, 0.1)] == [True, False, False]
     assert not grad.is_worse(math.nan, 5) and not ev.is_worse(math.nan, 0)  # NaN: check first
     assert (grad.worst_of([1.0, 7.0, 3.0]), ev.worst_of([0.5, -0.2, 0.9])) == (7.0, -0.2)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("span = 0", r"\[clip_fraction\] span: must be an integer >= 1, got 0"),
+        ('rise_with = "nope"', r"\[clip_fraction\] rise_with: must name another ppo_update"),
+        ("rise = -1", r"\[clip_fraction\] rise: must be a finite number >= 0, got -1"),
+        ('per_required = "yes"', r"\[clip_fraction\] per_required: must be true or false"),
+    ],
+)
+def test_the_keys_that_fit_a_rule_to_a_run_are_checked(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    with pytest.raises(ThresholdsError, match=message):
+        load_thresholds(write(tmp_path, f"[clip_fraction]\n{table}\n"))
