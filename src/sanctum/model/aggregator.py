@@ -28,7 +28,7 @@ from sanctum.formatting import format_anomaly, plural
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
 from sanctum.health.rule_judge import RollingWindow
-from sanctum.health.rules import DEFAULT_THRESHOLDS, RunFacts, Thresholds
+from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts, Thresholds
 from sanctum.metrics import PPO_METRICS
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.snapshot import (
@@ -620,6 +620,10 @@ class SanctumAggregator:
         history_updates, history = metric_columns(tamiyo.history)
         series_updates, series = tamiyo.series_columns()
         judges = self.judge.rules
+        for m, other in SAME_CONCEPT.items():  # a rule's row shows what the rule reads
+            if m in judges and not any(v is not None for v in history[m]):
+                history, series = dict(history), dict(series)  # the cut is cached: no writes
+                history[m], series[m] = history[other], series[other]
         metrics = {}
         for m in PPO_METRICS:
             judged = judges[m].latest if m in judges else None
