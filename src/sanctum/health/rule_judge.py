@@ -165,6 +165,9 @@ class RuleJudge:
         self._start: float | None = None
         """The median of the run's first ``window`` values (statistic ``start``)."""
         self._rise = RiseTracker(rule) if rule.rise_with is not None else None
+        self._seen = False
+        self._missing = 0
+        """A value was measured (``Rule.lost``: an update without one is then a fault)."""
         self._unconfirmed: set[int] = set()
         """Positions of this batch whose critical band the ``rise_with`` gate holds back."""
 
@@ -203,6 +206,8 @@ class RuleJudge:
         self.measured += len(numbers)
         source = self._spanned(values if inputs is None else inputs)
         statistics, note = self._statistics(updates, source, unjudged)
+        if self.rule.lost:
+            statistics = self._lost(values, statistics)
         self._unconfirmed = set()
         if self._rise is not None:
             self._unconfirmed = self._rise.unconfirmed(updates, statistics, companion)
@@ -222,6 +227,22 @@ class RuleJudge:
             else:
                 latest = Judgement(updates[last], value, statistic, Level.HEALTHY, Level.HEALTHY)
         self.latest = latest
+
+    def _lost(
+        self, values: Sequence[float | None], statistics: Sequence[float | None]
+    ) -> Sequence[float | None]:
+        """``statistics`` with NaN at each update without a value once one was measured,
+        and once ``span`` updates in a row lack it (a run optimised ``span`` times per batch
+        measures its reward once per batch)."""
+        out = list(statistics)
+        for i, value in enumerate(values):
+            if value is not None:
+                self._seen, self._missing = True, 0
+            elif self._seen:
+                self._missing += 1
+                if self._missing >= self.rule.span:
+                    out[i] = math.nan
+        return out
 
     def _spanned(self, values: Sequence[float | None]) -> Sequence[float | None]:
         """Each measured value as the largest of it and the ``span - 1`` before it."""

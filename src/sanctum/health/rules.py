@@ -122,6 +122,10 @@ class Rule:
     judged from the first median)."""
     rise: float = 0.25
     """How far above its lowest median the rule's median must have risen (``rise_with``)."""
+    lost: bool = False
+    """Once the metric was measured, ``span`` updates in a row without it are non-finite
+    (critical): a reward that vanishes mid-run (TRL logs a NaN reward as no reward) is a
+    fault, not a gap in the log."""
 
     def __post_init__(self) -> None:
         problem = _rule_problem(self)
@@ -218,6 +222,8 @@ class Rule:
             text += ", when returns vary"
         if self.min_baseline is not None:
             text += f", while the median is at least {self.min_baseline:g}"
+        if self.lost:
+            text += f"; {self.metric} missing once measured is critical"
         if self.per_required and self.per is not None:
             text += f", only with {self.per}"
         if self.rise_with is not None:
@@ -297,6 +303,8 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
 
 def _run_problem(rule: Rule) -> tuple[str, str] | None:
     """The first problem with the keys that fit a rule to a kind of run, or None."""
+    if not isinstance(rule.lost, bool):
+        return "lost", f"must be true or false, got {rule.lost!r}"
     if not isinstance(rule.per_required, bool):
         return "per_required", f"must be true or false, got {rule.per_required!r}"
     if not _is_int(rule.span) or rule.span < 1:
@@ -384,6 +392,8 @@ class Thresholds:
                 rules.pop("clip_fraction", None)
             elif epochs > 1 and "clip_fraction" in rules:
                 rules["clip_fraction"] = replace(rules["clip_fraction"], span=epochs)
+            if epochs > 1 and "reward_mean" in rules:  # rewards come once per batch
+                rules["reward_mean"] = replace(rules["reward_mean"], span=epochs)
         ref = (facts.kl or {}).get("ref_kl")
         if ref is not None and ref.unit == "sequence" and "ref_kl" in rules:
             rules["ref_kl"] = replace(
@@ -571,7 +581,7 @@ LANGUAGE_MODEL_RULES: Final = (
     ),
     Rule(
         "reward_mean",
-        "Reward split",
+        "Reward",
         "above",
         0.2,
         None,
@@ -580,6 +590,7 @@ LANGUAGE_MODEL_RULES: Final = (
         window=20,
         persist=3,
         only_when_measured=True,
+        lost=True,
     ),
     Rule(
         "reward_std",
@@ -602,7 +613,8 @@ rise; the share alone warns). Entropy by its fall from the run's start (a gradua
 collapse shows no jump). GRPO learns nothing from a group whose rewards are all equal:
 most groups so for a sustained window is critical; the reward's spread collapsing
 relative to its start warns, and so do reward components moving apart (one rising while
-another falls: the policy trades one objective for another)."""
+another falls: the policy trades one objective for another); a reward that vanishes once
+measured (a NaN reward that TRL logs as none) is critical."""
 
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
 _OFF_KEYS: Final = ("critical", "far", "per", "rise_with")

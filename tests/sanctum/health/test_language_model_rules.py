@@ -110,9 +110,9 @@ def test_every_rule_of_a_language_model_run_says_what_it_judges() -> None:
     assert described["Entropy fall"] == (
         "entropy / median of the run's first 10 < 0.5 / < 0.3, 3 updates in a row"
     )
-    assert described["Reward split"] == (
+    assert described["Reward"] == (
         "reward_components: one rising while another falls, over 20 > 0.2 (warns only), "
-        "3 updates in a row"
+        "3 updates in a row; reward_mean missing once measured is critical"
     )
     assert described["Equal rewards"] == (
         "median of 10 reward_zero_std_frac > 0.5 / > 0.8, 3 updates in a row"
@@ -261,7 +261,7 @@ def test_reward_components_moving_apart_warn(tmp_path: Path) -> None:
     )
     report = check_report(write_run(tmp_path / "e.jsonl", apart))
     assert report["exit_code"] == 0
-    assert report["verdict_text"].startswith("WARN: Reward split"), report["verdict_text"]
+    assert report["verdict_text"].startswith("WARN: Reward 14x"), report["verdict_text"]
     together = with_(
         healthy_grpo,
         reward_components=lambda u: {"format": 0.1 + 0.01 * u, "correct": 0.2 + 0.01 * u},
@@ -280,3 +280,19 @@ def test_a_thresholds_file_tunes_the_form_a_run_gets() -> None:
     length = fitted.rule("completion_truncated_frac")
     assert length is not None and (length.critical, length.rise_with) == (0.9, "reward_mean")
     assert fitted.rule("explained_variance") is None  # no critic: the file cannot bring it back
+
+
+def test_a_reward_that_vanishes_fails(tmp_path: Path) -> None:
+    """TRL logs a NaN reward as no reward at all: once measured, a missing reward fails."""
+    vanishing = with_(
+        healthy_grpo,
+        reward_mean=lambda u: 0.3 if u < 6 else None,
+        reward_std=lambda u: 0.3 if u < 6 else None,
+    )
+    report = check_report(write_run(tmp_path / "e.jsonl", vanishing))
+    assert report["verdict_text"].startswith("FAIL: Reward 34x"), report["verdict_text"]
+    assert rows(report)["Reward"]["first_critical"] == 6
+    # two passes per batch: TRL logs the reward once per batch, every other update
+    once_a_batch = with_(healthy_grpo, reward_mean=lambda u: None if u % 2 else 0.3)
+    report = check_report(write_run(tmp_path / "b.jsonl", once_a_batch, policy_epochs=2))
+    assert report["verdict_text"] == "OK", report["verdict_text"]
