@@ -130,7 +130,13 @@ async def test_the_dashboard_shows_the_token_figures(run: Path) -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         snapshot = await wait_until(pilot, lambda s: s.update == 3, "the run's last update")
         panel = app.query_one(HealthStatusPanel)
-        for metric in ("ref_kl", "max_length_rate", "full_reward_rate", "max_new_tokens_rate"):
+        # the Length rule's row (the truncated share) shows the token trainer's max_length_rate
+        for metric in (
+            "ref_kl",
+            "completion_truncated_frac",
+            "full_reward_rate",
+            "max_new_tokens_rate",
+        ):
             assert panel.row(metric).display, metric
             assert snapshot.metric(metric).value is not None, metric
         assert not panel.row("kl_final").display  # not reported by token-level runs

@@ -14,8 +14,14 @@ from dataclasses import dataclass
 
 from sanctum.health import contracts
 from sanctum.health.levels import Level, unruled_level
-from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
-from sanctum.health.rules import Thresholds
+from sanctum.health.rule_judge import (
+    RETURNS_FLAT,
+    RETURNS_UNKNOWN,
+    ComponentSplit,
+    RuleJudge,
+    measured,
+)
+from sanctum.health.rules import SAME_CONCEPT, Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from telemetry.events import KLMeasure
 
@@ -97,6 +103,8 @@ class HealthJudge:
         """The range violations of the latest update (what the verdict shows now)."""
         self.last_update: int | None = None
         self.last_step: int | None = None
+        self._splits: dict[str, ComponentSplit] = {}
+        """The reward components' recent values, per ``split`` rule."""
 
     def configure(
         self, config: Mapping[str, object], kl: Mapping[str, KLMeasure] | None = None
@@ -110,20 +118,30 @@ class HealthJudge:
         updates: Sequence[int],
         columns: Mapping[str, Sequence[float | None]],
         steps: Sequence[int] = (),
+        components: Sequence[Mapping[str, float] | None] = (),
     ) -> list[contracts.Violation]:
-        """Judge a batch of updates (indices, one column per metric, and their
-        ``global_step`` when known, in file order); returns the range violations found,
-        for the event log."""
+        """Judge a batch of updates (indices, one column per metric, their ``global_step``
+        when known and their ``reward_components``, in file order); returns the range
+        violations found, for the event log."""
         if not updates:
             return []
         for metric, judge in self.rules.items():
-            spread = judge.rule.min_return_spread
+            rule = judge.rule
+            spread = rule.min_return_spread
             gate = None
             if spread is not None:
                 gate = returns_vary(columns["return_std"], columns["return_mean"], spread)
-            rule = judge.rule
-            others = columns[rule.per] if rule.per is not None else None
-            judge.fold(updates, columns[metric], gate, rule.judged_column(columns[metric], others))
+            values = concept_column(columns, metric)
+            others = concept_column(columns, rule.per) if rule.per is not None else None
+            if rule.per_required and others is not None:
+                gate = without_per(others, rule.per, gate)
+            companion = columns[rule.rise_with] if rule.rise_with is not None else None
+            inputs = rule.judged_column(values, others)
+            if rule.statistic == "split":
+                inputs = self._split(metric, rule.window).column(
+                    components or [None] * len(updates)
+                )
+            judge.fold(updates, values, gate, inputs, companion)
         if len(updates) == 1:  # a live run: one update at a time, most columns unmeasured
             extremes = self._stats_one(updates[0], columns)
         else:
@@ -135,6 +153,12 @@ class HealthJudge:
         if steps:
             self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
         return found
+
+    def _split(self, metric: str, window: int) -> ComponentSplit:
+        split = self._splits.get(metric)
+        if split is None:
+            split = self._splits[metric] = ComponentSplit(window)
+        return split
 
     def _stats(
         self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
@@ -206,6 +230,30 @@ class HealthJudge:
             else:
                 levels[metric] = unruled_level(values.get(metric))
         return levels
+
+
+def concept_column(
+    columns: Mapping[str, Sequence[float | None]], metric: str
+) -> Sequence[float | None]:
+    """The column a rule of ``metric`` reads: the metric, or where it is absent the field
+    that measures the same thing (:data:`~sanctum.health.rules.SAME_CONCEPT`)."""
+    own = columns[metric]
+    other = SAME_CONCEPT.get(metric)
+    if other is None or None not in own:
+        return own
+    theirs = columns[other]
+    return [v if v is not None else o for v, o in zip(own, theirs, strict=True)]
+
+
+def without_per(
+    others: Sequence[float | None], per: str | None, gate: list[str | None] | None
+) -> list[str | None]:
+    """``gate`` with every update that lacks the ``per`` metric not judged."""
+    why = f"not judged: per-sequence KL without {per}"
+    if per == "completion_length_mean":
+        why = "not judged: per-sequence KL without completion lengths"
+    base = gate if gate is not None else [None] * len(others)
+    return [why if o is None else g for o, g in zip(others, base, strict=True)]
 
 
 def returns_vary(

@@ -14,9 +14,10 @@ running streaks go through the per-update path.
 from __future__ import annotations
 
 import math
+import statistics
 from bisect import bisect_left, bisect_right, insort
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -30,6 +31,8 @@ JUMP_BASELINE: Final = 3
 def values_needed(rule: Rule) -> int:
     """Values a rolling statistic needs before it judges: a jump's baseline, or half the
     window for a median (a median of one or two values is no smoother than the value)."""
+    if rule.statistic in ("start", "split"):
+        return rule.window
     return JUMP_BASELINE if rule.statistic in ("jump", "shift") else (rule.window + 1) // 2
 
 
@@ -75,6 +78,9 @@ class RuleTally:
     worst: float | None
     """Worst statistic judged; a non-finite value is worse than any number."""
     worst_update: int | None
+    pending: str | None = None
+    """Why the latest update was not judged, when it was not (``warm-up``, ``not judged:
+    ...``)."""
 
     def reached(self, level: Level) -> int:
         """Updates at ``level`` or worse (WARNING or CRITICAL)."""
@@ -132,7 +138,8 @@ class RuleJudge:
 
     def __init__(self, rule: Rule) -> None:
         self.rule = rule
-        self.window = RollingWindow(rule.window) if rule.statistic != "value" else None
+        plain = rule.statistic in ("value", "split")  # a split arrives computed
+        self.window = None if plain else RollingWindow(rule.window)
         self._low_baseline = False
         """The last statistic was not judged: its jump's baseline is under ``min_baseline``."""
         self._need = values_needed(rule)
@@ -153,6 +160,16 @@ class RuleJudge:
         """Worst statistic judged; a non-finite value is worse than any number."""
         self.worst_update: int | None = None
         self.latest: Judgement | None = None
+        self._recent: deque[float] = deque(maxlen=rule.span - 1)
+        """The measured values before the latest, for the max over ``span``."""
+        self._start: float | None = None
+        """The median of the run's first ``window`` values (statistic ``start``)."""
+        self._rise = RiseTracker(rule) if rule.rise_with is not None else None
+        self._seen = False
+        self._missing = 0
+        """A value was measured (``Rule.lost``: an update without one is then a fault)."""
+        self._unconfirmed: set[int] = set()
+        """Positions of this batch whose critical band the ``rise_with`` gate holds back."""
 
     @property
     def tally(self) -> RuleTally:
@@ -167,6 +184,7 @@ class RuleJudge:
             self.first_critical,
             self.worst,
             self.worst_update,
+            self.latest.note if self.latest is not None and self.latest.statistic is None else None,
         )
 
     def fold(
@@ -175,11 +193,13 @@ class RuleJudge:
         values: Sequence[float | None],
         unjudged: Sequence[str | None] | None = None,
         inputs: Sequence[float | None] | None = None,
+        companion: Sequence[float | None] | None = None,
     ) -> None:
         """Judge a column of values, in update order. ``unjudged[i]``: why update ``i``
         fails the rule's gate and is not judged (None: it is judged). ``inputs``: what the
         statistic is computed from when it is not the values themselves (a rule ``per``
-        another metric: :meth:`Rule.judged_column`)."""
+        another metric: :meth:`Rule.judged_column`). ``companion``: the column of the
+        rule's ``rise_with`` metric."""
         if not values:
             return
         if len(values) == 1 and values[0] is None and (inputs is None or inputs[0] is None):
@@ -188,8 +208,13 @@ class RuleJudge:
             return
         numbers, _ = measured(values)
         self.measured += len(numbers)
-        source = values if inputs is None else inputs
+        source = self._spanned(values if inputs is None else inputs)
         statistics, note = self._statistics(updates, source, unjudged)
+        if self.rule.lost:
+            statistics = self._lost(values, statistics)
+        self._unconfirmed = set()
+        if self._rise is not None:
+            self._unconfirmed = self._rise.unconfirmed(updates, statistics, companion)
         judged: Sequence[int] = range(len(values))
         if statistics is not values or len(numbers) != len(values):
             judged = [i for i, s in enumerate(statistics) if s is not None]
@@ -206,6 +231,35 @@ class RuleJudge:
             else:
                 latest = Judgement(updates[last], value, statistic, Level.HEALTHY, Level.HEALTHY)
         self.latest = latest
+
+    def _lost(
+        self, values: Sequence[float | None], statistics: Sequence[float | None]
+    ) -> Sequence[float | None]:
+        """``statistics`` with NaN at each update without a value once one was measured,
+        and once ``span`` updates in a row lack it (a run optimised ``span`` times per batch
+        measures its reward once per batch)."""
+        out = list(statistics)
+        for i, value in enumerate(values):
+            if value is not None:
+                self._seen, self._missing = True, 0
+            elif self._seen:
+                self._missing += 1
+                if self._missing >= self.rule.span:
+                    out[i] = math.nan
+        return out
+
+    def _spanned(self, values: Sequence[float | None]) -> Sequence[float | None]:
+        """Each measured value as the largest of it and the ``span - 1`` before it."""
+        if self.rule.span == 1:
+            return values
+        recent, out = self._recent, []
+        for value in values:
+            if value is None or not math.isfinite(value):
+                out.append(value)
+                continue
+            out.append(max(value, *recent) if recent else value)
+            recent.append(value)
+        return out
 
     def _statistics(
         self,
@@ -227,7 +281,7 @@ class RuleJudge:
             note = None
             if value is None or not math.isfinite(value):
                 out.append(value)
-            elif updates[i] < rule.warmup_updates:
+            elif updates[i] < rule.warmup_updates and self._rise is None:
                 out.append(None)
                 note = WARMUP
             elif unjudged is not None and unjudged[i] is not None:
@@ -253,6 +307,13 @@ class RuleJudge:
         if self.rule.statistic == "median":
             median = window.push_median(value)
             return median if len(window) >= self._need else None
+        if self.rule.statistic == "start":
+            if self._start is None:
+                window.push(value)
+                if len(window) == self._need:
+                    self._start = window.median()
+                return None
+            return value / self._start if self._start > 0 else None
         if len(window) < self._need:
             window.push(value)
             return None
@@ -292,6 +353,8 @@ class RuleJudge:
             statistic = statistics[i]
             assert statistic is not None
             band = level_of(rule, statistic, updates[i])
+            if self._rise is not None:
+                band = self._rise.band(statistic, updates[i], i not in self._unconfirmed)
             self._streak(band)
             level = self._persisted(band, statistic)
             self._count(level, updates[i])
@@ -358,6 +421,94 @@ class RuleJudge:
             math.isfinite(worst) and (not math.isfinite(value) or self.rule.is_worse(value, worst))
         ):
             self.worst, self.worst_update = value, update
+
+
+class ComponentSplit:
+    """The ``split`` statistic of a run's ``reward_components``, update by update: over the
+    last ``window`` updates, the smaller of the largest rise of one component and the
+    largest fall of another (each the median of the later half of the window less the
+    median of the earlier half; 0 when none rose or none fell)."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.recent: dict[str, deque[float]] = {}
+
+    def column(self, components: Sequence[Mapping[str, float] | None]) -> list[float | None]:
+        """The split at each update (None: no components, or a window not yet full)."""
+        out: list[float | None] = []
+        for named in components:
+            if not named:
+                out.append(None)
+                continue
+            for name, value in named.items():
+                if math.isfinite(value):
+                    self.recent.setdefault(name, deque(maxlen=self.window)).append(value)
+            moves = [_half_move(v) for v in self.recent.values() if len(v) == self.window]
+            if len(moves) < 2:
+                out.append(None)
+                continue
+            out.append(max(0.0, min(max(moves), -min(moves))))
+        return out
+
+
+def _half_move(values: deque[float]) -> float:
+    """The median of the later half of ``values`` less the median of the earlier half."""
+    ordered = list(values)
+    half = len(ordered) // 2
+    return statistics.median(ordered[-half:]) - statistics.median(ordered[:half])
+
+
+class RiseTracker:
+    """Whether a median rule's rise is confirmed (``Rule.rise_with``): its median rose at
+    least ``rise`` above its lowest so far, and the other metric's median over
+    the same window rose above what it was at that lowest point."""
+
+    def __init__(self, rule: Rule) -> None:
+        self.rule = rule
+        self.other = RollingWindow(rule.window)
+        self.lowest: float | None = None
+        self.other_at_lowest: float | None = None
+
+    def unconfirmed(
+        self,
+        updates: Sequence[int],
+        statistics: Sequence[float | None],
+        companion: Sequence[float | None] | None,
+    ) -> set[int]:
+        """Positions whose statistic is judged but whose rise is not confirmed."""
+        out: set[int] = set()
+        rule = self.rule
+        for i, statistic in enumerate(statistics):
+            other = companion[i] if companion is not None else None
+            other_median: float | None = None
+            if other is not None and math.isfinite(other):
+                other_median = self.other.push_median(other)
+            elif len(self.other):
+                other_median = self.other.median()
+            if statistic is None or not math.isfinite(statistic):
+                continue
+            if self.lowest is None or statistic < self.lowest:
+                self.lowest, self.other_at_lowest = statistic, other_median
+            confirmed = (
+                self.lowest is not None
+                and statistic - self.lowest >= rule.rise
+                and other_median is not None
+                and self.other_at_lowest is not None
+                and other_median > self.other_at_lowest
+            )
+            if not confirmed:
+                out.add(i)
+        return out
+
+    def band(self, statistic: float, update: int, confirmed: bool) -> Level:
+        """The band of a finite statistic: past critical with its rise confirmed is
+        critical; past a line without it warns, and only after the warm-up."""
+        rule = self.rule
+        if rule.critical is not None and rule.is_worse(statistic, rule.critical) and confirmed:
+            return Level.CRITICAL
+        if not rule.is_worse(statistic, rule.warning):
+            return Level.HEALTHY
+        return Level.WARNING if confirmed or update >= rule.warmup_updates else Level.HEALTHY
 
 
 def _never(value: float) -> bool:

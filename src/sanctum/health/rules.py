@@ -31,15 +31,17 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from sanctum.formatting import NOT_MEASURED, format_value, visible
 from sanctum.metrics import PPO_METRICS
+from telemetry.events import KLMeasure
 from telemetry.files import InputFileError, read_toml
 
 Direction = Literal["above", "below"]
-Statistic = Literal["value", "median", "jump", "shift"]
-STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift")
+Statistic = Literal["value", "median", "jump", "shift", "start", "split"]
+STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift", "start", "split")
 _TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
 """Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
@@ -77,7 +79,11 @@ class Rule:
     """What is judged: the ``value``; the ``median`` of the last ``window`` judged values;
     the ``jump``, the value over the median of the ``window`` measured values before it; or
     the ``shift``, how far the value lies from that median, either way, in the metric's
-    units (``abs(value - median)``)."""
+    units (``abs(value - median)``); or the value relative to the ``start``, the median of
+    the run's first ``window`` measured values (a gradual fall that no jump shows); or the
+    ``split`` of the update's ``reward_components``: over the last ``window`` updates, how far
+    one component rose while another fell (the smaller of the two moves, each the median of
+    the later half of the window less that of the earlier half), in reward units."""
     window: int = 1
     """Updates in the rolling statistic (``median`` and ``jump``)."""
     persist: int = 1
@@ -101,6 +107,25 @@ class Rule:
     nothing is PPO's trust region gone, whatever the run's healthy KL is."""
     per_floor: float = 0.01
     """The smallest divisor ``per`` uses (a clip fraction of 0 counts as this)."""
+    per_required: bool = False
+    """An update without the ``per`` metric is not judged (a KL summed over a response's
+    tokens says nothing per token without the response's length). No effect without ``per``."""
+    span: int = 1
+    """Judge the largest of the last ``span`` measured values: a critic-free run optimised
+    ``span`` times per batch measures its ratio at 1 on the first pass of each batch, so
+    only one update in ``span`` can show what the batch did."""
+    rise_with: str | None = None
+    """Critical only while this is the policy being paid for it: the rule's median rose at
+    least ``rise`` above its lowest median so far, and the median of this other metric
+    (over the same window) rose above what it was then. Otherwise the rule warns, and only
+    after ``warmup_updates`` (which holds back only that warning: a confirmed rise is
+    judged from the first median)."""
+    rise: float = 0.25
+    """How far above its lowest median the rule's median must have risen (``rise_with``)."""
+    lost: bool = False
+    """Once the metric was measured, ``span`` updates in a row without it are non-finite
+    (critical): a reward that vanishes mid-run (TRL logs a NaN reward as no reward) is a
+    fault, not a gap in the log."""
 
     def __post_init__(self) -> None:
         problem = _rule_problem(self)
@@ -169,10 +194,16 @@ class Rule:
         measure = self.metric
         if self.per is not None:
             measure = f"{self.metric} / {self.per} (at least {self.per_floor:g})"
+        if self.span > 1:
+            measure = f"max of each {self.span} {measure}"
         if self.statistic == "jump":
             subject = f"{measure} / median of previous {self.window}"
         elif self.statistic == "shift":
             subject = f"|{measure} - median of previous {self.window}|"
+        elif self.statistic == "split":
+            subject = f"reward_components: one rising while another falls, over {self.window}"
+        elif self.statistic == "start":
+            subject = f"{measure} / median of the run's first {self.window}"
         else:
             subject = measure
             if self.statistic == "median":
@@ -185,12 +216,22 @@ class Rule:
             text += f", {self.persist} updates in a row"
         if self.far is not None:
             text += f" (at once {'past' if self.direction == 'above' else 'below'} {self.far:g})"
-        if self.warmup_updates:
+        if self.warmup_updates and self.rise_with is None:
             text += f", after {self.warmup_updates} updates"
         if self.min_return_spread is not None:
             text += ", when returns vary"
         if self.min_baseline is not None:
             text += f", while the median is at least {self.min_baseline:g}"
+        if self.lost:
+            text += f"; {self.metric} missing once measured is critical"
+        if self.per_required and self.per is not None:
+            text += f", only with {self.per}"
+        if self.rise_with is not None:
+            text += (
+                f"; critical only after a rise of {self.rise:g} from its lowest median "
+                f"while the median {self.rise_with} rose; without it, warns after "
+                f"{self.warmup_updates} updates"
+            )
         return text
 
 
@@ -257,6 +298,27 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
         return "per", f"must name another ppo_update metric, got {rule.per!r}"
     if not _is_number(rule.per_floor) or not 0 < rule.per_floor < math.inf:
         return "per_floor", f"must be a finite number > 0, got {rule.per_floor!r}"
+    return _run_problem(rule)
+
+
+def _run_problem(rule: Rule) -> tuple[str, str] | None:
+    """The first problem with the keys that fit a rule to a kind of run, or None."""
+    if not isinstance(rule.lost, bool):
+        return "lost", f"must be true or false, got {rule.lost!r}"
+    if not isinstance(rule.per_required, bool):
+        return "per_required", f"must be true or false, got {rule.per_required!r}"
+    if not _is_int(rule.span) or rule.span < 1:
+        return "span", f"must be an integer >= 1, got {rule.span!r}"
+    if rule.rise_with is not None and (
+        rule.rise_with not in PPO_METRICS
+        or rule.rise_with == rule.metric
+        or rule.statistic != "median"
+    ):
+        return "rise_with", (
+            f"must name another ppo_update metric, on a median rule, got {rule.rise_with!r}"
+        )
+    if not _is_number(rule.rise) or not 0 <= rule.rise < math.inf:
+        return "rise", f"must be a finite number >= 0, got {rule.rise!r}"
     return None
 
 
@@ -284,6 +346,11 @@ class Thresholds:
     while the run is unfinished is a stall: critical. A run is silent for 10x its pace when
     it has stalled; the 120 s floor lets a fast run take one slow step (a 70 s checkpoint
     or evaluation) without failing. No stall is judged before a run has a pace."""
+    overrides: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({}), repr=False, compare=False
+    )
+    """What a thresholds file set, per metric: applied again to the form of a rule that
+    :meth:`for_run` picks for a run, so a file tunes every form of its rule."""
     _by_metric: Mapping[str, Rule] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -306,6 +373,73 @@ class Thresholds:
     def metrics(self) -> tuple[str, ...]:
         """Metrics that have a rule, in rule order."""
         return tuple(r.metric for r in self.rules)
+
+    def for_run(self, facts: RunFacts) -> Thresholds:
+        """The rules that fit the run ``run_started`` declares (see :class:`RunFacts`): the
+        table itself for a PPO run with a critic that declares nothing more (the classic
+        runs); for a language-model run the language-model forms of its rules
+        (LANGUAGE_MODEL_RULES); without the rules its algorithm makes meaningless."""
+        rules = {r.metric: r for r in self.rules}
+        if facts.language_model:
+            for lm in LANGUAGE_MODEL_RULES:
+                rules[lm.metric] = lm
+        if facts.critic_free:
+            rules.pop("explained_variance", None)  # no critic, no value to explain
+            epochs = facts.policy_epochs or 1
+            kl = facts.kl or {}
+            if epochs == 1 and "approx_kl" not in kl:  # the ratio is 1 by construction
+                rules.pop("approx_kl", None)
+                rules.pop("clip_fraction", None)
+            elif epochs > 1 and "clip_fraction" in rules:
+                rules["clip_fraction"] = replace(rules["clip_fraction"], span=epochs)
+            if epochs > 1 and "reward_mean" in rules:  # rewards come once per batch
+                rules["reward_mean"] = replace(rules["reward_mean"], span=epochs)
+        ref = (facts.kl or {}).get("ref_kl")
+        if ref is not None and ref.unit == "sequence" and "ref_kl" in rules:
+            rules["ref_kl"] = replace(
+                rules["ref_kl"], per="completion_length_mean", per_floor=1.0, per_required=True
+            )
+        for metric, table in self.overrides.items():
+            if metric in rules and rules[metric] is not self._by_metric.get(metric):
+                rules[metric] = replace(rules[metric], **table)
+        if list(rules.values()) == list(self.rules):
+            return self
+        return replace(self, rules=tuple(rules.values()))
+
+
+CRITIC_ALGORITHMS: Final = frozenset({"ppo", "vapo", "vc_ppo"})
+"""Algorithms (``run_started.algorithm``) that train a critic; any other is critic-free
+(grpo, dr_grpo, rloo, reinforce++, remax, gspo, dapo...)."""
+
+SAME_CONCEPT: Final[Mapping[str, str]] = MappingProxyType(
+    {"completion_truncated_frac": "max_length_rate", "clip_fraction": "clip_fraction_region"}
+)
+"""A rule's metric -> the field that measures the same thing in runs that lack it: the rule
+reads the other where its own is absent (one concept, one rule). Our token trainer's
+``max_length_rate`` is the truncated share; verl's ``pg_clipfrac`` and TRL's
+``clip_ratio/region_mean`` are the share clipped on either side."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """What ``run_started`` declares that decides which rules fit a run."""
+
+    algorithm: str = "ppo"
+    kl: Mapping[str, KLMeasure] | None = None
+    """What each KL field measures (schema 1.5); None: not declared (a classic run)."""
+    policy_epochs: int | None = None
+
+    @property
+    def critic_free(self) -> bool:
+        """The algorithm trains no critic (no explained variance to judge)."""
+        return self.algorithm not in CRITIC_ALGORITHMS
+
+    @property
+    def language_model(self) -> bool:
+        """A run of the language-model contract: a critic-free algorithm, or a run that
+        declares what its KL fields measure (the TRL, verl and OpenRLHF readers do; the
+        classic trainers declare nothing)."""
+        return self.critic_free or self.kl is not None
 
 
 DEFAULT_THRESHOLDS: Final = Thresholds(
@@ -380,7 +514,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             only_when_measured=True,
         ),
         Rule(
-            "max_length_rate",
+            "completion_truncated_frac",
             "Length",
             "above",
             0.25,
@@ -406,8 +540,84 @@ explained variance only warn: tuned healthy runs clip half their samples and kee
 below 0 for hundreds of updates. The reference KL and the length rate are judged in their
 own units (fine-tuning and token-level runs)."""
 
+LANGUAGE_MODEL_RULES: Final = (
+    Rule(
+        "completion_truncated_frac",
+        "Length",
+        "above",
+        0.9,
+        0.95,
+        warmup_updates=10,
+        decimals=2,
+        statistic="median",
+        window=5,
+        persist=2,
+        rise_with="reward_mean",
+        rise=0.25,
+        only_when_measured=True,
+    ),
+    Rule(
+        "entropy",
+        "Entropy fall",
+        "below",
+        0.5,
+        0.3,
+        decimals=3,
+        statistic="start",
+        window=10,
+        persist=3,
+    ),
+    Rule(
+        "reward_zero_std_frac",
+        "Equal rewards",
+        "above",
+        0.5,
+        0.8,
+        decimals=2,
+        statistic="median",
+        window=10,
+        persist=3,
+        only_when_measured=True,
+    ),
+    Rule(
+        "reward_mean",
+        "Reward",
+        "above",
+        0.2,
+        None,
+        decimals=3,
+        statistic="split",
+        window=20,
+        persist=3,
+        only_when_measured=True,
+        lost=True,
+    ),
+    Rule(
+        "reward_std",
+        "Reward std",
+        "below",
+        0.1,
+        None,
+        decimals=3,
+        statistic="start",
+        window=10,
+        persist=5,
+        only_when_measured=True,
+    ),
+)
+"""The forms of the rules for language-model runs (:meth:`Thresholds.for_run`), by metric:
+each replaces the table's rule of its metric, or joins the table. The truncated share: an
+untrained model's first completions run to the cap (a warm-up), and responses running to
+the cap are the padding hack only while the reward pays for them (critical needs both to
+rise; the share alone warns). Entropy by its fall from the run's start (a gradual
+collapse shows no jump). GRPO learns nothing from a group whose rewards are all equal:
+most groups so for a sustained window is critical; the reward's spread collapsing
+relative to its start warns, and so do reward components moving apart (one rising while
+another falls: the policy trades one objective for another); a reward that vanishes once
+measured (a NaN reward that TRL logs as none) is critical."""
+
 _RULE_KEYS: Final = tuple(f.name for f in fields(Rule) if f.name != "metric")
-_OFF_KEYS: Final = ("critical", "far", "per")
+_OFF_KEYS: Final = ("critical", "far", "per", "rise_with")
 """Keys a thresholds file may turn off with ``false``."""
 
 
@@ -429,18 +639,20 @@ def thresholds_from_mapping(document: Mapping[str, Any], base: Thresholds) -> Th
     """Apply a parsed TOML document to ``base``; errors name the table and the key."""
     rules = list(base.rules)
     top = {key: getattr(base, key) for key in _TOP_KEYS}
+    overrides = dict(base.overrides)
     for key, value in document.items():
         if key in _TOP_KEYS:
             top[key] = value
         elif isinstance(value, dict):
             rules = _apply_table(rules, key, value)
+            overrides[key] = {**overrides.get(key, {}), **_turned_off(value)}
         elif key in PPO_METRICS:
             raise ThresholdsError(f"{key}: must be a table like [{key}], got {value!r}")
         else:
             raise ThresholdsError(
                 f"{key}: unknown key; expected {', '.join(_TOP_KEYS)} or a [metric] table"
             )
-    return Thresholds(rules=tuple(rules), **top)
+    return Thresholds(rules=tuple(rules), overrides=MappingProxyType(overrides), **top)
 
 
 def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> list[Rule]:
@@ -454,8 +666,7 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             raise ThresholdsError(
                 f"[{metric}] {key}: unknown key; expected one of {', '.join(_RULE_KEYS)}"
             )
-    # TOML has no null: false is "none" (no critical line, no far line, judged on its own)
-    table = {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
+    table = _turned_off(table)
     existing = next((i for i, r in enumerate(rules) if r.metric == metric), None)
     if existing is not None:
         rules[existing] = replace(rules[existing], **table)
@@ -466,6 +677,12 @@ def _apply_table(rules: list[Rule], metric: str, table: Mapping[str, Any]) -> li
             f"[{metric}] {missing[0]}: required for a new rule (no default rule for {metric})"
         )
     return [*rules, Rule(metric=metric, label=table.get("label", metric), **_without(table))]
+
+
+def _turned_off(table: Mapping[str, Any]) -> dict[str, Any]:
+    """TOML has no null: false is "none" (no critical line, no far line, judged on its own,
+    critical without a companion's rise)."""
+    return {k: None if v is False and k in _OFF_KEYS else v for k, v in table.items()}
 
 
 def _without(table: Mapping[str, Any]) -> dict[str, Any]:

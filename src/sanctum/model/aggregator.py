@@ -28,7 +28,7 @@ from sanctum.formatting import format_anomaly, plural
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
 from sanctum.health.rule_judge import RollingWindow
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts, Thresholds
 from sanctum.metrics import PPO_METRICS
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.snapshot import (
@@ -138,6 +138,8 @@ class SanctumAggregator:
         timeline_len: int = TIMELINE_LEN,
         fail_on: Level = Level.CRITICAL,
     ) -> None:
+        self.base_thresholds = thresholds
+        """The table as given; :attr:`thresholds` is its form for the run (``for_run``)."""
         self.thresholds = thresholds
         self.fail_on = fail_on
         """The level at which a rule fails the run's verdict (``check --fail-on``)."""
@@ -165,6 +167,7 @@ class SanctumAggregator:
     def _clear(self) -> None:
         self.tamiyo = TamiyoState(self._history_len, self._series_len)
         self.run = RunState()
+        self.thresholds = self.base_thresholds
         self.judge = HealthJudge(self.thresholds)
         self.records = RunRecords()
         self._unjudged: list[PPOUpdatePayload] = []
@@ -236,8 +239,9 @@ class SanctumAggregator:
             return
         updates, columns = metric_columns(self._unjudged)
         steps = [p.global_step for p in self._unjudged]
+        components = [p.reward_components for p in self._unjudged]
         self._unjudged = []
-        violations = self.judge.fold(updates, columns, steps)
+        violations = self.judge.fold(updates, columns, steps, components)
         for v in violations[:3]:
             self.timeline.append(
                 TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
@@ -439,6 +443,7 @@ class SanctumAggregator:
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
+        self._fit_rules(RunFacts(p.algorithm, p.kl, p.policy_epochs))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(
             f"{k} {v}"
@@ -454,6 +459,15 @@ class SanctumAggregator:
                 event.seq,
             )
         )
+
+    def _fit_rules(self, facts: RunFacts) -> None:
+        """Judge the run by the rules that fit what it declares (updates judged before its
+        ``run_started`` keep the table they were judged by: a judgement is not redone)."""
+        fitted = self.base_thresholds.for_run(facts)
+        if fitted is self.thresholds or self.judge.last_update is not None:
+            return
+        self.thresholds = fitted
+        self.judge = HealthJudge(fitted)
 
     def _run_finished(self, p: RunFinishedPayload, event: RunFinished) -> None:
         run = self.run
@@ -606,6 +620,10 @@ class SanctumAggregator:
         history_updates, history = metric_columns(tamiyo.history)
         series_updates, series = tamiyo.series_columns()
         judges = self.judge.rules
+        for m, other in SAME_CONCEPT.items():  # a rule's row shows what the rule reads
+            if m in judges and not any(v is not None for v in history[m]):
+                history, series = dict(history), dict(series)  # the cut is cached: no writes
+                history[m], series[m] = history[other], series[other]
         metrics = {}
         for m in PPO_METRICS:
             judged = judges[m].latest if m in judges else None

@@ -434,6 +434,10 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
     failing = t.reached(fail_on)
     if t.measured == 0:
         message = "not measured in this run"
+    elif t.judged == 0 and rule.statistic == "split":
+        message = f"not judged: no two reward_components over {rule.window} updates"
+    elif t.judged == 0 and t.pending is not None and t.pending.startswith("not judged"):
+        message = f"{t.pending} ({plural(t.measured, 'update')})"
     elif t.judged == 0:
         message = f"not judged: all {plural(t.measured, 'update')} within the warm-up"
     elif failing:

@@ -37,7 +37,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized": ("Entropy", "below", 0.1, 0.01, 0),
         "entropy": ("Entropy shift", "above", 2.0, 4.0, 0),
         "ref_kl": ("RefKL", "above", 0.6, 1.0, 0),
-        "max_length_rate": ("Length", "above", 0.25, 0.5, 0),
+        "completion_truncated_frac": ("Length", "above", 0.25, 0.5, 0),
     }
     how = {
         r.metric: (r.statistic, r.window, r.persist, r.far, r.min_return_spread)
@@ -51,13 +51,13 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized": ("jump", 20, 2, None, None),
         "entropy": ("shift", 20, 2, None, None),
         "ref_kl": ("value", 1, 2, 3.0, None),
-        "max_length_rate": ("value", 1, 3, None, None),
+        "completion_truncated_frac": ("value", 1, 3, None, None),
     }
     per = {r.metric: (r.per, r.per_floor) for r in DEFAULT_THRESHOLDS.rules if r.per is not None}
     assert per == {"approx_kl": ("clip_fraction", 0.01)}
     assert [r.metric for r in DEFAULT_THRESHOLDS.rules if r.only_when_measured] == [
         "ref_kl",
-        "max_length_rate",
+        "completion_truncated_frac",
     ]
     assert (DEFAULT_THRESHOLDS.stale_seconds, DEFAULT_THRESHOLDS.stall_seconds) == (10.0, 120.0)
     assert DEFAULT_THRESHOLDS.stall_pace == 10.0
@@ -71,7 +71,7 @@ def test_defaults_are_the_calibrated_table() -> None:
         "entropy_normalized",
         "entropy",
         "ref_kl",
-        "max_length_rate",
+        "completion_truncated_frac",
     )
 
 
@@ -272,3 +272,19 @@ def test_worse_than_reads_the_direction_for_integer_thresholds_and_nan() -> None
     assert [ev.worse_than(0)(v) for v in (-0.1, 0.0, 0.1)] == [True, False, False]
     assert not grad.is_worse(math.nan, 5) and not ev.is_worse(math.nan, 0)  # NaN: check first
     assert (grad.worst_of([1.0, 7.0, 3.0]), ev.worst_of([0.5, -0.2, 0.9])) == (7.0, -0.2)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("span = 0", r"\[clip_fraction\] span: must be an integer >= 1, got 0"),
+        ('rise_with = "nope"', r"\[clip_fraction\] rise_with: must name another ppo_update"),
+        ("rise = -1", r"\[clip_fraction\] rise: must be a finite number >= 0, got -1"),
+        ('per_required = "yes"', r"\[clip_fraction\] per_required: must be true or false"),
+    ],
+)
+def test_the_keys_that_fit_a_rule_to_a_run_are_checked(
+    tmp_path: Path, table: str, message: str
+) -> None:
+    with pytest.raises(ThresholdsError, match=message):
+        load_thresholds(write(tmp_path, f"[clip_fraction]\n{table}\n"))

@@ -608,11 +608,13 @@ def test_many_events_missing_before_a_failure_are_lost_not_refused(tmp_path: Pat
 # -- critic-free and sequence-level runs (schema 1.5) --------------------------------------
 
 
-def write_grpo_run(path: Path, updates: int, **measured: float | None) -> Path:
+def write_grpo_run(
+    path: Path, updates: int, policy_epochs: int = 1, **measured: float | None
+) -> Path:
     """A GRPO-shaped log as a TRL callback writes it through the Recorder: no approx_kl
     or clip_fraction, the reference KL declared, rewards and completion lengths."""
     kl = {"ref_kl": KLMeasure(against="reference", estimator="k3", unit="token")}
-    with Recorder(path=path, algorithm="grpo", kl=kl, policy_epochs=1) as rec:
+    with Recorder(path=path, algorithm="grpo", kl=kl, policy_epochs=policy_epochs) as rec:
         for u in range(updates):
             figures: dict[str, float | None] = {
                 "ref_kl": 0.001 * (u + 1),
@@ -647,10 +649,16 @@ def sanctum_check(path: Path, *options: str) -> subprocess.CompletedProcess[str]
 
 
 def test_a_grpo_run_passes_with_kl_and_clip_not_measured(tmp_path: Path) -> None:
-    path = write_grpo_run(tmp_path / "grpo.jsonl", updates=12)
+    """Two passes per batch: the KL and Clip rules apply, and say they measured nothing
+    (with one pass the ratio is 1 by construction and the rows are not shown)."""
+    path = write_grpo_run(tmp_path / "grpo.jsonl", updates=12, policy_epochs=2)
     proc = sanctum_check(path, "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = {r["name"]: r for r in json.loads(proc.stdout)["rows"]}
+    assert "explained_variance" not in doc  # no critic
+    one_pass = write_grpo_run(tmp_path / "one.jsonl", updates=12)
+    shown = {r["name"] for r in json.loads(sanctum_check(one_pass, "--json").stdout)["rows"]}
+    assert not shown & {"approx_kl", "clip_fraction", "explained_variance"}
     for metric in ("approx_kl", "clip_fraction"):
         assert (doc[metric]["passed"], doc[metric]["message"]) == (True, "not measured in this run")
     assert doc["ref_kl"]["updates_measured"] == 12 and doc["judged"]["passed"] is True
@@ -659,13 +667,14 @@ def test_a_grpo_run_passes_with_kl_and_clip_not_measured(tmp_path: Path) -> None
 
 
 def test_a_run_no_rule_could_judge_is_not_a_pass_but_exit_2(tmp_path: Path) -> None:
-    nothing = dict.fromkeys(("ref_kl", "entropy", "grad_norm"), None)
-    path = write_grpo_run(tmp_path / "rewards-only.jsonl", updates=5, **nothing)
+    judged = ("ref_kl", "entropy", "grad_norm", "reward_mean", "reward_std")
+    nothing = dict.fromkeys((*judged, "reward_zero_std_frac", "completion_truncated_frac"), None)
+    path = write_grpo_run(tmp_path / "lengths-only.jsonl", updates=5, **nothing)
     proc = sanctum_check(path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert (
         "FAIL  judged: could not judge: no rule measured anything in this run (5 updates "
-        "without approx_kl, clip_fraction, grad_norm"
+        "without grad_norm, entropy_normalized, entropy, ref_kl"
     ) in proc.stdout
     assert "verdict  FAIL: not judged" in proc.stdout
     doc = to_dict(check(path))
