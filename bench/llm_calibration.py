@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lib.llm_corpus import LlmCase, cases, record
+from lib.calibration_cli import calibration_parser
+from lib.llm_corpus import LEFT_OUT, LlmCase, cases, record
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds, load_thresholds
 from sanctum.reports.check import CheckResult, run_check
@@ -118,6 +119,7 @@ def write_cases(run_dir: Path, every: list[LlmCase], states: dict[str, str]) -> 
     half of it)."""
     listing = {
         "cases": [{**c.described(), "state": states.get(c.name, "pending")} for c in every],
+        "left_out": LEFT_OUT,
         "note": "expected: the rules (labels, or the contract field a rule would judge) that "
         "should fail a broken run; onset: the 0-based update it is broken from",
     }
@@ -170,6 +172,10 @@ def _order(case: LlmCase) -> tuple[bool, bool]:
     return (case.trainer != "tokens", case.healthy)
 
 
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
 def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
     healthy = [v for v in verdicts if v.case.healthy]
     broken = [v for v in verdicts if not v.case.healthy]
@@ -177,9 +183,7 @@ def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
     per_rule = {
         label: {
             "healthy_failed": sum(label in v.failing for v in healthy),
-            "healthy_failed_rate": round(sum(label in v.failing for v in healthy) / len(healthy), 3)
-            if healthy
-            else None,
+            "healthy_failed_rate": _rate(sum(label in v.failing for v in healthy), len(healthy)),
             "healthy_warned": sum(label in v.warned for v in healthy),
             "detections": sum(v.detected and label in v.failing for v in broken),
             "expected_of": sum(
@@ -188,21 +192,17 @@ def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
         }
         for label in rows
     }
+    detected = [v for v in broken if v.detected]
+    by_expected = [v for v in detected if v.by_expected]
     return {
+        "broken_runs": len(broken),
+        "detected": len(detected),
+        "detection_rate": _rate(len(detected), len(broken)),
+        "expected_detected": len(by_expected),
+        "expected_rate": _rate(len(by_expected), len(broken)),
         "healthy_runs": len(healthy),
         "false_alarm_runs": sum(v.failed for v in healthy),
         "warn_runs": sum(bool(v.warned) for v in healthy),
-        "broken_runs": len(broken),
-        "detected": sum(v.detected for v in broken),
-        "detection_rate": round(sum(v.detected for v in broken) / len(broken), 3)
-        if broken
-        else None,
-        "expected_detected": sum(v.detected and bool(v.by_expected) for v in broken),
-        "expected_rate": round(
-            sum(v.detected and bool(v.by_expected) for v in broken) / len(broken), 3
-        )
-        if broken
-        else None,
         "detection_latency_max_updates": max(latencies) if latencies else None,
         "per_trainer": {
             trainer: {
@@ -291,12 +291,7 @@ def rows_of(thresholds: Thresholds, verdicts: list[Verdict]) -> tuple[str, ...]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few shorter runs of each kind")
-    parser.add_argument("--reuse", type=Path, metavar="DIR", help="judge the runs in DIR")
-    parser.add_argument("--keep", type=Path, metavar="DIR", help="record the corpus into DIR")
-    parser.add_argument("--thresholds", type=Path, metavar="FILE", help="rule table to judge with")
-    parser.add_argument("--jobs", type=int, default=2, help="runs recorded at once (default 2)")
+    parser = calibration_parser(__doc__.split("\n\n")[0], "a few shorter runs of each kind")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="record and judge only these")
     parser.add_argument("--record-one", metavar="NAME", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -95,116 +95,129 @@ def healthy_cases() -> list[LlmCase]:
     ]
 
 
+LENGTH_HACK = ("Length", "completion_truncated_frac", "RefKL", "ref_kl")
+ENTROPY = ("Entropy", "entropy_normalized", "Entropy shift")
+NON_FINITE = ("non-finite", "nonfinite")
+INF = float("inf")
+BROKEN: tuple[tuple[str, dict[str, Any], str, tuple[str, ...], int, bool], ...] = (
+    # name, settings (TRL's learning rate HEALTHY_LR unless given), in a few words,
+    # expected rules, onset, in --quick
+    (
+        "grpo-padding-hack",
+        {"learning_rate": 5e-2, "hack": True},
+        "GRPO lr 5e-2, reward = length",
+        LENGTH_HACK,
+        0,
+        True,
+    ),
+    (
+        "grpo-beta0-high-lr",
+        {"learning_rate": 5e-2, "beta": 0.0},
+        "GRPO beta 0, lr 5e-2",
+        (*ENTROPY, "Grad", "grad_norm"),
+        0,
+        False,
+    ),
+    (
+        "grpo-entropy-collapse",
+        {"learning_rate": 2e-1, "num_iterations": 2},
+        "GRPO lr 2e-1, 2 iterations",
+        (*ENTROPY, "RefKL", "ref_kl"),
+        0,
+        False,
+    ),
+    (
+        "grpo-equal-rewards",
+        {"constant_reward": 1.0},
+        "GRPO, constant reward",
+        ("reward_std", "reward_zero_std_frac"),
+        0,
+        True,
+    ),
+    (
+        "grpo-nan-reward",
+        {"nan_at": 5},
+        "GRPO, reward NaN from step 5",
+        (*NON_FINITE, "reward_mean"),
+        5,
+        True,
+    ),
+    (
+        "grpo-inf-reward",
+        {"nan_at": 5, "bad_reward": INF},
+        "GRPO, reward inf from step 5",
+        NON_FINITE,
+        5,
+        True,
+    ),
+    ("grpo-lr-inf", {"learning_rate": INF}, "GRPO lr inf", NON_FINITE, 0, False),
+    (
+        "rloo-padding-hack",
+        {"learning_rate": 5e-2, "hack": True, "algorithm": "rloo"},
+        "RLOO lr 5e-2, reward = length",
+        LENGTH_HACK,
+        0,
+        False,
+    ),
+    (
+        "tokens-huge-lr",
+        {"learning_rate": 0.3},
+        "token-level PPO lr 0.3",
+        ("KL", "approx_kl", "Clip", "clip_fraction", "Entropy", "RefKL", "Grad"),
+        0,
+        True,
+    ),
+)
+"""The broken cases; TRL's run on seed 0, ours on seed 1."""
+WHY = {
+    "grpo-padding-hack": "The reward pays for length and the learning rate is 50x too high, so "
+    "the policy learns to run every completion to the cap while drifting far from its "
+    "reference.",
+    "grpo-beta0-high-lr": "Nothing holds the policy near its reference (beta 0) and the "
+    "learning rate is 50x too high, so it collapses onto a few tokens: entropy falls, "
+    "gradients jump.",
+    "grpo-entropy-collapse": "A learning rate 200x too high, applied twice per batch, drives "
+    "the next-token distribution to a point mass within a few steps: the entropy collapses "
+    "and the policy leaves its reference (beta 0.04 cannot hold it).",
+    "grpo-equal-rewards": "Every completion earns the same reward, so every group's rewards "
+    "are equal, every advantage is 0 and GRPO learns nothing: reward_std 0, all groups "
+    "zero-std.",
+    "grpo-nan-reward": "From its 6th call the reward function returns NaN, which TRL reads as "
+    "no reward (0 for every completion) and logs as None, so the recorded reward vanishes and "
+    "training goes on learning nothing: a reward gone non-finite must fail the run.",
+    "grpo-inf-reward": "From its 6th call the reward model overflows to inf: the reward is inf, "
+    "each advantage inf - inf = NaN, and the loss, the gradients and the weights follow.",
+    "grpo-lr-inf": "An infinite learning rate makes the first update's weights non-finite; "
+    "every figure after it is NaN.",
+    "rloo-padding-hack": "RLOO's form of the padding hack: length pays, the learning rate is "
+    "far too high, completions run to the cap and the policy leaves its reference.",
+    "tokens-huge-lr": "Our token-level PPO with a learning rate 1000x its example's: each "
+    "update moves the policy far past the trust region (KL, clip) and off its reference.",
+}
+"""Why each broken case's expected rules should fail it."""
+
+
 def broken_cases() -> list[LlmCase]:
     """Each failure language-model RL runs into, with the rules that should see it."""
-    return [
-        LlmCase(
-            "grpo-padding-hack",
-            False,
-            "trl",
-            {"learning_rate": 5e-2, "hack": True},
-            "GRPO lr 5e-2, reward = length",
-            ("Length", "completion_truncated_frac", "RefKL", "ref_kl"),
-            "The reward pays for length and the learning rate is 50x too high, so the policy "
-            "learns to run every completion to the cap while drifting far from its reference.",
-            quick=True,
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-beta0-high-lr",
-            False,
-            "trl",
-            {"learning_rate": 5e-2, "beta": 0.0},
-            "GRPO beta 0, lr 5e-2",
-            ("Entropy", "entropy_normalized", "Entropy shift", "Grad", "grad_norm"),
-            "Nothing holds the policy near its reference (beta 0) and the learning rate is "
-            "50x too high, so it collapses onto a few tokens: entropy falls, gradients jump.",
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-entropy-collapse",
-            False,
-            "trl",
-            {"learning_rate": 2e-1, "num_iterations": 2},
-            "GRPO lr 2e-1, 2 iterations",
-            ("Entropy", "entropy_normalized", "Entropy shift", "RefKL", "ref_kl"),
-            "A learning rate 200x too high, applied twice per batch, drives the next-token "
-            "distribution to a point mass within a few steps: the entropy collapses and the "
-            "policy leaves its reference (beta 0.04 cannot hold it).",
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-equal-rewards",
-            False,
-            "trl",
-            {"learning_rate": HEALTHY_LR, "constant_reward": 1.0},
-            "GRPO, constant reward",
-            ("reward_std", "reward_zero_std_frac"),
-            "Every completion earns the same reward, so every group's rewards are equal, every "
-            "advantage is 0 and GRPO learns nothing: reward_std 0, all groups zero-std.",
-            quick=True,
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-nan-reward",
-            False,
-            "trl",
-            {"learning_rate": HEALTHY_LR, "nan_at": 5},
-            "GRPO, reward NaN from step 5",
-            ("non-finite", "nonfinite", "reward_mean"),
-            "From its 6th call the reward function returns NaN, which TRL reads as no reward "
-            "(0 for every completion) and logs as None, so the recorded reward vanishes and "
-            "training goes on learning nothing: a reward gone non-finite must fail the run.",
-            onset=5,
-            quick=True,
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-inf-reward",
-            False,
-            "trl",
-            {"learning_rate": HEALTHY_LR, "nan_at": 5, "bad_reward": float("inf")},
-            "GRPO, reward inf from step 5",
-            ("non-finite", "nonfinite"),
-            "From its 6th call the reward model overflows to inf: the reward is inf, each "
-            "advantage inf - inf = NaN, and the loss, the gradients and the weights follow.",
-            onset=5,
-            seed=0,
-        ),
-        LlmCase(
-            "grpo-lr-inf",
-            False,
-            "trl",
-            {"learning_rate": float("inf")},
-            "GRPO lr inf",
-            ("non-finite", "nonfinite"),
-            "An infinite learning rate makes the first update's weights non-finite; every "
-            "figure after it is NaN.",
-            seed=0,
-        ),
-        LlmCase(
-            "rloo-padding-hack",
-            False,
-            "trl",
-            {"learning_rate": 5e-2, "hack": True, "algorithm": "rloo"},
-            "RLOO lr 5e-2, reward = length",
-            ("Length", "completion_truncated_frac", "RefKL", "ref_kl"),
-            "RLOO's form of the padding hack: length pays, the learning rate is far too high, "
-            "completions run to the cap and the policy leaves its reference.",
-            seed=0,
-        ),
-        LlmCase(
-            "tokens-huge-lr",
-            False,
-            "tokens",
-            {"learning_rate": 0.3},
-            "token-level PPO lr 0.3",
-            ("KL", "approx_kl", "Clip", "clip_fraction", "Entropy", "RefKL", "Grad"),
-            "Our token-level PPO with a learning rate 1000x its example's: each update moves "
-            "the policy far past the trust region (KL, clip) and off its reference.",
-            quick=True,
-        ),
-    ]
+    every = []
+    for name, settings, setting, expected, onset, quick in BROKEN:
+        tokens = name.startswith("tokens-")
+        trainer, seed = ("tokens", 1) if tokens else ("trl", 0)
+        changes = settings if tokens else {"learning_rate": HEALTHY_LR, **settings}
+        every.append(
+            LlmCase(name, False, trainer, changes, setting, expected, WHY[name], onset, quick, seed)
+        )
+    return every
+
+
+LEFT_OUT = {
+    name: "GRPO lr 5e-3 (reward 0.23 -> 0.7): the tiny model starts near uniform over its 34 "
+    "tokens, so learning the vowel reward moves it about 1 nat per token from its reference "
+    "(ln 34 minus the entropy it ends at), a drift no fine-tune of a competent reference "
+    "needs; neither healthy nor broken, so not counted"
+    for name in ("grpo-lr5e-3-s1", "grpo-lr5e-3-s2")
+}
+"""Runs in the corpus folder that the figures leave out, and why (``cases.json`` says so)."""
 
 
 def cases(quick: bool) -> list[LlmCase]:
@@ -228,21 +241,9 @@ def token_command(case: LlmCase, run_dir: Path, quick: bool) -> list[str]:
     """``ppo train`` for a token-level case, on one torch thread."""
     updates = QUICK_UPDATES if quick else TOKEN_UPDATES
     sets = {"updates": updates, "torch_threads": 1, **case.settings}
-    command = [
-        sys.executable,
-        "-m",
-        "ppo",
-        "train",
-        "--headless",
-        "--config",
-        str(EXAMPLES / "token_ppo.toml"),
-        "--seed",
-        str(case.seed),
-        "--run-dir",
-        str(run_dir),
-        "--run-id",
-        case.name,
-    ]
+    config = str(EXAMPLES / "token_ppo.toml")
+    command = [sys.executable, "-m", "ppo", "train", "--headless", "--config", config]
+    command += ["--seed", str(case.seed), "--run-dir", str(run_dir), "--run-id", case.name]
     for key, value in sets.items():
         command += ["--set", f"{key}={value}"]
     return command
