@@ -34,7 +34,6 @@ The last line printed is one JSON object with every figure.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lib.calibration_cli import calibration_parser
 from lib.calibration_corpus import (
     DEFAULT_SEEDS,
     Case,
@@ -331,12 +331,7 @@ def _order(case: Case) -> tuple[bool, ...]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a few runs per trainer, no stall")
-    parser.add_argument("--reuse", type=Path, metavar="DIR", help="judge the runs in DIR")
-    parser.add_argument("--keep", type=Path, metavar="DIR", help="record the corpus into DIR")
-    parser.add_argument("--thresholds", type=Path, metavar="FILE", help="rule table to judge with")
-    parser.add_argument("--jobs", type=int, default=2, help="runs recorded at once (default 2)")
+    parser = calibration_parser(__doc__.split("\n\n")[0], "a few runs per trainer, no stall")
     parser.add_argument(
         "--only", nargs="+", metavar="NAME", help="record and judge only these cases"
     )

@@ -12,7 +12,10 @@ builds the ``GRPOTrainer`` for it (the caller adds callbacks and calls ``train()
 - ``num_iterations`` 1 or 2 (GRPO's optimisation passes per generated batch);
 - ``slow_step``: the reward function sleeps once, at the step given, as a slow reward model
   or a slow generation would;
-- ``fail_at``: the reward function raises at that step (a crash inside ``train()``).
+- ``fail_at``: the reward function raises at that step (a crash inside ``train()``);
+- ``constant_reward``: every completion earns the same reward (every group's rewards equal);
+- ``nan_at``: the reward function returns ``bad_reward`` (NaN, or e.g. an overflowing
+  reward model's inf) for every completion from that call on.
 
 Everything runs on the CPU (``use_cpu``), saves nothing and reports to nothing.
 """
@@ -93,15 +96,27 @@ def length_reward(max_chars: int) -> Callable[..., list[float]]:
     return completion_length
 
 
+def constant_reward(value: float) -> Callable[..., list[float]]:
+    """A reward that pays ``value`` whatever the completion: GRPO has nothing to learn from."""
+
+    def constant(completions: Sequence[str], **_: Any) -> list[float]:
+        return [value] * len(completions)
+
+    return constant
+
+
 @dataclass
 class StepHook:
     """Wraps a reward function: sleeps ``sleep`` seconds at call ``slow_at`` (0-based), raises
-    at call ``fail_at``. TRL calls each reward function once per generated batch."""
+    at call ``fail_at``, returns ``bad`` from call ``nan_at`` on. TRL calls each reward
+    function once per generated batch."""
 
     reward: Callable[..., list[float]]
     slow_at: int | None = None
     sleep: float = 0.0
     fail_at: int | None = None
+    nan_at: int | None = None
+    bad: float = math.nan
     calls: int = 0
 
     @property
@@ -114,6 +129,8 @@ class StepHook:
             raise RuntimeError(f"reward function failed at call {call}")
         if call == self.slow_at:
             time.sleep(self.sleep)
+        if self.nan_at is not None and call >= self.nan_at:
+            return [self.bad] * len(completions)
         return self.reward(completions, **kwargs)
 
 
@@ -141,6 +158,11 @@ class TrlRun:
     slow_at: int | None = None
     slow_seconds: float = 0.0
     fail_at: int | None = None
+    constant_reward: float | None = None
+    """Pay this reward for every completion (instead of vowels or length)."""
+    nan_at: int | None = None
+    """The reward function's call (0-based) from which it returns ``bad_reward``."""
+    bad_reward: float = math.nan
     logging_steps: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
     """Further GRPOConfig settings."""
@@ -195,7 +217,16 @@ def grpo_config(run: TrlRun, output_dir: str) -> GRPOConfig | RLOOConfig:
 def reward_of(run: TrlRun) -> StepHook:
     """The reward function of ``run`` (wrapped to sleep or fail at its step)."""
     base = length_reward(run.max_completion_length) if run.hack else vowel_share
-    return StepHook(base, slow_at=run.slow_at, sleep=run.slow_seconds, fail_at=run.fail_at)
+    if run.constant_reward is not None:
+        base = constant_reward(run.constant_reward)
+    return StepHook(
+        base,
+        slow_at=run.slow_at,
+        sleep=run.slow_seconds,
+        fail_at=run.fail_at,
+        nan_at=run.nan_at,
+        bad=run.bad_reward,
+    )
 
 
 def trainer(

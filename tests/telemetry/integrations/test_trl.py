@@ -233,6 +233,29 @@ def test_the_padding_hack_fails_check(hack: Recorded) -> None:
 
 
 @needs_trl
+def test_a_constant_reward_leaves_every_group_with_equal_rewards(tmp_path: Path) -> None:
+    """The equal-rewards fault of the LLM calibration corpus: GRPO has nothing to learn."""
+    from bench.lib.trl_runs import HEALTHY
+
+    updates = _train(tmp_path, HEALTHY.varied(constant_reward=1.0)).of(PPOUpdate)
+    assert len(updates) == HEALTHY.steps
+    for u in updates:
+        assert (u.reward_mean, u.reward_std, u.reward_zero_std_frac) == (1.0, 0.0, 1.0)
+
+
+@needs_trl
+def test_a_nan_reward_from_a_step_on_leaves_no_reward_recorded(tmp_path: Path) -> None:
+    """The NaN fault of the LLM calibration corpus: TRL reads a NaN reward as none and logs
+    the reward as None from that step on, so the updates hold no reward from there."""
+    from bench.lib.trl_runs import HEALTHY
+
+    updates = _train(tmp_path, HEALTHY.varied(nan_at=2)).of(PPOUpdate)
+    rewards = [u.reward_mean for u in updates]
+    assert all(r is not None and math.isfinite(r) for r in rewards[:2]), rewards
+    assert rewards[2:] == [None] * (HEALTHY.steps - 2), rewards
+
+
+@needs_trl
 def test_halt_on_critical_stops_the_run_within_three_updates(tmp_path: Path) -> None:
     from bench.lib.trl_runs import PADDING_HACK
 
