@@ -96,7 +96,7 @@ def healthy_cases() -> list[LlmCase]:
 
 
 LENGTH_HACK = ("Length", "completion_truncated_frac", "RefKL", "ref_kl")
-ENTROPY = ("Entropy", "entropy_normalized", "Entropy shift")
+ENTROPY = ("Entropy", "entropy_normalized", "Entropy shift", "Entropy fall", "entropy")
 NON_FINITE = ("non-finite", "nonfinite")
 INF = float("inf")
 BROKEN: tuple[tuple[str, dict[str, Any], str, tuple[str, ...], int, bool], ...] = (
