@@ -1,4 +1,4 @@
-"""``ppo train --config FILE`` where FILE says ``algorithm = "token_ppo"``."""
+"""``ppo train --config FILE`` where FILE says ``algorithm = "token_ppo"`` or ``"grpo"``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
-from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from ppo.tokens.task import load_task
 from ppo.tokens.trainer import TokenProgress, TokenTrainer
 from telemetry import SinkError
@@ -29,11 +29,12 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
     if args.config is None or args.resume is not None:
         return None
     data = read_toml(args.config)
-    if data.get("algorithm") != "token_ppo":
+    algorithm = data.get("algorithm")
+    if algorithm not in ALGORITHMS:
         return None
     if args.env is not None or args.total_steps is not None:
         raise ConfigError(
-            ["--env and --total-steps do not apply to a token_ppo config (set updates=N)"],
+            [f"--env and --total-steps do not apply to a {algorithm} config (set updates=N)"],
             str(args.config),
         )
     config = TokenPPOConfig.from_mapping(data, str(args.config)).with_overrides(args.overrides)
@@ -72,7 +73,7 @@ def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
 def train_tokens(
     config: TokenPPOConfig, run_dir: Path, run_id: str, out: TextIO, err: TextIO
 ) -> int:
-    """Run token-level PPO headless; returns the exit code."""
+    """Run token-level PPO or GRPO headless; returns the exit code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
     if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):

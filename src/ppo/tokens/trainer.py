@@ -1,9 +1,10 @@
-"""TokenTrainer: token-level PPO end to end, recorded like any run.
+"""TokenTrainer: token-level PPO or GRPO end to end, recorded like any run.
 
-Per update: sample prompts, generate under the masked policy, read the answer with the
-task's digit reader, reward, log-probabilities of the frozen reference (a copy of the
-warm-started model) once, record a ``rollout`` event and one ``rollouts.jsonl`` line per
-sequence, update, record the ``ppo_update``. A step is a generated token.
+Per update: sample prompts (each ``group_size`` times), generate under the masked policy,
+read the answer with the task's digit reader, reward, GRPO's group-relative advantages,
+log-probabilities of the frozen reference (a copy of the warm-started model) once, record
+a ``rollout`` event and one ``rollouts.jsonl`` line per sequence, update, record the
+``ppo_update``. A step is a generated token.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from torch import Tensor, nn
 
 from ppo import __version__
 from ppo.config.settings import ConfigError
+from ppo.core.advantages import group_relative
 from ppo.core.kl_control import adapt_proportional
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
@@ -32,6 +34,8 @@ from telemetry.eventlog import EventLogWriter
 from telemetry.rollouts import ROLLOUTS_FILE
 
 TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)
+GROUP_STD_EPS = 1e-6
+"""GRPO divides a group's centred rewards by its standard deviation plus this (verl's)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,9 @@ class TokenTrainer:
                 seed=cfg.seed,
                 config=recorded,
                 trainer=TRAINER,
+                algorithm="grpo" if cfg.algorithm == "grpo" else "ppo",
+                kl=figures.kl_declarations(cfg),
+                policy_epochs=cfg.update_epochs,
             ) as rec,
             EventLogWriter(rec.run_dir / ROLLOUTS_FILE) as records,
         ):
@@ -132,7 +139,9 @@ class TokenTrainer:
         )
         for update in range(cfg.updates):
             started = time.perf_counter()
-            batch, gen, terms = self._rollout(update, task, reference, records, generator, allowed)
+            batch, gen, terms, equal = self._rollout(
+                update, task, reference, records, generator, allowed
+            )
             tokens = int(gen.num_generated.sum())
             self.global_step += tokens
             tps = tokens / max(time.perf_counter() - started, 1e-9)
@@ -148,6 +157,8 @@ class TokenTrainer:
                 full_reward_rate=float(terms.reward_full.mean()),
                 max_new_tokens_rate=float((~gen.answered).float().mean()),
                 max_length_rate=float((gen.num_generated == cfg.max_new_tokens).float().mean()),
+                lengths=gen.num_generated,
+                zero_std_frac=None if equal is None else float(equal.float().mean()),
             )
             payload = figures.update_payload(result, batch, cfg, ctx)
             rec.emit(payload)
@@ -175,9 +186,15 @@ class TokenTrainer:
         records: EventLogWriter,
         generator: torch.Generator,
         allowed: Tensor,
-    ) -> tuple[TokenBatch, Generation, RewardTerms]:
+    ) -> tuple[TokenBatch, Generation, RewardTerms, Tensor | None]:
+        """The update's batch, its generation and rewards, and (GRPO) which groups' rewards
+        are all equal."""
         cfg = self.config
-        prompts, truth = task.sample(cfg.rollouts_per_update, cfg.seed * 1_000_003 + update)
+        prompts, truth = task.sample(
+            cfg.rollouts_per_update // cfg.group_size, cfg.seed * 1_000_003 + update
+        )
+        prompts = prompts.repeat_interleave(cfg.group_size, dim=0)
+        truth = truth.repeat_interleave(cfg.group_size, dim=0)
         gen = generate(
             task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
         )
@@ -196,13 +213,19 @@ class TokenTrainer:
             update * cfg.rollouts_per_update, gen, probs, truth, terms, cfg
         ):
             records.write(record)
-        batch = _batch(gen, terms.reward_final, task.vocab.answer_id)
+        advantages: Tensor | None = None
+        equal: Tensor | None = None
+        if cfg.algorithm == "grpo":
+            advantages, equal = group_relative(
+                terms.reward_final, cfg.group_size, cfg.scale_rewards, GROUP_STD_EPS
+            )
+        batch = _batch(gen, terms.reward_final, task.vocab.answer_id, advantages)
         every = torch.arange(batch.returns.shape[0])
         logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
-        return _with_reference(batch, logp_ref), gen, terms
+        return _with_reference(batch, logp_ref), gen, terms, equal
 
 
-def _batch(gen: Generation, returns: Tensor, filler: int) -> TokenBatch:
+def _batch(gen: Generation, returns: Tensor, filler: int, advantages: Tensor | None) -> TokenBatch:
     return TokenBatch(
         sequences=gen.sequences,
         prompt_len=gen.prompts.shape[1],
@@ -212,6 +235,7 @@ def _batch(gen: Generation, returns: Tensor, filler: int) -> TokenBatch:
         values_old=gen.values,
         returns=returns,
         logp_ref=None,
+        advantages=advantages,
     )
 
 
