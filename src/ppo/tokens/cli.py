@@ -15,7 +15,7 @@ from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from ppo.tokens.task import load_task
-from ppo.tokens.trainer import TokenProgress, TokenTrainer
+from ppo.tokens.trainer import TokenProgress, TokenTrainer, device_of
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
 from telemetry.recorder import EVENTS_FILE
@@ -46,8 +46,10 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
 def check_task(config: TokenPPOConfig) -> None:
     """Pre-flight of a token-level run: its task's ``module:function`` imports and names a
     function (:class:`ConfigError` otherwise), checked before the run folder, the dashboard
-    or the "recording to" line exist; building it (the warm start) comes later."""
+    or the "recording to" line exist; building it (the warm start) comes later. So is its
+    device: "cuda" on a machine without one is refused here."""
     load_task(config.task)
+    device_of(config)
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:

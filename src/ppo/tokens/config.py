@@ -17,6 +17,7 @@ from ppo.config import validators as valid
 from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, MAX_UPDATE_EPOCHS
 from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
+from ppo.core.device import DeviceName, Precision
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 from ppo.core.losses import LossAggMode
@@ -66,6 +67,18 @@ class TokenPPOConfig(Settings):
     )
     torch_threads: int = setting(
         1, valid.integer(1, MAX_TORCH_THREADS), "PyTorch intra-op threads."
+    )
+    device: DeviceName = setting(  # noqa: RUF009
+        "auto",
+        valid.literal(DeviceName),
+        "Where the policy, the reference, generation and the update run: auto (CUDA when "
+        "torch sees a device, else the CPU), cpu or cuda. The task's reader and the reward "
+        "stay on the CPU; run_started's config records the device used (device_used).",
+    )
+    precision: Precision = setting(  # noqa: RUF009
+        "fp32",
+        valid.literal(Precision),
+        "Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
     )
     warm_start_steps: int = setting(
         550,

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from ppo import __version__
 from ppo.config.settings import ConfigError
 from ppo.core.advantages import group_relative
+from ppo.core.device import autocast, resolve_device
 from ppo.core.kl_control import adapt_proportional
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
@@ -74,6 +75,15 @@ def build_task(config: TokenPPOConfig) -> TokenTask:
     return task
 
 
+def device_of(config: TokenPPOConfig) -> torch.device:
+    """The device the config names, resolved on this machine (:class:`ConfigError` when
+    it names CUDA and torch sees none)."""
+    try:
+        return resolve_device(config.device)
+    except ValueError as exc:
+        raise ConfigError([str(exc)]) from None
+
+
 class TokenTrainer:
     """Warm start (the task's), then ``updates`` PPO updates, recorded to ``run_dir/run_id``."""
 
@@ -93,17 +103,27 @@ class TokenTrainer:
         self.run_id = run_id
         self.on_progress = on_progress
         self.ref_coef = config.ref_kl_loss_coef
+        self.device = torch.device("cpu")
+        """Where the model, the reference, generation and the update run (set by run())."""
+        self.host_generator = torch.Generator()
+        """The reward's draws (on the CPU)."""
         self.global_step = 0
         self.reward_means: list[float] = []
 
     def run(self) -> TokenResult:
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
+        self.device = device_of(cfg)
         task = build_task(cfg)
         if self.on_start is not None:
             self.on_start()
+        task.model.to(self.device)
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
-        recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
+        recorded = {
+            **cfg.to_dict(),
+            "device_used": self.device.type,
+            "vocab": list(task.vocab.names),
+        }
         with (
             Recorder(
                 run_dir=self.run_dir,
@@ -132,11 +152,13 @@ class TokenTrainer:
         self, rec: Recorder, records: EventLogWriter, task: TokenTask, reference: nn.Module
     ) -> None:
         cfg = self.config
-        generator = torch.Generator().manual_seed(cfg.seed + 1)
-        updater = TokenUpdater(task.model, cfg, generator)
-        allowed = masking.allowed_mask(
-            len(task.vocab.names), task.vocab.allowed_ids, torch.device("cpu")
+        generator = torch.Generator(self.device).manual_seed(cfg.seed + 1)
+        # the reward's draws are on the CPU, from the same generator when that is the CPU's
+        self.host_generator = (
+            generator if self.device.type == "cpu" else torch.Generator().manual_seed(cfg.seed + 2)
         )
+        updater = TokenUpdater(task.model, cfg, generator)
+        allowed = masking.allowed_mask(len(task.vocab.names), task.vocab.allowed_ids, self.device)
         for update in range(cfg.updates):
             started = time.perf_counter()
             batch, gen, terms, equal = self._rollout(
@@ -193,13 +215,15 @@ class TokenTrainer:
         prompts, truth = task.sample(
             cfg.rollouts_per_update // cfg.group_size, cfg.seed * 1_000_003 + update
         )
-        prompts = prompts.repeat_interleave(cfg.group_size, dim=0)
+        prompts = prompts.repeat_interleave(cfg.group_size, dim=0).to(self.device)
         truth = truth.repeat_interleave(cfg.group_size, dim=0)
-        gen = generate(
-            task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
-        )
+        with autocast(self.device, cfg.precision):
+            on_device = generate(
+                task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
+            )
+        gen = on_device.to(torch.device("cpu"))
         probs = task.read_digits(gen.sequences, gen.last)
-        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), generator)
+        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), self.host_generator)
         terms = reward_terms(
             probs.argmax(-1),
             truth,
@@ -219,9 +243,10 @@ class TokenTrainer:
             advantages, equal = group_relative(
                 terms.reward_final, cfg.group_size, cfg.scale_rewards, GROUP_STD_EPS
             )
-        batch = _batch(gen, terms.reward_final, task.vocab.answer_id, advantages)
-        every = torch.arange(batch.returns.shape[0])
-        logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
+        batch = _batch(on_device, terms.reward_final, task.vocab.answer_id, advantages)
+        every = torch.arange(batch.returns.shape[0], device=self.device)
+        with autocast(self.device, cfg.precision):
+            logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
         return _with_reference(batch, logp_ref), gen, terms, equal
 
 
@@ -233,9 +258,9 @@ def _batch(gen: Generation, returns: Tensor, filler: int, advantages: Tensor | N
         valid=gen.valid,
         logp_old=gen.logp,
         values_old=gen.values,
-        returns=returns,
+        returns=returns.to(gen.valid.device),
         logp_ref=None,
-        advantages=advantages,
+        advantages=None if advantages is None else advantages.to(gen.valid.device),
     )
 
 

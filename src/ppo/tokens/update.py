@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ppo.core.advantages import normalize
+from ppo.core.device import autocast
 from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
 from ppo.core.losses import (
     SurrogateStats,
@@ -96,7 +97,7 @@ def evaluate(
     return (
         masking.chosen(log_probs, batch.actions[idx]),
         masking.entropy(log_probs, allowed),
-        values[:, start:],
+        values[:, start:].float(),
     )
 
 
@@ -213,10 +214,13 @@ class TokenUpdater:
         applied: list[_Applied] = []
         skipped = 0
         for epoch in range(c.update_epochs):
-            order = torch.randperm(batch.returns.shape[0], generator=self.generator)
+            order = torch.randperm(
+                batch.returns.shape[0], generator=self.generator, device=self.generator.device
+            )
             for i, idx in enumerate(order.chunk(c.num_minibatches)):
-                outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
-                total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
+                with autocast(batch.valid.device, c.precision):
+                    outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
+                    total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
                 norm = self._backward(total)
                 decide = torch.stack([parts["approx_kl"], total.detach(), norm])  # type: ignore[list-item]
                 kl, loss, grad = decide.tolist()
