@@ -1,8 +1,9 @@
-"""Token-level PPO on the shipped example: does PPO improve on the warm start, how fast,
-and what do the per-rollout records cost?
+"""Token-level PPO (or GRPO) on the shipped example: does it improve on the warm start, how
+fast, and what do the per-rollout records cost?
 
     python bench/token_ppo_bench.py               # 3 seeds, 2 at a time: about 2 minutes
     python bench/token_ppo_bench.py --seeds 1     # one seed
+    python bench/token_ppo_bench.py --config examples/token_grpo.toml   # GRPO
 
 Per seed (``examples/token_ppo.toml``): ``reward_gain`` is the mean reward_final over the
 last 10% of rollouts minus that of the warm-started model's own rollouts (the first
@@ -23,6 +24,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -60,8 +62,8 @@ def record_cost(config: TokenPPOConfig, folder: Path, repeats: int = 5) -> float
     return statistics.median(times) * 1e6
 
 
-def one_seed(seed: int) -> dict[str, float]:
-    config = TokenPPOConfig.from_mapping({**read_toml(EXAMPLE), "seed": seed})
+def one_seed(example: Path, seed: int) -> dict[str, float]:
+    config = TokenPPOConfig.from_mapping({**read_toml(example), "seed": seed})
     clock: list[float] = []
 
     def progress(p: TokenProgress) -> None:
@@ -89,10 +91,11 @@ def one_seed(seed: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--config", type=Path, default=EXAMPLE, help="a token-level TOML file")
     args = parser.parse_args()
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=2) as pool:
-        per_seed = list(pool.map(one_seed, args.seeds))
+        per_seed = list(pool.map(partial(one_seed, args.config), args.seeds))
     for row in per_seed:
         print(
             f"seed {row['seed']}: reward {row['warm_start_reward']:.3f} -> "

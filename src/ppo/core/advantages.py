@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import torch
 from torch import Tensor
 
 FloatArray = npt.NDArray[np.float32]
@@ -86,3 +87,23 @@ def normalize(advantages: Tensor, std_min: float) -> Tensor:
     if advantages.numel() < 2:
         return centred
     return centred / advantages.std().clamp(min=std_min)
+
+
+def group_relative(
+    rewards: Tensor, group_size: int, scale: bool, eps: float
+) -> tuple[Tensor, Tensor]:
+    """GRPO's advantage of each sample: its reward minus its group's mean, divided by the
+    group's standard deviation (unbiased) plus ``eps`` when ``scale`` (Shao et al. 2024),
+    not divided when not (Dr. GRPO, Liu et al. 2025). ``rewards [B]`` holds ``B / group_size``
+    groups of ``group_size`` consecutive samples of one prompt. Returns the advantages
+    ``[B]`` and, per group, whether its rewards are all equal (``[B / group_size]``: no
+    advantage, no gradient; 0 exactly, even at ``eps`` 0)."""
+    if group_size < 1 or rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not make groups of {group_size}")
+    groups = rewards.view(-1, group_size)
+    centred = groups - groups.mean(dim=1, keepdim=True)
+    equal = groups.amax(dim=1) == groups.amin(dim=1)
+    if scale and group_size > 1:
+        scaled = centred / (groups.std(dim=1, keepdim=True) + eps)
+        centred = torch.where(equal.unsqueeze(1), torch.zeros_like(centred), scaled)
+    return centred.reshape(-1), equal

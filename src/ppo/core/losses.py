@@ -12,8 +12,9 @@ in verl's ``compute_policy_loss``.
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Literal, Protocol, TypeAlias
 
 import torch
 from torch import Tensor
@@ -102,7 +103,17 @@ class LossBreakdown:
 def clipped_surrogate(
     log_ratio: Tensor, advantages: Tensor, clip_range: float, clip_ratio_c: float | None = None
 ) -> tuple[Tensor, SurrogateStats]:
-    """PPO clipped surrogate loss (to minimise), optionally dual-clipped."""
+    """PPO clipped surrogate loss (to minimise), optionally dual-clipped: the mean of
+    :func:`surrogate_terms` over the samples."""
+    per_sample, stats = surrogate_terms(log_ratio, advantages, clip_range, clip_ratio_c)
+    return per_sample.mean(), stats
+
+
+def surrogate_terms(
+    log_ratio: Tensor, advantages: Tensor, clip_range: float, clip_ratio_c: float | None = None
+) -> tuple[Tensor, SurrogateStats]:
+    """The clipped surrogate loss of each sample (to minimise, not yet aggregated) and its
+    statistics over the samples."""
     ratio = log_ratio.exp()
     unclipped = -advantages * ratio
     clipped = -advantages * ratio.clamp(1.0 - clip_range, 1.0 + clip_range)
@@ -123,7 +134,42 @@ def clipped_surrogate(
             ratio_max=ratio.max(),
             ratio_std=ratio.std(correction=0),
         )
-    return per_sample.mean(), stats
+    return per_sample, stats
+
+
+def clip_regions(log_ratio: Tensor, advantages: Tensor, clip_range: float) -> tuple[Tensor, Tensor]:
+    """(low, high): the shares of samples whose clipped term is the one the loss takes, at
+    the lower bound (r < 1 - clip_range, A < 0) and at the upper (r > 1 + clip_range, A > 0);
+    TRL's clip_ratio/low_mean and high_mean. Detached."""
+    with torch.no_grad():
+        ratio = log_ratio.exp()
+        low = ((ratio < 1.0 - clip_range) & (advantages < 0)).float().mean()
+        high = ((ratio > 1.0 + clip_range) & (advantages > 0)).float().mean()
+    return low, high
+
+
+LossAggMode: TypeAlias = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
+"""verl's ``loss_agg_mode``: how a ``[sequences, tokens]`` loss becomes one number."""
+LOSS_AGG_MODES: Final[tuple[str, ...]] = typing.get_args(LossAggMode)
+
+
+def aggregate(loss: Tensor, mask: Tensor, mode: LossAggMode) -> Tensor:
+    """One loss from per-token ``loss [B, M]`` over the tokens where ``mask [B, M]`` is True
+    (verl's ``agg_loss``): ``token-mean`` is the mean over every token of the batch (long
+    sequences weigh more); ``seq-mean-token-sum`` sums each sequence's tokens, then means
+    over sequences (Dr. GRPO's unnormalised sum); ``seq-mean-token-mean`` means each
+    sequence's tokens, then over sequences (the GRPO paper's). Masked entries are ignored,
+    even non-finite ones; a sequence without a token counts as 0."""
+    if mode not in LOSS_AGG_MODES:
+        raise ValueError(f"loss_agg_mode must be one of {', '.join(LOSS_AGG_MODES)}, got {mode!r}")
+    kept = torch.where(mask, loss, torch.zeros((), dtype=loss.dtype, device=loss.device))
+    counts = mask.sum(dim=-1)
+    if mode == "token-mean":
+        return kept.sum() / counts.sum().clamp(min=1)
+    per_sequence = kept.sum(dim=-1)
+    if mode == "seq-mean-token-mean":
+        per_sequence = per_sequence / counts.clamp(min=1)
+    return per_sequence.mean()
 
 
 def value_loss(
@@ -155,10 +201,18 @@ def reference_kl(
     under the policy being trained are the sampled side. Kept out of the graph at coef 0."""
     if logp_ref is None:
         return None, torch.zeros((), device=logp_new.device)
+    kl = reference_kl_terms(logp_new, logp_ref, estimator, coef, clamp).mean()
+    return kl, coef * kl
+
+
+def reference_kl_terms(
+    logp_new: Tensor, logp_ref: Tensor, estimator: KLEstimator, coef: float, clamp: float = 20.0
+) -> Tensor:
+    """Per-sample KL(pi_theta || pi_ref) by ``estimator`` (not yet aggregated), kept out of
+    the graph at coef 0."""
     sampled = logp_new if coef != 0.0 else logp_new.detach()
     log_ratio, _ = guarded_log_ratio(logp_ref, sampled, clamp)
-    kl = estimate_from_log_ratio(log_ratio, estimator).mean()
-    return kl, coef * kl
+    return estimate_from_log_ratio(log_ratio, estimator)
 
 
 def _config_reference_kl(

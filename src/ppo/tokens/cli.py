@@ -1,4 +1,4 @@
-"""``ppo train --config FILE`` where FILE says ``algorithm = "token_ppo"``."""
+"""``ppo train --config FILE`` where FILE says ``algorithm = "token_ppo"`` or ``"grpo"``."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from ppo.run.halt import EXIT_HALTED, Halter
 from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
 from ppo.run.messages import path as shown_path
 from ppo.run.signals import exit_code_of, stop_on_signals
-from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from ppo.tokens.task import load_task, task_preflight
-from ppo.tokens.trainer import TokenProgress, TokenTrainer
+from ppo.tokens.trainer import TokenProgress, TokenTrainer, device_of
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
 from telemetry.recorder import EVENTS_FILE
@@ -30,11 +30,12 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
     if args.config is None or args.resume is not None:
         return None
     data = read_toml(args.config)
-    if data.get("algorithm") != "token_ppo":
+    algorithm = data.get("algorithm")
+    if algorithm not in ALGORITHMS:
         return None
     if args.env is not None or args.total_steps is not None:
         raise ConfigError(
-            ["--env and --total-steps do not apply to a token_ppo config (set updates=N)"],
+            [f"--env and --total-steps do not apply to a {algorithm} config (set updates=N)"],
             str(args.config),
         )
     config = TokenPPOConfig.from_mapping(data, str(args.config)).with_overrides(args.overrides)
@@ -47,11 +48,13 @@ def check_task(config: TokenPPOConfig) -> None:
     """Pre-flight of a token-level run: its task's ``module:function`` imports and names a
     function (:class:`ConfigError` otherwise), and the task module's own ``preflight``
     passes, checked before the run folder, the dashboard or the "recording to" line exist;
-    building it (the warm start) comes later."""
+    building it (the warm start) comes later. So is its device: "cuda" on a machine without
+    one is refused here."""
     load_task(config.task)
     check = task_preflight(config.task)
     if check is not None:
         check(config)
+    device_of(config)
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
@@ -82,7 +85,8 @@ def train_tokens(
     err: TextIO,
     halt: Halter | None = None,
 ) -> int:
-    """Run token-level PPO headless (stopped by ``halt`` once it fires); the exit code."""
+    """Run token-level PPO or GRPO headless (stopped by ``halt`` once it fires); the exit
+    code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
     if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):

@@ -1,12 +1,15 @@
-"""TokenPPOConfig: the settings of token-level PPO, validated like :class:`PPOConfig`.
+"""TokenPPOConfig: the settings of token-level RL (PPO with its value head, or GRPO),
+validated like :class:`PPOConfig`.
 
-A TOML file with ``algorithm = "token_ppo"`` is read into this config by ``ppo train``.
-Every field is checked on construction and every problem reported at once; ``--set``
-works as for PPOConfig. A step is a generated token: ``ref_kl_horizon`` counts tokens.
+A TOML file with ``algorithm = "token_ppo"`` or ``algorithm = "grpo"`` is read into this
+config by ``ppo train``. Every field is checked on construction and every problem reported
+at once; ``--set`` works as for PPOConfig. A step is a generated token: ``ref_kl_horizon``
+counts tokens.
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -14,10 +17,13 @@ from ppo.config import validators as valid
 from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, MAX_UPDATE_EPOCHS
 from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
+from ppo.core.device import DeviceName, Precision
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
+from ppo.core.losses import LossAggMode
 
-Algorithm: TypeAlias = Literal["token_ppo"]
+Algorithm: TypeAlias = Literal["token_ppo", "grpo"]
+ALGORITHMS: tuple[str, ...] = typing.get_args(Algorithm)
 
 EXAMPLE_TASK = "ppo.tokens.digit_sum:make_task"
 
@@ -28,7 +34,10 @@ class TokenPPOConfig(Settings):
 
     # --- run ---
     algorithm: Algorithm = setting(  # noqa: RUF009
-        "token_ppo", valid.literal(Algorithm), "Marks a TOML file as a token-level PPO config."
+        "token_ppo",
+        valid.literal(Algorithm),
+        "Marks a TOML file as token-level: token_ppo (PPO with the model's value head) or "
+        "grpo (group-relative advantages, no critic).",
     )
     task: str = setting(
         EXAMPLE_TASK,
@@ -45,10 +54,31 @@ class TokenPPOConfig(Settings):
         80, valid.integer(1), "PPO updates to run, each on a fresh batch of rollouts."
     )
     rollouts_per_update: int = setting(
-        256, valid.integer(1), "Sequences generated per update (one rollout each)."
+        256,
+        valid.integer(1),
+        "Sequences generated per update (one rollout each): rollouts_per_update / group_size "
+        "prompts, group_size completions each.",
+    )
+    group_size: int = setting(
+        1,
+        valid.integer(1),
+        "Completions sampled per prompt (GRPO's G; grpo needs >= 2). A group's samples "
+        "share a prompt and are compared with one another.",
     )
     torch_threads: int = setting(
         1, valid.integer(1, MAX_TORCH_THREADS), "PyTorch intra-op threads."
+    )
+    device: DeviceName = setting(  # noqa: RUF009
+        "auto",
+        valid.literal(DeviceName),
+        "Where the policy, the reference, generation and the update run: auto (CUDA when "
+        "torch sees a device, else the CPU), cpu or cuda. The task's reader and the reward "
+        "stay on the CPU; run_started's config records the device used (device_used).",
+    )
+    precision: Precision = setting(  # noqa: RUF009
+        "fp32",
+        valid.literal(Precision),
+        "Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
     )
     warm_start_steps: int = setting(
         550,
@@ -90,7 +120,11 @@ class TokenPPOConfig(Settings):
     # --- optimisation ---
     learning_rate: float = setting(3e-4, valid.number(0, strict_low=True), "Adam learning rate.")
     adam_eps: float = setting(1e-5, valid.number(0, strict_low=True), "Adam epsilon.")
-    update_epochs: int = setting(4, valid.integer(1, MAX_UPDATE_EPOCHS), "PPO epochs per update.")
+    update_epochs: int = setting(
+        4,
+        valid.integer(1, MAX_UPDATE_EPOCHS),
+        "Optimisation passes over each batch (PPO's epochs, GRPO's num_iterations).",
+    )
     num_minibatches: int = setting(
         4, valid.integer(1, MAX_MINIBATCH_STEPS), "Minibatches of sequences per epoch."
     )
@@ -100,7 +134,22 @@ class TokenPPOConfig(Settings):
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
     norm_adv: bool = setting(
-        True, valid.boolean, "Normalise advantages over each minibatch's generated tokens."
+        True,
+        valid.boolean,
+        "token_ppo: normalise advantages over each minibatch's generated tokens (grpo "
+        "normalises within each group instead: scale_rewards).",
+    )
+    scale_rewards: bool = setting(
+        True,
+        valid.boolean,
+        "grpo: divide each group's centred rewards by the group's standard deviation (false: "
+        "only centred, the Dr. GRPO variant).",
+    )
+    loss_agg_mode: LossAggMode = setting(  # noqa: RUF009
+        "token-mean",
+        valid.literal(LossAggMode),
+        "How the per-token policy and reference-KL losses become one (verl's loss_agg_mode): "
+        "token-mean, seq-mean-token-sum or seq-mean-token-mean.",
     )
     adv_std_min: float = setting(
         1e-8, valid.number(0, strict_low=True), "Advantages are divided by max(std, adv_std_min)."
@@ -108,7 +157,9 @@ class TokenPPOConfig(Settings):
 
     # --- loss ---
     clip_range: float = setting(0.2, valid.number(0, strict_low=True), "PPO ratio clip.")
-    vf_coef: float = setting(0.5, valid.number(0), "Weight of the value loss mean (V_t - R)^2.")
+    vf_coef: float = setting(
+        0.5, valid.number(0), "token_ppo: weight of the value loss mean (V_t - R)^2."
+    )
     ent_coef: float = setting(0.0, valid.number(0), "Entropy bonus coefficient.")
     kl_estimator: KLEstimator = setting(  # noqa: RUF009
         "k3", estimator_name, "Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."
@@ -181,6 +232,13 @@ class TokenPPOConfig(Settings):
             return [
                 f"ref_kl_target needs ref_kl_loss_coef in [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}] "
                 f"to adapt, got {coef!r}"
+            ]
+        if self.algorithm == "grpo" and self.group_size < 2:
+            return [f"grpo needs group_size >= 2 completions per prompt, got {self.group_size!r}"]
+        if self.rollouts_per_update % self.group_size:
+            return [
+                f"rollouts_per_update ({self.rollouts_per_update}) must be a multiple of "
+                f"group_size ({self.group_size})"
             ]
         if self.num_minibatches > self.rollouts_per_update:
             return [

@@ -30,6 +30,10 @@ class Generation:
     answered: Tensor
     """``[B]`` whether ``<ANSWER>`` was generated (else ``max_new_tokens`` stopped it)."""
 
+    def to(self, device: torch.device) -> Generation:
+        """The same samples on ``device``."""
+        return Generation(**{k: v.to(device) for k, v in self.__dict__.items()})
+
     @property
     def num_generated(self) -> Tensor:
         return self.valid.sum(dim=1)
@@ -64,7 +68,7 @@ def _sample_next(
     action = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
     action = action.masked_fill(done, vocab.pad_id)
     entropy = masking.entropy(logp, allowed)
-    return action, ~done, masking.chosen(logp, action), entropy, values[:, -1]
+    return action, ~done, masking.chosen(logp, action), entropy, values[:, -1].float()
 
 
 @torch.no_grad()
@@ -77,7 +81,8 @@ def generate(
     generator: torch.Generator,
 ) -> Generation:
     """Sample up to ``max_new_tokens`` tokens per prompt from the masked policy."""
-    ids, done = prompts, torch.zeros(prompts.shape[0], dtype=torch.bool)
+    ids = prompts
+    done = torch.zeros(prompts.shape[0], dtype=torch.bool, device=prompts.device)
     columns: list[_Column] = []
     allowed = masking.allowed_mask(len(vocab.names), vocab.allowed_ids, prompts.device)
     for _ in range(max_new_tokens):
@@ -89,7 +94,7 @@ def generate(
         if bool(done.all()):
             break
     tokens, valid, logp_old, ent, vals = (torch.stack(c, dim=1) for c in zip(*columns, strict=True))
-    zero = torch.zeros((), dtype=logp_old.dtype)
+    zero = torch.zeros((), dtype=logp_old.dtype, device=logp_old.device)
     return Generation(
         prompts=prompts,
         tokens=tokens,

@@ -18,8 +18,9 @@ def allowed_mask(vocab_size: int, allowed_ids: Sequence[int], device: torch.devi
 
 
 def masked_log_probs(logits: Tensor, allowed: Tensor, temperature: float) -> Tensor:
-    """log-softmax of ``logits / temperature`` over the allowed ids (-inf elsewhere)."""
-    scaled = logits / temperature
+    """log-softmax of ``logits / temperature`` over the allowed ids (-inf elsewhere), in
+    fp32 whatever the logits' precision."""
+    scaled = logits.float() / temperature
     return torch.log_softmax(scaled.masked_fill(~allowed, float("-inf")), dim=-1)
 
 

@@ -1,9 +1,10 @@
-"""TokenTrainer: token-level PPO end to end, recorded like any run.
+"""TokenTrainer: token-level PPO or GRPO end to end, recorded like any run.
 
-Per update: sample prompts, generate under the masked policy, read the answer with the
-task's digit reader, reward, log-probabilities of the frozen reference (a copy of the
-warm-started model) once, record a ``rollout`` event and one ``rollouts.jsonl`` line per
-sequence, update, record the ``ppo_update``. A step is a generated token.
+Per update: sample prompts (each ``group_size`` times), generate under the masked policy,
+read the answer with the task's digit reader, reward, GRPO's group-relative advantages,
+log-probabilities of the frozen reference (a copy of the warm-started model) once, record
+a ``rollout`` event and one ``rollouts.jsonl`` line per sequence, update, record the
+``ppo_update``. A step is a generated token.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from torch import Tensor, nn
 
 from ppo import __version__
 from ppo.config.settings import ConfigError
+from ppo.core.advantages import group_relative
+from ppo.core.device import autocast, resolve_device
 from ppo.core.kl_control import adapt_proportional
 from ppo.run.halt import Halter
 from ppo.tokens import figures, masking
@@ -33,6 +36,8 @@ from telemetry.eventlog import EventLogWriter
 from telemetry.rollouts import ROLLOUTS_FILE
 
 TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)
+GROUP_STD_EPS = 1e-6
+"""GRPO divides a group's centred rewards by its standard deviation plus this (verl's)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,15 @@ def build_task(config: TokenPPOConfig) -> TokenTask:
     return task
 
 
+def device_of(config: TokenPPOConfig) -> torch.device:
+    """The device the config names, resolved on this machine (:class:`ConfigError` when
+    it names CUDA and torch sees none)."""
+    try:
+        return resolve_device(config.device)
+    except ValueError as exc:
+        raise ConfigError([str(exc)]) from None
+
+
 class TokenTrainer:
     """Warm start (the task's), then ``updates`` PPO updates, recorded to ``run_dir/run_id``."""
 
@@ -96,17 +110,27 @@ class TokenTrainer:
         self.run_id = run_id
         self.on_progress = on_progress
         self.ref_coef = config.ref_kl_loss_coef
+        self.device = torch.device("cpu")
+        """Where the model, the reference, generation and the update run (set by run())."""
+        self.host_generator = torch.Generator()
+        """The reward's draws (on the CPU)."""
         self.global_step = 0
         self.reward_means: list[float] = []
 
     def run(self) -> TokenResult:
         cfg = self.config
         torch.set_num_threads(cfg.torch_threads)
+        self.device = device_of(cfg)
         task = build_task(cfg)
         if self.on_start is not None:
             self.on_start()
+        task.model.to(self.device)
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
-        recorded = {**cfg.to_dict(), "vocab": list(task.vocab.names)}
+        recorded = {
+            **cfg.to_dict(),
+            "device_used": self.device.type,
+            "vocab": list(task.vocab.names),
+        }
         recorder = Recorder(
             run_dir=self.run_dir,
             run_id=self.run_id,
@@ -114,6 +138,9 @@ class TokenTrainer:
             seed=cfg.seed,
             config=recorded,
             trainer=TRAINER,
+            algorithm="grpo" if cfg.algorithm == "grpo" else "ppo",
+            kl=figures.kl_declarations(cfg),
+            policy_epochs=cfg.update_epochs,
         )
         if self.halt is not None:  # before run_started: the gate folds the whole run
             recorder.open()
@@ -136,14 +163,18 @@ class TokenTrainer:
         self, rec: Recorder, records: EventLogWriter, task: TokenTask, reference: nn.Module
     ) -> None:
         cfg = self.config
-        generator = torch.Generator().manual_seed(cfg.seed + 1)
-        updater = TokenUpdater(task.model, cfg, generator)
-        allowed = masking.allowed_mask(
-            len(task.vocab.names), task.vocab.allowed_ids, torch.device("cpu")
+        generator = torch.Generator(self.device).manual_seed(cfg.seed + 1)
+        # the reward's draws are on the CPU, from the same generator when that is the CPU's
+        self.host_generator = (
+            generator if self.device.type == "cpu" else torch.Generator().manual_seed(cfg.seed + 2)
         )
+        updater = TokenUpdater(task.model, cfg, generator)
+        allowed = masking.allowed_mask(len(task.vocab.names), task.vocab.allowed_ids, self.device)
         for update in range(cfg.updates):
             started = time.perf_counter()
-            batch, gen, terms = self._rollout(update, task, reference, records, generator, allowed)
+            batch, gen, terms, equal = self._rollout(
+                update, task, reference, records, generator, allowed
+            )
             tokens = int(gen.num_generated.sum())
             self.global_step += tokens
             tps = tokens / max(time.perf_counter() - started, 1e-9)
@@ -159,6 +190,8 @@ class TokenTrainer:
                 full_reward_rate=float(terms.reward_full.mean()),
                 max_new_tokens_rate=float((~gen.answered).float().mean()),
                 max_length_rate=float((gen.num_generated == cfg.max_new_tokens).float().mean()),
+                lengths=gen.num_generated,
+                zero_std_frac=None if equal is None else float(equal.float().mean()),
             )
             payload = figures.update_payload(result, batch, cfg, ctx)
             rec.emit(payload)
@@ -190,14 +223,22 @@ class TokenTrainer:
         records: EventLogWriter,
         generator: torch.Generator,
         allowed: Tensor,
-    ) -> tuple[TokenBatch, Generation, RewardTerms]:
+    ) -> tuple[TokenBatch, Generation, RewardTerms, Tensor | None]:
+        """The update's batch, its generation and rewards, and (GRPO) which groups' rewards
+        are all equal."""
         cfg = self.config
-        prompts, truth = task.sample(cfg.rollouts_per_update, cfg.seed * 1_000_003 + update)
-        gen = generate(
-            task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
+        prompts, truth = task.sample(
+            cfg.rollouts_per_update // cfg.group_size, cfg.seed * 1_000_003 + update
         )
+        prompts = prompts.repeat_interleave(cfg.group_size, dim=0).to(self.device)
+        truth = truth.repeat_interleave(cfg.group_size, dim=0)
+        with autocast(self.device, cfg.precision):
+            on_device = generate(
+                task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
+            )
+        gen = on_device.to(torch.device("cpu"))
         probs = task.read_digits(gen.sequences, gen.last)
-        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), generator)
+        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), self.host_generator)
         terms = reward_terms(
             probs.argmax(-1),
             truth,
@@ -211,13 +252,20 @@ class TokenTrainer:
             update * cfg.rollouts_per_update, gen, probs, truth, terms, cfg
         ):
             records.write(record)
-        batch = _batch(gen, terms.reward_final, task.vocab.answer_id)
-        every = torch.arange(batch.returns.shape[0])
-        logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
-        return _with_reference(batch, logp_ref), gen, terms
+        advantages: Tensor | None = None
+        equal: Tensor | None = None
+        if cfg.algorithm == "grpo":
+            advantages, equal = group_relative(
+                terms.reward_final, cfg.group_size, cfg.scale_rewards, GROUP_STD_EPS
+            )
+        batch = _batch(on_device, terms.reward_final, task.vocab.answer_id, advantages)
+        every = torch.arange(batch.returns.shape[0], device=self.device)
+        with autocast(self.device, cfg.precision):
+            logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
+        return _with_reference(batch, logp_ref), gen, terms, equal
 
 
-def _batch(gen: Generation, returns: Tensor, filler: int) -> TokenBatch:
+def _batch(gen: Generation, returns: Tensor, filler: int, advantages: Tensor | None) -> TokenBatch:
     return TokenBatch(
         sequences=gen.sequences,
         prompt_len=gen.prompts.shape[1],
@@ -225,8 +273,9 @@ def _batch(gen: Generation, returns: Tensor, filler: int) -> TokenBatch:
         valid=gen.valid,
         logp_old=gen.logp,
         values_old=gen.values,
-        returns=returns,
+        returns=returns.to(gen.valid.device),
         logp_ref=None,
+        advantages=None if advantages is None else advantages.to(gen.valid.device),
     )
 
 

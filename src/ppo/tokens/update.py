@@ -1,6 +1,10 @@
-"""The token-level PPO update: episodic advantage A_t = R - V_t (no GAE, no discount: one
-terminal reward per sample), the clipped objective over generated tokens, the value loss
-mean (V_t - R)^2 (unclipped), the entropy bonus, and the per-token reference KL.
+"""The token-level update, PPO or GRPO.
+
+PPO: episodic advantage A_t = R - V_t (no GAE, no discount: one terminal reward per
+sample), the value loss mean (V_t - R)^2 (unclipped). GRPO: the sample's group-relative
+advantage on each of its tokens (computed once per batch, :func:`ppo.core.advantages.
+group_relative`), no critic. Both: the clipped objective over generated tokens and the
+per-token reference KL, each aggregated by ``loss_agg_mode``, and the entropy bonus.
 
 Minibatches are of whole sequences, so each is one forward of the model; statistics are
 means over generated tokens, never over padding.
@@ -15,8 +19,15 @@ import torch
 from torch import Tensor, nn
 
 from ppo.core.advantages import normalize
+from ppo.core.device import autocast
 from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
-from ppo.core.losses import SurrogateStats, clipped_surrogate, reference_kl
+from ppo.core.losses import (
+    SurrogateStats,
+    aggregate,
+    clip_regions,
+    reference_kl_terms,
+    surrogate_terms,
+)
 from ppo.tokens import masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.update.agent import exceeds
@@ -39,6 +50,8 @@ class TokenBatch:
     """``[B]`` reward_final: the return of every token of the sample."""
     logp_ref: Tensor | None
     """``[B, M]`` log pi_ref(action) of the frozen reference (None: not measured)."""
+    advantages: Tensor | None = None
+    """``[B]`` GRPO's group-relative advantage of each sample (None: PPO's R - V_t)."""
 
 
 @dataclass(frozen=True)
@@ -48,13 +61,15 @@ class MinibatchFigures:
 
     epoch: int
     policy_loss: float
-    value_loss: float
+    value_loss: float | None
     entropy: float
     approx_kl: float
     ref_kl: float | None
     ref_kl_loss: float
     total_loss: float
     clip_fraction: float
+    clip_fraction_low: float
+    clip_fraction_high: float
     ratio_mean: float
     ratio_min: float
     ratio_max: float
@@ -82,7 +97,7 @@ def evaluate(
     return (
         masking.chosen(log_probs, batch.actions[idx]),
         masking.entropy(log_probs, allowed),
-        values[:, start:],
+        values[:, start:].float(),
     )
 
 
@@ -97,19 +112,36 @@ def minibatch_loss(
     valid = batch.valid[idx]
     logp_new, ent, values = (t[valid] for t in outputs)
     returns = batch.returns[idx].unsqueeze(1).expand_as(valid)[valid]
-    advantages = returns - batch.values_old[idx][valid]
-    if config.norm_adv:
-        advantages = normalize(advantages, config.adv_std_min)
+    value: Tensor | None = None
+    if batch.advantages is not None:
+        advantages = batch.advantages[idx].unsqueeze(1).expand_as(valid)[valid]
+    else:
+        advantages = returns - batch.values_old[idx][valid]
+        if config.norm_adv:
+            advantages = normalize(advantages, config.adv_std_min)
+        value = (values - returns).square().mean()
     log_ratio, _ = guarded_log_ratio(logp_new, batch.logp_old[idx][valid], config.log_ratio_clamp)
-    policy, surrogate = clipped_surrogate(log_ratio, advantages, config.clip_range)
-    value = (values - returns).square().mean()
+    per_token, surrogate = surrogate_terms(log_ratio, advantages, config.clip_range)
+    policy = aggregate(_matrix(per_token, valid), valid, config.loss_agg_mode)
     entropy = ent.mean()
-    logp_ref = None if batch.logp_ref is None else batch.logp_ref[idx][valid]
-    ref_kl, ref_term = reference_kl(
-        logp_new, logp_ref, config.ref_kl_loss_estimator, ref_coef, config.log_ratio_clamp
-    )
-    total = policy + config.vf_coef * value - config.ent_coef * entropy + ref_term
+    total = policy - config.ent_coef * entropy
+    if value is not None:
+        total = total + config.vf_coef * value
+    ref_kl: Tensor | None = None
+    ref_term = torch.zeros((), device=total.device)
+    if batch.logp_ref is not None:
+        kl = reference_kl_terms(
+            logp_new,
+            batch.logp_ref[idx][valid],
+            config.ref_kl_loss_estimator,
+            ref_coef,
+            config.log_ratio_clamp,
+        )
+        ref_kl = kl.detach().mean()
+        ref_term = ref_coef * aggregate(_matrix(kl, valid), valid, config.loss_agg_mode)
+        total = total + ref_term
     approx_kl = estimate_from_log_ratio(log_ratio.detach(), config.kl_estimator).mean()
+    low, high = clip_regions(log_ratio, advantages, config.clip_range)
     parts: dict[str, Tensor | None] = {
         "policy_loss": policy,
         "value_loss": value,
@@ -118,8 +150,18 @@ def minibatch_loss(
         "ref_kl": ref_kl,
         "ref_kl_loss": ref_term,
         "total_loss": total,
+        "clip_fraction_low": low,
+        "clip_fraction_high": high,
     }
     return total, {**parts, **_surrogate_parts(surrogate)}
+
+
+def _matrix(flat: Tensor, valid: Tensor) -> Tensor:
+    """Per-token values of the ``valid`` positions (row-major, as ``t[valid]`` reads them)
+    back in a ``[b, M]`` matrix, 0 elsewhere; differentiable."""
+    return torch.zeros(valid.shape, dtype=flat.dtype, device=flat.device).masked_scatter(
+        valid, flat
+    )
 
 
 def _surrogate_parts(s: SurrogateStats) -> dict[str, Tensor | None]:
@@ -172,10 +214,13 @@ class TokenUpdater:
         applied: list[_Applied] = []
         skipped = 0
         for epoch in range(c.update_epochs):
-            order = torch.randperm(batch.returns.shape[0], generator=self.generator)
+            order = torch.randperm(
+                batch.returns.shape[0], generator=self.generator, device=self.generator.device
+            )
             for i, idx in enumerate(order.chunk(c.num_minibatches)):
-                outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
-                total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
+                with autocast(batch.valid.device, c.precision):
+                    outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
+                    total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
                 norm = self._backward(total)
                 decide = torch.stack([parts["approx_kl"], total.detach(), norm])  # type: ignore[list-item]
                 kl, loss, grad = decide.tolist()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from ppo.core.advantages import Steps, episodic, gae, normalize
+from ppo.core.advantages import Steps, episodic, gae, group_relative, normalize
 
 
 def column(*xs: float) -> np.ndarray:
@@ -117,3 +117,19 @@ def test_normalize_with_std_clamp() -> None:
     tiny = normalize(torch.tensor([0.0, 1e-12]), 1e-3)
     assert bool(torch.isfinite(tiny).all()) and float(tiny.abs().max()) < 1e-8
     assert normalize(torch.tensor([5.0]), 1e-8).tolist() == [0.0]
+
+
+def test_group_relative_advantages_by_hand() -> None:
+    # two groups of three: rewards 1, 0, 0 (mean 1/3, unbiased std 1/sqrt(3)) and 0.5 x 3
+    rewards = torch.tensor([1.0, 0.0, 0.0, 0.5, 0.5, 0.5])
+    adv, equal = group_relative(rewards, 3, scale=True, eps=0.0)
+    std = (((2 / 3) ** 2 + 2 * (1 / 3) ** 2) / 2) ** 0.5
+    expected = [(2 / 3) / std, -(1 / 3) / std, -(1 / 3) / std, 0.0, 0.0, 0.0]
+    assert adv.tolist() == pytest.approx(expected)
+    assert equal.tolist() == [False, True]
+    centred, _ = group_relative(rewards, 3, scale=False, eps=1e-6)  # Dr. GRPO: no std
+    assert centred.tolist() == pytest.approx([2 / 3, -1 / 3, -1 / 3, 0.0, 0.0, 0.0])
+    equal_only, _ = group_relative(torch.full((4,), 0.5), 2, scale=True, eps=1e-6)
+    assert equal_only.tolist() == [0.0] * 4  # an equal group: 0, not 0/0
+    with pytest.raises(ValueError, match="groups of 4"):
+        group_relative(rewards, 4, scale=True, eps=1e-6)

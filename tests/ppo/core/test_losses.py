@@ -8,7 +8,16 @@ import pytest
 import torch
 
 from ppo.config import PPOConfig
-from ppo.core.losses import LossInputs, clipped_surrogate, entropy_penalty, ppo_loss, value_loss
+from ppo.core.losses import (
+    LossAggMode,
+    LossInputs,
+    aggregate,
+    clip_regions,
+    clipped_surrogate,
+    entropy_penalty,
+    ppo_loss,
+    value_loss,
+)
 
 
 def fixed_inputs(requires_grad: bool = True) -> LossInputs:
@@ -119,3 +128,43 @@ def test_nonfinite_ratios_are_replaced_and_counted() -> None:
     total, parts = ppo_loss(bad, PPOConfig(), 0.01, 0.0)
     assert int(parts.nonfinite_ratios) == 1
     assert math.isfinite(float(total.detach())) and math.isfinite(float(parts.approx_kl))
+
+
+# verl's loss_agg_mode on a [2, 3] loss: sequence 0 has tokens 1, 2 (third is padding, its
+# 99 ignored), sequence 1 has 3, 4, 5.
+AGG_LOSS = torch.tensor([[1.0, 2.0, 99.0], [3.0, 4.0, 5.0]])
+AGG_MASK = torch.tensor([[True, True, False], [True, True, True]])
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("token-mean", (1 + 2 + 3 + 4 + 5) / 5),  # 3.0
+        ("seq-mean-token-sum", ((1 + 2) + (3 + 4 + 5)) / 2),  # 7.5
+        ("seq-mean-token-mean", ((1 + 2) / 2 + (3 + 4 + 5) / 3) / 2),  # 2.75
+    ],
+)
+def test_loss_aggregation_modes_by_hand(mode: LossAggMode, expected: float) -> None:
+    loss = AGG_LOSS.clone().requires_grad_(True)
+    out = aggregate(loss, AGG_MASK, mode)
+    assert out.item() == pytest.approx(expected)
+    out.backward()
+    assert loss.grad is not None and loss.grad[0, 2].item() == 0.0  # padding gets no gradient
+
+
+def test_loss_aggregation_ignores_a_non_finite_padding_and_rejects_an_unknown_mode() -> None:
+    loss = AGG_LOSS.clone()
+    loss[0, 2] = math.inf
+    assert aggregate(loss, AGG_MASK, "token-mean").item() == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="loss_agg_mode"):
+        aggregate(loss, AGG_MASK, "seq-sum")  # type: ignore[arg-type]
+
+
+def test_clip_regions_count_only_the_clipped_side_that_the_loss_takes() -> None:
+    # r: 0.5 (A<0: low), 0.5 (A>0: not taken), 1.5 (A>0: high), 1.5 (A<0: not), 1.0
+    log_ratio = torch.log(torch.tensor([0.5, 0.5, 1.5, 1.5, 1.0]))
+    adv = torch.tensor([-1.0, 1.0, 1.0, -1.0, 1.0])
+    low, high = clip_regions(log_ratio, adv, 0.2)
+    assert (low.item(), high.item()) == pytest.approx((0.2, 0.2))
+    _, stats = clipped_surrogate(log_ratio, adv, 0.2)
+    assert stats.clip_fraction.item() == pytest.approx(0.8)  # |r - 1| > 0.2, either sign

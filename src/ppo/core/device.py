@@ -1,0 +1,33 @@
+"""Where a trainer's tensors live: the config's ``device`` ("auto", "cpu" or "cuda")
+resolved against what this machine has, and the ``precision`` its forwards run in."""
+
+from __future__ import annotations
+
+import contextlib
+import typing
+from typing import Final, Literal, TypeAlias
+
+import torch
+
+DeviceName: TypeAlias = Literal["auto", "cpu", "cuda"]
+DEVICE_NAMES: Final[tuple[str, ...]] = typing.get_args(DeviceName)
+Precision: TypeAlias = Literal["fp32", "bf16"]
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto``: the first CUDA device when torch sees one, else the CPU; ``cuda`` without
+    one is a ValueError naming the setting (never a silent fall back to the CPU)."""
+    if name not in DEVICE_NAMES:
+        raise ValueError(f"device must be one of {', '.join(DEVICE_NAMES)}, got {name!r}")
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise ValueError('device = "cuda" but torch finds no CUDA device (use "auto" or "cpu")')
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def autocast(device: torch.device, precision: Precision) -> contextlib.AbstractContextManager[None]:
+    """The forwards' precision: bf16 autocast on ``device``, or nothing (fp32)."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
