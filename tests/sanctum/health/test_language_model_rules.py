@@ -108,7 +108,7 @@ def test_every_rule_of_a_language_model_run_says_what_it_judges() -> None:
         "rose; without it, warns after 10 updates"
     )
     assert described["Entropy fall"] == (
-        "entropy / median of the run's first 10 < 0.5 / < 0.3, 3 updates in a row"
+        "entropy / median of the run's first 10 < 0.3 (warns only), 3 updates in a row"
     )
     assert described["Reward"] == (
         "reward_components: one rising while another falls, over 20 > 0.2 (warns only), "
@@ -234,11 +234,15 @@ def test_most_groups_with_equal_rewards_fail(tmp_path: Path) -> None:
     assert report["verdict_text"].startswith("FAIL: Equal rewards"), report["verdict_text"]
 
 
-def test_a_gradual_entropy_fall_fails(tmp_path: Path) -> None:
-    """From 3.9 nats to a quarter of it, 3% an update: no jump, but a collapse."""
+def test_a_gradual_entropy_fall_warns(tmp_path: Path) -> None:
+    """From 3.9 nats to a quarter of it, 3% an update: no jump, but a fall the jump rule
+    misses. It warns only: a token task with one right answer converges to a near
+    deterministic policy in healthy runs too (our token-level examples fall to 0.06 of
+    their start), so the fall alone fails nothing."""
     falling = with_(healthy_grpo, entropy=lambda u: 3.9 * (0.97 ** max(0, u - 10)))
     report = check_report(write_run(tmp_path / "e.jsonl", falling, updates=60))
-    assert report["verdict_text"].startswith("FAIL: Entropy fall"), report["verdict_text"]
+    assert report["exit_code"] == 0
+    assert report["verdict_text"].startswith("WARN: Entropy fall"), report["verdict_text"]
     assert "Entropy shift" not in rows(report)
 
 
