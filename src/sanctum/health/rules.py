@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from sanctum.formatting import NOT_MEASURED, format_value, visible
+from sanctum.formatting import KL_DECIMALS, NOT_MEASURED, format_value, visible
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure
 from telemetry.files import InputFileError, read_toml
@@ -450,7 +450,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             "above",
             5.0,
             20.0,
-            decimals=4,
+            decimals=KL_DECIMALS,
             statistic="median",
             window=5,
             per="clip_fraction",
@@ -508,7 +508,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             "above",
             0.6,
             1.0,
-            decimals=4,
+            decimals=KL_DECIMALS,
             persist=2,
             far=3.0,
             only_when_measured=True,
