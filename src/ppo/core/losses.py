@@ -64,6 +64,11 @@ class SurrogateStats:
     ratio_min: Tensor
     ratio_max: Tensor
     ratio_std: Tensor
+    clip_fraction_low: Tensor
+    """Share of samples whose clipped term the loss takes at the lower bound (r < 1 -
+    clip_range, A < 0): TRL's clip_ratio/low_mean."""
+    clip_fraction_high: Tensor
+    """The same at the upper bound (r > 1 + clip_range, A > 0): TRL's clip_ratio/high_mean."""
 
 
 @dataclass(frozen=True)
@@ -133,19 +138,10 @@ def surrogate_terms(
             ratio_min=ratio.min(),
             ratio_max=ratio.max(),
             ratio_std=ratio.std(correction=0),
+            clip_fraction_low=((ratio < 1.0 - clip_range) & (advantages < 0)).float().mean(),
+            clip_fraction_high=((ratio > 1.0 + clip_range) & (advantages > 0)).float().mean(),
         )
     return per_sample, stats
-
-
-def clip_regions(log_ratio: Tensor, advantages: Tensor, clip_range: float) -> tuple[Tensor, Tensor]:
-    """(low, high): the shares of samples whose clipped term is the one the loss takes, at
-    the lower bound (r < 1 - clip_range, A < 0) and at the upper (r > 1 + clip_range, A > 0);
-    TRL's clip_ratio/low_mean and high_mean. Detached."""
-    with torch.no_grad():
-        ratio = log_ratio.exp()
-        low = ((ratio < 1.0 - clip_range) & (advantages < 0)).float().mean()
-        high = ((ratio > 1.0 + clip_range) & (advantages > 0)).float().mean()
-    return low, high
 
 
 LossAggMode: TypeAlias = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]

@@ -24,7 +24,6 @@ from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
 from ppo.core.losses import (
     SurrogateStats,
     aggregate,
-    clip_regions,
     reference_kl_terms,
     surrogate_terms,
 )
@@ -141,7 +140,6 @@ def minibatch_loss(
         ref_term = ref_coef * aggregate(_matrix(kl, valid), valid, config.loss_agg_mode)
         total = total + ref_term
     approx_kl = estimate_from_log_ratio(log_ratio.detach(), config.kl_estimator).mean()
-    low, high = clip_regions(log_ratio, advantages, config.clip_range)
     parts: dict[str, Tensor | None] = {
         "policy_loss": policy,
         "value_loss": value,
@@ -150,8 +148,6 @@ def minibatch_loss(
         "ref_kl": ref_kl,
         "ref_kl_loss": ref_term,
         "total_loss": total,
-        "clip_fraction_low": low,
-        "clip_fraction_high": high,
     }
     return total, {**parts, **_surrogate_parts(surrogate)}
 
@@ -171,6 +167,8 @@ def _surrogate_parts(s: SurrogateStats) -> dict[str, Tensor | None]:
         "ratio_min": s.ratio_min,
         "ratio_max": s.ratio_max,
         "ratio_std": s.ratio_std,
+        "clip_fraction_low": s.clip_fraction_low,
+        "clip_fraction_high": s.clip_fraction_high,
     }
 
 

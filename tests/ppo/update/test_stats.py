@@ -128,7 +128,11 @@ def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
     breakdown = LossBreakdown(
         **{f: t[f] for f in BREAKDOWN},
         nonfinite_ratios=t["nonfinite_ratios"],
-        surrogate=SurrogateStats(**{f: t[f] for f in SURROGATE}),
+        surrogate=SurrogateStats(
+            **{f: t[f] for f in SURROGATE},
+            clip_fraction_low=torch.tensor(0.0),  # not a column of the classic payload
+            clip_fraction_high=torch.tensor(0.0),
+        ),
     )
     norms = GradNorms(
         total=t["grad_norm"],
