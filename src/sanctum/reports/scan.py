@@ -17,14 +17,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import msgspec
-
 from sanctum.formatting import plural
 from sanctum.health.judge import MetricStats
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.ledger import AnomalyRecord, EarlierRun
+from telemetry.codec import line_decoder
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
     EventLogError,
@@ -33,7 +32,7 @@ from telemetry.eventlog import (
     open_reader,
 )
 from telemetry.eventlog.reader import DECODE_ERRORS
-from telemetry.events import Event, RunStarted
+from telemetry.events import RunStarted
 from telemetry.files import InputFileError, bounded_lines, open_input
 
 
@@ -144,7 +143,7 @@ def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
     as the reader does, never holds a line longer than MAX_LINE_BYTES (it skips it) nor
     takes a last line without its newline.
     """
-    decoder = msgspec.json.Decoder(Event, strict=False)
+    decoder = line_decoder()  # the reader's own
     starts: list[tuple[int, str]] = []
     try:
         with open_input(path, "event log") as fh:
