@@ -61,17 +61,13 @@ from sanctum.model.verdict import (
 from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
 from telemetry.events import (
     Anomaly,
-    AnomalyPayload,
     Event,
     Heartbeat,
     PPOUpdate,
     PPOUpdatePayload,
     Rollout,
-    RolloutPayload,
     RunFinished,
-    RunFinishedPayload,
     RunStarted,
-    RunStartedPayload,
 )
 
 BUG_LABEL, STALL_LABEL = "Bug", "Stall"
@@ -290,21 +286,22 @@ class SanctumAggregator:
         if run.status is None:
             run.status = "running"
         match event:
-            case PPOUpdate(payload=p):
-                self._ppo_update(p, event)
-            case Rollout(payload=p):
-                self._rollout(p)
+            case PPOUpdate():
+                self._ppo_update(event)
+            case Rollout():
+                self._rollout(event)
             case Heartbeat(payload=p):
                 self._advance(p.global_step)
                 self._progress(event.ts)
-            case Anomaly(payload=p):
-                self._anomaly(p, event)
-            case RunStarted(payload=p):
-                self._run_started(p, event)
-            case RunFinished(payload=p):
-                self._run_finished(p, event)
+            case Anomaly():
+                self._anomaly(event)
+            case RunStarted():
+                self._run_started(event)
+            case RunFinished():
+                self._run_finished(event)
 
-    def _ppo_update(self, p: PPOUpdatePayload, event: PPOUpdate) -> None:
+    def _ppo_update(self, event: PPOUpdate) -> None:
+        p = event.payload
         self.tamiyo.record(p)
         self._unjudged.append(p)
         if self.run.first_update_index is None:
@@ -383,7 +380,8 @@ class SanctumAggregator:
             runs[run_id] = runs.get(run_id, 0) + count
             run.foreign_runs = tuple(runs.items())
 
-    def _rollout(self, p: RolloutPayload) -> None:
+    def _rollout(self, event: Rollout) -> None:
+        p = event.payload
         run = self.run
         self._advance(p.global_step)
         if p.steps_per_second is not None:
@@ -399,7 +397,8 @@ class SanctumAggregator:
             run.episode_return_series.append(p.episode_return_mean)
             run.episode_return_updates.append(p.update)
 
-    def _anomaly(self, p: AnomalyPayload, event: Anomaly) -> None:
+    def _anomaly(self, event: Anomaly) -> None:
+        p = event.payload
         if p.severity == "critical":
             self.run.anomalies_critical += 1
         else:
@@ -411,7 +410,8 @@ class SanctumAggregator:
         text = format_anomaly(p.metric, p.value, p.message)
         self.timeline.append(TimelineEntry("anomaly", level, text, event.ts, event.seq, p.update))
 
-    def _run_started(self, p: RunStartedPayload, event: RunStarted) -> None:
+    def _run_started(self, event: RunStarted) -> None:
+        p = event.payload
         if self.run.run_id is not None and self.run.run_id != event.run_id:
             self.reset(new_run_reason(event.run_id), new_run=True)
             self.run.events, self.run.status, self.run.last_event_ts = 1, "running", event.ts
@@ -469,7 +469,8 @@ class SanctumAggregator:
         self.thresholds = fitted
         self.judge = HealthJudge(fitted)
 
-    def _run_finished(self, p: RunFinishedPayload, event: RunFinished) -> None:
+    def _run_finished(self, event: RunFinished) -> None:
+        p = event.payload
         run = self.run
         run.finishes += 1
         if run.finishes == 1:
