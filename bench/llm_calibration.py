@@ -204,6 +204,19 @@ def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
         "false_alarm_runs": sum(v.failed for v in healthy),
         "warn_runs": sum(bool(v.warned) for v in healthy),
         "detection_latency_max_updates": max(latencies) if latencies else None,
+        "per_split": {
+            split: {
+                "healthy_runs": sum(v.case.split == split for v in healthy),
+                "false_alarm_runs": sum(v.failed for v in healthy if v.case.split == split),
+                "warn_runs": sum(bool(v.warned) for v in healthy if v.case.split == split),
+                "broken_runs": sum(v.case.split == split for v in broken),
+                "detected": sum(v.detected for v in broken if v.case.split == split),
+                "expected_detected": sum(
+                    bool(v.detected and v.by_expected) for v in broken if v.case.split == split
+                ),
+            }
+            for split in sorted({v.case.split for v in verdicts}, reverse=True)
+        },
         "per_trainer": {
             trainer: {
                 "healthy_runs": sum(v.case.trainer == trainer for v in healthy),
@@ -217,6 +230,7 @@ def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
         "per_run": {
             v.case.name: {
                 "trainer": v.case.trainer,
+                "split": v.case.split,
                 "setting": v.case.setting,
                 "healthy": v.case.healthy,
                 "updates": v.updates,
@@ -236,8 +250,8 @@ def figures(verdicts: list[Verdict], rows: tuple[str, ...]) -> dict[str, Any]:
 
 def print_table(verdicts: list[Verdict]) -> None:
     print(
-        f"\n{'run':<22} {'trainer':<7} {'kind':<7} {'upd':>4} {'onset':>5} {'check':>5} "
-        f"{'1st crit':>8}  failing / warned"
+        f"\n{'run':<24} {'trainer':<7} {'split':<7} {'kind':<7} {'upd':>4} {'onset':>5} "
+        f"{'check':>5} {'1st crit':>8}  failing / warned"
     )
     for v in verdicts:
         c = v.case
@@ -246,16 +260,16 @@ def print_table(verdicts: list[Verdict]) -> None:
         kind = "healthy" if c.healthy else "broken"
         check = "FAIL" if v.failed else "pass"
         print(
-            f"{c.name:<22} {c.trainer:<7} {kind:<7} {v.updates:>4} {onset:>5} {check:>5} "
-            f"{first:>8}  "
+            f"{c.name:<24} {c.trainer:<7} {c.split:<7} {kind:<7} {v.updates:>4} {onset:>5} "
+            f"{check:>5} {first:>8}  "
             f"{','.join(v.failing) or '-'} / {','.join(v.warned) or '-'}"
         )
-    print(f"\n{'broken run':<22} {'caught':>6}  {'by the expected rule':<22} expected")
+    print(f"\n{'broken run':<24} {'caught':>6}  {'by the expected rule':<22} expected")
     for v in verdicts:
         if not v.case.healthy:
             caught = "yes" if v.detected else "NO"
             print(
-                f"{v.case.name:<22} {caught:>6}  {','.join(v.by_expected) or '-':<22} "
+                f"{v.case.name:<24} {caught:>6}  {','.join(v.by_expected) or '-':<22} "
                 f"{', '.join(v.case.expected)}"
             )
 
@@ -278,6 +292,12 @@ def print_summary(result: dict[str, Any]) -> None:
         f"{result['broken_runs']} ({result['detection_rate']}), by an expected rule: "
         f"{result['expected_detected']}/{result['broken_runs']}"
     )
+    for split, row in result["per_split"].items():
+        print(
+            f"  {split:<8} healthy failed {row['false_alarm_runs']}/{row['healthy_runs']} "
+            f"(warned {row['warn_runs']}), broken detected {row['detected']}/"
+            f"{row['broken_runs']}, by an expected rule {row['expected_detected']}"
+        )
 
 
 def rows_of(thresholds: Thresholds, verdicts: list[Verdict]) -> tuple[str, ...]:

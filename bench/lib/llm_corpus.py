@@ -5,8 +5,13 @@ Two trainers, both real and on the CPU:
 - ``trl``: TRL's GRPOTrainer (or RLOOTrainer) on the tiny Llama of ``trl_runs`` (built from a
   config, a character tokenizer, no download), recorded through the shipped
   ``telemetry.integrations.trl.SanctumCallback`` exactly as a TRL user records a run;
-- ``tokens``: our token-level PPO, ``ppo train --config examples/token_ppo.toml`` with
-  fewer updates.
+- ``tokens``: our token-level PPO (or GRPO), ``ppo train --config examples/token_ppo.toml``
+  (``token_grpo.toml``) with fewer updates.
+
+``split``: ``tune`` runs were in view while the language-model rules were written and fitted;
+``heldout`` runs (other seeds, and settings no tuned run had: Dr. GRPO's loss, 8 completions
+a group, longer completions, our GRPO) were added once the rules were fixed, and no rule or
+threshold was changed for them. The figures are published for both.
 
 Each broken case names the rules that should fail it (``expected``: the labels ``sanctum
 check`` shows, or for a rule still to come the contract field it would judge) and says why
@@ -20,7 +25,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +62,11 @@ class LlmCase:
     quick: bool = False
     """Part of ``--quick``."""
     seed: int = 1
+    split: str = "tune"
+    """``tune``: the rules were written and fitted with this run in view; ``heldout``: the
+    run was added after the rules were fixed and nothing was changed for it."""
+    config: str = "token_ppo.toml"
+    """``tokens``: the example config the run starts from."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def described(self) -> dict[str, Any]:
@@ -73,6 +83,30 @@ def _trl(name: str, seed: int, setting: str, quick: bool = False, **changes: Any
 
 def _tokens(name: str, seed: int, quick: bool = False) -> LlmCase:
     return LlmCase(name, True, "tokens", {}, "token-level PPO, example", quick=quick, seed=seed)
+
+
+def _held(case: LlmCase) -> LlmCase:
+    return replace(case, split="heldout")
+
+
+def _grpo_tokens(name: str, seed: int) -> LlmCase:
+    setting = "token-level GRPO, example"
+    config = "token_grpo.toml"
+    return LlmCase(name, True, "tokens", {}, setting, seed=seed, split="heldout", config=config)
+
+
+def heldout_healthy_cases() -> list[LlmCase]:
+    """Healthy runs added once the rules were fixed (``split = heldout``): TRL settings the
+    rules never saw (Dr. GRPO's loss, 8 completions per prompt, longer completions, another
+    learning rate) and our token-level GRPO, on seeds no tuned run used."""
+    return [
+        _held(_trl("grpo-drgrpo-s7", 7, "GRPO loss dr_grpo", extra={"loss_type": "dr_grpo"})),
+        _held(_trl("grpo-g8-s8", 8, "GRPO 8 per group, batch 16", num_generations=8, batch=16)),
+        _held(_trl("grpo-len24-s9", 9, "GRPO completions to 24", max_completion_length=24)),
+        _held(_trl("grpo-lr3e-4-s10", 10, "GRPO lr 3e-4", learning_rate=3e-4)),
+        _grpo_tokens("tokens-grpo-s4", 4),
+        _grpo_tokens("tokens-grpo-s5", 5),
+    ]
 
 
 def healthy_cases() -> list[LlmCase]:
@@ -210,6 +244,83 @@ def broken_cases() -> list[LlmCase]:
     return every
 
 
+HELDOUT_BROKEN: tuple[tuple[str, dict[str, Any], str, tuple[str, ...], int, str], ...] = (
+    # name, settings, in a few words, expected rules, onset, why; recorded on seed 11 (TRL)
+    # or 6 (ours), settings no tuned run had
+    (
+        "grpo-drgrpo-padding-hack",
+        {"learning_rate": 5e-2, "hack": True, "extra": {"loss_type": "dr_grpo"}},
+        "Dr. GRPO lr 5e-2, reward = length",
+        LENGTH_HACK,
+        0,
+        "The padding hack under Dr. GRPO's loss (no length normalisation): length pays and "
+        "the learning rate is 50x too high.",
+    ),
+    (
+        "grpo-g8-equal-rewards",
+        {"constant_reward": 0.0, "num_generations": 8, "batch": 16},
+        "GRPO 8 per group, reward always 0",
+        ("reward_std", "reward_zero_std_frac"),
+        0,
+        "A reward that pays nothing for anything: every group of 8 is equal and GRPO learns "
+        "nothing.",
+    ),
+    (
+        "grpo-len24-nan-reward",
+        {"nan_at": 8, "max_completion_length": 24},
+        "GRPO completions to 24, reward NaN from step 8",
+        (*NON_FINITE, "reward_mean"),
+        8,
+        "The reward function returns NaN from its 9th call on.",
+    ),
+    (
+        "grpo-beta0-lr1e-1",
+        {"learning_rate": 1e-1, "beta": 0.0},
+        "GRPO beta 0, lr 1e-1",
+        (*ENTROPY, "Grad", "grad_norm"),
+        0,
+        "Nothing holds the policy near its reference and the learning rate is 100x too high: "
+        "it collapses onto a few tokens.",
+    ),
+    (
+        "tokens-grpo-huge-lr",
+        {"learning_rate": 0.3},
+        "token-level GRPO lr 0.3",
+        ("Clip", "clip_fraction", "Entropy", "RefKL", "Grad", "KL", "approx_kl"),
+        0,
+        "Our token-level GRPO with a learning rate 1000x its example's: each update leaves the "
+        "trust region and the reference.",
+    ),
+)
+"""Broken runs added once the rules were fixed (``split = heldout``)."""
+
+
+def heldout_broken_cases() -> list[LlmCase]:
+    every = []
+    for name, settings, setting, expected, onset, why in HELDOUT_BROKEN:
+        tokens = name.startswith("tokens-")
+        trainer, seed = ("tokens", 6) if tokens else ("trl", 11)
+        changes = settings if tokens else {"learning_rate": HEALTHY_LR, **settings}
+        config = "token_grpo.toml" if tokens else "token_ppo.toml"
+        every.append(
+            LlmCase(
+                name,
+                False,
+                trainer,
+                changes,
+                setting,
+                expected,
+                why,
+                onset,
+                False,
+                seed,
+                split="heldout",
+                config=config,
+            )
+        )
+    return every
+
+
 LEFT_OUT = {
     name: "GRPO lr 5e-3 (reward 0.23 -> 0.7): the tiny model starts near uniform over its 34 "
     "tokens, so learning the vowel reward moves it about 1 nat per token from its reference "
@@ -221,7 +332,7 @@ LEFT_OUT = {
 
 
 def cases(quick: bool) -> list[LlmCase]:
-    every = healthy_cases() + broken_cases()
+    every = healthy_cases() + broken_cases() + heldout_healthy_cases() + heldout_broken_cases()
     return [c for c in every if c.quick] if quick else every
 
 
@@ -241,7 +352,7 @@ def token_command(case: LlmCase, run_dir: Path, quick: bool) -> list[str]:
     """``ppo train`` for a token-level case, on one torch thread."""
     updates = QUICK_UPDATES if quick else TOKEN_UPDATES
     sets = {"updates": updates, "torch_threads": 1, **case.settings}
-    config = str(EXAMPLES / "token_ppo.toml")
+    config = str(EXAMPLES / case.config)
     command = [sys.executable, "-m", "ppo", "train", "--headless", "--config", config]
     command += ["--seed", str(case.seed), "--run-dir", str(run_dir), "--run-id", case.name]
     for key, value in sets.items():
