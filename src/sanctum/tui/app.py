@@ -71,7 +71,8 @@ class SanctumApp(SanctumAppBase):
         Binding("p", "toggle_pause", "Pause"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("c", "chart", "Chart"),
-        Binding("r", "rollouts", "Rollouts"),
+        Binding("r", "rollouts", "Rollouts"),  # offered for a run with rollouts.jsonl,
+        Binding("r", "no_rollouts", show=False),  # else a notice says there are none
     ]
 
     def __init__(
@@ -168,6 +169,8 @@ class SanctumApp(SanctumAppBase):
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time, for ``snapshot``
         and for the snapshot on screen."""
+        if self.rollouts.appeared():  # a token-level trainer's first rollouts: offer r
+            self.refresh_bindings()
         snapshot = self._snapshot
         if snapshot is None or not self.is_running:  # timers may fire while closing
             return
@@ -223,6 +226,15 @@ class SanctumApp(SanctumAppBase):
         """Open the worst and best rollouts of a token-level run over the dashboard."""
         if len(self.screen_stack) == 1:
             self.rollouts.open(self, self._shown)
+
+    def action_no_rollouts(self) -> None:
+        """``r`` for a run folder without rollouts.jsonl: a notice."""
+        if len(self.screen_stack) == 1:
+            self.rollouts.notice(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``r`` opens the rollouts screen only while the run folder has rollouts.jsonl."""
+        return self.rollouts.available() if action == "rollouts" else True
 
     # ------------------------------------------------------ own trainer process
     def _watch_trainer(self) -> None:

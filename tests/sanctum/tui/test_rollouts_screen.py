@@ -12,6 +12,7 @@ import pytest
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import Static
+from textual.widgets._footer import FooterKey
 
 from sanctum.formatting import format_value
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds, load_thresholds
@@ -63,6 +64,10 @@ def text_of(screen: RolloutsScreen, part: str) -> str:
     return content.plain
 
 
+def footer_keys(app: SanctumApp) -> list[str]:
+    return [str(key.description) for key in app.screen.query(FooterKey)]
+
+
 def strip_text(screen: RolloutsScreen) -> str:
     return screen.query_one(HealthStrip).render().plain
 
@@ -102,6 +107,7 @@ async def test_r_shows_the_worst_and_best_of_the_latest_update_beside_the_verdic
     async with app.run_test(size=size) as pilot:
         snapshot = await wait_until(pilot, lambda s: s.run.status == "completed", "the run")
         vocab = snapshot.run.config["vocab"]
+        assert "Rollouts" in footer_keys(app)
         screen = await open_screen(pilot, 36)
         head, body = text_of(screen, "rollouts-head"), text_of(screen, "rollouts-samples")
         assert "rollouts.jsonl: 36 rollouts" in head
@@ -169,6 +175,7 @@ async def test_a_run_without_rollouts_gets_a_one_line_notice(
     app = SanctumApp(path, DEFAULT_THRESHOLDS)
     async with app.run_test(size=size) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        assert "Rollouts" not in footer_keys(app)
         await pilot.press("r")
         await pilot.pause()
         assert not isinstance(app.screen, RolloutsScreen)
@@ -176,6 +183,18 @@ async def test_a_run_without_rollouts_gets_a_one_line_notice(
         assert notes == [
             f"No rollouts: {tmp_path / ROLLOUTS_FILE} does not exist (token-level runs write it)."
         ]
+
+
+async def test_r_is_offered_once_the_trainer_writes_its_first_rollouts(tmp_path: Path) -> None:
+    run = copy_run(tmp_path)
+    (run / ROLLOUTS_FILE).unlink()
+    app = SanctumApp(run / "events.jsonl", DEFAULT_THRESHOLDS)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda s: s.run.status == "completed", "the run")
+        assert "Rollouts" not in footer_keys(app)
+        shutil.copy(RUN / ROLLOUTS_FILE, run / ROLLOUTS_FILE)
+        await settle(pilot, lambda a: "Rollouts" in footer_keys(a), "the r key", WAIT_LIMIT)
+        await open_screen(pilot, 36)
 
 
 @pytest.mark.parametrize("size", SIZES)

@@ -272,22 +272,38 @@ class RolloutsScreen(Screen[None]):
 
 class RolloutsOpener:
     """Opens the rollouts screen of one run folder, keeping its feed between openings (what
-    was read is not read again); a run without ``rollouts.jsonl`` gets a one-line notice."""
+    was read is not read again). The key is offered (in the footer) only while the folder
+    has ``rollouts.jsonl``; pressed without it, it gives a one-line notice."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
+        self.path = run_dir / ROLLOUTS_FILE
         self.feed: RolloutsFeed | None = None
+        self._seen = False
+
+    def available(self) -> bool:
+        """The run folder has a rollouts file (a FIFO too: the screen says it cannot read it)."""
+        return self.path.exists()
+
+    def appeared(self) -> bool:
+        """The file appeared (or went) since the last call: the offered keys change."""
+        now = self.available()
+        changed, self._seen = now != self._seen, now
+        return changed
 
     def open(self, app: App[None], snapshot: SanctumSnapshot | None) -> None:
         """Push the screen over ``app``'s dashboard, showing ``snapshot``'s health."""
-        path = self.run_dir / ROLLOUTS_FILE
-        if not path.exists():
-            app.notify(
-                f"No rollouts: {visible(str(path))} does not exist (token-level runs write it).",
-                markup=False,
-            )
+        if not self.available():
+            self.notice(app)
             return
         per_update = None if snapshot is None else per_update_in(snapshot.run.config)
         if self.feed is None or self.feed.per_update != per_update:
             self.feed = RolloutsFeed(self.run_dir, per_update)
         app.push_screen(RolloutsScreen(self.feed, snapshot))
+
+    def notice(self, app: App[None]) -> None:
+        """Say, in one line, that this run has no rollouts to show."""
+        app.notify(
+            f"No rollouts: {visible(str(self.path))} does not exist (token-level runs write it).",
+            markup=False,
+        )
