@@ -6,16 +6,17 @@ the action, ``logp_old``, entropy and value. Lines are written by an
 :class:`~telemetry.eventlog.EventLogWriter` (one flushed ``write`` per line, one writer per
 file, no torn line on a full disk), so the file is as crash-safe as the event log.
 
-Reading is for people debugging a run (``sanctum rollouts``): a line that is not a record
-is skipped and counted with its number, never an error.
+Reading is for people debugging a run (``sanctum rollouts``, the dashboard's rollouts
+screen, which follows the file as it grows with :class:`RecordsTail`): a line that is not
+a record is skipped and counted with its number, never an error.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, Literal
+from dataclasses import dataclass, field
+from typing import IO, Final, Literal
 
 import msgspec
 
@@ -24,6 +25,8 @@ from telemetry.files import bounded_lines, open_input
 
 ROLLOUTS_FILE = "rollouts.jsonl"
 """The records' file name, beside ``events.jsonl`` in the run folder."""
+WHAT: Final = "rollouts file"
+"""What the file is called in a message about it."""
 
 TerminatedBy = Literal["answer", "max_new_tokens"]
 
@@ -92,18 +95,78 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[RolloutRecord | Skipp
     device is an :class:`~telemetry.files.InputFileError`, one line), and a line longer
     than :data:`~telemetry.eventlog.MAX_LINE_BYTES` is skipped without being held.
     """
-    return _records(open_input(path, "rollouts file"))
+    return _records(open_input(path, WHAT))
 
 
 def _records(fh: IO[bytes]) -> Iterator[RolloutRecord | SkippedRecord]:
     with fh:
-        for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), start=1):
-            if line is None:
-                yield SkippedRecord(line_no, f"longer than the {MAX_LINE_BYTES} byte limit")
-                continue
-            if not line.endswith(b"\n"):
-                return
-            try:
-                yield _DECODER.decode(line)
-            except (msgspec.DecodeError, RecursionError) as exc:
-                yield SkippedRecord(line_no, str(exc) or "nested too deeply")
+        yield from _decoded(fh, 0)
+
+
+def _decoded(fh: IO[bytes], lines_before: int) -> Iterator[RolloutRecord | SkippedRecord]:
+    """The complete lines from ``fh``'s position on, numbered after ``lines_before``; a
+    line without its newline ends them."""
+    for line_no, line in enumerate(bounded_lines(fh, MAX_LINE_BYTES), start=lines_before + 1):
+        if line is None:
+            yield SkippedRecord(line_no, f"longer than the {MAX_LINE_BYTES} byte limit")
+            continue
+        if not line.endswith(b"\n"):
+            return
+        try:
+            yield _DECODER.decode(line)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            yield SkippedRecord(line_no, str(exc) or "nested too deeply")
+
+
+READ_BYTES: Final = 4 * 1024 * 1024
+"""How much one :meth:`RecordsTail.read_new` reads at most (a line is never cut)."""
+
+
+@dataclass(frozen=True)
+class RecordsRead:
+    """What one :meth:`RecordsTail.read_new` found."""
+
+    items: list[RolloutRecord | SkippedRecord] = field(default_factory=list)
+    reset: bool = False
+    """The file was truncated or replaced: ``items`` are its lines from the first."""
+    more: bool = False
+    """Complete lines may remain after these: read again at once."""
+
+
+class RecordsTail:
+    """Follows ``rollouts.jsonl`` as the trainer appends to it: each :meth:`read_new`
+    decodes only the complete lines written since the last (at most about
+    :data:`READ_BYTES`), so a live view never reads the file again from the start. Lines
+    are decoded and skipped exactly as by :func:`iter_records`."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = path
+        self.offset = 0
+        """Bytes read: the start of the first line not read yet."""
+        self.lines = 0
+        """Lines read (records and skipped lines)."""
+        self._identity: tuple[int, int] | None = None
+
+    def read_new(self, max_bytes: int = READ_BYTES) -> RecordsRead:
+        """The lines appended since the last call. Raises
+        :class:`~telemetry.files.InputFileError` (:class:`~telemetry.files.InputFileMissing`
+        while there is no file) with nothing consumed."""
+        with open_input(self.path, WHAT) as fh:
+            st = os.fstat(fh.fileno())
+            identity = (st.st_dev, st.st_ino)
+            reset = self._identity is not None and (
+                identity != self._identity or st.st_size < self.offset
+            )
+            self._identity = identity
+            if reset:
+                self.offset = self.lines = 0
+            start = self.offset
+            fh.seek(start)
+            items: list[RolloutRecord | SkippedRecord] = []
+            for item in _decoded(fh, self.lines):
+                items.append(item)
+                self.lines += 1
+                self.offset = fh.tell()
+                if self.offset - start >= max_bytes:
+                    break
+            return RecordsRead(items, reset, more=self.offset - start >= max_bytes)

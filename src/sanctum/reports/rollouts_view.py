@@ -8,12 +8,13 @@ string from the files or their folder's name is untrusted: it is printed made vi
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from sanctum.formatting import visible
+from sanctum.model.rollouts import Extremes, vocab_in
+from sanctum.text.rollouts import describe
 from telemetry.eventlog import open_reader
 from telemetry.events import RunStarted
 from telemetry.rollouts import ROLLOUTS_FILE, RolloutRecord, SkippedRecord, iter_records
@@ -30,9 +31,7 @@ def vocab_of(events_path: Path) -> list[str] | None:
     for batch in open_reader(events_path).batches():
         for event in batch.events:
             if isinstance(event, RunStarted):
-                names = event.payload.config.get("vocab")
-                ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
-                return names if ok else None
+                return vocab_in(event.payload.config)
         break
     return None
 
@@ -44,7 +43,7 @@ def select(
     the N with the lowest reward_final (ties: the later, which shows what training has
     not fixed yet), or every record."""
     tail: deque[RolloutRecord] = deque(maxlen=last)
-    lowest: list[tuple[float, int, RolloutRecord]] = []
+    lowest = Extremes(worst or 0)
     count = skipped = 0
     for item in items:
         if isinstance(item, SkippedRecord):
@@ -52,41 +51,12 @@ def select(
             continue
         count += 1
         if worst is not None:
-            heapq.heappush(lowest, (-item.reward_final, count, item))
-            if len(lowest) > worst:
-                heapq.heappop(lowest)
+            lowest.add(item)
         else:
             tail.append(item)
     if worst is not None:
-        return [r for _, _, r in sorted(lowest, key=lambda x: (-x[0], -x[1]))], count, skipped
+        return list(lowest.lowest), count, skipped
     return list(tail), count, skipped
-
-
-def _tokens(ids: Sequence[int], vocab: list[str] | None) -> str:
-    if vocab is None:
-        return " ".join(str(i) for i in ids)
-    return " ".join(visible(vocab[i]) if 0 <= i < len(vocab) else f"?{i}" for i in ids)
-
-
-def describe(r: RolloutRecord, vocab: list[str] | None) -> str:
-    """Three lines: tokens; answer against truth; the reward's terms."""
-    mask = "".join("x" if m else "." for m in r.applied_mask)
-    return (
-        f"#{r.id}  {_tokens(r.input_ids, vocab)}  ->  {_tokens(r.generated_ids, vocab)}"
-        f"  ({r.num_generated} tokens, stopped by {r.terminated_by})\n"
-        f"    answer {''.join(map(str, r.digit_pred))}  true {''.join(map(str, r.digit_true))}"
-        f"  applied {mask}  correct {r.correct_count}/{r.applied_count}\n"
-        f"    reward_final {r.reward_final:.3f} = "
-        f"{'full 1.0' if r.reward_full == 1.0 else _partial(r)}"
-        f" - {r.length_penalty:g} x {r.num_generated} tokens"
-    )
-
-
-def _partial(r: RolloutRecord) -> str:
-    if r.terminated_by == "max_new_tokens":
-        return "0 (no answer)"
-    share = f"{r.correct_count}/{r.applied_count}"
-    return f"partial {r.reward_partial:.3f} ({r.partial_scale:g} x {share})"
 
 
 def render(run_dir: Path, events_path: Path, last: int | None, worst: int | None) -> str:

@@ -54,6 +54,7 @@ from sanctum.tui.widgets import (
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.dashboard import dashboard
 from sanctum.tui.widgets.quit_dialog import QuitChoice, QuitDialog
+from sanctum.tui.widgets.rollouts_screen import RolloutsOpener
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; only read by the type checker
@@ -70,6 +71,8 @@ class SanctumApp(SanctumAppBase):
         Binding("p", "toggle_pause", "Pause"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("c", "chart", "Chart"),
+        Binding("r", "rollouts", "Rollouts"),  # offered for a run with rollouts.jsonl,
+        Binding("r", "no_rollouts", show=False),  # else a notice says there are none
     ]
 
     def __init__(
@@ -108,6 +111,7 @@ class SanctumApp(SanctumAppBase):
         """The snapshot every widget on screen shows."""
         self._drawn: SanctumSnapshot | None = None
         """The snapshot ``_shown`` was made from (the same, unless the trainer is down)."""
+        self.rollouts = RolloutsOpener(self.path.parent)
 
     @property
     def snapshot(self) -> SanctumSnapshot | None:
@@ -165,6 +169,8 @@ class SanctumApp(SanctumAppBase):
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time, for ``snapshot``
         and for the snapshot on screen."""
+        if self.rollouts.appeared():  # a token-level trainer's first rollouts: offer r
+            self.refresh_bindings()
         snapshot = self._snapshot
         if snapshot is None or not self.is_running:  # timers may fire while closing
             return
@@ -195,7 +201,7 @@ class SanctumApp(SanctumAppBase):
                 snapshot, timeline=snapshot.timeline + self._down_entries()
             )
         self._shown = snapshot
-        for screen in self.screen_stack:  # the dashboard, and a chart screen over it
+        for screen in self.screen_stack:  # the dashboard, and a chart or rollouts screen
             for view in screen.query(SnapshotView):
                 view.snapshot = snapshot
 
@@ -215,6 +221,20 @@ class SanctumApp(SanctumAppBase):
         """Open the zoomable chart of any metric over the dashboard, with its snapshot."""
         if len(self.screen_stack) == 1:  # from the dashboard, not over a dialog
             self.push_screen(ChartScreen(self._shown))
+
+    def action_rollouts(self) -> None:
+        """Open the worst and best rollouts of a token-level run over the dashboard."""
+        if len(self.screen_stack) == 1:
+            self.rollouts.open(self, self._shown)
+
+    def action_no_rollouts(self) -> None:
+        """``r`` for a run folder without rollouts.jsonl: a notice."""
+        if len(self.screen_stack) == 1:
+            self.rollouts.notice(self)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``r`` opens the rollouts screen only while the run folder has rollouts.jsonl."""
+        return self.rollouts.available() if action == "rollouts" else True
 
     # ------------------------------------------------------ own trainer process
     def _watch_trainer(self) -> None:

@@ -118,11 +118,20 @@ CHART_KEYS: Final[KeyHelp] = (
     ("  [ ]", "move the cursor (or click): it reads the update, the value and its band"),
     ("  l", "log scale (refused for a metric with a value at or below zero)"),
 )
+ROLLOUTS_KEYS: Final[KeyHelp] = (
+    (
+        "r",
+        "a token-level run's worst and best rollouts of an update, beside the verdict "
+        "(runs with rollouts.jsonl; escape returns); on it:",
+    ),
+    ("  [ ]", "an earlier / later update; end: the latest (follows a live run)"),
+)
 KEYS: Final[KeyHelp] = (
     ("?", "this help"),
     ("p", "pause / resume the display"),
     ("q", "quit (under ppo train, while training: stop it, detach, or cancel)"),
     *CHART_KEYS,
+    *ROLLOUTS_KEYS,
 )
 """The keys of the one-run dashboard."""
 RUNS_KEYS: Final[KeyHelp] = (
