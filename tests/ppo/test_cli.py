@@ -170,8 +170,9 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
 
 
 def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> None:
-    """A short real run: the trainer's last figure and ``sanctum diff --json``'s final
-    return are one definition (telemetry.returns) under one label."""
+    """A short real run: the trainer's last figure, ``sanctum diff --json``'s final return
+    and ``sanctum summary``'s (text, under the same label, and ``--json``) are one
+    definition (telemetry.returns)."""
     args = ["--headless", "--total-steps", "2048", "--run-dir", str(tmp_path), "--run-id", "r"]
     train = subprocess.run(
         [sys.executable, "-m", "ppo", "train", *args, *SMALL],
@@ -196,3 +197,18 @@ def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> N
     assert diff.returncode == 0, diff.stderr
     final = json.loads(diff.stdout)["returns"]["a"]["final"]
     assert printed == round(final, 2)
+    summaries = [
+        subprocess.run(
+            [sys.executable, "-m", "sanctum", "summary", run, *json_flag],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        for json_flag in ([], ["--json"])
+    ]
+    assert [s.returncode for s in summaries] == [0, 0], [s.stderr for s in summaries]
+    text = next(line for line in summaries[0].stdout.splitlines() if line.startswith("returns"))
+    assert f"{label}{printed:.2f}, best rollout mean " in text, text
+    summary_final = json.loads(summaries[1].stdout)["run"]["episode_return_final"]
+    assert printed == round(summary_final, 2)

@@ -1,22 +1,26 @@
 """Pure drawing of the overlay chart: one metric of several runs on a shared axis of updates.
 
 Each run is a line of braille dots (two columns and four rows of dots a cell), so ten runs
-fit a terminal chart with room to see where they part. KeyedSpans share the x axis (update
-index) and the value axis, fitted to every run's values (:func:`sanctum.charts.scale.fit`;
-on a log scale it takes in the rule's warning and critical lines, drawn ``┄`` and ``━``
-where no dot is). A cell where lines cross takes the colour of the run drawn last (the
-later row of the table). A value that is not measured leaves a gap; a non-finite one
-leaves a gap and an ``×`` in the top row; on a log scale a value at or below zero is
-drawn on the bottom edge. The result is rows of (text, key) spans; the widget maps a key
-to a style: an ``int`` is a colour index, ``axis``, ``warning`` and ``critical`` the axis
-and the lines, ``""`` blank.
+fit a terminal chart with room to see where they part. Each run is its whole history,
+down-sampled (:mod:`sanctum.model.downsample`): a point is a bucket of updates, drawn in the
+columns of the updates it covers with its smallest to largest value as a vertical span, so a
+long run is drawn from its first update with its spikes kept. KeyedSpans share the x axis
+(update index) and the value axis, fitted to every run's values
+(:func:`sanctum.charts.scale.fit`; on a log scale it takes in the rule's warning and
+critical lines, drawn ``┄`` and ``━`` where no dot is). A cell where lines cross takes the
+colour of the run drawn last (the later row of the table). A value that is not measured
+leaves a gap; a non-finite one leaves a gap and an ``×`` in the top row (a bucket that
+covers one: the ``×`` too); on a log scale a value at or below zero is drawn on the bottom
+edge. The result is rows of (text, key) spans; the widget maps a key to a style: an ``int``
+is a colour index, ``axis``, ``warning`` and ``critical`` the axis and the lines, ``""``
+blank.
 
 A live chart is drawn again with every frame, so :class:`OverlayCanvas` keeps each run's
 dots and draws only the updates that arrived since: the x axis runs from a round number
 at or before the first update to one past the latest, so it (and with it every dot drawn)
 stays put while the lines grow into it, and everything is drawn afresh only when an axis
-changes. A run whose oldest updates the dashboard no longer keeps still shows them until
-then.
+changes. A run is drawn afresh too when its newest drawn bucket took in more updates or
+its buckets merged, so a canvas kept across frames draws what a fresh one draws.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from sanctum.charts.glyphs import (
     StyleKey,
 )
 from sanctum.charts.scale import Scale, fit, nice_step
+from sanctum.model.downsample import Bucket
 
 BRAILLE: Final = 0x2800
 DOTS: Final = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
@@ -50,11 +55,17 @@ X_STEPS: Final = 4
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One run's line: values by update (ascending), and the colour index to draw it with."""
+    """One run's line: its buckets by update (ascending), the colour index to draw it with,
+    and how many updates a full bucket covers."""
 
-    updates: Sequence[int]
-    values: Sequence[float | None]
+    buckets: Sequence[Bucket]
     colour: int
+    span: int = 1
+
+    @classmethod
+    def raw(cls, updates: Sequence[int], values: Sequence[float | None], colour: int) -> Series:
+        """A line of one value an update."""
+        return cls(tuple(map(Bucket.of, updates, values)), colour)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +123,10 @@ class _Line:
     colour: int
     first: int
     """The oldest update drawn."""
+    span: int
+    """Updates a full bucket covered when drawn."""
     last: int | None = None
-    """The newest update drawn."""
+    """The newest update drawn: the end of the newest bucket drawn."""
     cells: dict[int, int] = field(default_factory=dict)
     """Cell index -> its dots."""
     marks: dict[int, int] = field(default_factory=dict)
@@ -127,39 +140,52 @@ class _Line:
         width = self.geometry.width_px
         self.low, self.high = [self.geometry.height_px] * width, [-1] * width
 
+    def holds(self, buckets: Sequence[Bucket]) -> bool:
+        """Whether the buckets drawn are still as drawn: one ends at the newest update
+        drawn (a bucket that took in more updates since ends later)."""
+        if self.last is None:
+            return True
+        at = bisect_right(buckets, self.last, key=_last)
+        return at > 0 and buckets[at - 1].last == self.last
+
     def extend(self, series: Series) -> None:
-        """Draw the updates of ``series`` newer than ``last``: each pixel column gets one
+        """Draw the buckets of ``series`` newer than ``last``: each pixel column gets one
         span of dots, from the previous column's last height to its own lowest and
-        highest, so a steep line stays whole."""
-        updates, values = series.updates, series.values
-        start = 0 if self.last is None else bisect_right(updates, self.last)
-        if start >= len(updates):
+        highest, so a steep line stays whole (and a bucket's values all show)."""
+        buckets = series.buckets
+        start = 0 if self.last is None else bisect_right(buckets, self.last, key=_last)
+        if start >= len(buckets):
             return
         touched: set[int] = set()
         g, low, high = self.geometry, self.low, self.high
         to_y, sx, x0 = g.pixel_y(), (g.width_px - 1) / (g.x1 - g.x0), g.x0
         prev = self.prev
-        for i in range(start, len(updates)):
-            value, x = values[i], int((updates[i] - x0) * sx + 0.5)
-            if value is None or value - value != 0.0:  # not measured, or non-finite
-                if value is not None:
-                    self.marks[x >> 1] = self.colour
+        for i in range(start, len(buckets)):
+            bucket = buckets[i]
+            value, x = bucket.value, int((bucket.last - x0) * sx + 0.5)
+            if bucket.nonfinite:
+                self.marks[x >> 1] = self.colour
+            if bucket.low is None or bucket.high is None:  # nothing finite measured
                 prev = None
                 continue
-            y = to_y(value)
+            finite = value is not None and value - value == 0.0
+            y = to_y(value) if finite and value is not None else to_y(bucket.high)
             begin = y if prev is None else prev[1]
-            if prev is not None and x > prev[0] + 1:  # the columns between: interpolated
-                step = (y - prev[1]) / (x - prev[0])
-                for xx in range(prev[0] + 1, x):
+            x_first = x if bucket.count == 1 else int((bucket.first - x0) * sx + 0.5)
+            if prev is not None and x_first > prev[0] + 1:  # the columns between: interpolated
+                step = (y - prev[1]) / (x_first - prev[0])
+                for xx in range(prev[0] + 1, x_first):
                     yy = prev[1] + round(step * (xx - prev[0]))
                     low[xx], high[xx] = min(low[xx], begin, yy), max(high[xx], begin, yy)
                     touched.add(xx)
                     begin = yy
-            low[x], high[x] = min(low[x], begin, y), max(high[x], begin, y)
-            touched.add(x)
-            prev = (x, y)
+            bottom, top = to_y(bucket.low), to_y(bucket.high)
+            for xx in range(x_first, x + 1):  # the columns the bucket's updates cover
+                low[xx], high[xx] = min(low[xx], begin, y, bottom), max(high[xx], begin, y, top)
+                touched.add(xx)
+            prev = (x, y) if finite else None  # a newest value not measured: a gap after
         fresh = self.last is None
-        self.prev, self.last = prev, updates[-1]
+        self.prev, self.last = prev, buckets[-1].last
         for x in touched:
             self._draw_column(x, fresh)
 
@@ -185,13 +211,10 @@ class OverlayCanvas:
 
     def __init__(self) -> None:
         self._lines: dict[int, _Line] = {}
-        self._extremes: dict[int, tuple[int, int, float | None, float | None]] = {}
-        """Run -> (first, last update, smallest and largest value drawable)."""
         self._log = False
 
     def clear(self) -> None:
         self._lines.clear()
-        self._extremes.clear()
 
     def rows(
         self,
@@ -206,7 +229,7 @@ class OverlayCanvas:
         """``height`` rows of exactly ``width`` cells: the plot with its value labels, the
         axis, and the update indices at its ends. ``lines``: (warning, critical);
         ``bounds``: what the metric can be (the axis stops there)."""
-        drawn = [(i, s) for i, s in enumerate(series) if s.updates]
+        drawn = [(i, s) for i, s in enumerate(series) if s.buckets]
         if log != self._log:
             self.clear()
             self._log = log
@@ -214,7 +237,9 @@ class OverlayCanvas:
             blank: KeyedSpans = [(" " * width, "")]
             return [[("no update yet".ljust(width)[:width], "axis")], *([blank] * (height - 1))]
         scale = fit(self._extents(drawn), lines, log=log, bounds=bounds)
-        x0, x1 = x_axis(min(s.updates[0] for _, s in drawn), max(s.updates[-1] for _, s in drawn))
+        x0, x1 = x_axis(
+            min(s.buckets[0].first for _, s in drawn), max(s.buckets[-1].last for _, s in drawn)
+        )
         labels = _labels(scale, max(1, height - AXIS_ROWS))
         label_width = max(len(text) for text in labels.values())
         geometry = Geometry(
@@ -235,20 +260,15 @@ class OverlayCanvas:
         return rows[:height]
 
     def _extents(self, drawn: list[tuple[int, Series]]) -> list[float]:
-        """The smallest and largest drawable value of each run (kept, then extended)."""
+        """The smallest and largest drawable value of each run."""
         found: list[float] = []
-        for i, s in drawn:
-            first, last, low, high = self._extremes.get(i, (s.updates[0], -1, None, None))
-            start = bisect_right(s.updates, last)
-            if s.updates[0] < first or s.updates[-1] < last:  # the log started over
-                first, start, low, high = s.updates[0], 0, None, None
-            new = [v for v in s.values[start:] if v is not None and v - v == 0.0]
-            if self._log:
-                new = [v for v in new if v > 0]
-            if new:
-                low = min(new) if low is None else min(low, *new)
-                high = max(new) if high is None else max(high, *new)
-            self._extremes[i] = (first, s.updates[-1], low, high)
+        for _, s in drawn:
+            lows = [b.low_positive if self._log else b.low for b in s.buckets]
+            highs = [b.high for b in s.buckets]
+            low = min((v for v in lows if v is not None), default=None)
+            high = max((v for v in highs if v is not None), default=None)
+            if self._log and high is not None and high <= 0:
+                high = None
             found += [v for v in (low, high) if v is not None]
         return found
 
@@ -265,16 +285,21 @@ class OverlayCanvas:
                 line is None
                 or line.geometry != geometry
                 or line.colour != s.colour
-                or s.updates[0] < line.first
-                or (line.last is not None and s.updates[-1] < line.last)
+                or line.span != s.span
+                or s.buckets[0].first != line.first
+                or not line.holds(s.buckets)
             ):
-                line = self._lines[i] = _Line(geometry, s.colour, s.updates[0])
+                line = self._lines[i] = _Line(geometry, s.colour, s.buckets[0].first, s.span)
             line.extend(s)
             for cell, dots in line.cells.items():
                 bits[cell] |= dots
                 keys[cell] = s.colour
             marks.update(line.marks)
         return bits, keys, marks
+
+
+def _last(bucket: Bucket) -> int:
+    return bucket.last
 
 
 def x_axis(first: int, last: int) -> tuple[int, int]:

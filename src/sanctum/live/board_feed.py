@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -39,9 +38,10 @@ from sanctum.live.pacing import (
 from sanctum.metrics import KL_METRIC
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import GroupRow, RunRow, group_key, group_rows, run_row, worst_kl
+from sanctum.model.downsample import Bucket, DownsampledHistory
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.model.state import SERIES_LEN, TamiyoState
 from telemetry.eventlog import EventLogError, EventLogNotFound, open_reader
+from telemetry.events import Event, PPOUpdate, Rollout
 
 EPISODE_RETURN: Final = "episode_return"
 """The overlay of the mean return of each rollout that finished an episode."""
@@ -59,13 +59,11 @@ OVERLAY_METRICS: Final = (
 
 @dataclass(frozen=True, slots=True)
 class OverlayLine:
-    """One run's values of the overlay metric, by update, oldest first."""
+    """One run's whole history of the overlay metric, down-sampled, oldest first."""
 
-    updates: tuple[int, ...] = ()
-    values: tuple[float | None, ...] = ()
-    cut: bool = False
-    """Older points of the run were not kept (the dashboard keeps the last SERIES_LEN):
-    the overlay says so rather than start the line silently part way."""
+    buckets: tuple[Bucket, ...] = ()
+    span: int = 1
+    """Updates each full bucket covers (1: every update is a point of its own)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +100,10 @@ class RunFollower:
         self._fail_on = fail_on
         self.problem: str | None = None
         """Why the log cannot be followed (it is no longer read)."""
-        self._column: _Column | None = None
+        self._histories: dict[str, DownsampledHistory] = {}
+        """Each overlay metric's whole history, folded from every batch read."""
+        self._fed: tuple[object, str | None] = (None, None)
+        """The aggregator's run state and run id the histories were fed from."""
         self._group: tuple[object, str | None] = (None, None)
         """The config the group key was computed for, and the key."""
 
@@ -125,7 +126,28 @@ class RunFollower:
             self.problem = f"cannot fold this log: {type(exc).__name__}: {exc}"
             self.aggregator = SanctumAggregator(self.aggregator.thresholds, fail_on=self._fail_on)
             return True, [(f"{self.label}: {self.problem}", "error")]
+        self._feed(batch.events)
         return True, [] if batch.reset is None else [(f"{self.label}: {batch.reset}", "warning")]
+
+    def _feed(self, events: Iterable[Event]) -> None:
+        """Fold the run's updates and rollouts of a batch the aggregator folded into the
+        overlay histories (started afresh when the aggregator started a new run)."""
+        run = self.aggregator.run
+        if self._fed[0] is not run or self._fed[1] != run.run_id:
+            self._fed = (run, run.run_id)
+            self._histories = {m: DownsampledHistory() for m in OVERLAY_METRICS}
+        histories = self._histories
+        returns = histories[EPISODE_RETURN]
+        metrics = [(m, h) for m, h in histories.items() if m != EPISODE_RETURN]
+        for event in events:
+            if event.run_id != run.run_id:  # another run's: not this one's line
+                continue
+            match event:
+                case PPOUpdate(payload=p):
+                    for metric, history in metrics:
+                        history.add(p.update, getattr(p, metric))
+                case Rollout(payload=p) if p.episode_return_mean is not None:
+                    returns.add(p.update, p.episode_return_mean)
 
     def row(self, now: float) -> RunRow:
         """The run's row at time ``now``."""
@@ -151,51 +173,11 @@ class RunFollower:
         )
 
     def line(self, metric: str) -> OverlayLine:
-        """The run's values of ``metric`` over the updates it keeps (cut from each update
-        once: a frame reads only the updates that arrived since the last)."""
-        if metric == EPISODE_RETURN:  # the aggregator's own fold of the rollouts
-            run = self.aggregator.run
-            line = _rising(run.episode_return_updates, run.episode_return_series)
-            full = len(run.episode_return_series) == run.episode_return_series.maxlen
-            return OverlayLine(line.updates, line.values, cut=full)
-        tamiyo = self.aggregator.tamiyo
-        column = self._column
-        if column is None or column.metric != metric or column.tamiyo is not tamiyo:
-            column = self._column = _Column(metric, tamiyo)
-        new = min(tamiyo.updates_seen - column.seen, len(tamiyo.series))
-        if new > 0:
-            for payload in list(itertools.islice(reversed(tamiyo.series), new))[::-1]:
-                if column.updates and payload.update <= column.updates[-1]:
-                    continue  # an update index going back: a logging bug, not a point
-                column.updates.append(payload.update)
-                column.values.append(getattr(payload, metric))
-            column.seen = tamiyo.updates_seen
-        cut = tamiyo.updates_seen > len(tamiyo.series)
-        return OverlayLine(tuple(column.updates), tuple(column.values), cut=cut)
-
-
-@dataclass
-class _Column:
-    """One metric of one run's updates, kept as the run's series is (SERIES_LEN)."""
-
-    metric: str
-    tamiyo: TamiyoState
-    seen: int = 0
-    """``tamiyo.updates_seen`` when the column was last extended."""
-    updates: deque[int] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
-    values: deque[float | None] = field(default_factory=lambda: deque(maxlen=SERIES_LEN))
-
-
-def _rising(updates: Iterable[int], values: Iterable[float]) -> OverlayLine:
-    """The points whose update index rises: one going back is a logging bug (the verdict
-    says so), not a point to draw."""
-    kept_updates: list[int] = []
-    kept_values: list[float] = []
-    for update, value in zip(updates, values, strict=True):
-        if not kept_updates or update > kept_updates[-1]:
-            kept_updates.append(update)
-            kept_values.append(value)
-    return OverlayLine(tuple(kept_updates), tuple(kept_values))
+        """The run's whole history of ``metric`` (an overlay metric), down-sampled."""
+        history = self._histories.get(metric)
+        if history is None:
+            return OverlayLine()
+        return OverlayLine(history.frozen(), history.span)
 
 
 class RunsFeed(Handshake):

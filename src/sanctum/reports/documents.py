@@ -127,8 +127,12 @@ class RunFactsReport:
     duration_seconds: float | None
     """From ``run_started`` to the finish, or to the last event of a run not finished."""
     episode_return_final: float | None
-    """Mean return of the latest rollout that finished an episode."""
+    """The run's final return: the episode-weighted mean return of its latest rollouts
+    that hold :data:`~sanctum.metrics.FINAL_EPISODES` finished episodes or more
+    (:func:`telemetry.returns.final_return`, the figure ``ppo train`` prints at the end,
+    labelled :data:`~telemetry.returns.FINAL_RETURN`); None: no episode finished."""
     episode_return_best: float | None
+    """The best mean return of one rollout (of the episodes that finished in it)."""
     max_kl: float | None
 
     def to_json(self) -> dict[str, Any]:
@@ -147,7 +151,7 @@ def run_facts(scan: LogScan) -> RunFactsReport:
     return RunFactsReport(
         **kept,
         duration_seconds=run.elapsed(run.last_event_ts or 0.0),
-        episode_return_final=run.episode_return,
+        episode_return_final=scan.final_return,
         episode_return_best=scan.best_return,
         max_kl=agg.tamiyo.max_kl,
     )

@@ -14,6 +14,7 @@ several, ``summary`` says which runs it left out.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +22,10 @@ from sanctum.formatting import plural
 from sanctum.health.judge import MetricStats
 from sanctum.health.rule_judge import RuleTally
 from sanctum.health.rules import Thresholds
+from sanctum.metrics import FINAL_EPISODES
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.ledger import AnomalyRecord, EarlierRun
+from sanctum.reports.return_curve import ReturnPoint, curve_of, final_return
 from telemetry.codec import line_decoder
 from telemetry.eventlog import (
     MAX_LINE_BYTES,
@@ -32,7 +35,7 @@ from telemetry.eventlog import (
     open_reader,
 )
 from telemetry.eventlog.reader import DECODE_ERRORS
-from telemetry.events import RunStarted
+from telemetry.events import Rollout, RunStarted
 from telemetry.files import InputFileError, bounded_lines, open_input
 
 
@@ -57,6 +60,13 @@ class LogScan:
     a scan reads that much and no further, however fast a writer appends."""
     size_after: int = 0
     """The file's size when the scan ended (more than ``file_bytes``: it grew meanwhile)."""
+    last_returns: deque[ReturnPoint] = field(
+        init=False, default_factory=lambda: deque(maxlen=FINAL_EPISODES)
+    )
+    """The run's latest rollouts that finished an episode: as many as the final return's
+    episodes, so they hold its window whatever it is (each holds one episode or more)."""
+    _returns_of: object = field(init=False, default=None)
+    """The aggregator's run state ``last_returns`` belong to (a new one: a new run)."""
 
     def __post_init__(self) -> None:
         self.aggregator = SanctumAggregator(self.thresholds)
@@ -64,6 +74,18 @@ class LogScan:
     def feed(self, batch: ReadBatch) -> None:
         """Fold one reader batch."""
         self.aggregator.handle_batch(batch)
+        run = self.aggregator.run
+        if self._returns_of is not run:  # the log started over, or a new run began
+            self._returns_of = run
+            self.last_returns.clear()
+        rollouts = (e for e in batch.events if isinstance(e, Rollout) and e.run_id == run.run_id)
+        self.last_returns.extend(curve_of(rollouts))
+
+    @property
+    def final_return(self) -> float | None:
+        """The run's final return, as ``ppo train`` prints it at the end
+        (:func:`telemetry.returns.final_return`); None: no episode finished."""
+        return final_return(self.last_returns)
 
     @property
     def unreadable(self) -> list[SkippedLine]:

@@ -41,6 +41,7 @@ from sanctum.reports.scan import LogScan, scan_log
 from sanctum.reports.table import GAP, right, table_lines
 from sanctum.text.panels import KL_QUANTITIES
 from sanctum.text.run_table import Column
+from telemetry.returns import FINAL_RETURN
 
 TEXT_LIST_LIMIT = 20
 """Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
@@ -140,9 +141,9 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"status    {status}",
         f"progress  {plural(r['updates'], 'update')}, {steps}, {plural(r['events'], 'event')}",
         f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
-        f"returns   {plural(r['episodes'], 'episode')}; last mean "
+        f"returns   {plural(r['episodes'], 'episode')}; {FINAL_RETURN} "
         f"{format_value(r['episode_return_final'], 2, 'none')}, "
-        f"best mean {format_value(r['episode_return_best'], 2, 'none')}",
+        f"best rollout mean {format_value(r['episode_return_best'], 2, 'none')}",
         f"verdict   {doc['verdict_text']}{_so_far(doc)} (as sanctum check --fail-on "
         f"{doc['fail_on']}); latest update {doc['latest_verdict']}",
         *(f"doubt     {line}" for line in doc["doubts"]),

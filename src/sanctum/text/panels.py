@@ -122,17 +122,22 @@ def kl_decimals(thresholds: Thresholds) -> int | None:
     return None if rule is None else rule.decimals
 
 
-def steps_text(snapshot: SanctumSnapshot) -> str:
-    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known)."""
+def steps_text(snapshot: SanctumSnapshot, width: int | None = None) -> str:
+    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known). Given a
+    ``width``, the longest form that fits it: the total goes first, then the step count,
+    so the rate is the last to go (``12,345 steps  2,345 sps``, ``2,345 sps``)."""
     run = snapshot.run
     if run.global_step is None and run.total_steps is None:
         return ""
     steps = format_count(run.global_step)
-    if run.total_steps is not None:
-        steps += f"/{format_count(run.total_steps)}"
     rate = run.steps_per_second
-    sps = "" if rate is None or not math.isfinite(rate) else f"  {rate:,.0f} sps"
-    return f"{steps} steps{sps}"
+    sps = "" if rate is None or not math.isfinite(rate) else f"{rate:,.0f} sps"
+    forms = [] if run.total_steps is None else [f"{steps}/{format_count(run.total_steps)} steps"]
+    forms.append(f"{steps} steps")
+    forms = [f"{form}  {sps}" if sps else form for form in forms]
+    if sps:
+        forms.append(sps)
+    return next((form for form in forms if width is None or len(form) <= width), forms[-1])
 
 
 EXTRA_METRICS = (
@@ -164,6 +169,19 @@ def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
     return ruled + tuple(m for m in EXTRA_METRICS if m not in ruled)
 
 
+VALUE_CELLS: Final = 12
+"""Cells of a row's value (the health panel's column): a longer note stays out of it."""
+
+
+def pending_note(metric: MetricSnapshot) -> str | None:
+    """The short note a pending metric's row can show in place of its value (``warm-up``,
+    ``median 2/5``: why it is not judged yet); None when it has none that fits."""
+    note = metric.note
+    if metric.level is not Level.PENDING or note is None:
+        return None
+    return note if ":" not in note and len(note) <= VALUE_CELLS else None
+
+
 @dataclass(frozen=True)
 class MetricRow:
     """What one row shows: the metric's value, sparkline or note, arrow and level."""
@@ -175,23 +193,28 @@ class MetricRow:
     level: Level
     display: bool
     """Whether the row is on screen (a metric the run does not report has none)."""
+    narrow_value: str
+    """The value cell of a table without its note column: :func:`pending_note`, else the
+    value (other notes are then fact lines: :func:`rule_notes`)."""
 
 
 def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
     """The row of metric ``name`` in ``snapshot``."""
     metric = snapshot.metric(name)
     rule = snapshot.thresholds.rule(name)
+    value = value_text(snapshot, metric)
     if name in SHOWN_WHEN_MEASURED or (rule is not None and rule.only_when_measured):
         display = any(v is not None for v in metric.series)
     else:
         display = rule is not None or metric.value is not None or snapshot.update is None
     return MetricRow(
         name,
-        value_text(snapshot, metric),
+        value,
         note_text(metric),
         ARROWS[metric.direction],
         metric.level,
         display,
+        pending_note(metric) or value,
     )
 
 
@@ -215,7 +238,7 @@ def level_word(snapshot: SanctumSnapshot, name: str) -> str:
 
 def pending_row(name: str) -> MetricRow:
     """A row before the first snapshot."""
-    return MetricRow(name, "pending", "", "", Level.PENDING, True)
+    return MetricRow(name, "pending", "", "", Level.PENDING, True, "pending")
 
 
 def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
@@ -251,19 +274,29 @@ def note_text(metric: MetricSnapshot) -> str:
     return sparkline(history_values(metric), SPARK_WIDTH)
 
 
-def rule_notes(snapshot: SanctumSnapshot) -> list[str]:
-    """Full sentences for notes too long for a row: ``EV not judged: returns nearly ...``."""
-    return [
-        f"{rule.label} {note}"
-        for rule in snapshot.thresholds.rules
-        if (note := snapshot.metric(rule.metric).note) is not None and ":" in note
-    ]
+def rule_notes(snapshot: SanctumSnapshot, *, short: bool = False) -> list[str]:
+    """Full sentences for notes too long for a row: ``EV not judged: returns nearly ...``.
+    With ``short``, for a table without its note column, the notes a row cannot show in
+    place of its value (:func:`pending_note`) too, such as ``Grad crit 1/2`` (a line
+    crossed, not for long enough yet), one line per note naming its rules."""
+    lines: list[str] = []
+    grouped: dict[str, list[str]] = {}
+    for rule in snapshot.thresholds.rules:
+        metric = snapshot.metric(rule.metric)
+        if metric.note is None:
+            continue
+        if ":" in metric.note:
+            lines.append(f"{rule.label} {metric.note}")
+        elif short and pending_note(metric) is None:
+            grouped.setdefault(metric.note, []).append(rule.label)
+    return lines + [f"{', '.join(labels)} {note}" for note, labels in grouped.items()]
 
 
-def facts_lines(snapshot: SanctumSnapshot) -> list[str]:
-    """The policy's health beyond single metrics: why a rule does not judge, drift, trust
-    region, stops, anomalies."""
-    lines = rule_notes(snapshot)
+def facts_lines(snapshot: SanctumSnapshot, *, short_notes: bool = False) -> list[str]:
+    """The policy's health beyond single metrics: why a rule does not judge (with
+    ``short_notes``, every rule's note: see :func:`rule_notes`), drift, trust region,
+    stops, anomalies."""
+    lines = rule_notes(snapshot, short=short_notes)
     drift = snapshot.policy_drift_rate
     if drift is not None:
         sign = "+" if drift >= 0 else ""

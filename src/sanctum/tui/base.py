@@ -22,6 +22,8 @@ class SanctumAppBase(App[None]):
     """A Sanctum app fed by one reading thread: the dashboard or the run table."""
 
     CSS_PATH = "sanctum.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual declares it)
+    """The screen's width class: the stylesheet gives a narrow screen (80x24) another layout."""
     TITLE = "Sanctum"
     ENABLE_COMMAND_PALETTE = False
 

@@ -299,8 +299,8 @@ def text_of(rows: list[list[tuple[str, int | str]]]) -> list[str]:
 
 
 def test_the_overlay_draws_each_run_as_a_line_on_shared_axes() -> None:
-    rising = Series(range(4), [0.0, 1.0, 2.0, 3.0], 0)
-    flat = Series(range(2, 4), [1.0, 1.0], 1)
+    rising = Series.raw(range(4), [0.0, 1.0, 2.0, 3.0], 0)
+    flat = Series.raw(range(2, 4), [1.0, 1.0], 1)
     rows = OverlayCanvas().rows([rising, flat], 16, 6)
     assert text_of(rows) == [
         "3┤        ⣀⡴⠃   ",
@@ -314,7 +314,7 @@ def test_the_overlay_draws_each_run_as_a_line_on_shared_axes() -> None:
 
 
 def test_gaps_and_nonfinite_values_are_shown_not_joined() -> None:
-    series = Series(range(6), [1.0, 2.0, None, math.nan, 2.0, 1.0], 0)
+    series = Series.raw(range(6), [1.0, 2.0, None, math.nan, 2.0, 1.0], 0)
     assert text_of(OverlayCanvas().rows([series], 20, 5)) == [
         "2┤  ⢠⠇     × ⠈⢧     ",
         " │ ⣰⠋         ⠈⢧⡀   ",
@@ -322,7 +322,7 @@ def test_gaps_and_nonfinite_values_are_shown_not_joined() -> None:
         " └──────────────────",
         "  0    updates     6",
     ]
-    assert OverlayCanvas().rows([Series((), (), 0)], 20, 2)[0] == [("no update yet       ", "axis")]
+    assert OverlayCanvas().rows([Series((), 0)], 20, 2)[0] == [("no update yet       ", "axis")]
 
 
 def test_a_canvas_kept_across_frames_draws_what_a_fresh_one_draws() -> None:
@@ -330,7 +330,7 @@ def test_a_canvas_kept_across_frames_draws_what_a_fresh_one_draws() -> None:
     wave = [0.01 * (1.5 + math.sin(u / 3)) for u in range(40)]
     rise = [0.001 * 1.1**u for u in range(40)]
     for n in range(1, 40, 3):  # a frame every three updates, the axes changing on the way
-        frame = [Series(range(n), wave[:n], 0), Series(range(5, n), rise[5:n], 1)]
+        frame = [Series.raw(range(n), wave[:n], 0), Series.raw(range(5, n), rise[5:n], 1)]
         kept = canvas.rows(frame, 40, 10, log=True, lines=(0.04, 0.1))
         assert text_of(kept) == text_of(
             OverlayCanvas().rows(frame, 40, 10, log=True, lines=(0.04, 0.1))
@@ -343,10 +343,10 @@ def test_the_return_overlay_follows_the_rollouts_by_update(tmp_path: Path) -> No
     follower.read()
     run = SWEEP[0]  # lr3e-4-s1, third in folder order
     line = follower.line(EPISODE_RETURN)
-    assert line.updates == tuple(range(run.updates))
-    assert line.values == tuple(return_at(run, u) for u in range(run.updates))
+    assert [b.last for b in line.buckets] == list(range(run.updates))
+    assert [b.value for b in line.buckets] == [return_at(run, u) for u in range(run.updates)]
     kl = follower.line("approx_kl")
-    assert kl.values == tuple(kl_at(run, u) for u in range(run.updates))
+    assert [b.value for b in kl.buckets] == [kl_at(run, u) for u in range(run.updates)]
 
 
 def test_a_silent_run_reads_stale_with_how_long_it_has_been_silent(tmp_path: Path) -> None:

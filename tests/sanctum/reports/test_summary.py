@@ -16,6 +16,7 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
 from sanctum.reports import check_report
 from sanctum.reports.check import run_check
 from sanctum.reports.summary import TEXT_LIST_LIMIT, build_summary, format_text
+from telemetry.returns import FINAL_RETURN
 from tests.sanctum.logs import (
     HEALTHY,
     RunLog,
@@ -56,9 +57,21 @@ def test_run_facts(healthy_log: Path) -> None:
     )
     assert run["events"] == 42
     assert run["duration_seconds"] == 60.0  # from run_finished
-    assert (run["episode_return_final"], run["episode_return_best"]) == (39.0, 39.0)
+    # the last 10 rollouts hold the last 20 episodes: means 30..39; the best rollout's 39
+    assert (run["episode_return_final"], run["episode_return_best"]) == (34.5, 39.0)
     assert run["max_kl"] == 0.03
     assert doc["verdict"] == "OK"
+
+
+def test_the_final_return_has_the_trainers_definition_and_label(tmp_path: Path) -> None:
+    """The final return is ``ppo train``'s (the mean of the latest rollouts holding 20+
+    episodes), labelled as it labels it, of the run described only (the earlier run in the
+    same file is left out); the best is named as one rollout's mean."""
+    path = tmp_path / "e.jsonl"
+    write_two_runs(path)  # run-b: 4 rollouts of 2 episodes, means 20..23
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert f"8 episodes; {FINAL_RETURN} 21.50, best rollout mean 23.00" in text, text
+    assert summary(path)["run"]["episode_return_final"] == 21.5
 
 
 def test_final_and_worst_values(tmp_path: Path) -> None:

@@ -35,6 +35,15 @@ def drawn(widget: Widget) -> str:
     return "\n".join(strip.text for strip in widget.render_lines(Region(0, 0, width, height)))
 
 
+def one_update_app(tmp_path: Path) -> SanctumApp:
+    """The dashboard over a run of one healthy update."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.004))
+    return SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+
+
 def kl_row_level(app: SanctumApp) -> Level:
     return app.query_one(HealthStatusPanel).row("approx_kl").level
 
@@ -298,11 +307,7 @@ async def test_key_hints_show_while_the_app_has_no_focus(
 ) -> None:
     """A browser tab (``sanctum serve``) starts without focus: the keys are listed anyway,
     on the dashboard and on a screen opened before the page is clicked."""
-    path = tmp_path / "events.jsonl"
-    log = RunLog(path)
-    log.start()
-    log.update(lively(0, kl=0.004))
-    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    app = one_update_app(tmp_path)
     async with app.run_test(size=size) as pilot:
         await wait_until(pilot, lambda s: s.update == 0, "update 0")
         app.post_message(AppBlur())  # what textual's web driver sends first
@@ -377,3 +382,54 @@ async def test_a_short_panel_hides_context_rows_not_the_summary_lines(
         )
         assert ("more: c charts every metric" in text) == bool(hidden)
         assert len(panel_metrics(DEFAULT_THRESHOLDS)) - len(rows) >= hidden
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_a_narrow_screen_keeps_the_kl_chart_usable_and_the_verdict_and_rate_whole(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """At 80x24 the layout gives way instead of cutting: the health table drops its "last
+    10" column so the KL chart keeps 40 columns, and the banner drops the step total and
+    count before the verdicts, KL or the rate (a failing run's banner is the longest)."""
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()  # declares total_steps: the banner's longest steps text
+    for u in range(12):
+        kl, fields = (0.3 + 0.1 * u, {"clip_fraction": 0.0, "early_stopped": True})
+        if u < 9:
+            kl, fields = 4e-4 / (u + 1), {}
+        if u == 11:
+            fields["grad_norm"] = float("nan")
+        log.update(lively(u, kl, **fields))
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 11, "update 11")
+        await pilot.pause()
+        assert app.query_one(KLChart).content_size.width >= 40
+        assert app.query_one(MetricTable).compact == (size[0] < 100)
+        assert banner_text(app, "verdict").strip() == "run FAIL: KL 1x (+2)"
+        assert banner_text(app, "now-verdict") in ("now FAIL: KL (+1) ·", "")
+        assert banner_text(app, "kl") == "KL 1.4000↑!"
+        assert banner_text(app, "steps").endswith("4,000 sps")
+        banner = app.query_one(StatusBanner)
+        for part in ("now-verdict", "verdict", "kl", "steps"):
+            label = banner.query_one(f"#{part}", Label)
+            if label.display:  # drawn whole, inside the screen
+                assert label.region.right <= size[0], part
+                assert label.content_size.width >= len(str(label.content)), part
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_a_narrow_table_shows_a_pending_rows_note_in_place_of_its_value(
+    size: tuple[int, int], tmp_path: Path
+) -> None:
+    """Without its "last 10" column (80x24), a row in its warm-up says so where its value
+    was; a wide table says it in that column."""
+    app = one_update_app(tmp_path)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        await pilot.pause()
+        table = app.query_one(MetricTable)
+        line = next(ln for ln in drawn(table).splitlines() if "explained_variance" in ln)
+        assert "warm-up" in line, line
+        assert ("0.200" in line) != table.compact, line  # the raw value: only beside the note

@@ -15,13 +15,12 @@ from textual.widgets import Label
 
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
-from sanctum.model.state import SERIES_LEN
 from sanctum.tui.runs_app import RunsApp, RunScreen
 from sanctum.tui.widgets import StatusBanner
 from sanctum.tui.widgets.base import SnapshotView
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.metric_chart import MetricChart
-from sanctum.tui.widgets.runs import Frame, OverlayChart, RunTable
+from sanctum.tui.widgets.runs import SAMPLED_NOTE, Frame, OverlayChart, RunTable
 from tests.sanctum.app_support import WAIT_LIMIT
 from tests.sanctum.logs import RunLog, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, return_at, start, step, write_sweep
@@ -134,7 +133,7 @@ async def test_o_cycles_the_overlay_metric(tmp_path: Path) -> None:
         assert frame.border_subtitle == "linear"
         index = live_index(tmp_path)
         line = board_of(app).lines[index]
-        assert line.values == tuple(return_at(SWEEP[0], u) for u in range(10))
+        assert [b.value for b in line.buckets] == [return_at(SWEEP[0], u) for u in range(10)]
         chart = app.query_one(OverlayChart).text()
         assert any(SWEEP[0].run_id in row for row in chart)  # the legend names the runs
         await pilot.press(*["o"] * (len(OVERLAY_METRICS) - 1))
@@ -252,22 +251,32 @@ async def test_a_log_it_cannot_follow_is_a_notice_naming_it(
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)])
-async def test_the_overlay_says_it_draws_only_the_points_it_keeps(
+async def test_the_overlay_draws_a_long_runs_whole_history_from_update_0(
     size: tuple[int, int], tmp_path: Path
 ) -> None:
-    """A run longer than the dashboard keeps is drawn from part way: the border says so,
-    for the KL and for the episode returns; a short run alone draws whole and says nothing."""
-    long_run = write_run(tmp_path / "long" / "events.jsonl", updates=SERIES_LEN + 40)
+    """A run of 5,860 updates, ten times what the dashboard keeps of a series: the overlay
+    draws the KL and the episode returns from update 0 to the latest, down-sampled (the
+    border says each column spans its updates' values); a short run says nothing."""
+    long_run = write_run(tmp_path / "long" / "events.jsonl", updates=5860)
     write_run(tmp_path / "short" / "events.jsonl", updates=12)
     app = RunsApp([long_run], DEFAULT_THRESHOLDS, now=lambda: 0.0)
     async with app.run_test(size=size) as pilot:
-        await wait_for(pilot, lambda a: board_of(a).rows[0].update is not None, "the run")
+        await wait_for(pilot, lambda a: board_of(a).rows[0].update == 5859, "the run")
         frame = app.query_one("#overlay-frame", Frame)
-        assert board_of(app).lines[0].updates[0] == 40
-        assert frame.border_subtitle.startswith(f"1 run: only the last {SERIES_LEN} points drawn")
-        await pilot.press("o")
-        await wait_for(pilot, lambda a: board_of(a).metric == EPISODE_RETURN, "the returns")
-        assert frame.border_subtitle.startswith(f"1 run: only the last {SERIES_LEN} points")
+        for metric in ("approx_kl", EPISODE_RETURN):
+            await wait_for(pilot, lambda a, m=metric: board_of(a).metric == m, metric)
+            await pilot.pause()
+            buckets = board_of(app).lines[0].buckets
+            assert (buckets[0].first, buckets[-1].last) == (0, 5859)
+            text = app.query_one(OverlayChart).text()
+            axis = text[-1].split()
+            assert (axis[0], axis[-1]) == ("0", "6000"), text[-1]  # update 0 to past 5,859
+            corner = text[-2].index("└")
+            plot = [line[corner + 1] for line in text[:-2]]
+            assert any(cell != " " for cell in plot), text  # drawn from the left edge
+            subtitle = str(frame.border_subtitle)
+            assert subtitle.startswith(SAMPLED_NOTE) and "only the last" not in subtitle
+            await pilot.press("o")
     short = RunsApp([tmp_path / "short" / "events.jsonl"], DEFAULT_THRESHOLDS, now=lambda: 0.0)
     async with short.run_test(size=size) as pilot:
         await wait_for(pilot, lambda a: board_of(a).rows[0].update is not None, "the run")

@@ -4,11 +4,13 @@ Top line: connection state, run id, environment, latest update, elapsed time. Bo
 line: the run's verdict (``sanctum check``'s; while the run is unfinished, its verdict so
 far after the verdict at the latest update: ``now OK · run FAIL: KL 22x``, so a spike
 that has passed stays in sight), KL (3 decimals, trend arrow, ``!`` past warning),
-progress and throughput. Colours come from CSS classes named after the connection state
-and the health level, so the stylesheet, not this code, decides what red means. When the
-dashboard runs its own trainer (``ppo train``), what the log cannot say is shown here too:
-the trainer process died (TRAINER DOWN, its exit code and last stderr line), or it is
-being stopped.
+progress and throughput. A banner too narrow for its bottom line (80x24) gives way before
+it cuts: the progress bar first, then the step total, the step count and the verdict at
+the latest update; the run's verdict, KL and the rate stay. Colours come from CSS classes
+named after the connection state and the health level, so the stylesheet, not this code,
+decides what red means. When the dashboard runs its own trainer (``ppo train``), what the
+log cannot say is shown here too: the trainer process died (TRAINER DOWN, its exit code
+and last stderr line), or it is being stopped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -50,6 +53,11 @@ def trainer_down_text(ended: TrainerExit) -> tuple[str, str]:
     """Connection and run labels for a trainer that died: ``✖ TRAINER DOWN``, why."""
     last = ended.stderr_tail[-1] if ended.stderr_tail else "nothing on stderr"
     return "✖ TRAINER DOWN", f"{ended.describe()}: {last}"
+
+
+def outer_width(label: Static, text: str) -> int:
+    """Cells ``label`` takes on its line showing ``text``: the text, padding and margin."""
+    return cell_len(text) + label.styles.gutter.width + label.styles.margin.width
 
 
 class ProgressText(Static):
@@ -144,19 +152,45 @@ class StatusBanner(SnapshotView):
         set_text(self.query_one("#clock", Label), clock_text(snapshot, self.replay_speed))
         now = self.query_one("#now-verdict", Label)
         now_text = now_verdict_text(snapshot)
+        verdict = self.query_one("#verdict", Label)
+        verdict_text = f" {run_verdict_text(snapshot)} "
+        kl = self.query_one("#kl", Label)
+        kl_line = kl_text(snapshot)
+        progress = self.query_one("#progress", ProgressText)
+        steps = self.query_one("#steps", Label)
+        room = (  # for the steps and the verdict now: what the rest needs is kept
+            self.size.width
+            - outer_width(verdict, verdict_text)
+            - outer_width(kl, kl_line)
+            - outer_width(progress, "")
+        )
+        if now_text is not None:
+            now_text = f"{now_text} ·"
+            shortest = outer_width(steps, steps_text(snapshot, 0))
+            if self.size.width and outer_width(now, now_text) + shortest > room:
+                now_text = None  # the run's verdict stays; this one gives way
+            else:
+                room -= outer_width(now, now_text)
         if now.display != (now_text is not None):  # a layout only when it comes or goes
             now.display = now_text is not None
         if now_text is not None:
-            set_text(now, plain(f"{now_text} ·"))
+            set_text(now, plain(now_text))
             set_one_class(now, LEVEL_CLASSES, level_class(snapshot.health.worst))
-        verdict = self.query_one("#verdict", Label)
-        set_text(verdict, plain(f" {run_verdict_text(snapshot)} "))
+        set_text(verdict, plain(verdict_text))
         set_one_class(verdict, LEVEL_CLASSES, level_class(snapshot.run_verdict.level))
-        kl = self.query_one("#kl", Label)
-        set_text(kl, kl_text(snapshot))
+        set_text(kl, kl_line)
         set_one_class(kl, LEVEL_CLASSES, level_class(snapshot.metric(KL_METRIC).level))
-        self.query_one("#progress", ProgressText).fraction = snapshot.run.progress
-        set_text(self.query_one("#steps", Label), steps_text(snapshot))
+        progress.fraction = snapshot.run.progress
+        width = room - steps.styles.gutter.width - steps.styles.margin.width
+        text = steps_text(snapshot, width if self.size.width else None)
+        if cell_len(text) < steps.content_size.width:  # a shorter form: its room goes back
+            steps.update(text, layout=True)
+        else:
+            set_text(steps, text)
+
+    def on_resize(self) -> None:
+        if self.snapshot is not None:
+            self.show(self.snapshot)
 
     def _set_connection(self, text: str, css_class: str) -> None:
         connection = self.query_one("#connection", Label)

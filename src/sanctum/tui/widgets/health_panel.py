@@ -8,7 +8,11 @@ and a trend arrow; the stylesheet's ``metric-table--*`` classes give each level 
 A metric not measured by the trainer reads "not measured"; before the first update every
 row reads "pending", never a healthy zero. A panel too short for every row and every fact
 line under the table (80x24) gives way: the context rows no rule judges are hidden, from
-the bottom, unless at warning or worse, and a line says how many; the facts stay.
+the bottom, unless at warning or worse, and a line says how many; the facts stay. A panel
+too narrow for every column (the stylesheet narrows it below 100 columns, so the KL chart
+beside it keeps a usable width) drops the "last 10" column: the sparkline gives way (the
+arrow keeps the trend, ``c`` charts every metric), and the rules' notes it carried
+(``warm-up``, ``crit 1/2``) become fact lines.
 
 The table is one widget that renders all its rows at once: a widget (and a style lookup)
 per cell cost the dashboard most of a frame, and it redraws up to seven times a second.
@@ -28,12 +32,21 @@ from textual.widgets import Static
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.text.panels import MetricRow, facts_lines, metric_row, panel_metrics, pending_row
+from sanctum.text.panels import (
+    VALUE_CELLS,
+    MetricRow,
+    facts_lines,
+    metric_row,
+    panel_metrics,
+    pending_row,
+)
 from sanctum.tui.widgets.base import SnapshotView, plain
 from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans, set_text
 
-COLUMNS = (("metric", 18), ("value", 12), ("last 10", 11), ("", 2))
+COLUMNS = (("metric", 18), ("value", VALUE_CELLS), ("last 10", 11), ("", 2))
 """Header and width of each column; the value is right-aligned with one blank after it."""
+FULL_WIDTH = sum(width for _, width in COLUMNS) + 1
+"""Cells a row takes with every column; a narrower table drops the "last 10" column."""
 
 
 class MetricTable(Widget):
@@ -77,6 +90,11 @@ class MetricTable(Widget):
     def on_resize(self) -> None:
         self._picture.clear()
 
+    @property
+    def compact(self) -> bool:
+        """Whether the table is too narrow for the "last 10" column (once laid out)."""
+        return 0 < self.content_size.width < FULL_WIDTH
+
     def render_line(self, y: int) -> Strip:
         return self._picture.line(self, y, self._lines)
 
@@ -87,30 +105,34 @@ class MetricTable(Widget):
         """Column titles, underlined (the words only), aligned like the values."""
         underline = self._style("header")
         header: Spans = []
-        for (title, _), cell in zip(COLUMNS, self._cells(*(t for t, _ in COLUMNS)), strict=True):
+        titles = [title for title, _ in COLUMNS]
+        cells = self._cells(*titles)
+        if self.compact:
+            del titles[2]  # the "last 10" column gave way
+        for title, cell in zip(titles, cells, strict=True):
             start = cell.index(title) if title else 0
             header += [(cell[:start], ""), (title, underline), (cell[start + len(title) :], "")]
         return header
 
     def _cells(self, name: str, value: str, note: str, arrow: str) -> list[str]:
         (_, w0), (_, w1), (_, w2), (_, w3) = COLUMNS
+        if self.compact:  # a blank after the name: a pending row's note fills its cell
+            return [f"{name:<{w0}.{w0}} ", f"{value:>{w1}.{w1}} ", f"{arrow:<{w3}}"]
         return [f"{name:<{w0}.{w0}}", f"{value:>{w1}.{w1}} ", f"{note:<{w2}}", f"{arrow:<{w3}}"]
 
     def _line(self, row: MetricRow) -> Spans:
-        name, value, note, arrow = self._cells(row.metric, row.value, row.note, row.arrow)
+        value = row.narrow_value if self.compact else row.value
+        name, *rest = self._cells(row.metric, value, row.note, row.arrow)
+        tail = "".join(rest)
         if row.level is Level.PENDING:
-            return [(name + value + note + arrow, self._style("pending"))]
+            return [(name + tail, self._style("pending"))]
         colour = self._style(row.level.value)
         if row.level not in (Level.WARNING, Level.CRITICAL):
-            return [(name, ""), (value + note + arrow, colour)]
+            return [(name, ""), (tail, colour)]
         background = self._style(f"{row.level.value}-row")  # spans the panel
         bold = Style(bold=row.level is Level.CRITICAL)
-        pad = " " * max(0, self.content_size.width - len(name + value + note + arrow))
-        return [
-            (name, background + bold),
-            (value + note + arrow, background + colour),
-            (pad, background),
-        ]
+        pad = " " * max(0, self.content_size.width - len(name + tail))
+        return [(name, background + bold), (tail, background + colour), (pad, background)]
 
     def _style(self, name: str) -> Style:
         """The stylesheet's ``metric-table--<name>``: its background for a ``-row`` class,
@@ -142,11 +164,12 @@ class HealthStatusPanel(SnapshotView):
         if fired:  # a metric outside the table went bad: it gets a row from now on
             self.metrics = self.metrics + tuple(fired)
         rows = tuple(metric_row(snapshot, m) for m in self.metrics)
-        facts = facts_lines(snapshot)
+        table = self.query_one(MetricTable)
+        facts = facts_lines(snapshot, short_notes=table.compact)
         rows, hidden = self._give_way(rows, facts, snapshot.thresholds.metrics)
         if hidden:
             facts.append(f"+{hidden} more: c charts every metric")
-        self.query_one(MetricTable).set_rows(rows)
+        table.set_rows(rows)
         set_text(self.query_one("#health-facts", Static), plain("\n".join(facts)))
 
     def on_resize(self) -> None:

@@ -24,7 +24,6 @@ from sanctum.charts.scale import rule_lines
 from sanctum.formatting import plural, visible
 from sanctum.health.contracts import bounds_of
 from sanctum.live.board_feed import EPISODE_RETURN, Board
-from sanctum.model.state import SERIES_LEN
 from sanctum.text.panels import kl_decimals
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
@@ -273,8 +272,8 @@ class OverlayChart(_BoardView):
             scale += f" · {WARNING_LINE} warning"
             if critical is not None:
                 scale += f" {CRITICAL_LINE} critical"
-        if any(line.cut for line in board.lines):  # first: a narrow border cuts the end
-            scale = f"{kept_note(board)} · {scale}"
+        if any(line.span > 1 for line in board.lines):  # first: a narrow border cuts the end
+            scale = f"{SAMPLED_NOTE} · {scale}"
         if isinstance(self.parent, Frame):
             self.parent.titles(f"{title_of(board.metric)} · every run by update", scale)
         self.redraw()
@@ -303,7 +302,7 @@ class OverlayChart(_BoardView):
     def _series(self, board: Board) -> list[Series]:
         colours = board.group_of if self.grouped else range(len(board.rows))
         return [
-            Series(line.updates, line.values, colour)
+            Series(line.buckets, colour, line.span)
             for line, colour in zip(board.lines, colours, strict=True)
         ]
 
@@ -338,10 +337,9 @@ def table_titles(board: Board, grouped: bool) -> tuple[str, str]:
     return f"Sanctum · {runs}, {configs}", "seeds of a config: median, min…max"
 
 
-def kept_note(board: Board) -> str:
-    """What the overlay leaves out when a run has more points than the dashboard keeps."""
-    cut = sum(line.cut for line in board.lines)
-    return f"{plural(cut, 'run')}: only the last {SERIES_LEN} points drawn"
+SAMPLED_NOTE: Final = "whole run, min…max a column"
+"""The overlay's note once a run has more updates than it keeps points: each run is drawn
+from its first update, a column spanning the values of the updates it covers."""
 
 
 def title_of(metric: str) -> str:
