@@ -30,9 +30,11 @@ reader's warm start excluded: ours from the trainer's ``on_start`` (the task bui
 end of ``run()``, TRL's ``train()``. Ours counts its generated tokens (``global_step``),
 TRL's the reward function (the ``completion_ids`` TRL passes); TRL's own ``num_tokens``
 counts prompt and completion tokens, so ``trl_num_tokens`` minus the prompts' tokens is
-shown beside it as a check. Each side runs ``--repeats`` times, interleaved (the order
-alternates), each repeat with seed ``--seed + r``; the figures are medians, the ratio
-ours / TRL of the median tokens per second. ``reward_gain``: the mean reward of the last
+shown beside it as a check. ``cpu_tokens_per_s``: the same tokens over the process's CPU
+seconds in that span (all its threads), a figure other processes on the machine move less.
+Each side runs ``--repeats`` times, interleaved (the order alternates), each repeat with
+seed ``--seed + r``; the figures are medians, the ratio ours / TRL of the median tokens
+per second. ``reward_gain``: the mean reward of the last
 ``K`` updates minus that of the first ``K`` (``K`` = updates // 5, at least 1), the first
 update's batch sampled before any step, median over the repeats. The last line printed is
 one JSON object with every figure and the settings.
@@ -71,10 +73,12 @@ except ImportError as exc:
 
 @dataclass(frozen=True)
 class Side:
-    """One trainer's run: completion tokens, training seconds, mean reward per update."""
+    """One trainer's run: completion tokens, training seconds (wall and CPU), mean reward
+    per update."""
 
     tokens: int
     seconds: float
+    cpu_seconds: float
     reward_means: list[float]
     num_tokens: int | None = None
     """TRL's own ``num_tokens`` (prompt and completion tokens) at the end; None for ours."""
@@ -84,6 +88,10 @@ class Side:
     @property
     def tokens_per_s(self) -> float:
         return self.tokens / self.seconds
+
+    @property
+    def cpu_tokens_per_s(self) -> float:
+        return self.tokens / self.cpu_seconds
 
     def first(self, window: int) -> float:
         return statistics.fmean(self.reward_means[:window])
@@ -142,17 +150,24 @@ def job(args: argparse.Namespace, folder: Path, seed: int) -> TokenPPOConfig:
 
 
 def run_ours(config: TokenPPOConfig, run_dir: Path, profile: cProfile.Profile | None) -> Side:
-    started: list[float] = []
+    started: list[tuple[float, float]] = []
     trainer = TokenTrainer(
-        config, run_dir, f"ours-{config.seed}", on_start=lambda: started.append(time.perf_counter())
+        config, run_dir, f"ours-{config.seed}", on_start=lambda: started.append(clocks())
     )
     if profile is not None:
         profile.enable()
     result = trainer.run()
-    ended = time.perf_counter()
+    ended = clocks()
     if profile is not None:
         profile.disable()
-    return Side(result.global_step, ended - started[0], result.reward_means)
+    (wall, cpu), (wall0, cpu0) = ended, started[0]
+    return Side(result.global_step, wall - wall0, cpu - cpu0, result.reward_means)
+
+
+def clocks() -> tuple[float, float]:
+    """Wall seconds and this process's CPU seconds (all its threads): the CPU figure moves
+    less than the wall's when other processes share the machine."""
+    return time.perf_counter(), time.process_time()
 
 
 def run_trl(config: TokenPPOConfig, output_dir: Path) -> Side:
@@ -163,9 +178,9 @@ def run_trl(config: TokenPPOConfig, output_dir: Path) -> Side:
     trainer.remove_callback(PrinterCallback)
     tap = LogTap()
     trainer.add_callback(tap)
-    started = time.perf_counter()
+    wall0, cpu0 = clocks()
     trainer.train()
-    seconds = time.perf_counter() - started
+    wall, cpu = clocks()
     if len(reward.reward_means) != config.updates:
         raise RuntimeError(
             f"TRL generated {len(reward.reward_means)} batches for {config.updates} updates"
@@ -173,7 +188,8 @@ def run_trl(config: TokenPPOConfig, output_dir: Path) -> Side:
     num_tokens = tap.last.get("num_tokens")
     return Side(
         reward.completion_tokens,
-        seconds,
+        wall - wall0,
+        cpu - cpu0,
         reward.reward_means,
         None if num_tokens is None else int(num_tokens),
         reward.prompt_tokens,
@@ -209,6 +225,7 @@ def table(ours: list[Side], trl: list[Side], window: int) -> list[str]:
         ("tokens/s, each run", lambda s: f"{s.tokens_per_s:,.0f}"),
         ("completion tokens", lambda s: str(s.tokens)),
         ("train seconds", lambda s: f"{s.seconds:.1f}"),
+        ("CPU tokens/s, each run", lambda s: f"{s.cpu_tokens_per_s:,.0f}"),
         (f"reward, first {window} updates", lambda s: f"{s.first(window):.3f}"),
         (f"reward, last {window} updates", lambda s: f"{s.last(window):.3f}"),
         ("reward gain", lambda s: f"{s.gain(window):+.3f}"),
@@ -250,6 +267,7 @@ def main() -> int:
     for line in table(ours, trl, window):
         print(line)
     ours_tps, trl_tps = median_tps(ours), median_tps(trl)
+    ours_cpu, trl_cpu = (statistics.median(s.cpu_tokens_per_s for s in x) for x in (ours, trl))
     summary = {
         "tokens_per_s": round(ours_tps, 1),
         "trl_tokens_per_s": round(trl_tps, 1),
@@ -263,6 +281,9 @@ def main() -> int:
         "trl_prompt_tokens": [s.prompt_tokens for s in trl],
         "tokens_per_s_each": [round(s.tokens_per_s, 1) for s in ours],
         "trl_tokens_per_s_each": [round(s.tokens_per_s, 1) for s in trl],
+        "cpu_tokens_per_s": round(ours_cpu, 1),
+        "trl_cpu_tokens_per_s": round(trl_cpu, 1),
+        "cpu_ratio": round(ours_cpu / trl_cpu, 3),
         "settings": {k: v for k, v in vars(args).items() if k not in ("profile", "quick")},
         "versions": {
             "torch": torch.__version__,
