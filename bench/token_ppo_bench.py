@@ -33,7 +33,7 @@ from lib import EXAMPLES
 from ppo.config.settings import read_toml
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import generate
-from ppo.tokens.reward import applied_positions, reward_terms
+from ppo.tokens.reward import score
 from ppo.tokens.samples import build_samples
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, build_task
 from telemetry.eventlog import EventLogWriter
@@ -47,10 +47,8 @@ def record_cost(config: TokenPPOConfig, folder: Path, repeats: int = 5) -> float
     prompts, truth = task.sample(config.rollouts_per_update, 0)
     g = torch.Generator().manual_seed(0)
     gen = generate(task.model, prompts, task.vocab, config.max_new_tokens, 1.0, g)
-    probs = task.read_digits(gen.sequences, gen.last)
-    applied = applied_positions(truth, torch.tensor(config.keep_prob), g)
-    terms = reward_terms(
-        probs.argmax(-1), truth, applied, gen.answered, gen.num_generated, 0.5, 0.0
+    probs, terms = score(
+        task.read_digits, gen.sequences, gen.last, truth, gen.answered, gen.num_generated, config, g
     )
     times = []
     with EventLogWriter(folder / "records.jsonl") as writer:

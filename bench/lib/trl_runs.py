@@ -18,6 +18,12 @@ builds the ``GRPOTrainer`` for it (the caller adds callbacks and calls ``train()
   reward model's inf) for every completion from that call on.
 
 Everything runs on the CPU (``use_cpu``), saves nothing and reports to nothing.
+
+:func:`task_trainer` builds, instead, TRL's GRPO on a token task of ``ppo.tokens`` (the
+Hugging Face task, ``task = "hf"``) with a :class:`TokenPPOConfig`'s settings: the task's
+prompts (:func:`task_dataset`), its reward (:class:`TaskReward`, the task's reader and
+:func:`ppo.tokens.reward.score`), its action set and answer token: the job
+``bench/token_grpo_trl_bench.py`` runs on both trainers.
 """
 
 from __future__ import annotations
@@ -33,8 +39,19 @@ from typing import Any
 import torch
 from datasets import Dataset
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PreTrainedTokenizerFast,
+)
 from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer
+
+from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.reward import score
+from ppo.tokens.task import TokenTask
+from ppo.tokens.trainer import update_prompts
 
 PAD, EOS, BOS = "<pad>", "</s>", "<s>"
 ALPHABET = string.ascii_lowercase + " .,?!"
@@ -261,3 +278,128 @@ def trainer(
 def max_entropy(tokenizer: PreTrainedTokenizerFast) -> float:
     """ln of the vocabulary size: the entropy of a uniform next-token distribution."""
     return math.log(len(tokenizer))
+
+
+@dataclass
+class TaskReward:
+    """A token task's reward as a TRL reward function: each completion (the token ids TRL
+    passes as ``completion_ids``, cut after its end) behind its prompt (the dataset's
+    ``prompt_ids``) is read by the task's reader and rewarded by
+    :func:`ppo.tokens.reward.score`, as ``ppo.tokens`` rewards its own samples. It tallies
+    the completion and the prompt tokens it is shown and the mean reward of each call (TRL
+    calls it once per generated batch: once per update)."""
+
+    task: TokenTask
+    config: TokenPPOConfig
+    generator: torch.Generator
+    completion_tokens: int = 0
+    prompt_tokens: int = 0
+    reward_means: list[float] = field(default_factory=list)
+
+    @property
+    def __name__(self) -> str:  # TRL names a reward function's figures by its __name__
+        return "task_reward"
+
+    def __call__(
+        self,
+        completion_ids: Sequence[Sequence[int]],
+        prompt_ids: Sequence[Sequence[int]],
+        truth: Sequence[Sequence[int]],
+        **_: Any,
+    ) -> list[float]:
+        vocab = self.task.vocab
+        rows = [[*p, *c] for p, c in zip(prompt_ids, completion_ids, strict=True)]
+        width = max(len(row) for row in rows)
+        sequences = torch.tensor([row + [vocab.pad_id] * (width - len(row)) for row in rows])
+        lengths = torch.tensor([len(c) for c in completion_ids])
+        _, terms = score(
+            self.task.read_digits,
+            sequences,
+            torch.tensor([len(row) - 1 for row in rows]),
+            torch.tensor(truth),
+            torch.tensor([bool(c) and c[-1] == vocab.answer_id for c in completion_ids]),
+            lengths,
+            self.config,
+            self.generator,
+        )
+        self.completion_tokens += int(lengths.sum())
+        self.prompt_tokens += sum(len(p) for p in prompt_ids)
+        self.reward_means.append(float(terms.reward_final.mean()))
+        return [float(r) for r in terms.reward_final]
+
+
+def task_dataset(task: TokenTask, config: TokenPPOConfig, tokenizer: Any) -> Dataset:
+    """Every update's prompts, in ``ppo.tokens``' order (:func:`update_prompts`): a row per
+    prompt with its text, its ids and its true digits. A text the tokenizer does not read
+    back to the same ids is a ``ValueError``."""
+    rows: dict[str, list[Any]] = {"prompt": [], "prompt_ids": [], "truth": []}
+    for update in range(config.updates):
+        prompts, truth = update_prompts(task, config, update)
+        for ids, digits in zip(prompts.tolist(), truth.tolist(), strict=True):
+            text = " ".join(tokenizer.convert_ids_to_tokens(ids))
+            if tokenizer(text, add_special_tokens=False)["input_ids"] != ids:
+                raise ValueError(f"the tokenizer does not read {text!r} back as {ids}")
+            rows["prompt"].append(text)
+            rows["prompt_ids"].append(ids)
+            rows["truth"].append(digits)
+    return Dataset.from_dict(rows)
+
+
+def task_run(task: TokenTask, config: TokenPPOConfig) -> TrlRun:
+    """TRL's settings for the job ``config`` describes on ``task``: generation restricted
+    to the task's allowed ids (every other id suppressed); a generated batch of
+    ``rollouts_per_update`` completions (``group_size`` per prompt) per update, split into
+    ``num_minibatches`` optimizer steps, ``update_epochs`` passes (``num_iterations``);
+    the loss a token mean per minibatch (``bnpo``), the reference KL at
+    ``ref_kl_loss_coef`` (TRL's k3), the same clip, Adam epsilon, gradient clip, constant
+    learning rate and temperature; the prompts in order; no activation checkpointing."""
+    steps_per_update = config.update_epochs * config.num_minibatches
+    allowed = set(task.vocab.allowed_ids)
+    suppressed = [i for i in range(len(task.vocab.names)) if i not in allowed]
+    return TrlRun(
+        name="token_task",
+        steps=config.updates * steps_per_update,
+        learning_rate=config.learning_rate,
+        beta=config.ref_kl_loss_coef,
+        num_iterations=config.update_epochs,
+        num_generations=config.group_size,
+        batch=config.rollouts_per_update // config.num_minibatches,
+        max_completion_length=config.max_new_tokens,
+        seed=config.seed,
+        extra={
+            "steps_per_generation": config.num_minibatches,
+            "shuffle_dataset": False,
+            "loss_type": "bnpo",
+            "scale_rewards": "group" if config.scale_rewards else "none",
+            "epsilon": config.clip_range,
+            "adam_epsilon": config.adam_eps,
+            "max_grad_norm": config.max_grad_norm,
+            "lr_scheduler_type": "constant",
+            "temperature": config.temperature,
+            "activation_checkpointing": False,
+            "generation_kwargs": {"suppress_tokens": suppressed},
+        },
+    )
+
+
+def task_trainer(
+    task: TokenTask, config: TokenPPOConfig, reward: TaskReward, output_dir: str
+) -> Any:
+    """A ready ``GRPOTrainer`` on ``task`` (``task = "hf"``: the model of ``hf_model``,
+    loaded afresh from its folder, as is TRL's reference) with ``config``'s settings
+    (:func:`task_run`), the answer token its end of sequence, ``reward`` its reward
+    function. TRL's log-probabilities stay over the whole vocabulary (it has no action
+    mask)."""
+    if config.hf_model is None:
+        raise ValueError("task_trainer needs a config with hf_model")
+    folder = config.hf_model
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    model.generation_config.eos_token_id = task.vocab.answer_id
+    return GRPOTrainer(
+        model=model,
+        reward_funcs=[reward],
+        args=grpo_config(task_run(task, config), output_dir),
+        train_dataset=task_dataset(task, config, tokenizer),
+        processing_class=tokenizer,
+    )

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from ppo.tokens import masking
-from ppo.tokens.task import Vocab
+from ppo.tokens.task import IncrementalModel, Vocab
 
 
 @dataclass(frozen=True)
@@ -54,21 +54,21 @@ _Column = tuple[Tensor, Tensor, Tensor, Tensor, Tensor]
 
 
 def _sample_next(
-    model: nn.Module,
-    ids: Tensor,
+    logits: Tensor,
+    values: Tensor,
     done: Tensor,
     vocab: Vocab,
     allowed: Tensor,
     temperature: float,
     generator: torch.Generator,
 ) -> _Column:
-    """The next token of every sequence (pad where ``done``) and what was measured for it."""
-    logits, values = model(ids)
-    logp = masking.masked_log_probs(logits[:, -1], allowed, temperature)
+    """The next token of every sequence (pad where ``done``) from the last position's
+    ``logits [B, V]`` and ``values [B]``, and what was measured for it."""
+    logp = masking.masked_log_probs(logits, allowed, temperature)
     action = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(1)
     action = action.masked_fill(done, vocab.pad_id)
     entropy = masking.entropy(logp, allowed)
-    return action, ~done, masking.chosen(logp, action), entropy, values[:, -1].float()
+    return action, ~done, masking.chosen(logp, action), entropy, values.float()
 
 
 @torch.no_grad()
@@ -80,17 +80,28 @@ def generate(
     temperature: float,
     generator: torch.Generator,
 ) -> Generation:
-    """Sample up to ``max_new_tokens`` tokens per prompt from the masked policy."""
-    ids = prompts
+    """Sample up to ``max_new_tokens`` tokens per prompt from the masked policy. A model
+    with a ``step`` method (:class:`ppo.tokens.task.IncrementalModel`) is fed each new
+    token with its cache of the earlier ones; any other is run on the whole sequence at
+    every token."""
+    step = model.step if isinstance(model, IncrementalModel) else None
+    ids = new = prompts
+    cache: object = None
     done = torch.zeros(prompts.shape[0], dtype=torch.bool, device=prompts.device)
     columns: list[_Column] = []
     allowed = masking.allowed_mask(len(vocab.names), vocab.allowed_ids, prompts.device)
     for _ in range(max_new_tokens):
-        column = _sample_next(model, ids, done, vocab, allowed, temperature, generator)
+        if step is not None:
+            logits, values, cache = step(new, cache)
+        else:
+            logits, values = model(ids)
+        column = _sample_next(
+            logits[:, -1], values[:, -1], done, vocab, allowed, temperature, generator
+        )
         columns.append(column)
-        action = column[0]
-        ids = torch.cat([ids, action.unsqueeze(1)], dim=1)
-        done = done | (action == vocab.answer_id)
+        new = column[0].unsqueeze(1)
+        ids = torch.cat([ids, new], dim=1)
+        done = done | (column[0] == vocab.answer_id)
         if bool(done.all()):
             break
     tokens, valid, logp_old, ent, vals = (torch.stack(c, dim=1) for c in zip(*columns, strict=True))

@@ -20,6 +20,7 @@ Without transformers (the ``hf`` extra) :func:`preflight` says so in one line.
 from __future__ import annotations
 
 import copy
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,7 @@ class HFPolicy(nn.Module):
     def __init__(self, lm: nn.Module, hidden_size: int) -> None:
         super().__init__()
         self.lm = lm
+        self.cache_name = _cache_keyword(lm)
         self.value_head = nn.Sequential(
             nn.Linear(hidden_size, hidden_size), nn.Tanh(), nn.Linear(hidden_size, 1)
         )
@@ -122,6 +124,20 @@ class HFPolicy(nn.Module):
     def forward(self, ids: Tensor) -> tuple[Tensor, Tensor]:
         logits, hidden = logits_and_hidden(self.lm, ids)
         return logits, self.value_head(hidden).squeeze(-1)
+
+    def step(self, ids: Tensor, cache: Any) -> tuple[Tensor, Tensor, Any]:
+        """Generation's forward (:class:`ppo.tokens.task.IncrementalModel`): the new
+        ``ids`` behind the LM's own key-value cache of the earlier ones."""
+        kwargs = {self.cache_name: cache}
+        out = self.lm(input_ids=ids, output_hidden_states=True, use_cache=True, **kwargs)
+        hidden = out.hidden_states[-1].float()
+        return out.logits.float(), self.value_head(hidden).squeeze(-1), out[self.cache_name]
+
+
+def _cache_keyword(lm: nn.Module) -> str:
+    """The name of a causal LM's key-value cache, as its forward takes it and its output
+    holds it: ``cache`` in recent transformers, ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(lm.forward).parameters else "past_key_values"
 
 
 def logits_and_hidden(lm: nn.Module, ids: Tensor) -> tuple[Tensor, Tensor]:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.task import DigitReader
+
 REWARD_FULL = 1.0
 REWARD_IF_MAX_LEN = 0.0
 
@@ -62,3 +65,30 @@ def reward_terms(
         reward_partial=partial,
         reward_final=reward - length_penalty * num_generated.to(partial.dtype),
     )
+
+
+def score(
+    read_digits: DigitReader,
+    sequences: Tensor,
+    last: Tensor,
+    truth: Tensor,
+    answered: Tensor,
+    num_generated: Tensor,
+    config: TokenPPOConfig,
+    generator: torch.Generator,
+) -> tuple[Tensor, RewardTerms]:
+    """Read each answer (``sequences [B, T]`` at ``last [B]``, on the CPU) and reward it:
+    the reader's digit probabilities ``[B, D, 10]`` and the reward's terms. The applied
+    positions are drawn from ``generator``."""
+    probs = read_digits(sequences, last)
+    applied = applied_positions(truth, torch.tensor(config.keep_prob), generator)
+    terms = reward_terms(
+        probs.argmax(-1),
+        truth,
+        applied,
+        answered,
+        num_generated,
+        config.partial_scale,
+        config.length_penalty,
+    )
+    return probs, terms

@@ -7,7 +7,8 @@ causal LM from a local folder, :mod:`ppo.tokens.hf`). The model is any ``torch.n
 that maps token ids ``[batch, time]`` to ``(logits [batch, time, vocab], values [batch,
 time])``: position t's logits predict token t + 1 and its value is the critic's V of the
 state after reading tokens 0..t. PPO trains every parameter of the model that requires a
-gradient; the reader scores an answer and is never trained.
+gradient; the reader scores an answer and is never trained. A model may also offer
+``step`` (:class:`IncrementalModel`, a KV cache): generation then uses it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor, nn
 
@@ -47,6 +48,17 @@ class DigitReader(Protocol):
     ``[batch, num_digits, 10]`` at position ``last`` of each sequence."""
 
     def __call__(self, ids: Tensor, last: Tensor) -> Tensor: ...
+
+
+@runtime_checkable
+class IncrementalModel(Protocol):
+    """A model that generation can feed one token at a time: ``step(ids [B, N], cache)``
+    returns the logits ``[B, N, vocab]`` and values ``[B, N]`` at the ``N`` new positions
+    given ``cache``, what the previous call returned for the tokens before them (None at
+    the first call), and the cache that now holds them too. Its outputs are the forward's
+    on the whole sequence (the update's log-probabilities are the forward's)."""
+
+    def step(self, ids: Tensor, cache: Any) -> tuple[Tensor, Tensor, Any]: ...
 
 
 class PromptSampler(Protocol):

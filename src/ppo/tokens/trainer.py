@@ -27,7 +27,7 @@ from ppo.run.halt import Halter
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation, generate
-from ppo.tokens.reward import RewardTerms, applied_positions, reward_terms
+from ppo.tokens.reward import RewardTerms, score
 from ppo.tokens.samples import build_samples
 from ppo.tokens.task import TokenTask, load_task
 from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
@@ -227,9 +227,7 @@ class TokenTrainer:
         """The update's batch, its generation and rewards, and (GRPO) which groups' rewards
         are all equal."""
         cfg = self.config
-        prompts, truth = task.sample(
-            cfg.rollouts_per_update // cfg.group_size, cfg.seed * 1_000_003 + update
-        )
+        prompts, truth = update_prompts(task, cfg, update)
         prompts = prompts.repeat_interleave(cfg.group_size, dim=0).to(self.device)
         truth = truth.repeat_interleave(cfg.group_size, dim=0)
         with autocast(self.device, cfg.precision):
@@ -237,16 +235,15 @@ class TokenTrainer:
                 task.model, prompts, task.vocab, cfg.max_new_tokens, cfg.temperature, generator
             )
         gen = on_device.to(torch.device("cpu"))
-        probs = task.read_digits(gen.sequences, gen.last)
-        applied = applied_positions(truth, torch.tensor(cfg.keep_prob), self.host_generator)
-        terms = reward_terms(
-            probs.argmax(-1),
+        probs, terms = score(
+            task.read_digits,
+            gen.sequences,
+            gen.last,
             truth,
-            applied,
             gen.answered,
             gen.num_generated,
-            cfg.partial_scale,
-            cfg.length_penalty,
+            cfg,
+            self.host_generator,
         )
         for record in build_samples(
             update * cfg.rollouts_per_update, gen, probs, truth, terms, cfg
@@ -263,6 +260,14 @@ class TokenTrainer:
         with autocast(self.device, cfg.precision):
             logp_ref, _, _ = evaluate(reference, batch, every, allowed, cfg.temperature)
         return _with_reference(batch, logp_ref), gen, terms, equal
+
+
+def update_prompts(task: TokenTask, config: TokenPPOConfig, update: int) -> tuple[Tensor, Tensor]:
+    """The prompts of update ``update`` (``rollouts_per_update / group_size`` of them, each
+    once) and their true answer digits: the same for every run of one seed."""
+    return task.sample(
+        config.rollouts_per_update // config.group_size, config.seed * 1_000_003 + update
+    )
 
 
 def _batch(gen: Generation, returns: Tensor, filler: int, advantages: Tensor | None) -> TokenBatch:

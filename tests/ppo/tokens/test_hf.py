@@ -112,6 +112,51 @@ def test_the_value_head_is_the_seeds_on_the_hidden_states(tiny_model: Path) -> N
 
 
 @needs_transformers
+def test_generation_feeds_the_policy_one_token_at_a_time_through_its_cache(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the prompt, each generated token is fed alone with the key-value cache of the
+    ones before; the samples, log-probabilities and values are those of the forward on
+    the whole sequence, which the update recomputes."""
+    from torch import Tensor, nn
+
+    from ppo.tokens import masking
+    from ppo.tokens.generate import generate
+    from ppo.tokens.hf import make_task
+    from ppo.tokens.update import TokenBatch, evaluate
+
+    task = make_task(TokenPPOConfig(task="hf", hf_model=str(tiny_model), warm_start_steps=1))
+    policy = task.model
+    fed: list[int] = []
+    step = policy.step
+
+    def recording(ids: Tensor, cache: object) -> tuple[Tensor, Tensor, object]:
+        fed.append(ids.shape[1])
+        return step(ids, cache)
+
+    monkeypatch.setattr(policy, "step", recording)
+
+    class WholeSequence(nn.Module):  # the same model without a cache
+        def forward(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+            out: tuple[Tensor, Tensor] = policy(ids)
+            return out
+
+    prompts, _ = task.sample(32, 0)
+    cached = generate(policy, prompts, task.vocab, 6, 1.0, torch.Generator().manual_seed(5))
+    whole = generate(WholeSequence(), prompts, task.vocab, 6, 1.0, torch.Generator().manual_seed(5))
+    assert fed == [prompts.shape[1]] + [1] * (cached.tokens.shape[1] - 1)
+    assert torch.equal(cached.tokens, whole.tokens)
+    assert torch.allclose(cached.logp, whole.logp, atol=1e-5)
+    assert torch.allclose(cached.values, whole.values, atol=1e-5)
+    actions = cached.tokens.masked_fill(~cached.valid, task.vocab.answer_id)
+    batch = TokenBatch(cached.sequences, prompts.shape[1], actions, cached.valid, cached.logp,
+                       cached.values, torch.zeros(32), None)  # fmt: skip
+    allowed = masking.allowed_mask(len(task.vocab.names), task.vocab.allowed_ids, prompts.device)
+    logp, _, _ = evaluate(policy, batch, torch.arange(32), allowed, 1.0)
+    assert torch.allclose(logp[cached.valid], cached.logp[cached.valid], atol=1e-5)
+
+
+@needs_transformers
 def test_a_token_the_tokenizer_lacks_is_one_line_naming_it(
     tmp_path: Path, tiny_model: Path
 ) -> None:
