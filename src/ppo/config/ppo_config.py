@@ -71,9 +71,10 @@ class PPOConfig(Settings):
         "auto",
         valid.literal(DeviceName),
         "Where the policy, its update and the reference run: auto (CUDA when torch sees a "
-        "device, else the CPU), cpu or cuda. The environments step with a CPU copy of the "
-        "actor, refreshed after each update; across processes on CUDA each rank takes "
-        "cuda:LOCAL_RANK and NCCL. run_started's config records the device used (device_used).",
+        "device, else the CPU), cpu or cuda. The environments step on the CPU (on CUDA with a "
+        "copy of the actor, refreshed after each update); across processes on CUDA each rank "
+        "takes cuda:LOCAL_RANK and NCCL. run_started's config records the device used "
+        "(device_used).",
     )
     checkpoint_every: int = setting(
         50, valid.integer(0), "Save a checkpoint every this many updates (0: only at the end)."
