@@ -42,16 +42,22 @@ class DistributedSetupError(ValueError):
     """The job cannot start across processes as configured; the message says why."""
 
 
+def _launcher_count(environ: Mapping[str, str], name: str, default: str, low: int) -> int:
+    """The launcher's integer variable ``name``, at least ``low``; else a
+    :class:`DistributedSetupError` naming it."""
+    text = environ.get(name, default)
+    try:
+        value = int(text)
+    except ValueError:
+        raise DistributedSetupError(f"{name} must be an integer, got {text!r}") from None
+    if value < low:
+        raise DistributedSetupError(f"{name} must be at least {low}, got {value}")
+    return value
+
+
 def launched_world_size(environ: Mapping[str, str] = os.environ) -> int:
     """``WORLD_SIZE`` as torchrun (or ``ppo train --nproc``) sets it; 1 without one."""
-    text = environ.get("WORLD_SIZE", "1")
-    try:
-        size = int(text)
-    except ValueError:
-        raise DistributedSetupError(f"WORLD_SIZE must be an integer, got {text!r}") from None
-    if size < 1:
-        raise DistributedSetupError(f"WORLD_SIZE must be at least 1, got {size}")
-    return size
+    return _launcher_count(environ, "WORLD_SIZE", "1", 1)
 
 
 @dataclass
@@ -264,11 +270,4 @@ def local_rank(environ: Mapping[str, str] = os.environ) -> int | None:
     in one process."""
     if launched_world_size(environ) == 1:
         return None
-    text = environ.get("LOCAL_RANK", "0")
-    try:
-        value = int(text)
-    except ValueError:
-        raise DistributedSetupError(f"LOCAL_RANK must be an integer, got {text!r}") from None
-    if value < 0:
-        raise DistributedSetupError(f"LOCAL_RANK must be at least 0, got {value}")
-    return value
+    return _launcher_count(environ, "LOCAL_RANK", "0", 0)
