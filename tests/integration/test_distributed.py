@@ -1,6 +1,6 @@
-"""Two ranks (gloo, CPU) started by ``ppo train --nproc 2``: the same early-stop decision on
-every rank at every update, the same parameters at the end, one event log, judged by
-``sanctum check``."""
+"""Two ranks started by ``ppo train --nproc 2`` (gloo on the CPU; NCCL on two GPUs, where
+there are): the same early-stop decision on every rank at every update, the same parameters
+at the end, one event log, judged by ``sanctum check``."""
 
 from __future__ import annotations
 
@@ -89,8 +89,10 @@ def test_every_line_is_valid_against_the_schema(run: Path) -> None:
     assert_valid_log(run / "events.jsonl")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="fewer than 2 CUDA devices")
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2,
+    reason="no CUDA device" if not torch.cuda.is_available() else "fewer than 2 CUDA devices",
+)
 def test_two_ranks_on_two_gpus_over_nccl_take_the_same_decisions(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ppo", "train", "--headless", "--nproc", "2"]
     done = subprocess.run(
