@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+import torch
+
 from ppo.config import ConfigError, PPOConfig, listing
 from ppo.config.limits import (
     MAX_ASYNC_ENVS,
@@ -36,9 +38,16 @@ from ppo.config.limits import (
     MAX_TORCH_THREADS,
     MAX_UPDATE_EPOCHS,
 )
-from ppo.config.settings import Settings, unknown_key
+from ppo.config.settings import Settings, resolved_device, unknown_key
 from ppo.distributed.launch import launch
-from ppo.distributed.world import SINGLE, RankLost, World, join, launched_world_size
+from ppo.distributed.world import (
+    SINGLE,
+    RankLost,
+    World,
+    join,
+    launched_world_size,
+    local_rank,
+)
 from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
@@ -356,6 +365,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
         if tokens is not None:
             return _train_tokens(args, tokens, halt, out, err)
         config = resolve_config(args)  # a resumed run's checkpoint is read (checked) here
+        device = _device(args, config)  # "cuda" without one: refused before anything starts
         reference.check_sources(config)  # and the checkpoints fine-tuning starts from
         run_id = _run_id(args, config.env_id)
         if args.nproc is not None:
@@ -366,7 +376,7 @@ def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str
             timeout = config.collective_timeout_seconds
             return launch(args.nproc, [*argv, "--run-id", run_id], timeout, err)
         if launched_world_size() > 1:  # one rank of a torchrun job: rank 0 names the run
-            world = join(config.collective_timeout_seconds)
+            world = join(config.collective_timeout_seconds, device)
             run_id = world.broadcast(run_id, "the run id")
     except (ConfigError, CheckpointError, InputFileError, ValueError) as exc:
         error(err, exc)  # ValueError: the run id, a pre-flight check, the environment
@@ -388,6 +398,17 @@ def _halt(args: argparse.Namespace) -> Halter | None:
             raise ValueError("--thresholds: used only to halt; give --halt-on with it")
         return None
     return halt_gate(args.halt_on, args.thresholds)
+
+
+def _device(args: argparse.Namespace, config: PPOConfig) -> torch.device:
+    """Where this process trains: the config's ``device`` resolved on this machine, one GPU
+    per rank across processes (``cuda:LOCAL_RANK``; the launcher of ``--nproc N`` checks
+    the machine has the N it will need). A :class:`ConfigError` when CUDA is named and
+    torch sees none, or fewer GPUs than ranks."""
+    rank = local_rank()
+    if rank is None and (args.nproc or 1) > 1:
+        rank = args.nproc - 1
+    return resolved_device(config.device, rank)
 
 
 def _run_id(args: argparse.Namespace, prefix: str) -> str:

@@ -1,6 +1,6 @@
-"""Two ranks (gloo, CPU) started by ``ppo train --nproc 2``: the same early-stop decision on
-every rank at every update, the same parameters at the end, one event log, judged by
-``sanctum check``."""
+"""Two ranks started by ``ppo train --nproc 2`` (gloo on the CPU; NCCL on two GPUs, where
+there are): the same early-stop decision on every rank at every update, the same parameters
+at the end, one event log, judged by ``sanctum check``."""
 
 from __future__ import annotations
 
@@ -87,3 +87,25 @@ def test_sanctum_check_judges_it(run: Path) -> None:
 
 def test_every_line_is_valid_against_the_schema(run: Path) -> None:
     assert_valid_log(run / "events.jsonl")
+
+
+@pytest.mark.skipif(
+    torch.cuda.device_count() < 2,
+    reason="no CUDA device" if not torch.cuda.is_available() else "fewer than 2 CUDA devices",
+)
+def test_two_ranks_on_two_gpus_over_nccl_take_the_same_decisions(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "ppo", "train", "--headless", "--nproc", "2"]
+    done = subprocess.run(
+        [*command, *STOPPING, "--set", "device=cuda", "--run-dir", str(tmp_path), "--run-id", "g"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    run = tmp_path / "g"
+    first, second = _trace(run, 0), _trace(run, 1)
+    assert len(first) == len(second) == 32
+    assert [_agreed(x) for x in first] == [_agreed(x) for x in second]
+    started = read_events(run / "events.jsonl").events[0]
+    assert isinstance(started, RunStarted) and started.payload.config["device_used"] == "cuda"
+    assert sanctum_main(["check", str(run)]) == 0

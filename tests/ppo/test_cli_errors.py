@@ -18,6 +18,7 @@ import torch
 
 from ppo.cli import build_parser, main
 from ppo.cli import train as cli_train
+from telemetry import RunStarted, read_events
 
 
 def train(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -607,3 +608,41 @@ def test_a_token_task_that_refuses_its_config_never_announced_a_folder(tmp_path:
     assert code == 2 and err.splitlines()[-1].startswith("  keep_prob has 2 entries")
     assert out.splitlines() == ["warm start: 1 supervised steps"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+@pytest.mark.parametrize("nproc", [[], ["--nproc", "2"]], ids=["one-process", "nproc-2"])
+def test_cuda_without_a_device_is_refused_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    nproc: list[str],
+) -> None:
+    def launched(*args: object) -> int:
+        raise AssertionError("processes were started")
+
+    monkeypatch.setattr("ppo.cli.launch", launched)
+    code, err = train(capsys, "--set", "device=cuda", "--run-dir", str(tmp_path), *nproc)
+    assert code == 2 and err.startswith("ppo train: invalid PPO config")
+    assert err.splitlines()[-1].strip() == (
+        'device = "cuda" but torch finds no CUDA device (use "auto" or "cpu")'
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
+def test_a_checkpoint_written_on_cuda_resumes_here_on_the_cpu_when_told(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, real_checkpoint: dict[str, Any]
+) -> None:
+    path = saved(tmp_path, real_checkpoint, config__device="cuda")
+    runs = tmp_path / "runs"
+    code, err = train(capsys, "--resume", str(path), "--run-dir", str(runs))
+    assert code == 2 and 'device = "cuda" but torch finds no CUDA device' in err
+    assert not runs.exists()
+    code, err = train(capsys, "--resume", str(path), "--run-dir", str(runs), "--set", "device=cpu")
+    assert code == 0, err
+    (events,) = runs.glob("*/events.jsonl")
+    started = read_events(events).events[0]
+    assert isinstance(started, RunStarted)
+    assert started.payload.config["device"] == "cpu"
+    assert started.payload.config["device_used"] == "cpu"

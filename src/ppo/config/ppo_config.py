@@ -26,6 +26,7 @@ from ppo.config.limits import (
 )
 from ppo.config.settings import Settings, setting
 from ppo.core import kl
+from ppo.core.device import DeviceName
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 
@@ -65,6 +66,15 @@ class PPOConfig(Settings):
         1,
         valid.integer(1, MAX_TORCH_THREADS),
         "PyTorch intra-op threads, 1 to 1024; 1 is fastest for small MLPs on a few cores.",
+    )
+    device: DeviceName = setting(  # noqa: RUF009
+        "auto",
+        valid.literal(DeviceName),
+        "Where the policy, its update and the reference run: auto (CUDA when torch sees a "
+        "device, else the CPU), cpu or cuda. The environments step on the CPU (on CUDA with a "
+        "copy of the actor, refreshed after each update); across processes on CUDA each rank "
+        "takes cuda:LOCAL_RANK and NCCL. run_started's config records the device used "
+        "(device_used).",
     )
     checkpoint_every: int = setting(
         50, valid.integer(0), "Save a checkpoint every this many updates (0: only at the end)."

@@ -35,7 +35,7 @@ class GradNorms:
 def _norm(params: Sequence[nn.Parameter]) -> Tensor:
     norms = [torch.linalg.vector_norm(p.grad.detach()) for p in params if p.grad is not None]
     if not norms:
-        return torch.zeros(())
+        return torch.zeros((), device=params[0].device if params else None)
     total: Tensor = torch.linalg.vector_norm(torch.stack(norms))
     return total
 
@@ -47,7 +47,7 @@ def clip_grad_norm(
     by_group = {name: _norm(params) for name, params in groups.items()}
     total = torch.linalg.vector_norm(torch.stack(list(by_group.values())))
     if max_norm is None:
-        return GradNorms(total, by_group, torch.ones(()))
+        return GradNorms(total, by_group, torch.ones((), device=total.device))
     scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
     for params in groups.values():
         for p in params:

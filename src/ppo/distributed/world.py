@@ -1,4 +1,5 @@
-"""Training across processes: ``torch.distributed`` (gloo on CPU), launched by ``torchrun``.
+"""Training across processes: ``torch.distributed`` (gloo on the CPU, NCCL on GPUs, one GPU
+per rank: ``cuda:LOCAL_RANK``), launched by ``torchrun``.
 
 A :class:`World` is this process's view of the job. Its collectives are the only places
 ranks meet, and each is guarded: a rank that died or hangs makes the others fail within
@@ -8,7 +9,8 @@ enters a collective: the living ranks wait inside collective ``n``, a dead rank 
 reached it.
 
 One process (``size == 1``) is the same object with every collective a no-op, so the
-trainer has a single code path.
+trainer has a single code path. A collective runs on the backend's device (:attr:`World.device`)
+whatever device its tensor lives on, and hands the result back on the tensor's device.
 """
 
 from __future__ import annotations
@@ -40,16 +42,22 @@ class DistributedSetupError(ValueError):
     """The job cannot start across processes as configured; the message says why."""
 
 
+def _launcher_count(environ: Mapping[str, str], name: str, default: str, low: int) -> int:
+    """The launcher's integer variable ``name``, at least ``low``; else a
+    :class:`DistributedSetupError` naming it."""
+    text = environ.get(name, default)
+    try:
+        value = int(text)
+    except ValueError:
+        raise DistributedSetupError(f"{name} must be an integer, got {text!r}") from None
+    if value < low:
+        raise DistributedSetupError(f"{name} must be at least {low}, got {value}")
+    return value
+
+
 def launched_world_size(environ: Mapping[str, str] = os.environ) -> int:
     """``WORLD_SIZE`` as torchrun (or ``ppo train --nproc``) sets it; 1 without one."""
-    text = environ.get("WORLD_SIZE", "1")
-    try:
-        size = int(text)
-    except ValueError:
-        raise DistributedSetupError(f"WORLD_SIZE must be an integer, got {text!r}") from None
-    if size < 1:
-        raise DistributedSetupError(f"WORLD_SIZE must be at least 1, got {size}")
-    return size
+    return _launcher_count(environ, "WORLD_SIZE", "1", 1)
 
 
 @dataclass
@@ -61,6 +69,8 @@ class World:
     timeout: float = 30.0
     store: Any = None
     """The job's ``torch.distributed.Store`` (None in one process)."""
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    """Where the backend's collectives run: the CPU (gloo) or this rank's GPU (NCCL)."""
     _count: int = field(default=0, repr=False)
 
     @property
@@ -78,26 +88,32 @@ class World:
         A NaN or Inf on any rank reaches every rank."""
         if not self.distributed:
             return tensor
-        out = tensor.detach().clone()
+        out = self._on_backend(tensor)
         self._guard(what, lambda: dist.all_reduce(out, op=dist.ReduceOp.SUM))
-        return out / self.size
+        return (out / self.size).to(tensor.device)
 
     def reduce(self, tensor: Tensor, op: str, what: str) -> Tensor:
         """``sum``, ``min`` or ``max`` of ``tensor`` over ranks."""
         if not self.distributed:
             return tensor
         ops = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
-        out = tensor.detach().clone()
+        out = self._on_backend(tensor)
         self._guard(what, lambda: dist.all_reduce(out, op=ops[op]))
-        return out
+        return out.to(tensor.device)
 
     def gather(self, tensor: Tensor, what: str) -> Tensor:
         """Every rank's ``tensor`` (same shape on each), concatenated along dim 0 in rank order."""
         if not self.distributed:
             return tensor
-        parts = [torch.empty_like(tensor) for _ in range(self.size)]
-        self._guard(what, lambda: dist.all_gather(parts, tensor.contiguous()))
-        return torch.cat(parts)
+        mine = self._on_backend(tensor)
+        parts = [torch.empty_like(mine) for _ in range(self.size)]
+        self._guard(what, lambda: dist.all_gather(parts, mine))
+        return torch.cat(parts).to(tensor.device)
+
+    def _on_backend(self, tensor: Tensor) -> Tensor:
+        """A contiguous copy of ``tensor`` on the backend's device (the collectives write
+        into their input)."""
+        return tensor.detach().to(self.device, copy=True, memory_format=torch.contiguous_format)
 
     def gather_objects(self, obj: _T, what: str) -> list[_T]:
         """Every rank's picklable ``obj``, in rank order."""
@@ -144,9 +160,7 @@ class World:
                 self.store.set(f"{_NOTICED}{self.rank}", "1")
 
     def _lost_message(self, what: str, exc: BaseException) -> str:
-        text = str(exc).strip()
-        first = text.splitlines()[0] if text else type(exc).__name__
-        first = re.sub(r"^\[[^\]]*\]\s*", "", first)  # gloo's "[source.cc:537] " prefix
+        first = backend_error_line(exc)
         missing = self.behind() or self.silent()
         who = (
             f"rank {', '.join(map(str, missing))} stopped answering"
@@ -198,6 +212,16 @@ class World:
                 dist.destroy_process_group()
 
 
+def backend_error_line(exc: BaseException) -> str:
+    """The first line of a backend's error without the source position it starts with:
+    gloo's and c10d's ``[source.cc:537] `` (or ``[Rank 0] ``), NCCL's ``NCCL error in:
+    source.cpp:1275, ``."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    first = re.sub(r"^(\[[^\]]*\]\s*)+", "", first)
+    return re.sub(r"^NCCL error in: \S+:\d+,\s*", "NCCL error: ", first)
+
+
 def _is_communication_error(exc: RuntimeError) -> bool:
     """Whether ``exc`` came from the transport between ranks, not from the computation."""
     text = str(exc).lower()
@@ -210,8 +234,11 @@ SINGLE = World()
 """One process: every collective is a no-op."""
 
 
-def join(timeout: float, environ: Mapping[str, str] = os.environ) -> World:
-    """The world torchrun's environment describes (gloo), or :data:`SINGLE` without one."""
+def join(
+    timeout: float, device: torch.device | None = None, environ: Mapping[str, str] = os.environ
+) -> World:
+    """The world torchrun's environment describes, or :data:`SINGLE` without one. ``device``:
+    where this rank trains (``cuda:LOCAL_RANK``: NCCL; the CPU or None: gloo)."""
     size = launched_world_size(environ)
     if size == 1:
         return World(timeout=timeout)
@@ -226,7 +253,21 @@ def join(timeout: float, environ: Mapping[str, str] = os.environ) -> World:
         ) from None
     except RuntimeError as exc:
         raise DistributedSetupError(f"cannot reach the other ranks: {exc}") from None
+    on = device if device is not None else torch.device("cpu")
+    backend = "nccl" if on.type == "cuda" else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(on)  # the object collectives run on the current device
+        # a lost rank then raises within ``timeout`` (RankLost) instead of aborting the process
+        os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
     dist.init_process_group(
-        "gloo", store=store, rank=rank, world_size=size, timeout=timedelta(seconds=timeout)
+        backend, store=store, rank=rank, world_size=size, timeout=timedelta(seconds=timeout)
     )
-    return World(rank=rank, size=size, timeout=timeout, store=store)
+    return World(rank=rank, size=size, timeout=timeout, store=store, device=on)
+
+
+def local_rank(environ: Mapping[str, str] = os.environ) -> int | None:
+    """``LOCAL_RANK`` as torchrun (or ``ppo train --nproc``) sets it: this rank's GPU; None
+    in one process."""
+    if launched_world_size(environ) == 1:
+        return None
+    return _launcher_count(environ, "LOCAL_RANK", "0", 0)

@@ -1,12 +1,13 @@
 """Rollout storage in preallocated numpy arrays, and its conversion into a training Batch.
 
 Environments speak numpy, so the rollout is stored as numpy (no per-step tensor churn).
-When the rollout is complete, :meth:`RolloutBuffer.to_batch` runs the policy once over
-every stored observation, the observation after the last step, and the final observations
-of truncated episodes, to get V(s), V(s') and log pi_old(a|s) in one pass (and the
-reference policy's log pi_ref(a|s) when a reference KL is on). Then it shapes the rewards
-(divided by the return scale, minus the reference-KL penalty) and computes advantages,
-and hands the agent a flat :class:`Batch` of tensors.
+When the rollout is complete, :meth:`RolloutBuffer.to_batch` moves it to the policy's device
+(one copy per array) and runs the policy once over every stored observation, the observation
+after the last step, and the final observations of truncated episodes, to get V(s), V(s')
+and log pi_old(a|s) in one pass (and the reference policy's log pi_ref(a|s) when a
+reference KL is on). Then it shapes the rewards (divided by the return scale, minus the
+reference-KL penalty) and computes advantages on the host, from the values read back once,
+and hands the agent a flat :class:`Batch` of tensors on the policy's device.
 """
 
 from __future__ import annotations
@@ -127,11 +128,12 @@ class RolloutBuffer:
         ``reward_kl_coef``: subtract that times the per-sample reference KL from the
         rewards (None: no penalty); ``scaler``: divide rewards by the return scale first."""
         flat = self.rewards.size
-        obs, actions, masks = self._flat_samples()
+        device = next(policy.parameters()).device
+        obs, actions, masks = self._flat_samples(device)
         with torch.no_grad():
             logp = policy.distribution(obs, masks).log_prob(actions)
         ref_logp = None if reference is None else ref.log_prob(reference, obs, actions, masks)
-        values, next_values = self._values(policy, obs, last_obs)
+        values, next_values = self._values(policy, obs, last_obs, device)
         penalty = None
         if reward_kl_coef is not None and ref_logp is not None:
             per_sample = estimate(
@@ -142,30 +144,36 @@ class RolloutBuffer:
         steps = adv.Steps(rewards, values, next_values, self.terminated, self.truncated)
         advantages, returns = self._advantages(steps, config)
         deltas = adv.td_errors(steps, config.gamma)
+
+        def on_device(array: np.ndarray) -> Tensor:
+            return torch.from_numpy(array).to(device)
+
         return Batch(
             obs=obs,
             actions=actions,
             logp=logp,
-            values=torch.from_numpy(values.reshape(flat).copy()),
-            returns=torch.from_numpy(returns.reshape(flat)),
-            advantages=torch.from_numpy(advantages.reshape(flat)),
+            values=on_device(values.reshape(flat).copy()),
+            returns=on_device(returns.reshape(flat)),
+            advantages=on_device(advantages.reshape(flat)),
             masks=masks,
             ref_logp=ref_logp,
             measures=RolloutMeasures(
-                td_errors=torch.from_numpy(deltas.reshape(flat) * np.float32(scale or 1.0)),
+                td_errors=on_device(deltas.reshape(flat) * np.float32(scale or 1.0)),
                 reward_penalty=penalty,
                 return_scale=scale,
             ),
         )
 
-    def _flat_samples(self) -> tuple[Tensor, Tensor, Tensor | None]:
-        """Observations, actions and action masks flattened to (batch, ...) tensors."""
+    def _flat_samples(self, device: torch.device) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Observations, actions and action masks flattened to (batch, ...) tensors on
+        ``device``."""
         flat = self.rewards.size
-        obs = torch.from_numpy(self.obs.reshape(flat, -1).copy())
-        actions = torch.from_numpy(self.actions.reshape(flat, *self.actions.shape[2:]).copy())
+        obs = torch.from_numpy(self.obs.reshape(flat, -1).copy()).to(device)
+        shape = (flat, *self.actions.shape[2:])
+        actions = torch.from_numpy(self.actions.reshape(shape).copy()).to(device)
         masks = None
         if self.masks is not None:
-            masks = torch.from_numpy(self.masks.reshape(flat, -1).copy())
+            masks = torch.from_numpy(self.masks.reshape(flat, -1).copy()).to(device)
         return obs, actions, masks
 
     def _shaped_rewards(
@@ -178,7 +186,7 @@ class RolloutBuffer:
         if scaler is not None:
             rewards, scale = scaler.scaled(self.rewards, self.dones)
         if penalty is not None:
-            rewards = rewards - penalty.numpy().reshape(rewards.shape)
+            rewards = rewards - penalty.cpu().numpy().reshape(rewards.shape)
         return rewards, scale
 
     @property
@@ -187,14 +195,16 @@ class RolloutBuffer:
         return self.terminated | self.truncated
 
     def _values(
-        self, policy: ActorCritic, obs: torch.Tensor, last_obs: np.ndarray
+        self, policy: ActorCritic, obs: torch.Tensor, last_obs: np.ndarray, device: torch.device
     ) -> tuple[np.ndarray, np.ndarray]:
-        """V(s_t) and V(s_{t+1}) in one forward over stored, last and final observations."""
+        """V(s_t) and V(s_{t+1}) in one forward over stored, last and final observations,
+        read back to the host at once."""
         steps, envs = self.rewards.shape
         flat = steps * envs
         extra = np.concatenate([last_obs, self.final_obs[self.truncated]]).astype(np.float32)
         with torch.no_grad():
-            all_values = policy.value(torch.cat([obs, torch.from_numpy(extra)])).numpy()
+            every = torch.cat([obs, torch.from_numpy(extra).to(device)])
+            all_values = policy.value(every).cpu().numpy()
         values = all_values[:flat].reshape(steps, envs)
         next_values = np.empty_like(values)
         next_values[:-1] = values[1:]

@@ -2,7 +2,9 @@
 
 One loop, one event stream: each iteration records ``rollout`` then ``ppo_update`` (and an
 ``anomaly`` for each problem the agent reports) through a :class:`telemetry.Recorder`,
-which writes ``run_started`` on entry and ``run_finished`` on exit. A heartbeat goes out
+which writes ``run_started`` on entry and ``run_finished`` on exit. The policy, its update
+and the reference live on the config's ``device``; the environments step on the CPU with
+the rollout's numpy actor, refreshed from the policy after each update. A heartbeat goes out
 whenever nothing else was recorded for ``heartbeat_seconds``. Failures stop training
 loudly but safely: Ctrl-C saves a checkpoint and records ``interrupted``; a sink that
 cannot record (a full disk) saves a checkpoint and raises :class:`TrainingStopped` naming
@@ -23,6 +25,7 @@ import torch
 
 from ppo import __version__
 from ppo.config import PPOConfig
+from ppo.config.settings import resolved_device
 from ppo.core.normalize import Normalization
 from ppo.distributed.world import SINGLE, World
 from ppo.model import checkpoint
@@ -117,6 +120,9 @@ class Trainer:
         """The whole job's config (what is recorded); ``local`` is this rank's share."""
         self.world = world
         self.local = rank_share(config, world)
+        self.device = world.device if world.distributed else resolved_device(config.device)
+        """Where the policy, its update and the reference live (a rank's: its world's);
+        :class:`~ppo.config.ConfigError` when the config names CUDA and there is none."""
         self.run_dir = Path(run_dir)
         self.run_id = run_id
         self.resume_path = checkpoint.find(resume) if resume is not None else None
@@ -157,11 +163,12 @@ class Trainer:
         self._norm = norm = Normalization(cfg, local.num_envs, spec.obs_dim, world)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         policy = ActorCritic(spec.obs_dim, spec.action, cfg.hidden_sizes, cfg.activation)
+        policy.to(self.device)  # initialised on the CPU: the same weights on any device
         self._sampling = sampling_rng(cfg.seed, world)
         shuffle = torch.Generator().manual_seed(generator_seed(cfg.seed, world))
         agent = PPOAgent(policy, local, shuffle, world)
         counters = Counters(update=0, global_step=0)
-        recorded = cfg.to_dict()
+        recorded = {**cfg.to_dict(), "device_used": self.device.type}
         try:
             if self.resume_path is not None:
                 counters, self._reference = restore(
@@ -298,6 +305,7 @@ class Trainer:
         )
         agent.on_minibatch = lambda: self._maybe_heartbeat(rec, global_step)
         summary = agent.update(batch, update=update, global_step=global_step)
+        collector.actor.refresh()  # a copy of the policy's actor acts in the next rollout
         self._latest = Counters(update=update + 1, global_step=global_step)
         if cfg.rank_trace:
             self._trace(rec, summary.payload, agent)

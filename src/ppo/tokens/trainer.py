@@ -19,9 +19,9 @@ import torch
 from torch import Tensor, nn
 
 from ppo import __version__
-from ppo.config.settings import ConfigError
+from ppo.config.settings import ConfigError, resolved_device
 from ppo.core.advantages import group_relative
-from ppo.core.device import autocast, resolve_device
+from ppo.core.device import autocast
 from ppo.core.kl_control import adapt_proportional
 from ppo.run.halt import Halter
 from ppo.tokens import figures, masking
@@ -81,10 +81,7 @@ def build_task(config: TokenPPOConfig) -> TokenTask:
 def device_of(config: TokenPPOConfig) -> torch.device:
     """The device the config names, resolved on this machine (:class:`ConfigError` when
     it names CUDA and torch sees none)."""
-    try:
-        return resolve_device(config.device)
-    except ValueError as exc:
-        raise ConfigError([str(exc)]) from None
+    return resolved_device(config.device)
 
 
 class TokenTrainer:

@@ -91,6 +91,8 @@ class PPOAgent:
         world: World = SINGLE,
     ) -> None:
         self.policy = policy
+        self.device = next(policy.parameters()).device
+        """Where the policy, the batch and the statistics table live."""
         self.config = config
         self.world = world
         """Across processes: ``config`` is this rank's share and every figure and decision
@@ -123,7 +125,9 @@ class PPOAgent:
             learning_rate=cfg.learning_rate_at(update),
             ent_coef=cfg.ent_coef_at(update),
             kl_coef=self.kl_coef,
-            stats=torch.full((cfg.update_epochs * cfg.num_minibatches, WIDTH), math.nan),
+            stats=torch.full(
+                (cfg.update_epochs * cfg.num_minibatches, WIDTH), math.nan, device=self.device
+            ),
             planned=cfg.update_epochs * cfg.num_minibatches,
         )
         for group in self.optimizer.param_groups:
@@ -131,7 +135,7 @@ class PPOAgent:
         rollout = RolloutStats.measure(self._global_rollout(batch))
         for epoch in range(cfg.update_epochs):
             state.epochs_started += 1
-            order = torch.randperm(batch.size, generator=self.generator)
+            order = torch.randperm(batch.size, generator=self.generator).to(self.device)
             shuffled = batch.select(order)  # one gather per epoch; minibatches are slices
             kls = self._epoch(shuffled, epoch, state)
             if state.stop is None:

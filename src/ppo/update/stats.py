@@ -33,8 +33,6 @@ from ppo.rollout.buffer import Batch
 
 T = TypeVar("T", Tensor, float)
 
-_NAN = torch.tensor(math.nan)
-
 
 @dataclass(frozen=True)
 class MinibatchStats(Generic[T]):
@@ -68,10 +66,11 @@ class MinibatchStats(Generic[T]):
     def measure(cls, loss: LossBreakdown, norms: GradNorms) -> MinibatchStats[Tensor]:
         """The measurements of one minibatch's loss and gradients (still on the device)."""
         s = loss.surrogate
+        nan = torch.full_like(loss.approx_kl, math.nan)  # on the table's device
         return MinibatchStats(
             approx_kl=loss.approx_kl,
             clip_fraction=s.clip_fraction,
-            clip_fraction_lower=_NAN if s.clip_fraction_lower is None else s.clip_fraction_lower,
+            clip_fraction_lower=nan if s.clip_fraction_lower is None else s.clip_fraction_lower,
             ratio_mean=s.ratio_mean,
             ratio_min=s.ratio_min,
             ratio_max=s.ratio_max,
@@ -81,12 +80,12 @@ class MinibatchStats(Generic[T]):
             value_loss=loss.value_loss,
             kl_penalty=loss.kl_penalty,
             entropy_penalty=loss.entropy_penalty,
-            ref_kl=_NAN if loss.ref_kl is None else loss.ref_kl,
+            ref_kl=nan if loss.ref_kl is None else loss.ref_kl,
             ref_kl_loss=loss.ref_kl_loss,
             total_loss=loss.total_loss,
             grad_norm=norms.total,
-            grad_norm_actor=norms.groups.get("actor", _NAN),
-            grad_norm_critic=norms.groups.get("critic", _NAN),
+            grad_norm_actor=norms.groups.get("actor", nan),
+            grad_norm_critic=norms.groups.get("critic", nan),
             grad_clip_scale=norms.scale,
             nonfinite_ratios=loss.nonfinite_ratios.to(norms.total.dtype),
         )
@@ -129,8 +128,8 @@ class RolloutStats(Generic[T]):
         measures = batch.measures
         if measures is not None and measures.return_scale is not None:
             returns, values = returns * measures.return_scale, values * measures.return_scale
-        std = adv.std() if adv.numel() > 1 else torch.zeros((), dtype=adv.dtype)
-        nan = torch.tensor(math.nan, dtype=torch.float64)
+        std = adv.std() if adv.numel() > 1 else adv.new_zeros(())
+        nan = adv.new_tensor(math.nan)
         penalty = None if measures is None else measures.reward_penalty
         return RolloutStats(
             advantage_mean=adv.mean(),

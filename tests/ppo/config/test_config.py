@@ -274,3 +274,13 @@ def test_the_config_accepts_every_registered_estimator_and_only_those() -> None:
         assert PPOConfig(kl_estimator=name, ref_kl_loss_estimator=name).kl_estimator == name
     with pytest.raises(ConfigError, match="ref_kl_reward_estimator must be one of k1, k2"):
         PPOConfig(ref_kl_reward_estimator="k5")
+
+
+def test_device_is_auto_by_default_parses_from_set_and_names_a_bad_value(tmp_path: Path) -> None:
+    assert PPOConfig().device == "auto"
+    assert PPOConfig().with_overrides(["device=cuda"]).device == "cuda"
+    path = tmp_path / "ppo.toml"
+    path.write_text('device = "cpu"\n', encoding="utf-8")
+    assert PPOConfig.from_toml(path).device == "cpu"
+    assert errors_of(device="tpu") == ("device must be one of auto, cpu, cuda, got 'tpu'",)
+    assert PPOConfig.from_mapping(PPOConfig(device="cuda").to_dict()).device == "cuda"

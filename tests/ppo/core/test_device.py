@@ -36,3 +36,15 @@ def test_bf16_autocast_runs_a_linear_in_bf16_and_fp32_leaves_it() -> None:
 @needs_cuda
 def test_cuda_resolves_to_a_cuda_device() -> None:
     assert resolve_device("cuda").type == "cuda"
+
+
+def test_a_rank_takes_the_gpu_of_its_local_rank_and_one_past_the_last_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("auto", local_rank=1) == torch.device("cuda", 1)
+    assert resolve_device("cuda", local_rank=0) == torch.device("cuda", 0)
+    assert resolve_device("cpu", local_rank=3) == torch.device("cpu")
+    with pytest.raises(ValueError, match="torch sees 2 on this machine and 3 processes need"):
+        resolve_device("cuda", local_rank=2)

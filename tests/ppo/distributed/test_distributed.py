@@ -10,7 +10,14 @@ import torch
 
 from ppo.config import PPOConfig
 from ppo.distributed.launch import without_nproc
-from ppo.distributed.world import SINGLE, DistributedSetupError, World, launched_world_size
+from ppo.distributed.world import (
+    SINGLE,
+    DistributedSetupError,
+    World,
+    backend_error_line,
+    launched_world_size,
+    local_rank,
+)
 from ppo.run.ranks import env_seed_offset, parameter_checksum, rank_share
 
 
@@ -48,6 +55,41 @@ def test_world_size_from_the_launcher_environment() -> None:
     assert launched_world_size({"WORLD_SIZE": "2"}) == 2
     with pytest.raises(DistributedSetupError, match="WORLD_SIZE must be an integer"):
         launched_world_size({"WORLD_SIZE": "two"})
+
+
+def test_local_rank_from_the_launcher_environment_picks_a_ranks_gpu() -> None:
+    assert local_rank({}) is None and local_rank({"LOCAL_RANK": "3"}) is None  # one process
+    assert local_rank({"WORLD_SIZE": "2", "LOCAL_RANK": "1"}) == 1
+    with pytest.raises(DistributedSetupError, match="LOCAL_RANK must be an integer"):
+        local_rank({"WORLD_SIZE": "2", "LOCAL_RANK": "x"})
+
+
+@pytest.mark.parametrize(
+    ("raised", "line"),
+    [
+        (
+            "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer",
+            "Connection closed by peer",
+        ),
+        (
+            "NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, "
+            "remote process exited or there was a network error, NCCL version 2.21.5\n"
+            "ncclRemoteError: A call failed possibly due to a network error",
+            "NCCL error: remote process exited or there was a network error, NCCL version 2.21.5",
+        ),
+        (
+            "[PG 0 Rank 1] [Rank 1] Work WorkNCCL(SeqNum=5, OpType=ALLREDUCE) timed out in "
+            "blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).",
+            "Work WorkNCCL(SeqNum=5, OpType=ALLREDUCE) timed out in blocking wait "
+            "(TORCH_NCCL_BLOCKING_WAIT=1).",
+        ),
+    ],
+    ids=["gloo", "nccl-error", "nccl-timeout"],
+)
+def test_a_backend_error_is_one_line_without_its_source_position(raised: str, line: str) -> None:
+    assert backend_error_line(RuntimeError(raised)) == line
+    lost = World(rank=0, size=2)._lost_message("update 3 decision", RuntimeError(raised))
+    assert lost == f"another rank stopped answering (during update 3 decision; {line[:160]})"
 
 
 def test_the_launcher_passes_every_argument_but_nproc() -> None:

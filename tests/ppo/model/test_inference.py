@@ -63,3 +63,27 @@ def test_gaussian_samples_spread_by_log_std() -> None:
     samples = actor.act(obs, None, np.random.default_rng(1))
     np.testing.assert_allclose(samples.std(axis=0), [0.5, 0.5], rtol=0.02)
     np.testing.assert_allclose(samples.mean(axis=0), actor.output(obs[:1])[0], atol=0.01)
+
+
+@pytest.mark.parametrize("discrete", [True, False], ids=["categorical", "gaussian"])
+def test_a_copy_acts_with_the_weights_of_its_last_refresh(discrete: bool) -> None:
+    """The actor of a policy on a GPU: a CPU copy, stale after an optimizer step until
+    refresh(), then bit-equal to the actor that reads views (shown here on the CPU)."""
+    torch.manual_seed(0)
+    policy = ActorCritic(3, ActionSpec(discrete=discrete, n=2), (8,))
+    copy, views = NumpyActor(policy, copy=True), NumpyActor(policy)
+    assert copy.copied and not views.copied
+    obs = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    opt = make_adam(list(policy.parameters()), lr=0.1, eps=1e-8)
+    actions = torch.zeros(5, dtype=torch.long) if discrete else torch.zeros(5, 2)
+    policy.distribution(torch.from_numpy(obs)).log_prob(actions).sum().backward()
+    opt.step()
+    assert not np.array_equal(copy.output(obs), views.output(obs))
+    if not discrete:
+        assert not np.array_equal(copy.log_std, views.log_std)
+    copy.refresh()
+    np.testing.assert_array_equal(copy.output(obs), views.output(obs))
+    if not discrete:
+        np.testing.assert_array_equal(copy.log_std, views.log_std)
+        rng_a, rng_b = np.random.default_rng(2), np.random.default_rng(2)
+        np.testing.assert_array_equal(copy.act(obs, None, rng_a), views.act(obs, None, rng_b))

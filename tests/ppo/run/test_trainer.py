@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 import torch
 
 from ppo.config import PPOConfig
 from ppo.core.distributions import MaskedCategorical
 from ppo.model import checkpoint
+from ppo.model.inference import NumpyActor
 from ppo.model.policy import ActionSpec, ActorCritic
 from ppo.run.resume import config_from_checkpoint
 from ppo.run.trainer import Progress, Trainer, TrainingStopped
@@ -80,7 +82,9 @@ def test_run_writes_a_complete_valid_event_log(tmp_path: Path) -> None:
     assert kinds == ["run_started"] + ["rollout", "ppo_update"] * 4 + ["run_finished"]
     started, finished = batch.events[0], batch.events[-1]
     assert isinstance(started, RunStarted) and isinstance(finished, RunFinished)
-    assert started.payload.config == cfg.to_dict() and started.payload.env_id == "CartPole-v1"
+    used = "cuda" if torch.cuda.is_available() else "cpu"  # device = "auto"
+    assert started.payload.config == {**cfg.to_dict(), "device_used": used}
+    assert started.payload.env_id == "CartPole-v1"
     assert started.payload.trainer.name == "sanctum-ppo" and started.payload.seed == 3
     assert finished.payload.status == "completed" and finished.payload.global_step == 256
     assert [e.seq for e in batch.events] == list(range(1, len(batch.events) + 1))
@@ -100,6 +104,28 @@ def test_same_seed_and_config_give_identical_event_logs(tmp_path: Path) -> None:
     assert comparable(first.events_path) == comparable(second.events_path)
     other = Trainer(small(seed=4), run_dir=tmp_path / "c").run()
     assert comparable(first.events_path)[2] != comparable(other.events_path)[2]
+
+
+def test_a_cpu_copy_of_the_actor_refreshed_after_each_update_trains_as_the_views_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rollout of a policy on a GPU acts with a CPU copy of the actor: refreshed after
+    every update, the run is the one the CPU's views give, to the bit (forced on the CPU)."""
+    cfg = small(device="cpu")
+    views = Trainer(cfg, run_dir=tmp_path / "views").run()
+    copies: list[NumpyActor] = []
+
+    def copied(policy: ActorCritic) -> NumpyActor:
+        copies.append(NumpyActor(policy, copy=True))
+        return copies[-1]
+
+    monkeypatch.setattr("ppo.rollout.collector.NumpyActor", copied)
+    copy = Trainer(cfg, run_dir=tmp_path / "copy").run()
+    assert len(copies) == 1 and copies[0].copied
+    assert comparable(copy.events_path)[1:] == comparable(views.events_path)[1:]
+    assert copy.checkpoint_path is not None
+    final = torch.load(copy.checkpoint_path, weights_only=True)["model"]
+    np.testing.assert_array_equal(copies[0].layers[0][0], final["actor.0.weight"].numpy().T)
 
 
 def test_checkpoints_load_weights_only_and_resume_continues(tmp_path: Path) -> None:
