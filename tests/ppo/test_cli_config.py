@@ -66,7 +66,7 @@ def test_text_names_every_field_and_the_peer_names(tmp_path: Path) -> None:
         assert any(line.startswith(f"{f.name}: ") for line in lines), f.name
     assert "max_kl: float or none = none   (> 0 or none)" in lines
     assert "heartbeat_seconds: float = 5.0   ((0, 5])" in lines
-    assert "device: str = auto   (one of auto, cpu, cuda)" in lines
+    assert "device: str = cpu   (one of auto, cpu, cuda)" in lines
     peer = "  target_kl (SB3, CleanRL): max_kl = 1.5 x target_kl"
     assert any(line.startswith(peer) for line in lines)
 

@@ -276,8 +276,8 @@ def test_the_config_accepts_every_registered_estimator_and_only_those() -> None:
         PPOConfig(ref_kl_reward_estimator="k5")
 
 
-def test_device_is_auto_by_default_parses_from_set_and_names_a_bad_value(tmp_path: Path) -> None:
-    assert PPOConfig().device == "auto"
+def test_device_is_cpu_by_default_parses_from_set_and_names_a_bad_value(tmp_path: Path) -> None:
+    assert PPOConfig().device == "cpu"
     assert PPOConfig().with_overrides(["device=cuda"]).device == "cuda"
     path = tmp_path / "ppo.toml"
     path.write_text('device = "cpu"\n', encoding="utf-8")
