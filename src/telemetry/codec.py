@@ -27,7 +27,7 @@ from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import msgspec
 
-from telemetry.events import Event, Payload, kind_of
+from telemetry.events import EVENT_TYPES, Event, Payload, kind_of
 from telemetry.text import visible
 
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -77,7 +77,8 @@ class LineEncoder:
         checked = _checked
         if checked[0] is event:
             return checked[1]
-        buf = self.encode_raw(event)
+        buf = self._buffer
+        self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
             builtins = msgspec.to_builtins(event, enc_hook=_scalar_to_builtin)
             self._encoder.encode_into(spell_nonfinite(builtins), buf)
@@ -127,16 +128,18 @@ class EventCheck:
 
     def __init__(self) -> None:
         self._encoder = LineEncoder()
+        self._encode_raw = self._encoder.encode_raw
         self._decoder = line_decoder()
+        self._twins = {kind: null_free_decoder(kind) for kind in EVENT_TYPES}
 
     def __call__(self, event: Event) -> None:
         """Return if the reader would read ``event``'s line as it; else PayloadError."""
         global _checked
-        twin = null_free_decoder(type(event))
+        twin = self._twins.get(type(event))
         line = None
         if twin is not None:
             try:
-                raw = self._encoder.encode_raw(event)
+                raw = self._encode_raw(event)
                 if len(raw) < MAX_LINE_BYTES:
                     twin.decode(raw)
                     raw.extend(b"\n")  # no null, so no non-finite float: the line as written
