@@ -1,7 +1,7 @@
 """Sanctum figures: replay throughput, summary time, memory, and live tail latency.
 
     python bench/sanctum_bench.py [--events 1000000] [--tail-samples 40] [--screen-only]
-        [--screen-seconds 10] [--screen-warmup 2] [--screen-repeats 3]
+        [--screen-seconds 10] [--screen-warmup 2] [--screen-repeats 3] [--verl-only]
 
 Generates realistic logs (per update: a rollout and a ppo_update with every field set,
 an early stop now and then, a heartbeat every 50 updates) through the real writer, then
@@ -15,6 +15,10 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
   (flat = the reader is bounded and the aggregator keeps bounded history);
 - tail_latency_ms_median / _p95: one line appended to a live log while SanctumApp runs
   headless (``run_test``), until ``app.snapshot`` contains that event;
+- verl_tail_latency_ms_median / _max and verl_within_1s: the same with a verl ``file``
+  logger's log (``{"step": N, "data": {...}}`` lines, as ``sanctum x.jsonl`` follows a
+  verl job), one training record appended at a time, some after a second of silence;
+  ``--verl-only`` measures these alone;
 - screen_latency_ms_median / _p95 and dashboard_cpu_share: the real ``sanctum`` command in a
   pseudo-terminal (120x36) while a writer appends 20 updates/s: from an update's line
   flushed to the terminal receiving its ``update N``, and the dashboard process's CPU time
@@ -47,13 +51,16 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.summary import build_summary
 from telemetry.bus import Emitter, EventBus
+from telemetry.codec import encode_line
 from telemetry.eventlog import EventLogReader, EventLogWriter
 from telemetry.events import (
     HeartbeatPayload,
+    PPOUpdate,
     RunFinishedPayload,
     RunStartedPayload,
     TrainerInfo,
 )
+from telemetry.integrations.verl import STEP_SECONDS, VERL_KEYS
 
 RATE = 20.0
 """Updates per second each run is written at for the on-screen figures (a fast trainer)."""
@@ -145,16 +152,18 @@ def worker_hot_path(updates: int = 200_000) -> dict[str, Any]:
     return {"handle_ppo_update_us": per_event * 1e6, "snapshot_ms": per_snapshot * 1e3}
 
 
-async def tail_latency(samples: int) -> list[float]:
-    """ms from appending one ppo_update line to the app's snapshot holding that update."""
+async def tail_latency(samples: int, verl_log: bool = False) -> list[float]:
+    """ms from appending one line to the app's snapshot holding that update: a
+    ``ppo_update`` to an event log, or with ``verl_log`` a training record to a verl
+    ``file`` logger's log (every few lines after a second of silence)."""
     from sanctum.tui.app import SanctumApp
-    from telemetry.codec import encode_line
-    from telemetry.events import PPOUpdate
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "events.jsonl"
-        generate(path, 1001)
-        seq = 2000
+        if verl_log:
+            path.write_bytes(b"".join(verl_line(step) for step in range(1, 1001)))
+        else:
+            generate(path, 1001)
         app = SanctumApp(path, DEFAULT_THRESHOLDS)
         latencies: list[float] = []
         async with app.run_test(size=(120, 36)) as pilot:
@@ -162,13 +171,9 @@ async def tail_latency(samples: int) -> list[float]:
             with path.open("ab", buffering=0) as fh:
                 for i in range(samples):
                     update = 10_000 + i
-                    seq += 1
-                    line = encode_line(
-                        PPOUpdate(
-                            run_id="bench-run", seq=seq, ts=time.time(), payload=ppo_update(update)
-                        )
-                    )
-                    await pilot.pause(0.01 + (i % 7) * 0.013)  # vary the phase vs the poll
+                    line = verl_line(update + 1) if verl_log else event_line(update, 2001 + i)
+                    pause = 1.0 if verl_log and i % 8 == 7 else 0.0
+                    await pilot.pause(pause + 0.01 + (i % 7) * 0.013)  # vary the phase
                     t0 = time.perf_counter()
                     fh.write(line)
                     await _until(
@@ -177,6 +182,31 @@ async def tail_latency(samples: int) -> list[float]:
                     )
                     latencies.append((time.perf_counter() - t0) * 1e3)
     return latencies
+
+
+def event_line(update: int, seq: int) -> bytes:
+    """Update ``update``'s ``ppo_update`` as the writer writes it."""
+    event = PPOUpdate(run_id="bench-run", seq=seq, ts=time.time(), payload=ppo_update(update))
+    return encode_line(event)
+
+
+def verl_line(step: int) -> bytes:
+    """Training step ``step``'s record as verl's ``file`` logger writes it: every key we
+    read, a value drifting per step, and the step's time."""
+    data: dict[str, Any] = {row.key: 0.1 + 0.001 * (step % 97) for row in VERL_KEYS}
+    data.update({"training/global_step": step, STEP_SECONDS: 0.05})
+    return json.dumps({"step": step, "data": data}, separators=(",", ":")).encode() + b"\n"
+
+
+def verl_figures(samples: int) -> dict[str, Any]:
+    """The verl tail latency: median, max, and whether every line showed within 1 s."""
+    latencies = asyncio.run(tail_latency(samples, verl_log=True))
+    return {
+        "verl_tail_latency_ms_median": round(statistics.median(latencies), 1),
+        "verl_tail_latency_ms_max": round(max(latencies), 1),
+        "verl_tail_samples": len(latencies),
+        "verl_within_1s": max(latencies) < 1000.0,
+    }
 
 
 async def _until(pilot: Any, condition: Any, timeout: float = 10.0) -> None:
@@ -216,6 +246,9 @@ def main() -> None:
     parser.add_argument(
         "--screen-only", action="store_true", help="only the on-screen latency and CPU figures"
     )
+    parser.add_argument(
+        "--verl-only", action="store_true", help="only the verl log's tail latency figures"
+    )
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -224,6 +257,9 @@ def main() -> None:
         print(json.dumps(fn(Path(rest[0])) if fn else worker_hot_path()))
         return
     figures: dict[str, Any] = {}
+    if args.verl_only:
+        print(json.dumps(verl_figures(args.tail_samples)))
+        return
     if not args.screen_only:
         figures.update(offline_figures(args.events))
         latencies = asyncio.run(tail_latency(args.tail_samples))
@@ -232,6 +268,7 @@ def main() -> None:
             tail_latency_ms_p95=round(statistics.quantiles(latencies, n=20)[-1], 1),
             tail_samples=len(latencies),
         )
+        figures.update(verl_figures(args.tail_samples))
     figures.update(screen_figures(args.screen_seconds, args.screen_warmup, args.screen_repeats))
     print(json.dumps(figures))
 

@@ -10,20 +10,24 @@ out.
 
 An event is checked before it is published (:class:`EventCheck`, run by the Emitter): one
 whose line the reader would skip is refused at ``emit`` with one line naming the field. The
-check encodes the line the writer writes and decodes it with the reader's decoder; the
-writer then takes that line rather than encode the event again, so checking costs one
-decode.
+check encodes the line the writer writes and decodes it; the writer then takes that line
+rather than encode the event again, so checking costs one decode. The decode is first by
+the event's null-free twin (:func:`null_free_decoder`), which also proves the line holds
+no non-finite float, so the search for ``null`` is skipped; a line it refuses goes the
+full way (``null`` spelled out, then the reader's own decoder decides and names the field).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from typing import Any, Final
+import types
+from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import msgspec
 
-from telemetry.events import Event, Payload, kind_of
+from telemetry.events import EVENT_TYPES, Event, Payload, kind_of
 from telemetry.text import visible
 
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -81,6 +85,12 @@ class LineEncoder:
         buf.extend(b"\n")
         return buf
 
+    def encode_raw(self, event: Event | msgspec.Struct) -> bytearray:
+        """``event`` as msgspec writes it, into this encoder's buffer: non-finite floats as
+        ``null``, no newline."""
+        self._encoder.encode_into(event, self._buffer)
+        return self._buffer
+
 
 _checked: tuple[object, bytes] = (None, b"")
 """The last event :class:`EventCheck` passed, and its line (one tuple, replaced whole: a
@@ -118,11 +128,36 @@ class EventCheck:
 
     def __init__(self) -> None:
         self._encoder = LineEncoder()
+        self._encode_raw = self._encoder.encode_raw
         self._decoder = line_decoder()
+        self._twins = {kind: null_free_decoder(kind) for kind in EVENT_TYPES}
 
     def __call__(self, event: Event) -> None:
         """Return if the reader would read ``event``'s line as it; else PayloadError."""
         global _checked
+        twin = self._twins.get(type(event))
+        line = None
+        if twin is not None:
+            try:
+                raw = self._encode_raw(event)
+                if len(raw) < MAX_LINE_BYTES:
+                    twin.decode(raw)
+                    raw.extend(b"\n")  # no null, so no non-finite float: the line as written
+                    line = bytes(raw)
+            except (*_NOT_WRITTEN, *_NOT_READ):
+                pass  # the full way below says why
+        if line is None:
+            line = self._full_check(event)
+        if len(line) > MAX_LINE_BYTES:
+            raise PayloadError(
+                f"{kind_of(type(event))}: its line of {len(line)} bytes is longer than the "
+                f"{MAX_LINE_BYTES} byte limit of a reader"
+            )
+        _checked = (event, line)
+
+    def _full_check(self, event: Event) -> bytes:
+        """``event``'s line, non-finite floats spelled out, if the reader's own decoder
+        reads it (PayloadError naming the field if not, or if it cannot be written)."""
         kind = kind_of(type(event))
         try:
             line = bytes(self._encoder.encode(event))
@@ -130,15 +165,97 @@ class EventCheck:
             field = _unencodable(event.payload)
             raise PayloadError(visible(f"{kind}.{field}: cannot be written: {exc}")) from None
         if len(line) > MAX_LINE_BYTES:
-            raise PayloadError(
-                f"{kind}: its line of {len(line)} bytes is longer than the {MAX_LINE_BYTES} "
-                "byte limit of a reader"
-            )
+            return line  # refused by the caller, before a decode of all of it
         try:
             self._decoder.decode(line)
         except _NOT_READ as exc:
             raise PayloadError(_field_error(kind, str(exc) or type(exc).__name__)) from None
-        _checked = (event, line)
+        return line
+
+
+@functools.cache
+def null_free_decoder(struct: type[msgspec.Struct]) -> msgspec.json.Decoder[Any] | None:
+    """A decoder that reads a line of ``struct`` as the reader's (lax) decoder does, except
+    that it refuses ``null`` wherever the line holds a value, or None if ``struct`` has no
+    such twin (an ``Any`` somewhere, or a field whose null is written, not omitted).
+
+    Each twin type is the reader's with ``None`` taken out of it, so every line the twin
+    reads the reader reads too; and since msgspec writes a non-finite float as ``null``,
+    a line the twin reads holds none: it is already the line the writer writes.
+    """
+    try:
+        return msgspec.json.Decoder(_null_free(struct), strict=False)
+    except _NoTwin:
+        return None
+
+
+class _NoTwin(Exception):
+    """A type whose lines may hold a ``null`` the reader reads: no null-free twin."""
+
+
+_NONE: Final = type(None)
+
+
+def _null_free(annotation: Any) -> Any:
+    """``annotation`` with ``None`` taken out of it (see :func:`null_free_decoder`)."""
+    origin = get_origin(annotation)
+    args = get_args(annotation)
+    if origin is Annotated:  # the constraints stay: the twin is never laxer
+        return Annotated[(_null_free(args[0]), *annotation.__metadata__)]
+    if annotation in (int, float, str, bool):
+        return annotation
+    if origin is Literal and None not in args:
+        return annotation
+    if origin in (Union, types.UnionType) and _NONE not in args:
+        return Union[tuple(_null_free(arg) for arg in args)]  # noqa: UP007 - from a tuple
+    if origin in (dict, list) and args:
+        return origin[tuple(_null_free(arg) for arg in args)]
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return _null_free_struct(annotation)
+    raise _NoTwin(annotation)
+
+
+def _null_free_struct(struct: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """A Struct that decodes like ``struct`` with each field's type null-free; a field that
+    may be ``None`` must be one that is omitted when it is (its default, not written)."""
+    config = struct.__struct_config__
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    for field in msgspec.structs.fields(struct):
+        annotation = field.type
+        if _takes_none(annotation):
+            if not (config.omit_defaults and field.default is None):
+                raise _NoTwin(struct, field.name)
+            annotation = _without_none(annotation)
+        twin = _null_free(annotation)
+        fields.append((field.name, twin) if field.required else (field.name, twin, None))
+    renamed = dict(zip(struct.__struct_fields__, struct.__struct_encode_fields__, strict=True))
+    return msgspec.defstruct(
+        f"NullFree{struct.__name__}",
+        fields,
+        kw_only=True,
+        gc=False,  # read and dropped: never tracked
+        tag=config.tag,
+        tag_field=config.tag_field,
+        rename=renamed,
+        array_like=config.array_like,
+        forbid_unknown_fields=config.forbid_unknown_fields,
+    )
+
+
+def _takes_none(annotation: Any) -> bool:
+    """Whether ``annotation`` is a union with ``None`` in it (``Annotated`` looked through)."""
+    if get_origin(annotation) is Annotated:
+        return _takes_none(get_args(annotation)[0])
+    return get_origin(annotation) in (Union, types.UnionType) and _NONE in get_args(annotation)
+
+
+def _without_none(annotation: Any) -> Any:
+    """A union annotation without its ``None`` (``Annotated`` kept)."""
+    if get_origin(annotation) is Annotated:
+        inner, *metadata = get_args(annotation)
+        return Annotated[(_without_none(inner), *metadata)]
+    rest = tuple(arg for arg in get_args(annotation) if arg is not _NONE)
+    return Union[rest]  # noqa: UP007 - built from a tuple of members
 
 
 def _field_error(kind: str, message: str) -> str:

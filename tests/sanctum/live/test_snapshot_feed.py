@@ -22,6 +22,7 @@ from sanctum.live.snapshot_feed import (
 )
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from tests.sanctum.logs import T0, RunLog, write_run
+from tests.telemetry.integrations.verl_logs import FileLogger, grpo_step
 
 
 class FakeTime:
@@ -134,6 +135,20 @@ def test_waits_for_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
     owner.run(until=lambda o: o.last.update == 1)
     assert owner.last.run.run_id == "run-test"
     assert owner.notices == []
+
+
+def test_each_line_of_a_verl_job_is_in_the_next_snapshot_after_it(tmp_path: Path) -> None:
+    """``sanctum job.jsonl`` started before verl's file logger opens the file."""
+    path = tmp_path / "job.jsonl"
+    owner = Owner(feed_for(path, FakeTime()))
+    owner.run(until=lambda o: o.loops > 5)
+    with FileLogger(path) as verl:
+        for step in (1, 2, 3):
+            seen = len(owner.published)
+            verl.log(grpo_step(step), step=step)
+            owner.run(until=lambda o, seen=seen: len(o.published) > seen)  # type: ignore[misc]
+            assert owner.published[seen].update == step - 1
+    assert owner.last.run.run_id == "job" and owner.notices == []
 
 
 def test_a_newer_schema_is_reported_and_ends_the_loop(newer_schema_log: Path) -> None:
