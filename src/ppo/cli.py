@@ -48,7 +48,7 @@ from ppo.distributed.world import (
     launched_world_size,
     local_rank,
 )
-from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
@@ -57,6 +57,7 @@ from ppo.run.halt import EXIT_HALTED, HALT_LEVELS, Halter, halt_gate
 from ppo.run.messages import (
     announce,
     error,
+    listed,
     memory_line,
     out_of_memory,
     say,
@@ -71,7 +72,7 @@ from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.run.trainer import NotStarted, Trainer, TrainingStopped, TrainResult
 from ppo.tokens.cli import check_task, token_config, train_tokens
-from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
@@ -125,13 +126,15 @@ examples:
   ppo config max_kl early_stop_scope  # only these
   ppo config target_kl                # a peer library's name: what to write instead
   ppo config --algorithm token_ppo    # the fields of a TOML file with algorithm = "token_ppo"
+  ppo config --algorithm grpo         # ... or algorithm = "grpo" (the same config)
   ppo config --json                   # for scripts
 
 exit codes: 0 listed; 2 a field name that is not one of the config's.
 """
 
-CONFIGS: dict[str, type[Settings]] = {"ppo": PPOConfig, "token_ppo": TokenPPOConfig}
-"""``ppo config --algorithm``: the config each algorithm reads."""
+CONFIGS: dict[str, type[Settings]] = {"ppo": PPOConfig, **dict.fromkeys(ALGORITHMS, TokenPPOConfig)}
+"""``ppo config --algorithm``: the config each algorithm reads (ppo's own, and the token-level
+one for each ``algorithm`` a TOML file may name)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,8 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--algorithm",
         choices=sorted(CONFIGS),
         default="ppo",
-        help="whose config: ppo (default) or token_ppo (a TOML file that says "
-        'algorithm = "token_ppo")',
+        help="whose config: ppo (default), or "
+        + " or ".join(ALGORITHMS)
+        + ' (a TOML file that says algorithm = "NAME": the token-level config)',
     )
     config.add_argument("--json", action="store_true", help="one JSON document, for scripts")
     return parser
@@ -212,7 +216,7 @@ def list_config(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     fields = [f for f in listing.fields_of(config) if not args.names or f.name in args.names]
     text = listing.as_json(config, fields) if args.json else _listing(config, fields)
-    return EXIT_OK if announce(text, out, err, prefix) else EXIT_USAGE
+    return listed(text, out, err, prefix)
 
 
 def _add_train_arguments(train: argparse.ArgumentParser) -> None:
@@ -575,15 +579,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stdout_flushed() -> bool:
     """Flush standard output; when it cannot be written, point it at /dev/null so the
-    interpreter's own last flush adds no traceback-like noise, and say False."""
+    interpreter's own last flush adds no traceback-like noise, and say False. A reader
+    that went away (``ppo config | head``) is not a failure: True, and nothing is said."""
     try:
         sys.stdout.flush()
-    except OSError:
+    except OSError as exc:
+        broken_pipe = isinstance(exc, BrokenPipeError)
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
         except (OSError, ValueError, io.UnsupportedOperation):
             pass
-        return False
+        return broken_pipe
     return True

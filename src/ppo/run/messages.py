@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppo.config.settings import ConfigError
-from ppo.exits import EXIT_OK, EXIT_STOPPED
+from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from telemetry.text import visible, visible_lines
 
 PREFIX = "ppo train: "
@@ -79,6 +79,21 @@ def announce(line: str, out: TextIO, err: TextIO, prefix: str = PREFIX) -> bool:
         error(err, f"cannot write to standard output: {exc.strerror or exc}", prefix=prefix)
         return False
     return True
+
+
+def listed(text: str, out: TextIO, err: TextIO, prefix: str) -> int:
+    """Print the whole answer of a listing command (``ppo config``): exit 0, also when the
+    reader went away (``| head``: nothing is said, as ``git log | head`` and ``sanctum``
+    say nothing; ``ppo.cli.main`` then sends the rest to /dev/null); 2 and one line on ``err``
+    when standard output cannot take it (``> /dev/full``)."""
+    try:
+        print(text, file=out, flush=True)
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as exc:
+        error(err, f"cannot write to standard output: {exc.strerror or exc}", prefix=prefix)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def summarize(summary: str, events: Path, out: TextIO, err: TextIO) -> int:
