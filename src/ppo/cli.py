@@ -60,6 +60,7 @@ from ppo.run.messages import (
     listed,
     memory_line,
     out_of_memory,
+    plural,
     say,
     shown,
     summarize,
@@ -524,7 +525,7 @@ def _halted(result: TrainResult, run_path: Path) -> str:
     where = shown_path(run_path)
     return (
         f"\nppo train: {shown(result.halted or '')}\n"
-        f"  stopped after {result.updates} update{'s' * (result.updates != 1)}; "
+        f"  stopped after {plural(result.updates, 'update')}; "
         f"checkpoint saved to {checkpoint}\n"
         f"  see why:   sanctum check {where}\n"
         f"  resume:    ppo train --resume {where}"
@@ -548,7 +549,8 @@ def _summary(result: TrainResult, seconds: float) -> str:
     mean = result.recent_return_mean
     saved = result.checkpoint_path
     return (
-        f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
+        f"done: {plural(result.global_step, 'step')}, {plural(result.updates, 'update')} "
+        f"in {seconds:.1f} s; "
         f"{FINAL_RETURN} {'n/a' if mean is None else f'{mean:.2f}'}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"checkpoint: {'none' if saved is None else shown_path(saved)}"

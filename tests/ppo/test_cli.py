@@ -33,7 +33,7 @@ def test_headless_train_writes_a_log_with_no_skipped_lines(
     assert code == EXIT_OK
     log = tmp_path / "r1" / "events.jsonl"
     assert f"recording to {log}" in out and f"event log: {log}" in out
-    assert "step 256/256 (100%)  update 4/4" in out  # plain lines when not a terminal
+    assert "step 256/256 (100%)  updates 4/4" in out  # plain lines when not a terminal
     batch = read_events(log)
     assert batch.skipped == []
     last = batch.events[-1]
@@ -212,3 +212,29 @@ def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> N
     assert f"{label}{printed:.2f}, best rollout mean " in text, text
     summary_final = json.loads(summaries[1].stdout)["run"]["episode_return_final"]
     assert printed == round(summary_final, 2)
+
+
+def test_one_update_is_counted_in_the_singular_and_read_as_a_count(tmp_path: Path) -> None:
+    """The done line says ``1 update``; progress counts updates done (``updates 1/1``), so
+    it is not read against the 0-based index ``sanctum --once`` shows (``update 0``)."""
+    args = ["--headless", "--total-steps", "64", "--run-dir", str(tmp_path), "--run-id", "r"]
+    train = subprocess.run(
+        [sys.executable, "-m", "ppo", "train", *args, *SMALL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert train.returncode == EXIT_OK, train.stderr
+    lines = train.stdout.splitlines()
+    assert any(line.startswith("step 64/64 (100%)  updates 1/1  ") for line in lines), lines
+    done = next(line for line in lines if line.startswith("done: "))
+    assert done.startswith("done: 64 steps, 1 update in "), done
+    once = subprocess.run(
+        [sys.executable, "-m", "sanctum", str(tmp_path / "r"), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert " update 0 " in once.stdout.splitlines()[0]
