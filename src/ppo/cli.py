@@ -55,6 +55,7 @@ from ppo.rollout.envs import EnvError, probe
 from ppo.run.attach import train_attached, wants_dashboard
 from ppo.run.halt import EXIT_HALTED, HALT_LEVELS, Halter, halt_gate
 from ppo.run.messages import (
+    DONE,
     announce,
     error,
     listed,
@@ -549,7 +550,7 @@ def _summary(result: TrainResult, seconds: float) -> str:
     mean = result.recent_return_mean
     saved = result.checkpoint_path
     return (
-        f"done: {plural(result.global_step, 'step')}, {plural(result.updates, 'update')} "
+        f"{DONE}{plural(result.global_step, 'step')}, {plural(result.updates, 'update')} "
         f"in {seconds:.1f} s; "
         f"{FINAL_RETURN} {'n/a' if mean is None else f'{mean:.2f}'}\n"
         f"event log: {shown_path(result.events_path)}\n"

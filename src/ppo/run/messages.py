@@ -21,6 +21,8 @@ from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from telemetry.text import visible, visible_lines
 
 PREFIX = "ppo train: "
+DONE = "done: "
+"""How the summary of a finished run begins (the done line, then where things are)."""
 
 
 def plural(count: int, word: str) -> str:

@@ -12,6 +12,7 @@ from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED, Halter
 from ppo.run.messages import (
+    DONE,
     announce,
     error,
     memory_line,
@@ -132,7 +133,7 @@ def train_tokens(
         return EXIT_HALTED
     first, last = result.reward_means[0], result.reward_means[-1]
     summary = (
-        f"done: {plural(result.updates, 'update')}, {plural(result.global_step, 'token')} in "
+        f"{DONE}{plural(result.updates, 'update')}, {plural(result.global_step, 'token')} in "
         f"{time.monotonic() - started:.1f} s; mean reward {first:.3f} -> {last:.3f}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"rollouts: {shown_path(result.rollouts_path)}"
