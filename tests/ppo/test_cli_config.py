@@ -19,14 +19,15 @@ from ppo.exits import EXIT_OK, EXIT_USAGE
 from ppo.tokens.config import TokenPPOConfig
 
 
-def ppo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def ppo(*args: str, cwd: Path, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "ppo", *args], cwd, stdout)
+
+
+def run(
+    command: list[str], cwd: Path, stdout: int = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "ppo", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
+        command, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=120, check=False
     )
     assert "Traceback" not in result.stderr
     return result
@@ -124,15 +125,7 @@ def test_a_reader_that_went_away_ends_the_listing_quietly(tmp_path: Path, args: 
     read, write = os.pipe()
     os.close(read)
     try:
-        result = subprocess.run(
-            [sys.executable, "-m", "ppo", *args],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-            timeout=120,
-            check=False,
-        )
+        result = ppo(*args, cwd=tmp_path, stdout=write)
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (EXIT_OK, "")
@@ -141,13 +134,6 @@ def test_a_reader_that_went_away_ends_the_listing_quietly(tmp_path: Path, args: 
 def test_ppo_config_piped_into_head_says_nothing_on_stderr(tmp_path: Path) -> None:
     """The shell's own ``ppo config | head -1``: the first line, nothing else."""
     command = f"{shlex.quote(sys.executable)} -m ppo config | head -1"
-    result = subprocess.run(
-        ["bash", "-o", "pipefail", "-c", command],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=120,
-        check=False,
-    )
+    result = run(["bash", "-o", "pipefail", "-c", command], tmp_path)
     assert result.stdout.startswith("PPOConfig: ") and result.stdout.count("\n") == 1
     assert (result.returncode, result.stderr) == (EXIT_OK, "")
