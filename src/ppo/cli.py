@@ -48,17 +48,20 @@ from ppo.distributed.world import (
     launched_world_size,
     local_rank,
 )
-from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
 from ppo.run.attach import train_attached, wants_dashboard
 from ppo.run.halt import EXIT_HALTED, HALT_LEVELS, Halter, halt_gate
 from ppo.run.messages import (
+    DONE,
     announce,
     error,
+    listed,
     memory_line,
     out_of_memory,
+    plural,
     say,
     shown,
     summarize,
@@ -71,7 +74,7 @@ from ppo.run.resume import config_from_checkpoint
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.run.trainer import NotStarted, Trainer, TrainingStopped, TrainResult
 from ppo.tokens.cli import check_task, token_config, train_tokens
-from ppo.tokens.config import TokenPPOConfig
+from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
@@ -125,13 +128,15 @@ examples:
   ppo config max_kl early_stop_scope  # only these
   ppo config target_kl                # a peer library's name: what to write instead
   ppo config --algorithm token_ppo    # the fields of a TOML file with algorithm = "token_ppo"
+  ppo config --algorithm grpo         # ... or algorithm = "grpo" (the same config)
   ppo config --json                   # for scripts
 
 exit codes: 0 listed; 2 a field name that is not one of the config's.
 """
 
-CONFIGS: dict[str, type[Settings]] = {"ppo": PPOConfig, "token_ppo": TokenPPOConfig}
-"""``ppo config --algorithm``: the config each algorithm reads."""
+CONFIGS: dict[str, type[Settings]] = {"ppo": PPOConfig, **dict.fromkeys(ALGORITHMS, TokenPPOConfig)}
+"""``ppo config --algorithm``: the config each algorithm reads (ppo's own, and the token-level
+one for each ``algorithm`` a TOML file may name)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,8 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--algorithm",
         choices=sorted(CONFIGS),
         default="ppo",
-        help="whose config: ppo (default) or token_ppo (a TOML file that says "
-        'algorithm = "token_ppo")',
+        help="whose config: ppo (default), or "
+        + " or ".join(ALGORITHMS)
+        + ' (a TOML file that says algorithm = "NAME": the token-level config)',
     )
     config.add_argument("--json", action="store_true", help="one JSON document, for scripts")
     return parser
@@ -212,7 +218,7 @@ def list_config(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_USAGE
     fields = [f for f in listing.fields_of(config) if not args.names or f.name in args.names]
     text = listing.as_json(config, fields) if args.json else _listing(config, fields)
-    return EXIT_OK if announce(text, out, err, prefix) else EXIT_USAGE
+    return listed(text, out, err, prefix)
 
 
 def _add_train_arguments(train: argparse.ArgumentParser) -> None:
@@ -520,7 +526,7 @@ def _halted(result: TrainResult, run_path: Path) -> str:
     where = shown_path(run_path)
     return (
         f"\nppo train: {shown(result.halted or '')}\n"
-        f"  stopped after {result.updates} update{'s' * (result.updates != 1)}; "
+        f"  stopped after {plural(result.updates, 'update')}; "
         f"checkpoint saved to {checkpoint}\n"
         f"  see why:   sanctum check {where}\n"
         f"  resume:    ppo train --resume {where}"
@@ -544,7 +550,8 @@ def _summary(result: TrainResult, seconds: float) -> str:
     mean = result.recent_return_mean
     saved = result.checkpoint_path
     return (
-        f"done: {result.global_step} steps, {result.updates} updates in {seconds:.1f} s; "
+        f"{DONE}{plural(result.global_step, 'step')}, {plural(result.updates, 'update')} "
+        f"in {seconds:.1f} s; "
         f"{FINAL_RETURN} {'n/a' if mean is None else f'{mean:.2f}'}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"checkpoint: {'none' if saved is None else shown_path(saved)}"
@@ -575,15 +582,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stdout_flushed() -> bool:
     """Flush standard output; when it cannot be written, point it at /dev/null so the
-    interpreter's own last flush adds no traceback-like noise, and say False."""
+    interpreter's own last flush adds no traceback-like noise, and say False. A reader
+    that went away (``ppo config | head``) is not a failure: True, and nothing is said."""
     try:
         sys.stdout.flush()
-    except OSError:
+    except OSError as exc:
+        broken_pipe = isinstance(exc, BrokenPipeError)
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
         except (OSError, ValueError, io.UnsupportedOperation):
             pass
-        return False
+        return broken_pipe
     return True

@@ -33,7 +33,7 @@ def test_headless_train_writes_a_log_with_no_skipped_lines(
     assert code == EXIT_OK
     log = tmp_path / "r1" / "events.jsonl"
     assert f"recording to {log}" in out and f"event log: {log}" in out
-    assert "step 256/256 (100%)  update 4/4" in out  # plain lines when not a terminal
+    assert "step 256/256 (100%)  updates 4/4" in out  # plain lines when not a terminal
     batch = read_events(log)
     assert batch.skipped == []
     last = batch.events[-1]
@@ -169,19 +169,25 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
     assert (tmp_path / "r" / "checkpoints" / "latest.pt").is_file()
 
 
-def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> None:
-    """A short real run: the trainer's last figure, ``sanctum diff --json``'s final return
-    and ``sanctum summary``'s (text, under the same label, and ``--json``) are one
-    definition (telemetry.returns)."""
-    args = ["--headless", "--total-steps", "2048", "--run-dir", str(tmp_path), "--run-id", "r"]
+def headless_run(tmp_path: Path, total_steps: str) -> subprocess.CompletedProcess[str]:
+    """``ppo train --headless`` of ``total_steps`` as run ``r`` under ``tmp_path``: exit 0."""
+    args = ["--headless", "--total-steps", total_steps, "--run-dir", str(tmp_path)]
     train = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", *args, *SMALL],
+        [sys.executable, "-m", "ppo", "train", *args, "--run-id", "r", *SMALL],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
     assert train.returncode == EXIT_OK, train.stderr
+    return train
+
+
+def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> None:
+    """A short real run: the trainer's last figure, ``sanctum diff --json``'s final return
+    and ``sanctum summary``'s (text, under the same label, and ``--json``) are one
+    definition (telemetry.returns)."""
+    train = headless_run(tmp_path, "2048")
     done = next(line for line in train.stdout.splitlines() if line.startswith("done: "))
     label = "final return (mean of the last 20+ episodes) "
     assert label in done
@@ -212,3 +218,21 @@ def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> N
     assert f"{label}{printed:.2f}, best rollout mean " in text, text
     summary_final = json.loads(summaries[1].stdout)["run"]["episode_return_final"]
     assert printed == round(summary_final, 2)
+
+
+def test_one_update_is_counted_in_the_singular_and_read_as_a_count(tmp_path: Path) -> None:
+    """The done line says ``1 update``; progress counts updates done (``updates 1/1``), so
+    it is not read against the 0-based index ``sanctum --once`` shows (``update 0``)."""
+    train = headless_run(tmp_path, "64")
+    lines = train.stdout.splitlines()
+    assert any(line.startswith("step 64/64 (100%)  updates 1/1  ") for line in lines), lines
+    done = next(line for line in lines if line.startswith("done: "))
+    assert done.startswith("done: 64 steps, 1 update in "), done
+    once = subprocess.run(
+        [sys.executable, "-m", "sanctum", str(tmp_path / "r"), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert " update 0 " in once.stdout.splitlines()[0]

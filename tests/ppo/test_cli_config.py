@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,21 +19,27 @@ from ppo.exits import EXIT_OK, EXIT_USAGE
 from ppo.tokens.config import TokenPPOConfig
 
 
-def ppo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def ppo(*args: str, cwd: Path, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "ppo", *args], cwd, stdout)
+
+
+def run(
+    command: list[str], cwd: Path, stdout: int = subprocess.PIPE
+) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "ppo", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-        check=False,
+        command, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=120, check=False
     )
     assert "Traceback" not in result.stderr
     return result
 
 
 @pytest.mark.parametrize(
-    ("args", "config"), [([], PPOConfig), (["--algorithm", "token_ppo"], TokenPPOConfig)]
+    ("args", "config"),
+    [
+        ([], PPOConfig),
+        (["--algorithm", "token_ppo"], TokenPPOConfig),
+        (["--algorithm", "grpo"], TokenPPOConfig),
+    ],
 )
 def test_json_lists_every_field_with_its_default_allowed_values_and_doc(
     tmp_path: Path, args: list[str], config: type[PPOConfig] | type[TokenPPOConfig]
@@ -99,3 +107,33 @@ def test_train_with_sb3_target_kl_says_max_kl_at_one_and_a_half(tmp_path: Path) 
         result.stderr
     )
     assert not (tmp_path / "runs").exists()
+
+
+def test_grpo_lists_the_token_level_config_as_token_ppo_does(tmp_path: Path) -> None:
+    """The README's ``algorithm = "grpo"`` is a name ``ppo config`` knows."""
+    grpo = ppo("config", "--algorithm", "grpo", cwd=tmp_path)
+    assert (grpo.returncode, grpo.stderr) == (EXIT_OK, "")
+    assert grpo.stdout == ppo("config", "--algorithm", "token_ppo", cwd=tmp_path).stdout
+    helped = ppo("config", "--help", cwd=tmp_path)
+    assert "token_ppo or grpo" in " ".join(helped.stdout.split())
+
+
+@pytest.mark.parametrize("args", [["config"], ["config", "--json"]])
+def test_a_reader_that_went_away_ends_the_listing_quietly(tmp_path: Path, args: list[str]) -> None:
+    """``ppo config | head -1`` with head already gone: exit 0 and nothing on stderr, as
+    ``git log | head`` (a pipe whose reader has closed, so every write breaks)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = ppo(*args, cwd=tmp_path, stdout=write)
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (EXIT_OK, "")
+
+
+def test_ppo_config_piped_into_head_says_nothing_on_stderr(tmp_path: Path) -> None:
+    """The shell's own ``ppo config | head -1``: the first line, nothing else."""
+    command = f"{shlex.quote(sys.executable)} -m ppo config | head -1"
+    result = run(["bash", "-o", "pipefail", "-c", command], tmp_path)
+    assert result.stdout.startswith("PPOConfig: ") and result.stdout.count("\n") == 1
+    assert (result.returncode, result.stderr) == (EXIT_OK, "")

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, TextIO
 
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED
-from ppo.run.messages import error
+from ppo.run.messages import DONE, error
 from ppo.run.messages import path as shown_path
+from telemetry.files import InputFileError, open_input
 from telemetry.recorder import EVENTS_FILE
 from telemetry.text import visible
 
@@ -45,6 +46,8 @@ FORWARDED = {
 NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir", "run_id", "nproc"})
 """Arguments this module sets itself (the mode, the run folder), forwards apart, or that
 never reach it (``--nproc`` > 1 runs headless)."""
+CLOSING_BYTES = 64 * 1024
+"""How much of the end of ``trainer.out`` is read for the trainer's closing summary."""
 EXIT_GRACE = 30.0
 """Seconds to wait for a trainer that recorded the end of its run to exit."""
 
@@ -128,12 +131,29 @@ def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
         return EXIT_HALTED
     if ended.down:
         return _report_down(ended, path, err)
+    closing = closing_lines(run.run_path / STDOUT_FILE) or [
+        f"done; event log: {path}/{EVENTS_FILE}"
+    ]
     print(
-        f"done; event log: {path}/{EVENTS_FILE}\n"
-        f"  check it:  sanctum check {path}\n  replay it: sanctum replay {path}",
+        "\n".join(closing)
+        + f"\n  check it:  sanctum check {path}\n  replay it: sanctum replay {path}",
         file=out,
     )
     return EXIT_OK
+
+
+def closing_lines(trainer_out: Path) -> list[str]:
+    """The trainer's closing summary, as headless prints it (the done line with the final
+    return, the event log, the checkpoint), escaped; read from the end of ``trainer_out``
+    (the dashboard covered the terminal while it was printed). Empty when there is none."""
+    try:
+        with open_input(trainer_out, "trainer output") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - CLOSING_BYTES))
+            tail = fh.read(CLOSING_BYTES).decode("utf-8", errors="replace").splitlines()
+    except (InputFileError, OSError):
+        return []
+    starts = [i for i, line in enumerate(tail) if line.startswith(DONE)]
+    return [visible(line) for line in tail[starts[-1] :]] if starts else []
 
 
 def _report_down(ended: TrainerExit, path: str, err: TextIO) -> int:

@@ -17,10 +17,18 @@ from pathlib import Path
 from typing import TextIO
 
 from ppo.config.settings import ConfigError
-from ppo.exits import EXIT_OK, EXIT_STOPPED
+from ppo.exits import EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from telemetry.text import visible, visible_lines
 
 PREFIX = "ppo train: "
+DONE = "done: "
+"""How the summary of a finished run begins (the done line, then where things are)."""
+
+
+def plural(count: int, word: str) -> str:
+    """``1 update``, ``3 updates``: every count ppo prints (the twin of sanctum's
+    ``sanctum.formatting.plural``, which ppo may not import)."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def shown(problem: BaseException | str) -> str:
@@ -79,6 +87,21 @@ def announce(line: str, out: TextIO, err: TextIO, prefix: str = PREFIX) -> bool:
         error(err, f"cannot write to standard output: {exc.strerror or exc}", prefix=prefix)
         return False
     return True
+
+
+def listed(text: str, out: TextIO, err: TextIO, prefix: str) -> int:
+    """Print the whole answer of a listing command (``ppo config``): exit 0, also when the
+    reader went away (``| head``: nothing is said, as ``git log | head`` and ``sanctum``
+    say nothing; ``ppo.cli.main`` then sends the rest to /dev/null); 2 and one line on ``err``
+    when standard output cannot take it (``> /dev/full``)."""
+    try:
+        print(text, file=out, flush=True)
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as exc:
+        error(err, f"cannot write to standard output: {exc.strerror or exc}", prefix=prefix)
+        return EXIT_USAGE
+    return EXIT_OK
 
 
 def summarize(summary: str, events: Path, out: TextIO, err: TextIO) -> int:

@@ -25,13 +25,20 @@ if TYPE_CHECKING:
     from ppo.run.trainer import Progress
 
 
+def updates_done(done: int, total: int) -> str:
+    """``updates 10/40``: how many updates are done, a count (plural, so it is not read as
+    the 0-based ``update`` index that the event log, ``sanctum`` and the dashboard show:
+    the last of 40 updates is ``update 39``)."""
+    return f"updates {done}/{total}"
+
+
 def describe(p: Progress) -> str:
-    """``update 10/40  12,345 steps/s  return 33.90`` (return: the final return so far,
+    """``updates 10/40  12,345 steps/s  return 33.90`` (return: the final return so far,
     :data:`telemetry.returns.FINAL_RETURN`)."""
     ret = "n/a" if p.recent_return_mean is None else f"{p.recent_return_mean:.2f}"
     stop = "  (early stop)" if p.early_stopped else ""
     return (
-        f"update {p.updates_done}/{p.num_updates}  {p.steps_per_second:,.0f} steps/s  "
+        f"{updates_done(p.updates_done, p.num_updates)}  {p.steps_per_second:,.0f} steps/s  "
         f"return {ret}{stop}"
     )
 

@@ -11,8 +11,18 @@ from typing import TextIO
 from ppo.config.settings import ConfigError, read_toml
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED, Halter
-from ppo.run.messages import announce, error, memory_line, out_of_memory, say, summarize
+from ppo.run.messages import (
+    DONE,
+    announce,
+    error,
+    memory_line,
+    out_of_memory,
+    plural,
+    say,
+    summarize,
+)
 from ppo.run.messages import path as shown_path
+from ppo.run.progress import updates_done
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from ppo.tokens.task import load_task, task_preflight
@@ -66,7 +76,8 @@ def _progress(out: TextIO) -> Callable[[TokenProgress], None]:
             return
         try:
             print(
-                f"update {p.updates_done}/{p.num_updates}  {p.tokens_per_second:,.0f} tokens/s  "
+                f"{updates_done(p.updates_done, p.num_updates)}  "
+                f"{p.tokens_per_second:,.0f} tokens/s  "
                 f"reward {p.reward_mean:.3f}",
                 file=out,
                 flush=True,
@@ -116,13 +127,13 @@ def train_tokens(
         error(err, memory_line(exc))
         return EXIT_STOPPED
     if result.halted is not None:
-        stopped = f"stopped after {result.updates} update{'s' * (result.updates != 1)}"
+        stopped = f"stopped after {plural(result.updates, 'update')}"
         error(err, f"{result.halted}; {stopped}", lead="\n")
         error(err, f"see why: sanctum check {where}")
         return EXIT_HALTED
     first, last = result.reward_means[0], result.reward_means[-1]
     summary = (
-        f"done: {result.updates} updates, {result.global_step} tokens in "
+        f"{DONE}{plural(result.updates, 'update')}, {plural(result.global_step, 'token')} in "
         f"{time.monotonic() - started:.1f} s; mean reward {first:.3f} -> {last:.3f}\n"
         f"event log: {shown_path(result.events_path)}\n"
         f"rollouts: {shown_path(result.rollouts_path)}"

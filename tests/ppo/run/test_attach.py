@@ -1,6 +1,7 @@
 """``ppo train`` picks the dashboard or headless mode, and the child gets the same settings.
 
-The attached mode on real training (Pilot, stop, detach, TRAINER DOWN) is tested in
+What the terminal gets after a finished run under the dashboard is tested here; the
+attached mode on real training (Pilot, stop, detach, TRAINER DOWN) in
 tests/integration/test_attached.py.
 """
 
@@ -16,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from ppo.cli import EXIT_USAGE, build_parser, main
-from ppo.run.attach import FORWARDED, NOT_FORWARDED, child_command, wants_dashboard
+from ppo.run.attach import (
+    FORWARDED,
+    NOT_FORWARDED,
+    child_command,
+    launch,
+    report,
+    wants_dashboard,
+)
+from telemetry.returns import FINAL_RETURN
 
 
 class Terminal(io.StringIO):
@@ -111,3 +120,47 @@ def test_the_cli_loads_neither_sanctum_nor_textual_until_the_dashboard_starts() 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     roots = {name.split(".")[0] for name in json.loads(out.stdout)}
     assert {"sanctum", "textual"}.isdisjoint(roots)
+
+
+@pytest.mark.slow
+async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing_lines(
+    tmp_path: Path,
+) -> None:
+    """A run that finished under the dashboard, then ``q``: the terminal gets the done line
+    with the final return and where the log and checkpoint are, as headless prints them,
+    not only the event log's path (the trainer printed them into trainer.out)."""
+    from sanctum.model.snapshot import Connection
+    from tests.waiting import settle
+
+    small = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
+    args = parse("--tui", "--run-dir", str(tmp_path), "--total-steps", "64", *small)
+    run = launch(args, "run", io.StringIO())
+    assert run is not None
+    try:
+        async with run.app.run_test(size=(120, 36)) as pilot:
+            await settle(
+                pilot,
+                lambda app: (
+                    app.snapshot is not None and app.snapshot.connection is Connection.FINISHED
+                ),
+                "FINISHED",
+                120.0,
+            )
+            await pilot.press("q")
+            await settle(pilot, lambda app: app.return_code is not None, "exit", 120.0, shown=False)
+        run.trainer.process.wait(120.0)
+        out, err = io.StringIO(), io.StringIO()
+        assert report(run, out, err) == 0, err.getvalue()
+    finally:
+        if run.trainer.poll() is None:
+            run.trainer.process.kill()
+        run.trainer.process.wait(120.0)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("done: 64 steps, 1 update in "), lines
+    assert f"{FINAL_RETURN} " in lines[0]
+    assert lines[1:] == [
+        f"event log: {run.run_path}/events.jsonl",
+        f"checkpoint: {run.run_path}/checkpoints/update_000001.pt",
+        f"  check it:  sanctum check {run.run_path}",
+        f"  replay it: sanctum replay {run.run_path}",
+    ]
