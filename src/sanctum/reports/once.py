@@ -21,11 +21,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from sanctum.formatting import NOT_JUDGED, NOT_MEASURED, plural, visible_lines
+from sanctum.formatting import NOT_JUDGED, NOT_MEASURED, visible_lines
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.reports.scan import no_run_started
 from sanctum.run_files import UsageError
 from sanctum.text.panels import (
     clock_text,
@@ -68,9 +69,7 @@ def read_snapshot(
     snapshot = aggregator.snapshot(now())
     if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line
         lines = aggregator.tail[0] - 1 if aggregator.tail else reader.line_no  # no 2nd pass
-        raise UsageError(
-            f"{path}: no run_started event in {plural(lines, 'line')}; not the event log of a run"
-        )
+        raise UsageError(no_run_started(path, lines, reader.skipped))
     return snapshot
 
 
