@@ -23,10 +23,12 @@ from typing import Any, Final
 import msgspec
 
 from telemetry.codec import spell_nonfinite
+from telemetry.events import PPOUpdatePayload, field_docs
 from telemetry.text import json_visible, visible, visible_lines
 
 __all__ = [
     "EMPTY_CELL",
+    "KL_QUANTITIES",
     "NOT_JUDGED",
     "NOT_MEASURED",
     "SHORT_ABSENT",
@@ -35,6 +37,7 @@ __all__ = [
     "format_count",
     "format_duration",
     "format_kl",
+    "format_metric",
     "format_value",
     "plural",
     "visible",
@@ -87,13 +90,36 @@ def format_kl(value: float | None, decimals: int | None = None, absent: str = NO
     (:data:`KL_DECIMALS` without one), 3 significant digits for a value they would round
     to zero. One format for the quantity, so one KL never reads 0.001 in one place and
     0.0009 or 0.001180 in another."""
-    return format_value(value, KL_DECIMALS if decimals is None else decimals, absent)
+    places = KL_DECIMALS if decimals is None else decimals
+    if value is not None and 0 < abs(value) < 10.0 ** (1 - places):  # < 2 digits fixed:
+        return _significant(value, digits=3)  # 6.0e-04, never 0.0006 beside 6.00e-04
+    return format_value(value, places, absent)
+
+
+KL_QUANTITIES: Final = frozenset(
+    d.name for d in field_docs(PPOUpdatePayload) if d.facts.get("estimator") is not None
+)
+"""The metrics that are a KL (approx_kl, approx_kl_max, kl_final, ref_kl ...): those whose
+contract definition names the estimator that measures them. Shown by :func:`format_kl`."""
+
+
+def format_metric(
+    metric: str, value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED
+) -> str:
+    """A value of ``metric`` wherever it is shown (summary, diff, ``--once``, the panel, the
+    chart screen's list): the format is the metric's, chosen here once, a KL by
+    :func:`format_kl` (at the KL rule's ``decimals`` when given), anything else by
+    :func:`format_value` at 4 significant digits."""
+    if metric in KL_QUANTITIES:
+        return format_kl(value, decimals, absent)
+    return format_value(value, None, absent)
 
 
 def _significant(value: float, digits: int) -> str:
     magnitude = abs(value)
     if magnitude == 0:
         return "0"
+    magnitude = abs(float(f"{value:.{digits - 1}e}"))  # rounded first: 0.99996 is 1.000
     if 1e-3 <= magnitude < 1e6:
         exponent = math.floor(math.log10(magnitude))
         return f"{value:.{max(0, digits - 1 - exponent)}f}"

@@ -50,10 +50,20 @@ INF = math.inf
         (123.456, None, "123.5"),
         (-98765.4, None, "-98765"),
         (2.5e7, None, "2.50e+07"),
+        (0.99996, None, "1.000"),  # rounded up to the next decade: still 4 digits
     ],
 )
 def test_format_value(value: float | None, decimals: int | None, text: str) -> None:
     assert format_value(value, decimals) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(0.0412, "0.0412"), (0.0011, "0.0011"), (6e-4, "6.0e-04"), (0.0, "0.0000")]
+)
+def test_a_kl_too_small_for_two_fixed_digits_reads_in_significant_digits(
+    value: float, text: str
+) -> None:
+    assert format_kl(value) == text
 
 
 def test_format_count_and_duration() -> None:
@@ -112,3 +122,47 @@ def test_one_kl_reads_the_same_in_the_banner_the_panel_and_the_run_table(tmp_pat
     cells = "".join(text for text, _ in run_line(layout(RUN_COLUMNS, 116), row, 0))
     assert cells.rstrip().endswith("0.0012")
     assert format_kl(1.4e-05) == "1.4e-05"  # never a zero for a KL that is not
+
+
+UNRULED_SHOWN = ("approx_kl_max", "kl_final", "value_loss", "learning_rate")
+"""Metrics no rule judges, shown by value in summary, diff, ``--once`` and the chart list."""
+
+
+@pytest.mark.parametrize("value", [3.67e-05, 6e-4, 0.00391, 0.99996, 1.0, 123.456])
+@pytest.mark.parametrize("metric", UNRULED_SHOWN)
+def test_one_value_of_a_metric_reads_the_same_in_every_view(
+    tmp_path: Path, metric: str, value: float
+) -> None:
+    """The same final value of a metric: one string in ``summary``'s metric table, ``diff``'s
+    other metrics, ``--once`` and the chart screen's metric list (real logs, real reports)."""
+    from sanctum.reports.diff import build_diff
+    from sanctum.reports.diff_report import format_text as diff_text
+    from sanctum.reports.once import once_text
+    from sanctum.reports.summary import build_summary
+    from sanctum.reports.summary import format_text as summary_text
+    from sanctum.text.chart_words import choice_text
+
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for path in paths:
+        log = RunLog(path)
+        log.start()
+        for u in range(6):
+            log.update(u, **{metric: value})
+        log.finish()
+        log.close()
+
+    def cells(text: str, after: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith(after))
+        row = next(line for line in lines[start:] if line.split()[:1] == [metric])
+        return row.split()
+
+    summary = build_summary(paths[0], DEFAULT_THRESHOLDS)
+    shown = {
+        "summary": cells(summary_text(summary), "metrics")[1],
+        "diff": cells(diff_text(build_diff(*paths, DEFAULT_THRESHOLDS)), "other metrics")[1],
+    }
+    snapshot = read_snapshot(paths[0], DEFAULT_THRESHOLDS)
+    shown["--once"] = cells(once_text(snapshot, paths[0]), "")[1]
+    shown["chart list"] = choice_text(snapshot, metric).split()[1]
+    assert len(set(shown.values())) == 1, shown

@@ -203,8 +203,9 @@ class ThresholdChart:
         else:
             labels = {self.height - 1: format_value(0.0, self.decimals)}
             labels[0] = format_value(top, self.decimals)
-        for threshold, row in self._threshold_rows(top):
-            labels[self.height - 1 - row] = format_value(threshold, self.decimals)
+        for threshold, row in self._threshold_rows(top):  # as short as the decades beside them
+            shown = f"{threshold:g}" if self.log else format_value(threshold, self.decimals)
+            labels[self.height - 1 - row] = shown
         return labels
 
     def _threshold_rows(self, top: float) -> list[tuple[float, int]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sanctum.formatting import SHORT_ABSENT, format_value, plural, visible_lines
+from sanctum.formatting import SHORT_ABSENT, format_metric, plural, visible_lines
 from sanctum.reports.compare import config_value
 from sanctum.reports.documents import final_cell, not_judged_line
 from sanctum.reports.table import right, table_lines
@@ -95,8 +95,9 @@ def _returns(returns: dict[str, Any]) -> list[str]:
     return ["", title, *table_lines(RETURN_COLUMNS, rows, INDENT)]
 
 
-def _num(value: float | None) -> str:
-    return format_value(value, None, SHORT_ABSENT)
+def _num(value: float | None, metric: str = "") -> str:
+    """A value as its ``metric`` is shown everywhere (a return without one)."""
+    return format_metric(metric, value, absent=SHORT_ABSENT)
 
 
 def _rules(rules: list[dict[str, Any]]) -> list[str]:
@@ -129,7 +130,10 @@ def _pair(a: int | None, b: int | None) -> str:
 
 
 def _metrics(metrics: list[dict[str, Any]]) -> list[str]:
-    rows = [(m["metric"], _num(m["a"]["final"]), _num(m["b"]["final"])) for m in metrics]
+    rows = [
+        (name := m["metric"], _num(m["a"]["final"], name), _num(m["b"]["final"], name))
+        for m in metrics
+    ]
     title = "other metrics (final value; - = not measured)"
     return ["", title, *table_lines(METRIC_COLUMNS, rows, INDENT)]
 

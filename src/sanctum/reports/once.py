@@ -4,7 +4,8 @@ The log is read to its end through the same reader and aggregator as the dashboa
 the snapshot is judged at the current time (so a silent unfinished run reads STALE).
 Each metric's row says where it stands in one word: its level, ``not judged`` when no
 rule judges it, ``not measured`` when the latest update did not measure it (``--json``:
-``status``, beside the raw ``level``). The
+``status``; its ``level`` is the rule's level, ``null`` where the status is ``not judged``
+or ``not measured``: no level stands for a metric nothing judged). The
 verdict is the run's, ``sanctum check``'s under the same ``--fail-on`` (so far, while the
 run is live, with the level at the latest update beside it), as the banner shows it.
 The text is what the dashboard shows, line by line: the banner's two lines, one line per
@@ -18,13 +19,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from sanctum.formatting import NOT_MEASURED, plural, visible_lines
+from sanctum.formatting import NOT_JUDGED, NOT_MEASURED, visible_lines
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.reports.scan import no_run_started
 from sanctum.run_files import UsageError
 from sanctum.text.panels import (
     clock_text,
@@ -42,6 +44,8 @@ from sanctum.text.panels import (
 )
 from telemetry.eventlog import open_reader
 
+UNJUDGED_WORDS: Final = frozenset({NOT_JUDGED, NOT_MEASURED})
+"""The statuses under which a metric's ``--json`` ``level`` is ``null``: no rule judged it."""
 TIMELINE_LINES = 5
 """Events of the timeline printed (the newest)."""
 SPARK_WIDTH = 20
@@ -65,9 +69,7 @@ def read_snapshot(
     snapshot = aggregator.snapshot(now())
     if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line
         lines = aggregator.tail[0] - 1 if aggregator.tail else reader.line_no  # no 2nd pass
-        raise UsageError(
-            f"{path}: no run_started event in {plural(lines, 'line')}; not the event log of a run"
-        )
+        raise UsageError(no_run_started(path, lines, reader.skipped))
     return snapshot
 
 
@@ -100,10 +102,11 @@ def once_dict(snapshot: SanctumSnapshot) -> dict[str, Any]:
     for name in _metrics(snapshot):
         metric = snapshot.metric(name)
         if metric_row(snapshot, name).display:
+            status = level_word(snapshot, name)
             metrics[name] = {
                 "value": metric.value,
-                "level": metric.level.value,
-                "status": level_word(snapshot, name),
+                "level": None if status in UNJUDGED_WORDS else metric.level.value,
+                "status": status,
                 "statistic": metric.statistic,
                 "note": metric.note,
                 "trend": metric.direction,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,23 @@ from telemetry.eventlog import (
 from telemetry.eventlog.reader import DECODE_ERRORS
 from telemetry.events import Rollout, RunStarted
 from telemetry.files import InputFileError, bounded_lines, open_input
+
+
+def not_a_run(path: Path, found: str) -> str:
+    """The one line every command refuses a file with that is not a run's event log
+    (``check``, ``summary``, ``serve``, ``--once``): what was ``found``, then the verdict."""
+    return f"{path}: {found}; not the event log of a run"
+
+
+def no_run_started(
+    path: Path, lines: int, skipped: Sequence[SkippedLine] = (), probed: bool = False
+) -> str:
+    """:func:`not_a_run` for a file whose ``lines`` hold no ``run_started`` event (``probed``:
+    only its first lines were read), naming the first line it ``skipped`` and why. No count
+    of the events or skipped lines it held: a stray event in prose is no fact about a run."""
+    where = "its first " if probed else ""
+    found = f"no run_started event in {where}{plural(lines, 'line')}"
+    return not_a_run(path, found) + "".join(f"; line {s.line_no}: {s.detail}" for s in skipped[:1])
 
 
 class NoRunStarted(EventLogError):
@@ -203,12 +221,5 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
         scan.size_after = reader.size
     scan.torn_tail = scan.aggregator.tail  # as the reader found it at the end of the file
     if not scan.run_started:
-        agg = scan.aggregator
-        raise NoRunStarted(
-            f"{path}: no run_started event in {plural(reader.line_no, 'line')} "
-            f"({plural(agg.run.events, 'event')}, "
-            f"{plural(agg.malformed + agg.unknown_kind, 'line')} skipped); "
-            "not the event log of a run"
-            + "".join(f"; line {s.line_no}: {s.detail}" for s in agg.skipped_lines[:1])
-        )
+        raise NoRunStarted(no_run_started(path, reader.line_no, reader.skipped))
     return scan

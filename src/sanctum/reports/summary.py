@@ -19,7 +19,7 @@ from sanctum.formatting import (
     NOT_MEASURED,
     SHORT_ABSENT,
     format_anomaly,
-    format_kl,
+    format_metric,
     format_value,
     plural,
     visible_lines,
@@ -39,7 +39,6 @@ from sanctum.reports.documents import (
 )
 from sanctum.reports.scan import LogScan, scan_log
 from sanctum.reports.table import GAP, right, table_lines
-from sanctum.text.panels import KL_QUANTITIES
 from sanctum.text.run_table import Column
 from telemetry.returns import FINAL_RETURN
 
@@ -234,12 +233,11 @@ def _metric_cells(metric: str, s: dict[str, Any]) -> tuple[str, ...]:
     bad = SHORT_ABSENT
     if s["nonfinite"]:
         bad = f"{s['nonfinite']}, first at update {s['first_nonfinite']}"
-    number = format_kl if metric in KL_QUANTITIES else format_value  # one format per quantity
     return (
         metric,
-        number(s["final"]),
-        number(s["minimum"], absent=SHORT_ABSENT),
-        number(s["maximum"], absent=SHORT_ABSENT),
+        format_metric(metric, s["final"]),
+        format_metric(metric, s["minimum"], absent=SHORT_ABSENT),
+        format_metric(metric, s["maximum"], absent=SHORT_ABSENT),
         str(s["measured"]),
         "",
         bad,

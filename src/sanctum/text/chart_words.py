@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.charts.scale import Scale, rule_lines
 from sanctum.charts.window import Window
-from sanctum.formatting import NOT_JUDGED, format_value, plural
+from sanctum.formatting import NOT_JUDGED, format_metric, format_value, plural
 from sanctum.health.levels import Level, band_of
 from sanctum.health.rules import Rule
 from sanctum.model.snapshot import SanctumSnapshot
@@ -116,8 +116,7 @@ def metric_order(snapshot: SanctumSnapshot) -> tuple[str, ...]:
 
 def choice_text(snapshot: SanctumSnapshot, metric: str) -> str:
     """One line of the metric list: the name and the latest value (or not measured)."""
-    rule = snapshot.thresholds.rule(metric)
     value = snapshot.metric(metric).value
     measured = any(v is not None for v in snapshot.metric(metric).series)
-    shown = format_value(value, None if rule is None else rule.decimals)
+    shown = format_metric(metric, value)
     return f"{metric:<24} {shown if measured else 'not measured'}"

@@ -15,15 +15,16 @@ from typing import Final
 
 from sanctum.charts.glyphs import ARROWS, sparkline
 from sanctum.formatting import (
+    KL_QUANTITIES,
     NOT_JUDGED,
     NOT_MEASURED,
     format_count,
     format_duration,
     format_kl,
+    format_metric,
     format_value,
     visible,
 )
-from sanctum.health.contracts import KL_FIELDS
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import KL_METRIC
@@ -109,11 +110,6 @@ def kl_text(snapshot: SanctumSnapshot) -> str:
     alarm = "!" if metric.level >= Level.WARNING else ""
     arrow = ARROWS[metric.direction].strip()
     return f"KL {format_kl(metric.value, kl_decimals(snapshot.thresholds))}{arrow}{alarm}"
-
-
-KL_QUANTITIES: Final = frozenset(m for metrics in KL_FIELDS.values() for m in metrics)
-"""The metrics that are a KL (approx_kl, approx_kl_max, kl_final, ref_kl ...): shown by
-:func:`sanctum.formatting.format_kl`."""
 
 
 def kl_decimals(thresholds: Thresholds) -> int | None:
@@ -252,7 +248,7 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
         decimals = kl_decimals(snapshot.thresholds) if rule is None else rule.decimals
         return format_kl(metric.value, decimals)
     if rule is None:
-        return format_value(metric.value)
+        return format_metric(metric.name, metric.value)
     if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:
         text = rule.format(metric.statistic)
         if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from sanctum.formatting import EMPTY_CELL, format_kl, format_value, plural, visible
+from sanctum.formatting import EMPTY_CELL, KL_QUANTITIES, format_kl, format_value, plural, visible
 from sanctum.health.levels import Level, band_of
 from sanctum.model.rollouts import RolloutsFrame, UpdateSamples
 from sanctum.model.snapshot import SanctumSnapshot
-from sanctum.text.panels import KL_QUANTITIES, verdict_line
+from sanctum.text.panels import verdict_line
 from telemetry.rollouts import RolloutRecord
 
 STEP_DECIMALS: Final = 3

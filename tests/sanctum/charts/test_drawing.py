@@ -169,13 +169,13 @@ def test_log_scale_chart_shows_a_healthy_1e5_and_a_critical_value_with_both_line
     )
     assert chart.scale_top == 1.0 and chart.scale_bottom == 1e-5
     assert render(chart, 20).splitlines() == [
-        "     1┤             ",
-        "0.1000┤━━━━━━━━█▁━━━",  # the lines share a row at this height: drawn a row apart
-        "0.0400┤┄┄┄┄┄┄┄┄██┄┄┄",
-        "      │        ██   ",
-        " 0.001┤        ██   ",  # a decade with a row free of labels beside it
-        "      │        ██   ",
-        " 1e-05┤      ▁▃██ ×▼",  # 1e-5 and 2e-5 readable; 0 is below any log scale
+        "    1┤              ",
+        "  0.1┤━━━━██▁▁━━━━━━",  # the lines share a row at this height: drawn a row apart
+        " 0.04┤┄┄┄┄████┄┄┄┄┄┄",  # as short as the decades beside them
+        "     │    ████      ",
+        "0.001┤    ████      ",  # a decade with a row free of labels beside it
+        "     │    ████      ",
+        "1e-05┤▁▁▃▃████  ××▼▼",  # 1e-5 and 2e-5 readable; 0 is below any log scale
     ]
 
 

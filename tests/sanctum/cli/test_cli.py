@@ -21,6 +21,7 @@ from sanctum.health.rules import Thresholds, load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.run_files import resolve_run
 from telemetry.eventlog import EventLogReader
+from tests.sanctum.logs import RunLog
 
 SANCTUM = Path(sys.executable).with_name("sanctum")
 
@@ -389,3 +390,26 @@ def test_a_misspelt_command_is_an_error_not_a_run_to_wait_for(
     assert main(["chek"]) == 2
     assert main(["./sumary"]) == 0  # a path: waited for, as a run about to start
     assert [path.parent.name for path, _, _ in fake_app] == ["sumary"]
+
+
+def test_a_file_that_is_not_a_run_log_is_refused_in_the_same_line_by_every_command(
+    tmp_path: Path,
+) -> None:
+    """A README-like file (prose, and one event of a run whose start it lacks): summary,
+    check, serve and ``--once`` refuse it alike, in one line naming its first bad line,
+    exit 2, with no count of the events or skipped lines it held (no fact about a run)."""
+    events = tmp_path / "events.jsonl"
+    log = RunLog(events)
+    log.update(0)
+    log.close()
+    readme = tmp_path / "README.md"
+    readme.write_text("# A project\n\nSome prose.\n" + events.read_text() + "More prose.\n")
+    lines = readme.read_text().count("\n")
+    expected = (
+        f"sanctum: error: {readme}: no run_started event in {lines} lines; "
+        "not the event log of a run; line 1: not a JSON event object: JSON is malformed: "
+        "invalid character (byte 0)"
+    )
+    for argv in (("summary", readme), ("check", readme), ("serve", readme), (readme, "--once")):
+        done = run_sanctum(*argv)
+        assert (done.returncode, done.stderr.strip(), done.stdout) == (2, expected, ""), argv

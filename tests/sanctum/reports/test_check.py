@@ -176,9 +176,7 @@ def test_unusable_input_raises(newer_schema_log: Path, tmp_path: Path) -> None:
         check(empty)
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_bytes(bytes(range(256)) * 40 + b"\n")
-    with pytest.raises(
-        NoRunStarted, match=r"no run_started event in 41 lines \(0 events, 41 lines skipped\)"
-    ):
+    with pytest.raises(NoRunStarted, match=r"no run_started event in 41 lines; not the event"):
         check(garbage)
     headless = tmp_path / "headless.jsonl"
     log = RunLog(headless)

@@ -138,3 +138,22 @@ def test_unjudged_metrics_say_not_judged_and_absent_ones_not_measured(tmp_path: 
     assert metrics["value_loss"]["status"] == "not judged"
     assert metrics["grad_norm"]["status"] == "not measured"
     assert metrics["approx_kl"]["status"] == "healthy"
+
+
+def test_json_level_is_null_where_nothing_judged(tmp_path: Path) -> None:
+    """``--json``'s ``level`` never says "healthy" or "pending" beside a status of "not
+    judged" or "not measured": it is null there, the rule's level elsewhere (real CLI)."""
+    path = tmp_path / "events.jsonl"
+    write(path, 6, finish=True, grad_norm=None)
+    done = subprocess.run(
+        [sys.executable, "-m", "sanctum", str(path), "--once", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads(done.stdout)["metrics"]
+    for name in ("value_loss", "learning_rate", "grad_norm"):
+        assert metrics[name]["level"] is None, (name, metrics[name])
+    assert metrics["approx_kl"]["level"] == "healthy"

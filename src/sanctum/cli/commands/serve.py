@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from sanctum.cli.command import Command, thresholds_file
 from sanctum.exits import EXIT_OK
-from sanctum.formatting import plural, visible, visible_lines
+from sanctum.formatting import visible, visible_lines
+from sanctum.reports.scan import no_run_started, not_a_run
 from sanctum.run_files import UsageError, resolve_run
 from telemetry.eventlog import MAX_LINE_BYTES, open_reader
 from telemetry.events import RunStarted
@@ -239,14 +240,15 @@ def check_run(events: Path) -> None:
     if any(isinstance(event, RunStarted) for event in batch.events):
         return
     if reader.line_no:
-        found = f"no run_started event in its first {plural(reader.line_no, 'line')}"
-    elif reader.size >= MAX_LINE_BYTES:
+        probed = reader.offset < reader.size  # only the first MiB was read
+        raise UsageError(no_run_started(events, reader.line_no, reader.skipped, probed))
+    if reader.size >= MAX_LINE_BYTES:
         found = f"no complete line in its first {MAX_LINE_BYTES // 1024**2} MiB"
     elif _begins_as_an_object(events):
         return
     else:
         found = "its first line does not begin as a JSON object"
-    raise UsageError(f"{events}: {found}; not the event log of a run")
+    raise UsageError(not_a_run(events, found))
 
 
 def _begins_as_an_object(events: Path) -> bool:

@@ -41,7 +41,11 @@ def _add_arguments(watch: argparse.ArgumentParser) -> None:
         help="print the dashboard's current state as text and exit (for scripts, tmux "
         "status lines, ssh one-liners); the first two lines are the banner",
     )
-    add_json(watch, "with --once: one JSON object")
+    add_json(
+        watch,
+        "with --once: one JSON object (a metric's level is null where its status is "
+        "not judged or not measured)",
+    )
     add_refresh(watch)
 
 
