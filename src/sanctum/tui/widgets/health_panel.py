@@ -20,6 +20,7 @@ per cell cost the dashboard most of a frame, and it redraws up to seven times a 
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import replace
 from typing import ClassVar
@@ -152,16 +153,21 @@ class MetricTable(Widget):
         return Style(color=style.color, bold=style.bold, underline=style.underline)
 
 
+GLUE = re.compile(r"(?<=\S) (?=[-+]?\d)")
+"""A space between a word and the figure after it (``max_kl 0.5``, ``KL 8x``): no break."""
+
+
 def wrapped(facts: list[str], width: int) -> list[str]:
     """Each fact line cut at spaces into lines of ``width`` cells, the rest indented under
-    its figures (``trust region  12% of`` / ``max_kl 0.5`` under ``12%``), never cut."""
-    if width <= FACT_LABEL + 8:  # too narrow to indent: wrap at the left edge
-        return [part for line in facts for part in textwrap.wrap(line, width) or [""]]
-    indent = " " * FACT_LABEL
+    its figures (``trust region  12% of`` / ``max_kl 0.5`` under ``12%``), never cut and
+    never a figure apart from the word it belongs to."""
+    indent = " " * FACT_LABEL if width > FACT_LABEL + 8 else ""  # too narrow: no indent
     return [
-        part
+        part.replace("\u00a0", " ")
         for line in facts
-        for part in textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False)
+        for part in textwrap.wrap(
+            GLUE.sub("\u00a0", line), width, subsequent_indent=indent, break_on_hyphens=False
+        )
         or [""]
     ]
 
