@@ -6,6 +6,8 @@ strip that grows a line), and the KL chart's title says which updates it draws."
 from __future__ import annotations
 
 import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from textual.pilot import Pilot
 from sanctum.formatting import format_value
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.metrics import short_name
+from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import figures_at
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.health_panel import HealthStatusPanel
@@ -55,36 +58,34 @@ def words(lines: list[str]) -> str:
     return " ".join(" ".join(lines).split())
 
 
-async def settled(pilot: Pilot[None], path: Path) -> None:
-    await wait_until(pilot, lambda s: s.run.status != "running", f"{path} read to its end")
-    await pilot.pause()
+@asynccontextmanager
+async def opened(
+    path: Path, size: tuple[int, int]
+) -> AsyncIterator[tuple[SanctumApp, Pilot[None]]]:
+    """The dashboard of ``path`` at ``size``, once it has read the whole log."""
+    app = SanctumApp(path, DEFAULT_THRESHOLDS)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.run.status != "running", f"{path} read to its end")
+        await pilot.pause()
+        yield app, pilot
+
+
+def snapshot_of(app: SanctumApp) -> SanctumSnapshot:
+    """The snapshot the dashboard shows (there is one once :func:`opened` yields)."""
+    assert app.snapshot is not None
+    return app.snapshot
 
 
 @pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_the_health_panel_names_every_rule_the_verdict_fired(
+async def test_a_failed_run_names_every_rule_that_fired_and_the_updates_its_kl_chart_draws(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    path = spiked_run(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS)
-    async with app.run_test(size=size) as pilot:
-        await settled(pilot, path)
-        assert app.snapshot is not None
-        items = app.snapshot.run_verdict.items
-        assert app.snapshot.run_verdict.word == "FAIL" and len(items) >= 2
-        panel = app.query_one(HealthStatusPanel)
-        shown = words(region_lines(app, panel))
-        assert f"fired {', '.join(items)}" in shown  # the banner shows only the first
+    async with opened(spiked_run(tmp_path), size) as (app, _):
+        verdict = snapshot_of(app).run_verdict
+        assert verdict.word == "FAIL" and len(verdict.items) >= 2
+        shown = words(region_lines(app, app.query_one(HealthStatusPanel)))
+        assert f"fired {', '.join(verdict.items)}" in shown  # the banner shows only the first
         assert "anomalies" in shown  # the last fact line is on screen too
-
-
-@pytest.mark.parametrize("size", SIZES, ids=IDS)
-async def test_the_kl_title_says_which_updates_the_chart_draws(
-    tmp_path: Path, size: tuple[int, int]
-) -> None:
-    path = spiked_run(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS)
-    async with app.run_test(size=size) as pilot:
-        await settled(pilot, path)
         chart = app.query_one(KLChart)
         bottom = next(line for line in region_lines(app, chart) if "1e-05┤" in line)
         drawn = min(UPDATES, len(bottom.split("┤")[1].rstrip()))  # a column per update
@@ -97,12 +98,8 @@ async def test_the_kl_title_says_which_updates_the_chart_draws(
 async def test_nothing_on_the_main_screen_of_a_token_run_is_cut(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
-    path = token_run(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS)
-    async with app.run_test(size=size) as pilot:
-        await settled(pilot, path)
-        snapshot = app.snapshot
-        assert snapshot is not None
+    async with opened(token_run(tmp_path), size) as (app, _):
+        snapshot = snapshot_of(app)
         health = region_lines(app, app.query_one(HealthStatusPanel))
         row_names = {line.split()[0] for line in health if line.strip()}
         for row in app.query_one(HealthStatusPanel).query_one("#health-table").rows:
@@ -136,9 +133,7 @@ async def test_the_trust_region_line_keeps_max_kl_with_its_value(
         log.update(lively(u, kl))
     log.finish()
     log.close()
-    app = SanctumApp(path, DEFAULT_THRESHOLDS)
-    async with app.run_test(size=size) as pilot:
-        await settled(pilot, path)
+    async with opened(path, size) as (app, _):
         assert app.snapshot is not None and app.snapshot.max_kl is not None
         facts = region_lines(app, app.query_one(HealthStatusPanel))
         trust = [i for i, line in enumerate(facts) if "trust region" in line]
@@ -151,9 +146,7 @@ async def test_the_rollouts_strip_shows_every_figure_whole(
     tmp_path: Path, size: tuple[int, int]
 ) -> None:
     path = token_run(tmp_path)
-    app = SanctumApp(path, DEFAULT_THRESHOLDS)
-    async with app.run_test(size=size) as pilot:
-        await settled(pilot, path)
+    async with opened(path, size) as (app, pilot):
         await pilot.press("r")
 
         def shown(a: SanctumApp) -> bool:
