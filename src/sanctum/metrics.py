@@ -46,6 +46,28 @@ PPO_METRIC_POSITIONS: Final[tuple[int, ...]] = tuple(i for i, _, _ in _NUMERIC)
 FLOAT_METRICS: Final[frozenset[str]] = frozenset(f.name for _, f, t in _NUMERIC if t is float)
 """Metrics that can be non-finite (integer counters cannot)."""
 
+SHORT_NAMES: Final[dict[str, str]] = {
+    "clip_fraction_lower": "clip_frac_lower",
+    "clip_fraction_region": "clip_frac_region",
+    "minibatches_completed": "minibatches_done",
+    "minibatches_planned": "minibatches_plan",
+    "ref_kl_reward_penalty": "ref_kl_penalty",
+    "max_new_tokens_rate": "max_tokens_rate",
+    "reward_zero_std_frac": "reward_0std_frac",
+    "completion_length_mean": "length_mean",
+    "completion_length_min": "length_min",
+    "completion_length_max": "length_max",
+    "completion_truncated_frac": "truncated_frac",
+}
+"""The name a metric's row shows where the full name does not fit (the health panel's
+name column): every metric longer than that column has one here."""
+
+
+def short_name(metric: str) -> str:
+    """The name a narrow column shows for ``metric``: its short form, else the name."""
+    return SHORT_NAMES.get(metric, metric)
+
+
 KL_METRIC: Final = "approx_kl"
 """The metric the banner, the KL chart and the run table feature."""
 

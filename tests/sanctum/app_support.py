@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from textual.app import App
 from textual.pilot import Pilot
+from textual.widget import Widget
 
 from sanctum.model.snapshot import SanctumSnapshot
 from telemetry.events import PPOUpdatePayload
@@ -52,3 +54,16 @@ async def wait_until(
     )
     assert app.snapshot is not None
     return app.snapshot
+
+
+def screen_lines(app: App[None]) -> list[str]:
+    """The characters the terminal shows, one string per row (what a user reads)."""
+    update = app.screen._compositor.render_update(full=True)
+    return ["".join(segment.text for segment in strip) for strip in update.strips]
+
+
+def region_lines(app: App[None], widget: Widget) -> list[str]:
+    """The rows of ``widget`` as the terminal shows them, its border left out."""
+    region = widget.region.shrink(widget.styles.border.spacing)
+    rows = screen_lines(app)[region.y : region.bottom]
+    return [row[region.x : region.right] for row in rows]

@@ -171,7 +171,7 @@ class ThresholdChart:
         top = self.scale_top
         labels = self._labels(top)
         label_width = max(len(label) for label in labels.values())
-        plot_width = max(0, width - label_width - 1)
+        plot_width = self._plot_width(width, labels)
         shown = list(self.values[-plot_width:]) if plot_width else []
         bar = max(1, min(self.MAX_BAR_WIDTH, plot_width // max(1, len(shown))))
         bars = [self._column(v, top) for v in shown for _ in range(bar)]
@@ -185,6 +185,15 @@ class ThresholdChart:
             cells = [(column and column[from_bottom]) or background for column in columns]
             rows.append([(axis, self.styles.axis), *style_spans(cells)])
         return rows
+
+    def drawn(self, width: int) -> int:
+        """How many of the values (the newest) :meth:`rows` draws at ``width`` cells."""
+        return min(len(self.values), self._plot_width(width, self._labels(self.scale_top)))
+
+    @staticmethod
+    def _plot_width(width: int, labels: dict[int, str]) -> int:
+        """Cells right of the axis: ``width`` less the widest label and the axis line."""
+        return max(0, width - max(len(label) for label in labels.values()) - 1)
 
     def _labels(self, top: float) -> dict[int, str]:
         """Axis label per row from the top: the bottom, the top, on a log scale each power

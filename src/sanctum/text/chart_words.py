@@ -53,11 +53,26 @@ def reading(rule: Rule | None, metric: str, update: int, value: float | None) ->
     return f"{text} · {words}" if words else text
 
 
+def range_text(first: int, last: int, run_updates: int) -> str:
+    """``updates 40..79 of 120``: the updates a chart draws, of all the run's."""
+    return f"updates {first}..{last} of {run_updates}"
+
+
+def drawn_text(updates: Sequence[int], run_updates: int) -> str:
+    """What a chart that draws the newest ``updates`` shows: ``59 updates`` when that is
+    every update of the run, else ``updates 26..59 of 60`` (it hides the older ones)."""
+    if not updates:
+        return "no update yet"
+    if len(updates) >= run_updates:
+        return plural(len(updates), "update")
+    return range_text(updates[0], updates[-1], run_updates)
+
+
 def span_text(window: Window, updates: Sequence[int], run_updates: int) -> str:
     """``updates 40..79 of 120``; ``(last 600 kept)`` when the series holds fewer."""
     if window.count == 0:
         return "no update yet"
-    text = f"updates {updates[window.start]}..{updates[window.stop - 1]} of {run_updates}"
+    text = range_text(updates[window.start], updates[window.stop - 1], run_updates)
     if run_updates > len(updates):
         text += f" (last {len(updates)} kept)"
     return text

@@ -102,6 +102,14 @@ def verdict_line(snapshot: SanctumSnapshot) -> str:
     return run if now is None else f"{now} · {run}"
 
 
+def fired_text(snapshot: SanctumSnapshot) -> str | None:
+    """``fired         KL 8x, Stall 1x``: every item of the run's verdict (the rows that
+    failed it, or those that warned), the banner's ``FAIL: KL 8x (+1)`` in full; None when
+    the verdict has none (OK, PENDING)."""
+    items = snapshot.run_verdict.items
+    return f"{'fired':<{FACT_LABEL}}{', '.join(items)}" if items else None
+
+
 def kl_text(snapshot: SanctumSnapshot) -> str:
     """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
     metric = snapshot.metric(KL_METRIC)
@@ -155,6 +163,9 @@ SHOWN_WHEN_MEASURED = frozenset({"full_reward_rate", "max_new_tokens_rate"})
 """Context rows only some runs report (token-level PPO): no row until a value arrives."""
 
 
+FACT_LABEL: Final = 14
+"""Cells of a fact line's label (``early stops   0``): the figures start in one column."""
+
 SPARK_WIDTH = 10
 """One cell per update of the 10-update history."""
 
@@ -164,6 +175,10 @@ def panel_metrics(thresholds: Thresholds) -> tuple[str, ...]:
     ruled = thresholds.metrics
     return ruled + tuple(m for m in EXTRA_METRICS if m not in ruled)
 
+
+NAME_CELLS: Final = 18
+"""Cells of a row's metric name (the health panel's first column): a longer name is shown
+by its short form (:func:`sanctum.metrics.short_name`)."""
 
 VALUE_CELLS: Final = 12
 """Cells of a row's value (the health panel's column): a longer note stays out of it."""

@@ -20,6 +20,8 @@ per cell cost the dashboard most of a frame, and it redraws up to seven times a 
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import replace
 from typing import ClassVar
 
@@ -31,11 +33,15 @@ from textual.widgets import Static
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
+from sanctum.metrics import short_name
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.panels import (
+    FACT_LABEL,
+    NAME_CELLS,
     VALUE_CELLS,
     MetricRow,
     facts_lines,
+    fired_text,
     metric_row,
     panel_metrics,
     pending_row,
@@ -43,7 +49,7 @@ from sanctum.text.panels import (
 from sanctum.tui.widgets.base import SnapshotView, plain
 from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans, set_text
 
-COLUMNS = (("metric", 18), ("value", VALUE_CELLS), ("last 10", 11), ("", 2))
+COLUMNS = (("metric", NAME_CELLS), ("value", VALUE_CELLS), ("last 10", 11), ("", 2))
 """Header and width of each column; the value is right-aligned with one blank after it."""
 FULL_WIDTH = sum(width for _, width in COLUMNS) + 1
 """Cells a row takes with every column; a narrower table drops the "last 10" column."""
@@ -65,6 +71,8 @@ class MetricTable(Widget):
     def __init__(self, rows: tuple[MetricRow, ...], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows = rows
+        self.header = True
+        """Whether the column titles are shown (they give way in a panel too short)."""
         self._picture = LineCache.of_spans()
         self._component = ComponentStyles(self)
 
@@ -73,19 +81,20 @@ class MetricTable(Widget):
         self._component.clear()
         self._picture.clear()
 
-    def set_rows(self, rows: tuple[MetricRow, ...]) -> None:
-        """Show ``rows``: only the lines that changed are drawn again; the screen is laid
-        out again only when the row count changes."""
-        shown = sum(r.display for r in self.rows)
-        self.rows = rows
-        if sum(r.display for r in rows) != shown or self._picture.lines is None:
+    def set_rows(self, rows: tuple[MetricRow, ...], header: bool = True) -> None:
+        """Show ``rows`` (under the column titles, with ``header``): only the lines that
+        changed are drawn again; the screen is laid out again only when the line count
+        changes."""
+        shown = sum(r.display for r in self.rows) + self.header
+        self.rows, self.header = rows, header
+        if sum(r.display for r in rows) + header != shown or self._picture.lines is None:
             self._picture.clear()
             self.refresh(layout=True)
         else:
             self._picture.show(self, self._lines())
 
     def get_content_height(self, container: object, viewport: object, width: int) -> int:
-        return 1 + sum(r.display for r in self.rows)
+        return self.header + sum(r.display for r in self.rows)
 
     def on_resize(self) -> None:
         self._picture.clear()
@@ -99,7 +108,8 @@ class MetricTable(Widget):
         return self._picture.line(self, y, self._lines)
 
     def _lines(self) -> list[Spans]:
-        return [self._header(), *(self._line(row) for row in self.rows if row.display)]
+        lines = [self._line(row) for row in self.rows if row.display]
+        return [self._header(), *lines] if self.header else lines
 
     def _header(self) -> Spans:
         """Column titles, underlined (the words only), aligned like the values."""
@@ -122,7 +132,7 @@ class MetricTable(Widget):
 
     def _line(self, row: MetricRow) -> Spans:
         value = row.narrow_value if self.compact else row.value
-        name, *rest = self._cells(row.metric, value, row.note, row.arrow)
+        name, *rest = self._cells(short_name(row.metric), value, row.note, row.arrow)
         tail = "".join(rest)
         if row.level is Level.PENDING:
             return [(name + tail, self._style("pending"))]
@@ -141,6 +151,25 @@ class MetricTable(Widget):
         if name.endswith("-row"):
             return Style(bgcolor=style.bgcolor)
         return Style(color=style.color, bold=style.bold, underline=style.underline)
+
+
+GLUE = re.compile(r"(?<=\S) (?=[-+]?\d)")
+"""A space between a word and the figure after it (``max_kl 0.5``, ``KL 8x``): no break."""
+
+
+def wrapped(facts: list[str], width: int) -> list[str]:
+    """Each fact line cut at spaces into lines of ``width`` cells, the rest indented under
+    its figures (``trust region  12% of`` / ``max_kl 0.5`` under ``12%``), never cut and
+    never a figure apart from the word it belongs to."""
+    indent = " " * FACT_LABEL if width > FACT_LABEL + 8 else ""  # too narrow: no indent
+    return [
+        part.replace("\u00a0", " ")
+        for line in facts
+        for part in textwrap.wrap(
+            GLUE.sub("\u00a0", line), width, subsequent_indent=indent, break_on_hyphens=False
+        )
+        or [""]
+    ]
 
 
 class HealthStatusPanel(SnapshotView):
@@ -165,12 +194,19 @@ class HealthStatusPanel(SnapshotView):
             self.metrics = self.metrics + tuple(fired)
         rows = tuple(metric_row(snapshot, m) for m in self.metrics)
         table = self.query_one(MetricTable)
+        every_rule = fired_text(snapshot)
         facts = facts_lines(snapshot, short_notes=table.compact)
+        if every_rule is not None:  # the banner names the first rule; here every one
+            facts.insert(0, every_rule)
+        facts = wrapped(facts, max(1, self.content_size.width))
         rows, hidden = self._give_way(rows, facts, snapshot.thresholds.metrics)
         if hidden:
             facts.append(f"+{hidden} more: c charts every metric")
-        table.set_rows(rows)
-        set_text(self.query_one("#health-facts", Static), plain("\n".join(facts)))
+        over = self._over(rows, facts)  # still too short: the margin, then the titles go
+        facts_view = self.query_one("#health-facts", Static)
+        facts_view.set_class(over > 0, "-tight")
+        table.set_rows(rows, header=over < 2)
+        set_text(facts_view, plain("\n".join(facts)))
 
     def on_resize(self) -> None:
         if self.snapshot is not None:
@@ -205,6 +241,13 @@ class HealthStatusPanel(SnapshotView):
             for r, s in zip(rows, shown, strict=True)
         )
         return kept, hidden
+
+    def _over(self, rows: tuple[MetricRow, ...], facts: list[str]) -> int:
+        """Lines the table (with its titles), the margin and the ``facts`` need beyond
+        the panel's height (0 when they fit, or before the panel is laid out)."""
+        height = self.content_size.height
+        needed = 1 + sum(r.display for r in rows) + 1 + len(facts)
+        return max(0, needed - height) if height > 0 else 0
 
     def row(self, metric: str) -> MetricRow:
         """The row of ``metric`` as shown (for tests); KeyError when it has none."""

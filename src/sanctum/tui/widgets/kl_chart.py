@@ -31,11 +31,18 @@ from sanctum.formatting import NOT_MEASURED
 from sanctum.health.levels import level_of, unruled_level
 from sanctum.metrics import KL_METRIC, REF_KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
+from sanctum.text.chart_words import drawn_text
 from sanctum.tui.widgets.base import SnapshotView
 from sanctum.tui.widgets.display import ComponentStyles, LineCache, Spans
 
 GAP = 2
 """Blank cells between the two charts."""
+
+MIN_WIDTH = 30
+"""Cells each chart needs side by side; narrower (80x24), one goes over the other."""
+
+POLICY_CAPTION = "policy  (old ‖ new)"
+REFERENCE_CAPTION = "reference  (θ ‖ ref)"
 
 
 def measures(snapshot: SanctumSnapshot, metric: str) -> bool:
@@ -91,10 +98,11 @@ class KLChart(SnapshotView):
 
     def on_resize(self) -> None:
         self._picture.clear()
+        if self.snapshot is not None:
+            self._titles(self.snapshot)
 
     def _titles(self, snapshot: SanctumSnapshot) -> None:
         """The border's titles, set only when they change (setting one repaints it all)."""
-        series = snapshot.metric(KL_METRIC).series
         rule = snapshot.thresholds.rule(KL_METRIC)
         subtitle = "log"
         if rule is not None and rule.in_metric_units:
@@ -102,7 +110,16 @@ class KLChart(SnapshotView):
         elif rule is not None and rule.per is not None:  # the lines are not in nats
             label = escape(rule.label)  # from a thresholds file: a title is read as markup
             subtitle = f"log · {label} judged per {rule.per.split('_')[0]}"
-        title = f"KL · {len(series)} updates" if series else "KL"
+        title = "KL"
+        panes = self._panes(snapshot, *self._extent())
+        if panes and snapshot.metric(KL_METRIC).series:
+            _, metric, chart, width = panes[0]
+            series = snapshot.metric(metric).series
+            measured = [
+                u for u, v in zip(snapshot.series_updates, series, strict=True) if v is not None
+            ]
+            drawn = chart.drawn(width) if self.size else len(measured)
+            title = f"KL · {drawn_text(measured[len(measured) - drawn :], snapshot.run.updates)}"
         if (title, subtitle) != (self.border_title, self.border_subtitle):
             self.border_title, self.border_subtitle = title, subtitle
 
@@ -116,24 +133,54 @@ class KLChart(SnapshotView):
 
     def _rows(self, width: int, height: int) -> list[Spans]:
         snapshot = self.snapshot
+        axis = self._component("klchart--axis")
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
-            return [[("no update yet", self._component("klchart--axis"))]]
+            return [[("no update yet", axis)]]
+        panes = self._panes(snapshot, width, height)
+        if not panes:  # GRPO without a reference KL
+            return [[(f"KL {NOT_MEASURED}", axis)]]
+        if len(panes) == 1:
+            _, _, chart, _ = panes[0]
+            return chart.rows(width)
+        (left_caption, _, left, left_width), (right_caption, _, right, right_width) = panes
+        if left_width == right_width == width:  # stacked: each its own caption line
+            return [
+                [(left_caption, axis)],
+                *left.rows(width),
+                [(right_caption, axis)],
+                *right.rows(width),
+            ]
+        caption = f"{left_caption:<{left_width + GAP}}{right_caption:<{right_width}}"
+        gap: Spans = [(" " * GAP, "")]
+        pairs = zip(left.rows(left_width), right.rows(right_width), strict=True)
+        return [[(caption, axis)], *(a + gap + b for a, b in pairs)]
+
+    def _panes(
+        self, snapshot: SanctumSnapshot, width: int, height: int
+    ) -> list[tuple[str, str, ThresholdChart, int]]:
+        """The charts drawn, each with its caption, metric and width: KL alone (or the
+        reference KL alone for a run without KL to the old policy, none when neither is
+        measured); with a reference KL both, side by side, or one over the other where
+        side by side either would be narrower than :data:`MIN_WIDTH` (80x24)."""
         if not measures(snapshot, KL_METRIC):  # GRPO: no KL to the old policy
             if not measures_ref_kl(snapshot):
-                return [[(f"KL {NOT_MEASURED}", self._component("klchart--axis"))]]
-            return self._chart(snapshot, REF_KL_METRIC, width, height).rows(width)
+                return []
+            return [("", REF_KL_METRIC, self._chart(snapshot, REF_KL_METRIC, width, height), width)]
         if not measures_ref_kl(snapshot) or height < 2:
-            return self._chart(snapshot, KL_METRIC, width, height).rows(width)
-        left_width = (width - GAP) // 2
-        right_width = width - GAP - left_width
-        axis = self._component("klchart--axis")
-        caption = (
-            f"{'policy  (old ‖ new)':<{left_width + GAP}}{'reference  (θ ‖ ref)':<{right_width}}"
-        )
-        left = self._chart(snapshot, KL_METRIC, left_width, height - 1).rows(left_width)
-        right = self._chart(snapshot, REF_KL_METRIC, right_width, height - 1).rows(right_width)
-        gap: Spans = [(" " * GAP, "")]
-        return [[(caption, axis)], *(a + gap + b for a, b in zip(left, right, strict=True))]
+            return [("", KL_METRIC, self._chart(snapshot, KL_METRIC, width, height), width)]
+        captions = (POLICY_CAPTION, REFERENCE_CAPTION)
+        if width - GAP >= 2 * MIN_WIDTH or height < 6:
+            left_width = (width - GAP) // 2
+            widths = (left_width, width - GAP - left_width)
+            heights = (height - 1, height - 1)
+        else:
+            widths = (width, width)
+            heights = ((height - 2) // 2, height - 2 - (height - 2) // 2)
+        metrics = (KL_METRIC, REF_KL_METRIC)
+        return [
+            (caption, metric, self._chart(snapshot, metric, w, h), w)
+            for caption, metric, w, h in zip(captions, metrics, widths, heights, strict=True)
+        ]
 
     def _chart(
         self, snapshot: SanctumSnapshot, metric: str, width: int, height: int

@@ -1,7 +1,8 @@
 """EpisodeReturnPanel: is the policy getting better? Mean return, its range, and its trend.
 
 Fed only by rollouts that finished an episode; until one does, it says so instead of
-showing a zero return.
+showing a zero return. A line too long for the panel (80x24) wraps: the panel grows a
+line and the KL chart above gives it up.
 """
 
 from __future__ import annotations
@@ -23,4 +24,4 @@ class EpisodeReturnPanel(SnapshotView):
         if self.snapshot is None:
             return ""
         lines = returns_lines(self.snapshot, max(1, self.content_size.width))
-        return Text("\n".join(lines[: max(1, self.content_size.height)]), no_wrap=True)
+        return Text("\n".join(lines))  # a line too long wraps at a space, never cut

@@ -74,18 +74,33 @@ class HealthStrip(SnapshotView):
         self.update_shown: int | None = None
 
     def render(self) -> Text:
-        lines = [Text(health_line(self.snapshot), style="bold", end="")]
-        if self.update_shown is not None:
-            figures = Text(f"update {self.update_shown}: ", style="dim", end="")
-            if not (shown := figures_at(self.snapshot, self.update_shown)):
-                figures.append("no figures kept for it", style="dim")
-            for i, (figure, level) in enumerate(shown):
-                figures.append(("  " if i else "") + figure, style=LEVEL_STYLE[level])
-            lines.append(figures)
-        width = max(1, self.content_size.width)
-        for line in lines:  # one line each, cut with an ellipsis: the strip never grows
-            line.truncate(width, overflow="ellipsis")
-        return Text("\n", end="").join(lines)
+        return Text("\n", end="").join(self._lines(max(1, self.content_size.width)))
+
+    def get_content_height(self, container: object, viewport: object, width: int) -> int:
+        return len(self._lines(max(1, width)))
+
+    def _lines(self, width: int) -> list[Text]:
+        """The verdict line wrapped at spaces, then the figures packed into lines of
+        ``width`` cells, never a figure split or cut (the strip grows a line instead)."""
+        head = Text(health_line(self.snapshot), style="bold", end="")
+        lines = list(head.wrap(self.app.console, width, overflow="fold"))
+        if self.update_shown is None:
+            return lines
+        line = Text(f"update {self.update_shown}:", style="dim", end="")
+        if not (shown := figures_at(self.snapshot, self.update_shown)):
+            line.append(" no figures kept for it", style="dim")
+        for i, (figure, level) in enumerate(shown):
+            gap = " " if i == 0 else "  "
+            if line and cell_len(line.plain + gap + figure) > width:
+                lines.append(line)
+                line, gap = Text(end=""), ""
+            line.append(gap + figure, style=LEVEL_STYLE[level])
+        lines.append(line)
+        for text in lines:  # a figure wider than the strip: folded, never cut
+            text.end = ""
+        return [
+            part for text in lines for part in text.wrap(self.app.console, width, overflow="fold")
+        ]
 
 
 def _steps_block(columns: list[tuple[str, str, str, str]], width: int) -> list[Text]:
@@ -237,13 +252,13 @@ class RolloutsScreen(Screen[None]):
             set_text(head, plain("\n".join(lines)))
             set_text(body, plain("no rollouts in the file yet"))
             strip.update_shown = None
-            strip.refresh()
+            strip.refresh(layout=True)
             return
         index = frame.updates.index(samples)
         lines.append(update_line(samples, index, frame))
         set_text(head, plain("\n".join(lines)))
         strip.update_shown = samples.update
-        strip.refresh()
+        strip.refresh(layout=True)
         width = max(20, body.content_size.width or self.size.width - 2)
         body.update(self._fitting(samples, width))
 
