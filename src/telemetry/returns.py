@@ -21,6 +21,11 @@ FINAL_EPISODES: Final = 20
 
 FINAL_RETURN: Final = f"final return (mean of the last {FINAL_EPISODES}+ episodes)"
 """The label of the figure wherever it is printed."""
+ROLLOUT_MEAN: Final = "rollout mean"
+"""The label of the latest rollout's figure: the mean return of the episodes that finished in
+it (with their min and max, labelled ``min…max``), which a live view follows."""
+BEST_ROLLOUT_MEAN: Final = "best rollout mean"
+"""The label of the highest rollout mean of the whole run."""
 
 
 def final_return(

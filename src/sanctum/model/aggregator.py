@@ -392,6 +392,7 @@ class SanctumAggregator:
             run.episode_return = p.episode_return_mean
             run.episode_return_min = p.episode_return_min
             run.episode_return_max = p.episode_return_max
+            run.episode_return_best = self.records.best_return
             run.episode_length = p.episode_length_mean
             run.episode_returns.append(p.episode_return_mean)
             run.episode_return_series.append(p.episode_return_mean)

@@ -40,6 +40,14 @@ class Connection(str, Enum):
     """``run_finished`` with status interrupted (Ctrl-C or a stop request)."""
 
 
+def progress_of(global_step: int | None, total_steps: int | None) -> float | None:
+    """Fraction of ``total_steps`` done, 0..1 (a run that overshoots its total, as a last
+    rollout may, reads 1); None without a total or a step. Every view's progress."""
+    if total_steps is None or global_step is None or total_steps <= 0:
+        return None
+    return min(1.0, global_step / total_steps)
+
+
 @dataclass(frozen=True, slots=True)
 class MetricSnapshot:
     """One PPO metric: latest value, recent history, longer series and its level."""
@@ -126,6 +134,9 @@ class RunFacts(Generic[Returns]):
     """Mean return of the latest rollout that finished an episode."""
     episode_return_min: float | None = None
     episode_return_max: float | None = None
+    episode_return_best: float | None = None
+    """The highest finite rollout mean of the whole run (:data:`telemetry.returns.
+    BEST_ROLLOUT_MEAN`), not only of the rollouts a series keeps."""
     episode_length: float | None = None
     episode_returns: Returns
     """Mean returns of the last HISTORY_LEN rollouts that finished an episode, oldest first."""
@@ -198,7 +209,7 @@ class RunFacts(Generic[Returns]):
         """Fraction of ``total_steps`` done, 0..1; None when the run declares no total."""
         if self.total_steps is None or self.global_step is None:
             return None
-        return min(1.0, self.global_step / self.total_steps)
+        return progress_of(self.global_step, self.total_steps)
 
     def elapsed(self, now: float) -> float | None:
         """Seconds since ``run_started``: to ``now`` while running, to the finish after."""

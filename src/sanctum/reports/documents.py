@@ -152,7 +152,7 @@ def run_facts(scan: LogScan) -> RunFactsReport:
         **kept,
         duration_seconds=run.elapsed(run.last_event_ts or 0.0),
         episode_return_final=scan.final_return,
-        episode_return_best=scan.best_return,
+        episode_return_best=run.episode_return_best,
         max_kl=agg.tamiyo.max_kl,
     )
 

@@ -26,6 +26,7 @@ from sanctum.formatting import (
 )
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
+from sanctum.model.snapshot import progress_of
 from sanctum.model.verdict import doubts, lost_counts
 from sanctum.reports.documents import (
     earlier_runs,
@@ -40,7 +41,7 @@ from sanctum.reports.documents import (
 from sanctum.reports.scan import LogScan, scan_log
 from sanctum.reports.table import GAP, right, table_lines
 from sanctum.text.run_table import Column
-from telemetry.returns import FINAL_RETURN
+from telemetry.returns import BEST_ROLLOUT_MEAN, FINAL_RETURN
 
 TEXT_LIST_LIMIT = 20
 """Early stops, anomalies and skipped lines printed in the text form (JSON lists what the
@@ -142,7 +143,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
         f"returns   {plural(r['episodes'], 'episode')}; {FINAL_RETURN} "
         f"{format_value(r['episode_return_final'], 2, 'none')}, "
-        f"best rollout mean {format_value(r['episode_return_best'], 2, 'none')}",
+        f"{BEST_ROLLOUT_MEAN} {format_value(r['episode_return_best'], 2, 'none')}",
         f"verdict   {doc['verdict_text']}{_so_far(doc)} (as sanctum check --fail-on "
         f"{doc['fail_on']}); latest update {doc['latest_verdict']}",
         *(f"doubt     {line}" for line in doc["doubts"]),
@@ -176,7 +177,9 @@ def _steps(global_step: int | None, total_steps: int | None) -> str:
         return "no step yet" + ("" if total_steps is None else f" of {total_steps} planned")
     if total_steps is None:
         return plural(global_step, "step")
-    return f"{global_step} / {total_steps} steps ({100 * global_step / total_steps:.0f}%)"
+    done = progress_of(global_step, total_steps)
+    share = "" if done is None else f" ({done:.0%})"
+    return f"{global_step} / {total_steps} steps{share}"
 
 
 def _unit(value: float | None, decimals: int, unit: str) -> str:

@@ -29,6 +29,7 @@ from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
+from telemetry.returns import BEST_ROLLOUT_MEAN, ROLLOUT_MEAN
 
 """KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
 
@@ -335,18 +336,19 @@ def facts_lines(snapshot: SanctumSnapshot, *, short_notes: bool = False) -> list
 
 
 def returns_lines(snapshot: SanctumSnapshot, width: int) -> list[str]:
-    """Mean return with its trend and range, a sparkline of the longer series, counts."""
+    """The latest rollout's mean return with its trend and its episodes' min..max, a
+    sparkline of the longer series, counts and the run's best rollout mean (the labels of
+    :mod:`telemetry.returns`, the same in every view)."""
     run = snapshot.run
     if run.episode_return is None:
         return ["no episode finished yet", f"episodes {format_count(run.episodes)}"]
     low, high = format_value(run.episode_return_min), format_value(run.episode_return_max)
-    best = max(run.episode_return_series, default=run.episode_return)
     return [
-        f"mean {format_value(run.episode_return)} {ARROWS[snapshot.return_direction]}"
-        f"  ({low}…{high})",
+        f"{ROLLOUT_MEAN} {format_value(run.episode_return)} {ARROWS[snapshot.return_direction]}"
+        f"  min…max {low}…{high}",
         sparkline(run.episode_return_series, width),
         f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}"
-        f"  best {format_value(best)}",
+        f"  {BEST_ROLLOUT_MEAN} {format_value(run.episode_return_best)}",
     ]
 
 

@@ -11,18 +11,23 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.formatting import dumps
+from sanctum.formatting import dumps, format_value
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.model.state import SERIES_LEN
 from sanctum.reports import check_report
 from sanctum.reports.check import run_check
+from sanctum.reports.once import once_text, read_snapshot
 from sanctum.reports.summary import TEXT_LIST_LIMIT, build_summary, format_text
-from telemetry.returns import FINAL_RETURN
+from telemetry.events import RolloutPayload
+from telemetry.returns import BEST_ROLLOUT_MEAN, FINAL_RETURN, ROLLOUT_MEAN
 from tests.sanctum.logs import (
+    CONFIG,
     HEALTHY,
     RunLog,
     append_after_each_read,
     early_stop_update,
     kl_breach,
+    ppo_update,
     write_run,
     write_two_runs,
 )
@@ -244,3 +249,40 @@ def test_a_final_value_its_rule_did_not_judge_is_marked_with_the_reason(tmp_path
     assert "* EV not judged: returns nearly constant" in lines
     kl = next(line for line in lines if line.startswith("approx_kl "))
     assert kl.split()[1:4] == ["0.0050"] * 3
+
+
+def test_each_return_figure_has_one_label_and_value_in_every_view(tmp_path: Path) -> None:
+    """The latest rollout's mean, its episodes' min..max and the run's best rollout mean
+    read with the same labels and figures in the dashboard's words (``--once``) and in
+    ``summary``; the best is the whole run's, even when it is older than the series a
+    live view keeps; progress past the total reads 100% in both."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    updates = SERIES_LEN + 5
+    for u in range(updates):
+        mean = 900.0 if u == 0 else 20.0 + u % 7  # the best, then out of the kept series
+        log.emit(
+            RolloutPayload(
+                update=u,
+                global_step=(u + 1) * 512,
+                episodes=2,
+                episode_return_mean=mean,
+                episode_return_min=mean - 5,
+                episode_return_max=mean + 5,
+            )
+        )
+        log.emit(ppo_update(u, global_step=(u + 1) * 512))
+    log.finish()
+    log.close()
+    doc = summary(path)
+    assert doc["run"]["episode_return_best"] == 900.0
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert f"{BEST_ROLLOUT_MEAN} 900.00" in text
+    once = " ".join(once_text(read_snapshot(path, DEFAULT_THRESHOLDS), path).split())
+    last = 20.0 + (updates - 1) % 7
+    low, high = format_value(last - 5), format_value(last + 5)
+    assert f"{ROLLOUT_MEAN} {format_value(last)}" in once and f"min…max {low}…{high}" in once
+    assert f"{BEST_ROLLOUT_MEAN} {format_value(900.0)}" in once
+    overshoot = f"({updates * 512 / CONFIG['total_steps']:.0%})"  # the steps past the total
+    assert "(100%)" in text and overshoot not in text

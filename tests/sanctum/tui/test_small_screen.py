@@ -23,6 +23,7 @@ from sanctum.tui.widgets.health_panel import HealthStatusPanel
 from sanctum.tui.widgets.kl_chart import MIN_WIDTH, POLICY_CAPTION, REFERENCE_CAPTION, KLChart
 from sanctum.tui.widgets.returns import EpisodeReturnPanel
 from sanctum.tui.widgets.rollouts_screen import HealthStrip, RolloutsScreen
+from telemetry.returns import BEST_ROLLOUT_MEAN
 from tests.sanctum.app_support import lively, region_lines, wait_until
 from tests.sanctum.logs import RunLog
 from tests.sanctum.recorded import RECORDED
@@ -108,8 +109,8 @@ async def test_nothing_on_the_main_screen_of_a_token_run_is_cut(
         assert "anomalies" in words(health)
         assert "completion_truncat " not in "\n".join(health)
         returns = region_lines(app, app.query_one(EpisodeReturnPanel))
-        best = format_value(max(snapshot.run.episode_return_series))
-        assert f"best {best}" in words(returns)
+        best = format_value(snapshot.run.episode_return_best)
+        assert f"{BEST_ROLLOUT_MEAN} {best}" in words(returns)
         assert not any(line.rstrip().endswith("…") for line in returns)
         chart = region_lines(app, app.query_one(KLChart))
         policy = next(line for line in chart if POLICY_CAPTION in line)
