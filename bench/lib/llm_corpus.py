@@ -231,17 +231,57 @@ WHY = {
 """Why each broken case's expected rules should fail it."""
 
 
+def _broken(
+    name: str,
+    settings: dict[str, Any],
+    described: tuple[str, tuple[str, ...], str, int],
+    quick: bool = False,
+    split: str = "tune",
+) -> LlmCase:
+    """A broken case: ours (token-level, seed 1 when tuned, 6 held out, PPO or for a held-out
+    run GRPO) or TRL's (seed 0 or 11, at :data:`HEALTHY_LR` unless ``settings`` say);
+    ``described``: in a few words, the expected rules, why, the onset."""
+    setting, expected, why, onset = described
+    held = split == "heldout"
+    if name.startswith("tokens-"):
+        config = "token_grpo.toml" if held else "token_ppo.toml"
+        seed = 6 if held else 1
+        return LlmCase(
+            name,
+            False,
+            "tokens",
+            settings,
+            setting,
+            expected,
+            why,
+            onset,
+            quick,
+            seed,
+            split=split,
+            config=config,
+        )
+    changes = {"learning_rate": HEALTHY_LR, **settings}
+    return LlmCase(
+        name,
+        False,
+        "trl",
+        changes,
+        setting,
+        expected,
+        why,
+        onset,
+        quick,
+        11 if held else 0,
+        split=split,
+    )
+
+
 def broken_cases() -> list[LlmCase]:
     """Each failure language-model RL runs into, with the rules that should see it."""
-    every = []
-    for name, settings, setting, expected, onset, quick in BROKEN:
-        tokens = name.startswith("tokens-")
-        trainer, seed = ("tokens", 1) if tokens else ("trl", 0)
-        changes = settings if tokens else {"learning_rate": HEALTHY_LR, **settings}
-        every.append(
-            LlmCase(name, False, trainer, changes, setting, expected, WHY[name], onset, quick, seed)
-        )
-    return every
+    return [
+        _broken(name, settings, (setting, expected, WHY[name], onset), quick)
+        for name, settings, setting, expected, onset, quick in BROKEN
+    ]
 
 
 HELDOUT_BROKEN: tuple[tuple[str, dict[str, Any], str, tuple[str, ...], int, str], ...] = (
@@ -296,29 +336,11 @@ HELDOUT_BROKEN: tuple[tuple[str, dict[str, Any], str, tuple[str, ...], int, str]
 
 
 def heldout_broken_cases() -> list[LlmCase]:
-    every = []
-    for name, settings, setting, expected, onset, why in HELDOUT_BROKEN:
-        tokens = name.startswith("tokens-")
-        trainer, seed = ("tokens", 6) if tokens else ("trl", 11)
-        changes = settings if tokens else {"learning_rate": HEALTHY_LR, **settings}
-        config = "token_grpo.toml" if tokens else "token_ppo.toml"
-        every.append(
-            LlmCase(
-                name,
-                False,
-                trainer,
-                changes,
-                setting,
-                expected,
-                why,
-                onset,
-                False,
-                seed,
-                split="heldout",
-                config=config,
-            )
-        )
-    return every
+    """The broken runs of the held-out split."""
+    return [
+        _broken(name, settings, (setting, expected, why, onset), split="heldout")
+        for name, settings, setting, expected, onset, why in HELDOUT_BROKEN
+    ]
 
 
 LEFT_OUT = {
