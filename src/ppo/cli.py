@@ -61,7 +61,6 @@ from ppo.run.messages import (
     listed,
     memory_line,
     out_of_memory,
-    plural,
     say,
     shown,
     summarize,
@@ -79,6 +78,7 @@ from telemetry.eventlog import LogInUse
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH, InputFileError
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
 from telemetry.returns import FINAL_RETURN
+from telemetry.text import plural
 
 EPILOG = f"""\
 examples:

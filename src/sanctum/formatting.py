@@ -24,7 +24,7 @@ import msgspec
 
 from telemetry.codec import spell_nonfinite
 from telemetry.events import PPOUpdatePayload, field_docs
-from telemetry.text import json_visible, visible, visible_lines
+from telemetry.text import json_visible, plural, visible, visible_lines
 
 __all__ = [
     "EMPTY_CELL",
@@ -147,11 +147,6 @@ def format_anomaly(metric: str, value: float | None, message: str) -> str:
     """``grad_norm = +Inf: optimizer step skipped``; an anomaly without a value omits it."""
     shown = "" if value is None else f" = {format_value(value)}"
     return f"{metric}{shown}: {message}"
-
-
-def plural(count: int, word: str) -> str:
-    """``1 update``, ``3 updates``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -75,3 +75,8 @@ def json_visible(json_text: str) -> str:
     if json_text.isprintable():
         return json_text
     return "".join(_json_escape(c) if c not in "\n\t\r" and is_hidden(c) else c for c in json_text)
+
+
+def plural(count: int, word: str) -> str:
+    """``1 update``, ``3 updates``: how every count is written, by ``ppo`` and ``sanctum``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"

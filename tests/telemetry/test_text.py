@@ -60,3 +60,16 @@ def test_the_cases_a_battery_found() -> None:
         "\\x1b]0;pwned\\x07\\x1b[2J\\u061c\\u2060\\u2064\\U000e0041\\xad\\ufffe\\uffff\\ud800"
     )
     assert visible("CartPole-v1 · 日本語 é ✓") == "CartPole-v1 · 日本語 é ✓"
+
+
+def test_a_count_is_written_one_way_for_ppo_and_sanctum() -> None:
+    import ppo.cli
+    import sanctum.formatting
+    from telemetry.text import plural
+
+    assert (plural(1, "update"), plural(0, "update"), plural(3, "step")) == (
+        "1 update",
+        "0 updates",
+        "3 steps",
+    )
+    assert sanctum.formatting.plural is plural and ppo.cli.plural is plural  # one home

@@ -25,12 +25,6 @@ DONE = "done: "
 """How the summary of a finished run begins (the done line, then where things are)."""
 
 
-def plural(count: int, word: str) -> str:
-    """``1 update``, ``3 updates``: every count ppo prints (the twin of sanctum's
-    ``sanctum.formatting.plural``, which ppo may not import)."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
-
-
 def shown(problem: BaseException | str) -> str:
     """``problem`` as ppo shows it: one escaped line (a ConfigError: one per field)."""
     if isinstance(problem, ConfigError):

@@ -17,7 +17,6 @@ from ppo.run.messages import (
     error,
     memory_line,
     out_of_memory,
-    plural,
     say,
     summarize,
 )
@@ -30,6 +29,7 @@ from ppo.tokens.trainer import TokenProgress, TokenTrainer, device_of
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
 from telemetry.recorder import EVENTS_FILE
+from telemetry.text import plural
 
 PROGRESS_EVERY = 10
 """Updates between two progress lines."""
