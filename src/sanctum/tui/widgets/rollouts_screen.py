@@ -51,27 +51,28 @@ from sanctum.text.rollouts import (
     update_line,
 )
 from sanctum.tui.widgets.base import KeyHints, SnapshotView, plain
-from sanctum.tui.widgets.display import set_text
+from sanctum.tui.widgets.display import ComponentStyles, set_text
 from telemetry.rollouts import ROLLOUTS_FILE
 
-LEVEL_STYLE: Final = {
-    Level.PENDING: "dim",
-    Level.HEALTHY: "green",
-    Level.WARNING: "bold yellow",
-    Level.CRITICAL: "bold red",
-}
-"""How a figure's band is coloured in the health strip."""
 STEP_BLOCKS: Final = 3
 """Rows of per-step columns shown per rollout at most; longer completions say how many
 tokens are left out (``sanctum rollouts`` prints every token)."""
 
 
 class HealthStrip(SnapshotView):
-    """The dashboard's verdict, the rules that fired, and the figures of the shown update."""
+    """The dashboard's verdict, the rules that fired, and the figures of the shown update
+    (each coloured by its band from the stylesheet, as the health panel's table is)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {f"health-strip--{level.value}" for level in Level}
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.update_shown: int | None = None
+        self._component = ComponentStyles(self)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._component.clear()
 
     def render(self) -> Text:
         return Text("\n", end="").join(self._lines(max(1, self.content_size.width)))
@@ -94,7 +95,7 @@ class HealthStrip(SnapshotView):
             if line and cell_len(line.plain + gap + figure) > width:
                 lines.append(line)
                 line, gap = Text(end=""), ""
-            line.append(gap + figure, style=LEVEL_STYLE[level])
+            line.append(gap + figure, style=self._component(f"health-strip--{level.value}"))
         lines.append(line)
         for text in lines:  # a figure wider than the strip: folded, never cut
             text.end = ""
