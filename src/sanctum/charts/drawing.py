@@ -31,7 +31,7 @@ from sanctum.charts.glyphs import (
     WARNING_LINE,
     bar_blocks,
 )
-from sanctum.charts.scale import decade_label
+from sanctum.charts.scale import decade_label, log_label
 from sanctum.formatting import format_value
 
 
@@ -213,7 +213,7 @@ class ThresholdChart:
             labels = {self.height - 1: format_value(0.0, self.decimals)}
             labels[0] = format_value(top, self.decimals)
         for threshold, row in self._threshold_rows(top):  # as short as the decades beside them
-            shown = f"{threshold:g}" if self.log else format_value(threshold, self.decimals)
+            shown = log_label(threshold) if self.log else format_value(threshold, self.decimals)
             labels[self.height - 1 - row] = shown
         return labels
 

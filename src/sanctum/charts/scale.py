@@ -57,10 +57,19 @@ class Scale:
         return values + [10.0**exponent for exponent in range(low + 1, high)]
 
 
+def log_label(value: float) -> str:
+    """A value (> 0) as every log axis labels it: as short as it is between 0.001 and 9999
+    (``0.6``, ``1000``), else ``1e-04``, ``2.5e-06``."""
+    exponent = math.floor(math.log10(value))
+    if -3 <= exponent <= 3:
+        return f"{value:g}"
+    return f"{value / 10.0**exponent:g}e{exponent:+03d}"
+
+
 def decade_label(value: float) -> str:
-    """A power of ten as every log axis labels it: ``1000``, ``0.001``, ``1e-04``."""
-    exponent = round(math.log10(value))
-    return f"{10.0**exponent:g}" if -3 <= exponent <= 3 else f"1e{exponent:+03d}"
+    """The power of ten nearest ``value`` as every log axis labels it: ``1000``, ``0.001``,
+    ``1e-04``."""
+    return log_label(10.0 ** round(math.log10(value)))
 
 
 def nice_step(raw: float) -> float:
