@@ -251,7 +251,7 @@ class PPOAgent:
             logp_old=mb.logp,
             entropy=entropy,
             values=values,
-            old_values=mb.values,
+            values_old=mb.values,
             returns=mb.returns,
             advantages=advantages,
             logp_ref=mb.logp_ref,

@@ -50,7 +50,7 @@ def loss_inputs(policy: ActorCritic, batch: Batch) -> LossInputs:
         logp_old=batch.logp,
         entropy=entropy,
         values=values,
-        old_values=batch.values,
+        values_old=batch.values,
         returns=batch.returns,
         advantages=batch.advantages,
         logp_ref=batch.logp_ref,
