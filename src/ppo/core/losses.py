@@ -79,7 +79,7 @@ class LossInputs:
     logp_old: Tensor
     entropy: Tensor
     values: Tensor
-    old_values: Tensor
+    values_old: Tensor
     returns: Tensor
     advantages: Tensor
     logp_ref: Tensor | None = None
@@ -169,12 +169,12 @@ def aggregate(loss: Tensor, mask: Tensor, mode: LossAggMode) -> Tensor:
 
 
 def value_loss(
-    values: Tensor, returns: Tensor, old_values: Tensor, clip_range_vf: float | None
+    values: Tensor, returns: Tensor, values_old: Tensor, clip_range_vf: float | None
 ) -> Tensor:
     """0.5 * squared error, pessimistic over the clipped prediction when clipping is on."""
     squared = (values - returns).square()
     if clip_range_vf is not None:
-        clipped = old_values + (values - old_values).clamp(-clip_range_vf, clip_range_vf)
+        clipped = values_old + (values - values_old).clamp(-clip_range_vf, clip_range_vf)
         squared = torch.maximum(squared, (clipped - returns).square())
     return 0.5 * squared.mean()
 
@@ -234,7 +234,7 @@ def ppo_loss(
     policy, surrogate = clipped_surrogate(
         log_ratio, inputs.advantages, config.clip_range, config.clip_ratio_c
     )
-    value = value_loss(inputs.values, inputs.returns, inputs.old_values, config.clip_range_vf)
+    value = value_loss(inputs.values, inputs.returns, inputs.values_old, config.clip_range_vf)
     entropy = inputs.entropy.mean()
     total = policy + config.vf_coef * value - ent_coef * entropy
     floor = entropy_penalty(entropy, config.min_entropy, config.min_entropy_coef)

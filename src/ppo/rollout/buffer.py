@@ -50,7 +50,7 @@ class Batch:
     returns: Tensor
     advantages: Tensor
     masks: Tensor | None = None
-    ref_logp: Tensor | None = None
+    logp_ref: Tensor | None = None
     """log pi_ref(a|s) of the frozen reference policy (None: no reference KL)."""
     measures: RolloutMeasures | None = None
     """The rollout's own measurements (a minibatch has none)."""
@@ -74,7 +74,7 @@ class Batch:
             returns=self.returns[index],
             advantages=self.advantages[index],
             masks=pick(self.masks),
-            ref_logp=pick(self.ref_logp),
+            logp_ref=pick(self.logp_ref),
         )
 
     def slice(self, start: int, stop: int) -> Batch:
@@ -132,12 +132,12 @@ class RolloutBuffer:
         obs, actions, masks = self._flat_samples(device)
         with torch.no_grad():
             logp = policy.distribution(obs, masks).log_prob(actions)
-        ref_logp = None if reference is None else ref.log_prob(reference, obs, actions, masks)
+        logp_ref = None if reference is None else ref.log_prob(reference, obs, actions, masks)
         values, next_values = self._values(policy, obs, last_obs, device)
         penalty = None
-        if reward_kl_coef is not None and ref_logp is not None:
+        if reward_kl_coef is not None and logp_ref is not None:
             per_sample = estimate(
-                ref_logp, logp, config.ref_kl_reward_estimator, config.log_ratio_clamp
+                logp_ref, logp, config.ref_kl_reward_estimator, config.log_ratio_clamp
             )
             penalty = reward_kl_coef * per_sample
         rewards, scale = self._shaped_rewards(penalty, scaler)
@@ -156,7 +156,7 @@ class RolloutBuffer:
             returns=on_device(returns.reshape(flat)),
             advantages=on_device(advantages.reshape(flat)),
             masks=masks,
-            ref_logp=ref_logp,
+            logp_ref=logp_ref,
             measures=RolloutMeasures(
                 td_errors=on_device(deltas.reshape(flat) * np.float32(scale or 1.0)),
                 reward_penalty=penalty,

@@ -251,10 +251,10 @@ class PPOAgent:
             logp_old=mb.logp,
             entropy=entropy,
             values=values,
-            old_values=mb.values,
+            values_old=mb.values,
             returns=mb.returns,
             advantages=advantages,
-            logp_ref=mb.ref_logp,
+            logp_ref=mb.logp_ref,
         )
         loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef, self.ref_kl_loss_coef)
         self.optimizer.zero_grad(set_to_none=True)

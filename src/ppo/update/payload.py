@@ -113,7 +113,7 @@ def reference_fields(
     cfg: PPOConfig, stats: UpdateStats, batch: Batch, context: PayloadContext
 ) -> ReferenceFields:
     """ref_kl whenever a reference is on; each use's coefficient and term when it is."""
-    if batch.ref_logp is None:
+    if batch.logp_ref is None:
         return ReferenceFields(
             ref_kl=None,
             ref_kl_coef=None,

@@ -28,7 +28,7 @@ def fixed_inputs(requires_grad: bool = True) -> LossInputs:
         logp_old=logp_old,
         entropy=torch.tensor([0.69, 0.60, 0.55, 0.40, 0.68, 0.50], requires_grad=requires_grad),
         values=torch.tensor([1.0, 0.5, -0.2, 2.0, 0.0, 1.5], requires_grad=requires_grad),
-        old_values=torch.tensor([0.9, 0.7, -0.1, 2.5, 0.1, 1.0]),
+        values_old=torch.tensor([0.9, 0.7, -0.1, 2.5, 0.1, 1.0]),
         returns=torch.tensor([1.5, 0.0, 0.3, 2.2, -1.0, 1.2]),
         advantages=torch.tensor([0.5, -1.0, 1.5, 0.2, -0.3, -2.0]),
     )

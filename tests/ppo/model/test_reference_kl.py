@@ -39,8 +39,8 @@ def distant(policy: ActorCritic, seed: int = 1) -> ActorCritic:
 
 def with_reference(batch: Batch, reference: ActorCritic) -> Batch:
     with torch.no_grad():
-        ref_logp = reference.distribution(batch.obs).log_prob(batch.actions)
-    return Batch(**{**batch.__dict__, "ref_logp": ref_logp})
+        logp_ref = reference.distribution(batch.obs).log_prob(batch.actions)
+    return Batch(**{**batch.__dict__, "logp_ref": logp_ref})
 
 
 def loss_inputs(policy: ActorCritic, batch: Batch) -> LossInputs:
@@ -50,10 +50,10 @@ def loss_inputs(policy: ActorCritic, batch: Batch) -> LossInputs:
         logp_old=batch.logp,
         entropy=entropy,
         values=values,
-        old_values=batch.values,
+        values_old=batch.values,
         returns=batch.returns,
         advantages=batch.advantages,
-        logp_ref=batch.ref_logp,
+        logp_ref=batch.logp_ref,
     )
 
 
@@ -67,7 +67,7 @@ def test_the_loss_with_a_reference_is_the_loss_without_it_plus_coef_times_the_kl
     without, parts_without = ppo_loss(loss_inputs(policy, batch), cfg, 0.01, 0.0, 0.0)
     inputs = loss_inputs(policy, batch)
     with_ref, parts = ppo_loss(inputs, cfg, 0.01, 0.0, 0.3)
-    by_hand = estimate(batch.ref_logp, inputs.logp_new.detach(), estimator).mean()  # type: ignore[arg-type]
+    by_hand = estimate(batch.logp_ref, inputs.logp_new.detach(), estimator).mean()  # type: ignore[arg-type]
     assert parts.ref_kl is not None and float(parts.ref_kl) == pytest.approx(float(by_hand))
     assert float(by_hand) > 0.01  # the two policies really differ
     total, plain = float(with_ref.detach()), float(without.detach())
@@ -182,8 +182,8 @@ def test_the_reward_penalty_per_step_is_coef_times_the_per_sample_estimate(
     c, reference, agent = rollout_with_reference(cfg)
     buf = c.buffer
     batch = buf.to_batch(c.policy, c.obs, cfg, reference, agent.reward_kl_coef)
-    assert batch.ref_logp is not None and batch.measures is not None
-    per_sample = estimate(batch.ref_logp, batch.logp, estimator)  # type: ignore[arg-type]
+    assert batch.logp_ref is not None and batch.measures is not None
+    per_sample = estimate(batch.logp_ref, batch.logp, estimator)  # type: ignore[arg-type]
     penalty = batch.measures.reward_penalty
     assert penalty is not None
     assert torch.allclose(penalty, 0.05 * per_sample, rtol=1e-6, atol=0)
