@@ -92,7 +92,7 @@ class Emitter:
         event_type = EVENT_FOR_PAYLOAD[type(payload)]
         with self._lock:  # seq order must equal publish order, even across threads
             seq = next(self._seq)
-            event: Event = event_type(  # type: ignore[assignment, call-arg]
+            event: Event = event_type(  # type: ignore[assignment]
                 run_id=self.run_id, seq=seq, ts=self._clock(), payload=payload
             )
             try:

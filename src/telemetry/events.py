@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal, NamedTuple, TypeAlias, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    Final,
+    Generic,
+    Literal,
+    NamedTuple,
+    TypeAlias,
+    TypeVar,
+    get_args,
+    get_origin,
+)
 
 import msgspec
 
@@ -756,58 +767,50 @@ class RunFinishedPayload(Payload, frozen=True, kw_only=True):
     ] = None
 
 
-class Envelope(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", gc=False):
-    """Fields every event carries, stamped by the Emitter."""
+P = TypeVar("P", bound=Payload)
+
+
+class Envelope(msgspec.Struct, Generic[P], frozen=True, kw_only=True, tag_field="type", gc=False):
+    """Fields every event carries, stamped by the Emitter, around its kind's payload."""
 
     run_id: Annotated[str, about("Identifier of the run, unique per log.")]
     seq: Annotated[int, about("1, 2, 3... per run, without gaps.")]
     ts: Annotated[float, about("Unix time when the event was emitted.", unit="s")]
+    payload: Annotated[P, about("What this kind of event records: its payload type's fields.")]
 
 
-class RunStarted(Envelope, frozen=True, kw_only=True, tag="run_started"):
+class RunStarted(Envelope[RunStartedPayload], frozen=True, tag="run_started"):
     """The run began; carries the schema version and the config."""
 
-    payload: RunStartedPayload
 
-
-class Rollout(Envelope, frozen=True, kw_only=True, tag="rollout"):
+class Rollout(Envelope[RolloutPayload], frozen=True, tag="rollout"):
     """A rollout was collected."""
 
-    payload: RolloutPayload
 
-
-class PPOUpdate(Envelope, frozen=True, kw_only=True, tag="ppo_update"):
+class PPOUpdate(Envelope[PPOUpdatePayload], frozen=True, tag="ppo_update"):
     """A PPO update finished."""
 
-    payload: PPOUpdatePayload
 
-
-class Anomaly(Envelope, frozen=True, kw_only=True, tag="anomaly"):
+class Anomaly(Envelope[AnomalyPayload], frozen=True, tag="anomaly"):
     """The trainer detected a problem."""
 
-    payload: AnomalyPayload
 
-
-class Heartbeat(Envelope, frozen=True, kw_only=True, tag="heartbeat"):
+class Heartbeat(Envelope[HeartbeatPayload], frozen=True, tag="heartbeat"):
     """The trainer is alive."""
 
-    payload: HeartbeatPayload
 
-
-class RunFinished(Envelope, frozen=True, kw_only=True, tag="run_finished"):
+class RunFinished(Envelope[RunFinishedPayload], frozen=True, tag="run_finished"):
     """The run ended."""
-
-    payload: RunFinishedPayload
 
 
 Event: TypeAlias = RunStarted | Rollout | PPOUpdate | Anomaly | Heartbeat | RunFinished
 """The tagged union of every kind in schema 1."""
 
-EVENT_TYPES: Final[tuple[type[Envelope], ...]] = get_args(Event)
+EVENT_TYPES: Final[tuple[type[Envelope[Any]], ...]] = get_args(Event)
 """The event classes, in the order of the union."""
 
-EVENT_FOR_PAYLOAD: Final[dict[type[Payload], type[Envelope]]] = {
-    field.type: cls
+EVENT_FOR_PAYLOAD: Final[dict[type[Payload], type[Envelope[Any]]]] = {
+    bare_type(field.type): cls
     for cls in EVENT_TYPES
     for field in msgspec.structs.fields(cls)
     if field.name == "payload"
@@ -815,7 +818,7 @@ EVENT_FOR_PAYLOAD: Final[dict[type[Payload], type[Envelope]]] = {
 """Which event class wraps which payload class."""
 
 
-def kind_of(event_type: type[Envelope]) -> str:
+def kind_of(event_type: type[Envelope[Any]]) -> str:
     """The snake-case tag of an event class, e.g. ``ppo_update``."""
     tag = event_type.__struct_config__.tag
     assert isinstance(tag, str)

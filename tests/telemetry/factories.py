@@ -47,11 +47,13 @@ class _Distinct:
         return t.cls(**fields)
 
 
-def full_event(event_type: type[Envelope], seq: int = 1) -> Event:
+def full_event(event_type: type[Envelope[Any]], seq: int = 1) -> Event:
     """An event of ``event_type`` whose payload sets every field to a non-default value."""
     info = mi.type_info(event_type)
     assert isinstance(info, mi.StructType)
     payload_type = next(f.type for f in info.fields if f.name == "payload")
+    if isinstance(payload_type, mi.Metadata):  # the envelope's definition of the field
+        payload_type = payload_type.type
     assert isinstance(payload_type, mi.StructType)
     payload = _Distinct().struct(payload_type)
     if isinstance(payload, RunStartedPayload):  # the one field whose value a reader checks

@@ -170,7 +170,7 @@ def test_the_check_takes_exactly_what_the_full_check_takes_and_writes_its_line(
 
 @pytest.mark.parametrize("kind", [t for t in EVENT_TYPES if t is not RunStarted])
 def test_every_kind_but_run_started_is_checked_by_its_null_free_twin(
-    kind: type[Envelope],
+    kind: type[Envelope[Any]],
 ) -> None:
     assert null_free_decoder(kind) is not None
 
