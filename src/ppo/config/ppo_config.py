@@ -94,7 +94,7 @@ class PPOConfig(Settings):
     )
     collective_timeout_seconds: float = setting(
         30.0,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Across processes: a rank that does not reach a collective within this long ends the run "
         "as failed, naming the rank (it must exceed the slowest rank's rollout).",
     )
@@ -126,15 +126,13 @@ class PPOConfig(Settings):
 
     # --- optimisation ---
     learning_rate: float = setting(
-        2.5e-4, valid.number(0, strict_low=True), "Adam learning rate at the start of training."
+        2.5e-4, valid.positive, "Adam learning rate at the start of training."
     )
     anneal_lr: bool = setting(
         True, valid.boolean, "Decay the learning rate linearly to 0 over the run."
     )
     adam_eps: float = setting(
-        1e-5,
-        valid.number(0, strict_low=True),
-        "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8).",
+        1e-5, valid.positive, "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."
     )
     update_epochs: int = setting(
         4,
@@ -148,13 +146,13 @@ class PPOConfig(Settings):
     )
     max_grad_norm: float | None = setting(
         0.5,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
     norm_adv: bool = setting(True, valid.boolean, "Normalise advantages per minibatch.")
     adv_std_min: float = setting(
         1e-8,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode.",
     )
 
@@ -172,7 +170,7 @@ class PPOConfig(Settings):
     # --- loss ---
     clip_range: float = setting(
         0.2,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range).",
     )
     clip_ratio_c: float | None = setting(
@@ -182,12 +180,12 @@ class PPOConfig(Settings):
     )
     clip_range_vf: float | None = setting(
         0.2,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip value predictions to old value +- this (CleanRL clip_vloss); none: off.",
     )
-    vf_coef: float = setting(0.5, valid.number(0), "Weight of the value loss.")
+    vf_coef: float = setting(0.5, valid.non_negative, "Weight of the value loss.")
     ent_coef: float = setting(
-        0.01, valid.number(0), "Entropy bonus coefficient at the start of training."
+        0.01, valid.non_negative, "Entropy bonus coefficient at the start of training."
     )
     ent_coef_final: float | None = setting(
         None,
@@ -199,7 +197,7 @@ class PPOConfig(Settings):
         valid.number(optional=True),
         "If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H).",
     )
-    min_entropy_coef: float = setting(1.0, valid.number(0), "Weight of the min-entropy penalty.")
+    min_entropy_coef: float = setting(1.0, valid.non_negative, "Weight of the min-entropy penalty.")
 
     # --- KL controls ---
     kl_estimator: KLEstimator = setting(  # noqa: RUF009
@@ -208,17 +206,17 @@ class PPOConfig(Settings):
         "Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop.",
     )
     kl_penalty_coefficient: float = setting(
-        0.0, valid.number(0), "Total loss += coefficient * approx_kl (0: no penalty)."
+        0.0, valid.non_negative, "Total loss += coefficient * approx_kl (0: no penalty)."
     )
     kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO "
         f"paper), within [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
     )
     max_kl: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor.",
     )
     early_stop_scope: EarlyStopScope = setting(  # noqa: RUF009
@@ -227,9 +225,7 @@ class PPOConfig(Settings):
         "`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
     )
     log_ratio_clamp: float = setting(
-        20.0,
-        valid.number(0, strict_low=True),
-        "Clamp log(pi_new / pi_old) to +- this before exp().",
+        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
     kl_final: bool = setting(
         True,
@@ -252,7 +248,7 @@ class PPOConfig(Settings):
     )
     ref_kl_loss_coef: float = setting(
         0.0,
-        valid.number(0),
+        valid.non_negative,
         "Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss).",
     )
     ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
@@ -270,12 +266,12 @@ class PPOConfig(Settings):
     )
     ref_kl_reward_coef: float = setting(
         0.001,
-        valid.number(0),
+        valid.non_negative,
         "Coefficient of the reward penalty at the start (verl's default 0.001).",
     )
     ref_kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt the reference-KL coefficients in force toward this ref_kl (the "
         "proportional controller of Ziegler et al. 2019), within "
         f"[{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
@@ -294,9 +290,7 @@ class PPOConfig(Settings):
         "each rollout, saved in checkpoints), then clip them to +-obs_clip.",
     )
     obs_clip: float = setting(
-        10.0,
-        valid.number(0, strict_low=True),
-        "With normalize_obs: the bound of a normalised observation.",
+        10.0, valid.positive, "With normalize_obs: the bound of a normalised observation."
     )
     normalize_returns: bool = setting(
         False,
@@ -306,7 +300,7 @@ class PPOConfig(Settings):
     )
     reward_clip: float | None = setting(
         10.0,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "With normalize_returns: clip the scaled rewards to +- this (none: no clipping).",
     )
 

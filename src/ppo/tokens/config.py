@@ -85,9 +85,7 @@ class TokenPPOConfig(Settings):
         valid.integer(0),
         "Supervised steps the example task trains first (the stand-in for a pretrained model).",
     )
-    warm_start_lr: float = setting(
-        3e-3, valid.number(0, strict_low=True), "Learning rate of the warm start."
-    )
+    warm_start_lr: float = setting(3e-3, valid.positive, "Learning rate of the warm start.")
 
     # --- generation ---
     max_new_tokens: int = setting(
@@ -95,7 +93,7 @@ class TokenPPOConfig(Settings):
     )
     temperature: float = setting(
         1.0,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Logits are divided by this, identically when sampling and when updating.",
     )
 
@@ -118,8 +116,8 @@ class TokenPPOConfig(Settings):
     )
 
     # --- optimisation ---
-    learning_rate: float = setting(3e-4, valid.number(0, strict_low=True), "Adam learning rate.")
-    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True), "Adam epsilon.")
+    learning_rate: float = setting(3e-4, valid.positive, "Adam learning rate.")
+    adam_eps: float = setting(1e-5, valid.positive, "Adam epsilon.")
     update_epochs: int = setting(
         4,
         valid.integer(1, MAX_UPDATE_EPOCHS),
@@ -130,7 +128,7 @@ class TokenPPOConfig(Settings):
     )
     max_grad_norm: float | None = setting(
         1.0,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
     norm_adv: bool = setting(
@@ -152,32 +150,32 @@ class TokenPPOConfig(Settings):
         "token-mean, seq-mean-token-sum or seq-mean-token-mean.",
     )
     adv_std_min: float = setting(
-        1e-8, valid.number(0, strict_low=True), "Advantages are divided by max(std, adv_std_min)."
+        1e-8, valid.positive, "Advantages are divided by max(std, adv_std_min)."
     )
 
     # --- loss ---
-    clip_range: float = setting(0.2, valid.number(0, strict_low=True), "PPO ratio clip.")
+    clip_range: float = setting(0.2, valid.positive, "PPO ratio clip.")
     vf_coef: float = setting(
-        0.5, valid.number(0), "token_ppo: weight of the value loss mean (V_t - R)^2."
+        0.5, valid.non_negative, "token_ppo: weight of the value loss mean (V_t - R)^2."
     )
-    ent_coef: float = setting(0.0, valid.number(0), "Entropy bonus coefficient.")
+    ent_coef: float = setting(0.0, valid.non_negative, "Entropy bonus coefficient.")
     kl_estimator: KLEstimator = setting(  # noqa: RUF009
         "k3", estimator_name, "Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."
     )
     max_kl: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Stop the update before a minibatch whose approx_kl exceeds this (none: never).",
     )
     log_ratio_clamp: float = setting(
-        20.0,
-        valid.number(0, strict_low=True),
-        "Clamp log(pi_new / pi_old) to +- this before exp().",
+        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
 
     # --- reference KL (a frozen copy of the warm-started model) ---
     ref_kl_loss_coef: float = setting(
-        0.0, valid.number(0), "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off)."
+        0.0,
+        valid.non_negative,
+        "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off).",
     )
     ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
         "low_var_kl",
@@ -186,7 +184,7 @@ class TokenPPOConfig(Settings):
     )
     ref_kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller).",
     )
     ref_kl_horizon: int = setting(

@@ -157,6 +157,15 @@ def test_every_field_has_a_validator_a_one_line_doc_and_what_it_allows(
     assert fields["max_kl"].allowed == "> 0 or none"
 
 
+def test_the_named_number_validators_enforce_and_list_the_bound_they_name() -> None:
+    assert valid.positive.allowed == "> 0" and valid.positive_or_none.allowed == "> 0 or none"
+    assert valid.non_negative.allowed == ">= 0"
+    assert valid.positive(0.0) == "must be finite and > 0, got 0.0"
+    assert valid.positive_or_none(None) is None and valid.positive(1e-8) is None
+    assert valid.non_negative(0.0) is None
+    assert valid.non_negative(-1.0) == "must be finite and >= 0, got -1.0"
+
+
 def test_overrides_parse_by_field_type() -> None:
     c = PPOConfig().with_overrides(
         [
