@@ -46,7 +46,8 @@ class PPOConfig(Settings):
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
     # Each field is declared once: its type, then its default, validator and one-line doc
-    # (``setting``), which ``ppo config`` lists.
+    # (``setting``), which ``ppo config`` lists. A bool or Literal field names no validator:
+    # its type gives it (``setting(default, doc=...)``).
     # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
     # Literal and KLEstimator aliases, hence its noqa on those fields.
 
@@ -69,8 +70,7 @@ class PPOConfig(Settings):
     )
     device: DeviceName = setting(  # noqa: RUF009
         "cpu",
-        valid.literal(DeviceName),
-        "Where the policy, its update and the reference run: cpu (the default: a small MLP "
+        doc="Where the policy, its update and the reference run: cpu (the default: a small MLP "
         "over vector observations trains fastest there, as SB3 also advises), auto (CUDA "
         "when torch sees a device, else the CPU) or cuda. The environments step on the CPU "
         "(on CUDA with a copy of the actor, refreshed after each update); across processes "
@@ -87,8 +87,7 @@ class PPOConfig(Settings):
     )
     rank_trace: bool = setting(
         False,
-        valid.boolean,
-        "Each process appends one line per update to `runs/<run>/ranks/rank<R>.jsonl`: its "
+        doc="Each process appends one line per update to `runs/<run>/ranks/rank<R>.jsonl`: its "
         "early-stop decision, the minibatches it completed and a checksum of its parameters, "
         "which must be the same on every rank (for debugging training across processes).",
     )
@@ -108,8 +107,7 @@ class PPOConfig(Settings):
     )
     vector_env: VectorKind = setting(  # noqa: RUF009
         "sync",
-        valid.literal(VectorKind),
-        "`sync`: all environments in this process (fastest for cheap ones like CartPole); "
+        doc="`sync`: all environments in this process (fastest for cheap ones like CartPole); "
         "`async`: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); `envpool`: "
         "EnvPool's C++ pool (the `envpool` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...).",
     )
@@ -119,18 +117,14 @@ class PPOConfig(Settings):
         0.95, valid.number(0, 1), "GAE lambda (bias-variance trade-off of the advantage)."
     )
     advantage_mode: AdvantageMode = setting(  # noqa: RUF009
-        "gae",
-        valid.literal(AdvantageMode),
-        "`gae`, or `episodic` for A = R - V with R the discounted return-to-go.",
+        "gae", doc="`gae`, or `episodic` for A = R - V with R the discounted return-to-go."
     )
 
     # --- optimisation ---
     learning_rate: float = setting(
         2.5e-4, valid.positive, "Adam learning rate at the start of training."
     )
-    anneal_lr: bool = setting(
-        True, valid.boolean, "Decay the learning rate linearly to 0 over the run."
-    )
+    anneal_lr: bool = setting(True, doc="Decay the learning rate linearly to 0 over the run.")
     adam_eps: float = setting(
         1e-5, valid.positive, "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."
     )
@@ -149,7 +143,7 @@ class PPOConfig(Settings):
         valid.positive_or_none,
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
-    norm_adv: bool = setting(True, valid.boolean, "Normalise advantages per minibatch.")
+    norm_adv: bool = setting(True, doc="Normalise advantages per minibatch.")
     adv_std_min: float = setting(
         1e-8,
         valid.positive,
@@ -164,7 +158,7 @@ class PPOConfig(Settings):
         "units.",
     )
     activation: Activation = setting(  # noqa: RUF009
-        "tanh", valid.literal(Activation), "Hidden activation."
+        "tanh", doc="Hidden activation."
     )
 
     # --- loss ---
@@ -221,16 +215,13 @@ class PPOConfig(Settings):
     )
     early_stop_scope: EarlyStopScope = setting(  # noqa: RUF009
         "minibatch",
-        valid.literal(EarlyStopScope),
-        "`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
+        doc="`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
     )
     log_ratio_clamp: float = setting(
         20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
     kl_final: bool = setting(
-        True,
-        valid.boolean,
-        "Also measure the estimator on the whole batch after the last step (one forward).",
+        True, doc="Also measure the estimator on the whole batch after the last step (one forward)."
     )
 
     # --- fine-tuning: KL to a frozen reference policy (the RLHF setting) ---
@@ -257,9 +248,7 @@ class PPOConfig(Settings):
         "Estimator of the reference KL in the loss, and of the reported ref_kl.",
     )
     ref_kl_in_reward: bool = setting(
-        False,
-        valid.boolean,
-        "Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards.",
+        False, doc="Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."
     )
     ref_kl_reward_estimator: KLEstimator = setting(  # noqa: RUF009
         "k1", estimator_name, "Estimator of the per-sample reward penalty (verl's default: k1)."
@@ -285,17 +274,15 @@ class PPOConfig(Settings):
     # --- normalisation (continuous control) ---
     normalize_obs: bool = setting(
         False,
-        valid.boolean,
-        "Centre observations and divide them by their running standard deviation (updated after "
-        "each rollout, saved in checkpoints), then clip them to +-obs_clip.",
+        doc="Centre observations and divide them by their running standard deviation (updated "
+        "after each rollout, saved in checkpoints), then clip them to +-obs_clip.",
     )
     obs_clip: float = setting(
         10.0, valid.positive, "With normalize_obs: the bound of a normalised observation."
     )
     normalize_returns: bool = setting(
         False,
-        valid.boolean,
-        "Divide rewards by the running standard deviation of the discounted return, so value "
+        doc="Divide rewards by the running standard deviation of the discounted return, so value "
         "targets have unit scale; reported returns, values and TD errors stay unnormalised.",
     )
     reward_clip: float | None = setting(

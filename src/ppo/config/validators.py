@@ -118,6 +118,17 @@ def _boolean(value: Any) -> str | None:
 boolean = Validator("true or false", _boolean)
 
 
+def of_type(tp: Any) -> Validator | None:
+    """The validator an annotation implies, where it says all there is to check: ``bool``
+    is :data:`boolean`, a ``Literal`` is :func:`literal` of its names; None for any other
+    type (its field must name a validator)."""
+    if tp is bool:
+        return boolean
+    if typing.get_origin(tp) is typing.Literal:
+        return literal(tp)
+    return None
+
+
 def _text(value: Any) -> str | None:
     ok = isinstance(value, str) and value
     return None if ok else f"must be a non-empty string, got {value!r}"

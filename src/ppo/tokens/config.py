@@ -35,8 +35,7 @@ class TokenPPOConfig(Settings):
     # --- run ---
     algorithm: Algorithm = setting(  # noqa: RUF009
         "token_ppo",
-        valid.literal(Algorithm),
-        "Marks a TOML file as token-level: token_ppo (PPO with the model's value head) or "
+        doc="Marks a TOML file as token-level: token_ppo (PPO with the model's value head) or "
         "grpo (group-relative advantages, no critic).",
     )
     task: str = setting(
@@ -70,15 +69,13 @@ class TokenPPOConfig(Settings):
     )
     device: DeviceName = setting(  # noqa: RUF009
         "auto",
-        valid.literal(DeviceName),
-        "Where the policy, the reference, generation and the update run: auto (CUDA when "
+        doc="Where the policy, the reference, generation and the update run: auto (CUDA when "
         "torch sees a device, else the CPU), cpu or cuda. The task's reader and the reward "
         "stay on the CPU; run_started's config records the device used (device_used).",
     )
     precision: Precision = setting(  # noqa: RUF009
         "fp32",
-        valid.literal(Precision),
-        "Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
+        doc="Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
     )
     warm_start_steps: int = setting(
         550,
@@ -133,20 +130,17 @@ class TokenPPOConfig(Settings):
     )
     norm_adv: bool = setting(
         True,
-        valid.boolean,
-        "token_ppo: normalise advantages over each minibatch's generated tokens (grpo "
+        doc="token_ppo: normalise advantages over each minibatch's generated tokens (grpo "
         "normalises within each group instead: scale_rewards).",
     )
     scale_rewards: bool = setting(
         True,
-        valid.boolean,
-        "grpo: divide each group's centred rewards by the group's standard deviation (false: "
+        doc="grpo: divide each group's centred rewards by the group's standard deviation (false: "
         "only centred, the Dr. GRPO variant).",
     )
     loss_agg_mode: LossAggMode = setting(  # noqa: RUF009
         "token-mean",
-        valid.literal(LossAggMode),
-        "How the per-token policy and reference-KL losses become one (verl's loss_agg_mode): "
+        doc="How the per-token policy and reference-KL losses become one (verl's loss_agg_mode): "
         "token-mean, seq-mean-token-sum or seq-mean-token-mean.",
     )
     adv_std_min: float = setting(
