@@ -46,7 +46,8 @@ class PPOConfig(Settings):
     """Hyperparameters of one PPO run (CleanRL CartPole defaults)."""
 
     # Each field is declared once: its type, then its default, validator and one-line doc
-    # (``setting``), which ``ppo config`` lists.
+    # (``setting``), which ``ppo config`` lists. A bool or Literal field names no validator:
+    # its type gives it (``setting(default, doc=...)``).
     # setting() returns a dataclasses.field; ruff's RUF009 cannot see that through the
     # Literal and KLEstimator aliases, hence its noqa on those fields.
 
@@ -69,8 +70,7 @@ class PPOConfig(Settings):
     )
     device: DeviceName = setting(  # noqa: RUF009
         "cpu",
-        valid.literal(DeviceName),
-        "Where the policy, its update and the reference run: cpu (the default: a small MLP "
+        doc="Where the policy, its update and the reference run: cpu (the default: a small MLP "
         "over vector observations trains fastest there, as SB3 also advises), auto (CUDA "
         "when torch sees a device, else the CPU) or cuda. The environments step on the CPU "
         "(on CUDA with a copy of the actor, refreshed after each update); across processes "
@@ -87,14 +87,13 @@ class PPOConfig(Settings):
     )
     rank_trace: bool = setting(
         False,
-        valid.boolean,
-        "Each process appends one line per update to `runs/<run>/ranks/rank<R>.jsonl`: its "
+        doc="Each process appends one line per update to `runs/<run>/ranks/rank<R>.jsonl`: its "
         "early-stop decision, the minibatches it completed and a checksum of its parameters, "
         "which must be the same on every rank (for debugging training across processes).",
     )
     collective_timeout_seconds: float = setting(
         30.0,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Across processes: a rank that does not reach a collective within this long ends the run "
         "as failed, naming the rank (it must exceed the slowest rank's rollout).",
     )
@@ -108,8 +107,7 @@ class PPOConfig(Settings):
     )
     vector_env: VectorKind = setting(  # noqa: RUF009
         "sync",
-        valid.literal(VectorKind),
-        "`sync`: all environments in this process (fastest for cheap ones like CartPole); "
+        doc="`sync`: all environments in this process (fastest for cheap ones like CartPole); "
         "`async`: one subprocess each (Gymnasium's AsyncVectorEnv, for heavy ones); `envpool`: "
         "EnvPool's C++ pool (the `envpool` extra; CartPole, Acrobot, Pendulum, MuJoCo, ...).",
     )
@@ -119,22 +117,16 @@ class PPOConfig(Settings):
         0.95, valid.number(0, 1), "GAE lambda (bias-variance trade-off of the advantage)."
     )
     advantage_mode: AdvantageMode = setting(  # noqa: RUF009
-        "gae",
-        valid.literal(AdvantageMode),
-        "`gae`, or `episodic` for A = R - V with R the discounted return-to-go.",
+        "gae", doc="`gae`, or `episodic` for A = R - V with R the discounted return-to-go."
     )
 
     # --- optimisation ---
     learning_rate: float = setting(
-        2.5e-4, valid.number(0, strict_low=True), "Adam learning rate at the start of training."
+        2.5e-4, valid.positive, "Adam learning rate at the start of training."
     )
-    anneal_lr: bool = setting(
-        True, valid.boolean, "Decay the learning rate linearly to 0 over the run."
-    )
+    anneal_lr: bool = setting(True, doc="Decay the learning rate linearly to 0 over the run.")
     adam_eps: float = setting(
-        1e-5,
-        valid.number(0, strict_low=True),
-        "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8).",
+        1e-5, valid.positive, "Adam epsilon (CleanRL uses 1e-5, not torch's 1e-8)."
     )
     update_epochs: int = setting(
         4,
@@ -148,13 +140,13 @@ class PPOConfig(Settings):
     )
     max_grad_norm: float | None = setting(
         0.5,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
-    norm_adv: bool = setting(True, valid.boolean, "Normalise advantages per minibatch.")
+    norm_adv: bool = setting(True, doc="Normalise advantages per minibatch.")
     adv_std_min: float = setting(
         1e-8,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Advantages are divided by max(std, adv_std_min) so a flat batch cannot explode.",
     )
 
@@ -166,13 +158,13 @@ class PPOConfig(Settings):
         "units.",
     )
     activation: Activation = setting(  # noqa: RUF009
-        "tanh", valid.literal(Activation), "Hidden activation."
+        "tanh", doc="Hidden activation."
     )
 
     # --- loss ---
     clip_range: float = setting(
         0.2,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "PPO ratio clip: surrogate uses clip(r, 1 - clip_range, 1 + clip_range).",
     )
     clip_ratio_c: float | None = setting(
@@ -182,12 +174,12 @@ class PPOConfig(Settings):
     )
     clip_range_vf: float | None = setting(
         0.2,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip value predictions to old value +- this (CleanRL clip_vloss); none: off.",
     )
-    vf_coef: float = setting(0.5, valid.number(0), "Weight of the value loss.")
+    vf_coef: float = setting(0.5, valid.non_negative, "Weight of the value loss.")
     ent_coef: float = setting(
-        0.01, valid.number(0), "Entropy bonus coefficient at the start of training."
+        0.01, valid.non_negative, "Entropy bonus coefficient at the start of training."
     )
     ent_coef_final: float | None = setting(
         None,
@@ -199,7 +191,7 @@ class PPOConfig(Settings):
         valid.number(optional=True),
         "If set, penalise mean entropy below this (nats): min_entropy_coef * relu(min - H).",
     )
-    min_entropy_coef: float = setting(1.0, valid.number(0), "Weight of the min-entropy penalty.")
+    min_entropy_coef: float = setting(1.0, valid.non_negative, "Weight of the min-entropy penalty.")
 
     # --- KL controls ---
     kl_estimator: KLEstimator = setting(  # noqa: RUF009
@@ -208,33 +200,28 @@ class PPOConfig(Settings):
         "Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop.",
     )
     kl_penalty_coefficient: float = setting(
-        0.0, valid.number(0), "Total loss += coefficient * approx_kl (0: no penalty)."
+        0.0, valid.non_negative, "Total loss += coefficient * approx_kl (0: no penalty)."
     )
     kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO "
         f"paper), within [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
     )
     max_kl: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor.",
     )
     early_stop_scope: EarlyStopScope = setting(  # noqa: RUF009
         "minibatch",
-        valid.literal(EarlyStopScope),
-        "`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
+        doc="`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
     )
     log_ratio_clamp: float = setting(
-        20.0,
-        valid.number(0, strict_low=True),
-        "Clamp log(pi_new / pi_old) to +- this before exp().",
+        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
     kl_final: bool = setting(
-        True,
-        valid.boolean,
-        "Also measure the estimator on the whole batch after the last step (one forward).",
+        True, doc="Also measure the estimator on the whole batch after the last step (one forward)."
     )
 
     # --- fine-tuning: KL to a frozen reference policy (the RLHF setting) ---
@@ -252,7 +239,7 @@ class PPOConfig(Settings):
     )
     ref_kl_loss_coef: float = setting(
         0.0,
-        valid.number(0),
+        valid.non_negative,
         "Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss).",
     )
     ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
@@ -261,21 +248,19 @@ class PPOConfig(Settings):
         "Estimator of the reference KL in the loss, and of the reported ref_kl.",
     )
     ref_kl_in_reward: bool = setting(
-        False,
-        valid.boolean,
-        "Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards.",
+        False, doc="Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."
     )
     ref_kl_reward_estimator: KLEstimator = setting(  # noqa: RUF009
         "k1", estimator_name, "Estimator of the per-sample reward penalty (verl's default: k1)."
     )
     ref_kl_reward_coef: float = setting(
         0.001,
-        valid.number(0),
+        valid.non_negative,
         "Coefficient of the reward penalty at the start (verl's default 0.001).",
     )
     ref_kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt the reference-KL coefficients in force toward this ref_kl (the "
         "proportional controller of Ziegler et al. 2019), within "
         f"[{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
@@ -289,24 +274,20 @@ class PPOConfig(Settings):
     # --- normalisation (continuous control) ---
     normalize_obs: bool = setting(
         False,
-        valid.boolean,
-        "Centre observations and divide them by their running standard deviation (updated after "
-        "each rollout, saved in checkpoints), then clip them to +-obs_clip.",
+        doc="Centre observations and divide them by their running standard deviation (updated "
+        "after each rollout, saved in checkpoints), then clip them to +-obs_clip.",
     )
     obs_clip: float = setting(
-        10.0,
-        valid.number(0, strict_low=True),
-        "With normalize_obs: the bound of a normalised observation.",
+        10.0, valid.positive, "With normalize_obs: the bound of a normalised observation."
     )
     normalize_returns: bool = setting(
         False,
-        valid.boolean,
-        "Divide rewards by the running standard deviation of the discounted return, so value "
+        doc="Divide rewards by the running standard deviation of the discounted return, so value "
         "targets have unit scale; reported returns, values and TD errors stay unnormalised.",
     )
     reward_clip: float | None = setting(
         10.0,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "With normalize_returns: clip the scaled rewards to +- this (none: no clipping).",
     )
 

@@ -61,14 +61,41 @@ _T = TypeVar("_T")
 _S = TypeVar("_S", bound="Settings")
 
 
-def setting(default: _T, validator: valid.Validator, doc: str) -> _T:
+@typing.overload
+def setting(default: _T, validator: valid.Validator, doc: str) -> _T: ...
+
+
+@typing.overload
+def setting(default: _T, *, doc: str) -> _T: ...
+
+
+def setting(default: Any, validator: valid.Validator | None = None, doc: str = "") -> Any:
     """A config field's default, its validator and its one-line doc, declared together on
-    the field (``ppo config`` lists all three)."""
-    return dataclasses.field(default=default, metadata={"validator": validator, "doc": doc})
+    the field (``ppo config`` lists all three). Without a validator, the field's annotation
+    gives it (:func:`ppo.config.validators.of_type`: a ``bool``, a ``Literal``) when its
+    :class:`Settings` class is defined; an annotation that implies none is a TypeError
+    there."""
+    metadata = {"doc": doc} if validator is None else {"validator": validator, "doc": doc}
+    return dataclasses.field(default=default, metadata=metadata)
 
 
 class Settings:
     """Loading, overriding and validation shared by every config dataclass."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Gives each field declared without a validator the one its annotation implies,
+        before ``@dataclass`` reads the fields."""
+        super().__init_subclass__(**kwargs)
+        hints = typing.get_type_hints(cls)
+        for name, spec in list(vars(cls).items()):
+            if isinstance(spec, dataclasses.Field) and "validator" not in spec.metadata:
+                derived = valid.of_type(hints[name])
+                if derived is None:
+                    raise TypeError(
+                        f"{cls.__name__}.{name}: no validator derives from {hints[name]!r}; "
+                        "name one"
+                    )
+                setattr(cls, name, setting(spec.default, derived, spec.metadata["doc"]))
 
     def __post_init__(self) -> None:
         errors = self.problems()

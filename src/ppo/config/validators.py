@@ -65,6 +65,14 @@ def number(
     return Validator(f"{allowed} or none" if optional else allowed, rule)
 
 
+positive = number(0, strict_low=True)
+"""A finite number > 0 (a rate, a scale, a bound, a duration)."""
+positive_or_none = number(0, strict_low=True, optional=True)
+"""A finite number > 0, or none (the setting is off)."""
+non_negative = number(0)
+"""A finite number >= 0 (a coefficient, 0 meaning off)."""
+
+
 def integer(low: int, high: int | None = None) -> Validator:
     """An integer in [low, high] (``high`` None: no upper bound)."""
     bound = f">= {low}" if high is None else f"[{low}, {high}]"
@@ -108,6 +116,17 @@ def _boolean(value: Any) -> str | None:
 
 
 boolean = Validator("true or false", _boolean)
+
+
+def of_type(tp: Any) -> Validator | None:
+    """The validator an annotation implies, where it says all there is to check: ``bool``
+    is :data:`boolean`, a ``Literal`` is :func:`literal` of its names; None for any other
+    type (its field must name a validator)."""
+    if tp is bool:
+        return boolean
+    if typing.get_origin(tp) is typing.Literal:
+        return literal(tp)
+    return None
 
 
 def _text(value: Any) -> str | None:

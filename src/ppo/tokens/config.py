@@ -35,8 +35,7 @@ class TokenPPOConfig(Settings):
     # --- run ---
     algorithm: Algorithm = setting(  # noqa: RUF009
         "token_ppo",
-        valid.literal(Algorithm),
-        "Marks a TOML file as token-level: token_ppo (PPO with the model's value head) or "
+        doc="Marks a TOML file as token-level: token_ppo (PPO with the model's value head) or "
         "grpo (group-relative advantages, no critic).",
     )
     task: str = setting(
@@ -70,24 +69,20 @@ class TokenPPOConfig(Settings):
     )
     device: DeviceName = setting(  # noqa: RUF009
         "auto",
-        valid.literal(DeviceName),
-        "Where the policy, the reference, generation and the update run: auto (CUDA when "
+        doc="Where the policy, the reference, generation and the update run: auto (CUDA when "
         "torch sees a device, else the CPU), cpu or cuda. The task's reader and the reward "
         "stay on the CPU; run_started's config records the device used (device_used).",
     )
     precision: Precision = setting(  # noqa: RUF009
         "fp32",
-        valid.literal(Precision),
-        "Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
+        doc="Forwards in fp32, or under bf16 autocast (log-probabilities and losses in fp32).",
     )
     warm_start_steps: int = setting(
         550,
         valid.integer(0),
         "Supervised steps the example task trains first (the stand-in for a pretrained model).",
     )
-    warm_start_lr: float = setting(
-        3e-3, valid.number(0, strict_low=True), "Learning rate of the warm start."
-    )
+    warm_start_lr: float = setting(3e-3, valid.positive, "Learning rate of the warm start.")
 
     # --- generation ---
     max_new_tokens: int = setting(
@@ -95,7 +90,7 @@ class TokenPPOConfig(Settings):
     )
     temperature: float = setting(
         1.0,
-        valid.number(0, strict_low=True),
+        valid.positive,
         "Logits are divided by this, identically when sampling and when updating.",
     )
 
@@ -118,8 +113,8 @@ class TokenPPOConfig(Settings):
     )
 
     # --- optimisation ---
-    learning_rate: float = setting(3e-4, valid.number(0, strict_low=True), "Adam learning rate.")
-    adam_eps: float = setting(1e-5, valid.number(0, strict_low=True), "Adam epsilon.")
+    learning_rate: float = setting(3e-4, valid.positive, "Adam learning rate.")
+    adam_eps: float = setting(1e-5, valid.positive, "Adam epsilon.")
     update_epochs: int = setting(
         4,
         valid.integer(1, MAX_UPDATE_EPOCHS),
@@ -130,54 +125,51 @@ class TokenPPOConfig(Settings):
     )
     max_grad_norm: float | None = setting(
         1.0,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Clip the global gradient norm to this (none: no clipping; the norm is still measured).",
     )
     norm_adv: bool = setting(
         True,
-        valid.boolean,
-        "token_ppo: normalise advantages over each minibatch's generated tokens (grpo "
+        doc="token_ppo: normalise advantages over each minibatch's generated tokens (grpo "
         "normalises within each group instead: scale_rewards).",
     )
     scale_rewards: bool = setting(
         True,
-        valid.boolean,
-        "grpo: divide each group's centred rewards by the group's standard deviation (false: "
+        doc="grpo: divide each group's centred rewards by the group's standard deviation (false: "
         "only centred, the Dr. GRPO variant).",
     )
     loss_agg_mode: LossAggMode = setting(  # noqa: RUF009
         "token-mean",
-        valid.literal(LossAggMode),
-        "How the per-token policy and reference-KL losses become one (verl's loss_agg_mode): "
+        doc="How the per-token policy and reference-KL losses become one (verl's loss_agg_mode): "
         "token-mean, seq-mean-token-sum or seq-mean-token-mean.",
     )
     adv_std_min: float = setting(
-        1e-8, valid.number(0, strict_low=True), "Advantages are divided by max(std, adv_std_min)."
+        1e-8, valid.positive, "Advantages are divided by max(std, adv_std_min)."
     )
 
     # --- loss ---
-    clip_range: float = setting(0.2, valid.number(0, strict_low=True), "PPO ratio clip.")
+    clip_range: float = setting(0.2, valid.positive, "PPO ratio clip.")
     vf_coef: float = setting(
-        0.5, valid.number(0), "token_ppo: weight of the value loss mean (V_t - R)^2."
+        0.5, valid.non_negative, "token_ppo: weight of the value loss mean (V_t - R)^2."
     )
-    ent_coef: float = setting(0.0, valid.number(0), "Entropy bonus coefficient.")
+    ent_coef: float = setting(0.0, valid.non_negative, "Entropy bonus coefficient.")
     kl_estimator: KLEstimator = setting(  # noqa: RUF009
         "k3", estimator_name, "Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."
     )
     max_kl: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "Stop the update before a minibatch whose approx_kl exceeds this (none: never).",
     )
     log_ratio_clamp: float = setting(
-        20.0,
-        valid.number(0, strict_low=True),
-        "Clamp log(pi_new / pi_old) to +- this before exp().",
+        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
 
     # --- reference KL (a frozen copy of the warm-started model) ---
     ref_kl_loss_coef: float = setting(
-        0.0, valid.number(0), "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off)."
+        0.0,
+        valid.non_negative,
+        "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off).",
     )
     ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
         "low_var_kl",
@@ -186,7 +178,7 @@ class TokenPPOConfig(Settings):
     )
     ref_kl_target: float | None = setting(
         None,
-        valid.number(0, strict_low=True, optional=True),
+        valid.positive_or_none,
         "If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller).",
     )
     ref_kl_horizon: int = setting(

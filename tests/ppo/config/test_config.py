@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
 from ppo.config import ConfigError, PPOConfig
 from ppo.config import validators as valid
 from ppo.config.limits import MAX_SEED
-from ppo.config.settings import Settings
+from ppo.config.settings import Settings, setting
 from ppo.core.kl import ESTIMATORS
 from ppo.tokens.config import TokenPPOConfig
 from telemetry.files import InputFileError
@@ -155,6 +156,40 @@ def test_every_field_has_a_validator_a_one_line_doc_and_what_it_allows(
     assert fields["seed"].allowed == f"[0, {MAX_SEED}]"
     assert fields["seed"](MAX_SEED + 1) is not None and fields["seed"](MAX_SEED) is None
     assert fields["max_kl"].allowed == "> 0 or none"
+
+
+def test_a_field_declared_without_a_validator_takes_the_one_its_annotation_implies() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Derived(Settings):
+        flag: bool = setting(False, doc="A flag.")
+        mode: Literal["fast", "slow"] = setting("fast", doc="A mode.")
+
+    fields = {f.name: f.metadata for f in dataclasses.fields(Derived)}
+    assert fields["flag"]["validator"] is valid.boolean and fields["flag"]["doc"] == "A flag."
+    assert fields["mode"]["validator"].allowed == "one of fast, slow"
+    with pytest.raises(ConfigError) as refused:
+        Derived.from_mapping({"flag": "maybe", "mode": "medium"})
+    assert refused.value.errors == (
+        "flag must be true or false, got 'maybe'",
+        "mode must be one of fast, slow, got 'medium'",
+    )
+
+
+def test_a_field_whose_annotation_implies_no_validator_must_name_one() -> None:
+    with pytest.raises(TypeError, match=r"Bare\.count: no validator derives from <class 'int'>"):
+
+        @dataclasses.dataclass(frozen=True)
+        class Bare(Settings):
+            count: int = setting(1, doc="A count.")
+
+
+def test_the_named_number_validators_enforce_and_list_the_bound_they_name() -> None:
+    assert valid.positive.allowed == "> 0" and valid.positive_or_none.allowed == "> 0 or none"
+    assert valid.non_negative.allowed == ">= 0"
+    assert valid.positive(0.0) == "must be finite and > 0, got 0.0"
+    assert valid.positive_or_none(None) is None and valid.positive(1e-8) is None
+    assert valid.non_negative(0.0) is None
+    assert valid.non_negative(-1.0) == "must be finite and >= 0, got -1.0"
 
 
 def test_overrides_parse_by_field_type() -> None:
