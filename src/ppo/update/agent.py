@@ -35,7 +35,7 @@ from ppo.distributed.world import SINGLE, World
 from ppo.model.policy import ActorCritic
 from ppo.rollout.buffer import Batch
 from ppo.update.payload import PayloadContext, build_payload
-from ppo.update.state import SkippedStep, UpdateState, anomalies
+from ppo.update.state import InForce, SkippedStep, UpdateState, anomalies
 from ppo.update.stats import (
     COLUMNS,
     WIDTH,
@@ -119,19 +119,22 @@ class PPOAgent:
         """Run one PPO update on ``batch`` and summarise it."""
         started = time.perf_counter()
         cfg = self.config
-        state = UpdateState(
+        in_force = InForce(
             update=update,
             global_step=global_step,
             learning_rate=cfg.learning_rate_at(update),
-            ent_coef=cfg.ent_coef_at(update),
+            entropy_coef=cfg.ent_coef_at(update),
             kl_coef=self.kl_coef,
+        )
+        state = UpdateState(
+            in_force,
             stats=torch.full(
                 (cfg.update_epochs * cfg.num_minibatches, WIDTH), math.nan, device=self.device
             ),
             planned=cfg.update_epochs * cfg.num_minibatches,
         )
         for group in self.optimizer.param_groups:
-            group["lr"] = state.learning_rate
+            group["lr"] = in_force["learning_rate"]
         rollout = RolloutStats.measure(self._global_rollout(batch))
         for epoch in range(cfg.update_epochs):
             state.epochs_started += 1
@@ -195,8 +198,9 @@ class PPOAgent:
         row = epoch * cfg.num_minibatches + minibatch
         if self.on_minibatch is not None:
             self.on_minibatch()
-        with self.world.guarded(f"update {state.update} gradients"):
-            breakdown, norms = self._forward_backward(mb, state.ent_coef, state.kl_coef)
+        update = state.in_force["update"]
+        with self.world.guarded(f"update {update} gradients"):
+            breakdown, norms = self._forward_backward(mb, state.in_force)
         state.stats[row] = MinibatchStats.measure(breakdown, norms).row()
         state.evaluated = row + 1
         # Across processes the KL, loss and norm are means over ranks (a NaN anywhere is NaN
@@ -204,7 +208,7 @@ class PPOAgent:
         local = torch.stack(
             [breakdown.approx_kl.detach(), breakdown.total_loss.detach(), norms.total]
         )
-        decide: list[float] = self.world.mean(local, f"update {state.update} decision").tolist()
+        decide: list[float] = self.world.mean(local, f"update {update} decision").tolist()
         kl, loss, norm = decide
         if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
             state.stop = self._early_stop(epoch, minibatch, kl)
@@ -239,9 +243,7 @@ class PPOAgent:
             applied=scope == "epoch",
         )
 
-    def _forward_backward(
-        self, mb: Batch, ent_coef: float, kl_coef: float
-    ) -> tuple[LossBreakdown, GradNorms]:
+    def _forward_backward(self, mb: Batch, in_force: InForce) -> tuple[LossBreakdown, GradNorms]:
         """Loss, gradients (clipped) and the pre-clip gradient norms of one minibatch."""
         cfg = self.config
         logp, entropy, values = self.model(mb.obs, mb.actions, mb.masks)
@@ -256,7 +258,8 @@ class PPOAgent:
             advantages=advantages,
             logp_ref=mb.logp_ref,
         )
-        loss, breakdown = ppo_loss(inputs, cfg, ent_coef, kl_coef, self.ref_kl_loss_coef)
+        entropy_coef, kl_coef = in_force["entropy_coef"], in_force["kl_coef"]
+        loss, breakdown = ppo_loss(inputs, cfg, entropy_coef, kl_coef, self.ref_kl_loss_coef)
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(loss)
         return breakdown, clip_grad_norm(self._groups, cfg.max_grad_norm)

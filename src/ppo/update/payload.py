@@ -105,6 +105,7 @@ def build_payload(
         update_seconds=context.seconds,
         **rollout_fields(stats.rollout, batch),
         **reference_fields(cfg, stats, batch, context),
+        **state.in_force,
         **state.decisions(),
     )
 

@@ -1,7 +1,8 @@
 """One PPO update in progress: what is in force, the statistics table, and the decisions.
 
-The agent fills an :class:`UpdateState` minibatch by minibatch; :meth:`UpdateState.decisions`
-is what the payload records of it, and :func:`anomalies` what the trainer reports beside.
+The agent fills an :class:`UpdateState` minibatch by minibatch; its :class:`InForce` and
+:meth:`UpdateState.decisions` are what the payload records of it, and :func:`anomalies`
+what the trainer reports beside.
 """
 
 from __future__ import annotations
@@ -24,15 +25,19 @@ class SkippedStep:
     value: float
 
 
-class Decisions(TypedDict):
-    """What an update had in force and what it did: the payload's fields that are not
-    measurements."""
+class InForce(TypedDict):
+    """What an update has in force from its start: the payload records it as it is."""
 
     update: int
     global_step: int
     learning_rate: float
     entropy_coef: float
     kl_coef: float
+
+
+class Decisions(TypedDict):
+    """What an update did: the payload's fields that are neither measurements nor in force."""
+
     epochs_completed: int
     minibatches_completed: int
     minibatches_planned: int
@@ -49,11 +54,7 @@ class UpdateState:
     ``stats`` stays on the device; everything else is host-side bookkeeping.
     """
 
-    update: int
-    global_step: int
-    learning_rate: float
-    ent_coef: float
-    kl_coef: float
+    in_force: InForce
     stats: Tensor
     evaluated: int = 0
     applied_rows: list[int] = field(default_factory=list)
@@ -63,14 +64,9 @@ class UpdateState:
     planned: int = 0
 
     def decisions(self) -> Decisions:
-        """The payload's fields that record what this update had in force and did."""
+        """The payload's fields that record what this update did."""
         stop = self.stop
         return Decisions(
-            update=self.update,
-            global_step=self.global_step,
-            learning_rate=self.learning_rate,
-            entropy_coef=self.ent_coef,
-            kl_coef=self.kl_coef,
             epochs_completed=self.epochs_started,
             minibatches_completed=len(self.applied_rows),
             minibatches_planned=self.planned,
@@ -84,6 +80,7 @@ class UpdateState:
 def anomalies(payload: PPOUpdatePayload, state: UpdateState) -> tuple[AnomalyPayload, ...]:
     """What the trainer reports beside the payload: skipped steps, replaced ratios."""
     found: list[AnomalyPayload] = []
+    update, global_step = state.in_force["update"], state.in_force["global_step"]
     if state.skipped:
         first = state.skipped[0]
         found.append(
@@ -96,8 +93,8 @@ def anomalies(payload: PPOUpdatePayload, state: UpdateState) -> tuple[AnomalyPay
                     f"{first.metric} {first.value} first at epoch {first.epoch} "
                     f"minibatch {first.minibatch}"
                 ),
-                update=state.update,
-                global_step=state.global_step,
+                update=update,
+                global_step=global_step,
             )
         )
     if payload.nonfinite_ratios:
@@ -110,8 +107,8 @@ def anomalies(payload: PPOUpdatePayload, state: UpdateState) -> tuple[AnomalyPay
                     f"{payload.nonfinite_ratios} non-finite probability ratio(s) replaced by "
                     "the guard (log-ratio NaN -> 0, +-inf -> clamp)"
                 ),
-                update=state.update,
-                global_step=state.global_step,
+                update=update,
+                global_step=global_step,
             )
         )
     return tuple(found)
