@@ -17,6 +17,7 @@ from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation
 from ppo.tokens.reward import RewardTerms
 from ppo.tokens.update import MinibatchFigures, TokenBatch, UpdateResult
+from ppo.update.state import stop_fields
 from telemetry.events import KLMeasure, PPOUpdatePayload, RolloutPayload
 
 
@@ -126,9 +127,7 @@ def update_payload(
         minibatches_completed=len(rows),
         minibatches_planned=result.planned,
         skipped_steps=result.skipped,
-        early_stopped=stop is not None,
-        early_stop=stop,
-        early_stop_reason=None if stop is None else stop.describe(),
+        **stop_fields(stop),
         update_seconds=ctx.seconds,
         ref_kl=_mean(rows, "ref_kl") if measured_ref else None,
         ref_kl_coef=ctx.ref_coef if measured_ref else None,

@@ -35,15 +35,29 @@ class InForce(TypedDict):
     kl_coef: float
 
 
-class Decisions(TypedDict):
+class StopFields(TypedDict):
+    """The payload's record of an early stop: whether there was one, its reason and itself."""
+
+    early_stopped: bool
+    early_stop_reason: str | None
+    early_stop: EarlyStop | None
+
+
+def stop_fields(stop: EarlyStop | None) -> StopFields:
+    """How the payload records ``stop`` (None: the update ran to its end)."""
+    return StopFields(
+        early_stopped=stop is not None,
+        early_stop_reason=None if stop is None else stop.describe(),
+        early_stop=stop,
+    )
+
+
+class Decisions(StopFields):
     """What an update did: the payload's fields that are neither measurements nor in force."""
 
     epochs_completed: int
     minibatches_completed: int
     minibatches_planned: int
-    early_stopped: bool
-    early_stop_reason: str | None
-    early_stop: EarlyStop | None
     skipped_steps: int
 
 
@@ -65,15 +79,12 @@ class UpdateState:
 
     def decisions(self) -> Decisions:
         """The payload's fields that record what this update did."""
-        stop = self.stop
         return Decisions(
             epochs_completed=self.epochs_started,
             minibatches_completed=len(self.applied_rows),
             minibatches_planned=self.planned,
-            early_stopped=stop is not None,
-            early_stop_reason=None if stop is None else stop.describe(),
-            early_stop=stop,
             skipped_steps=len(self.skipped),
+            **stop_fields(self.stop),
         )
 
 
