@@ -218,7 +218,7 @@ class PPOConfig(Settings):
         doc="`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
     )
     log_ratio_clamp: float = setting(
-        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
+        kl.LOG_RATIO_CLAMP, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
     kl_final: bool = setting(
         True, doc="Also measure the estimator on the whole batch after the last step (one forward)."

@@ -98,8 +98,13 @@ ESTIMATORS_LISTED: Final = (
 """The accepted names as error messages list them."""
 
 
+LOG_RATIO_CLAMP: Final = 20.0
+"""The default bound of a guarded log-ratio (``log_ratio_clamp``): exp(20) ~ 5e8, far past
+any ratio the clip lets through, and short of float32's overflow at exp(88)."""
+
+
 def guarded_log_ratio(
-    logp_other: Tensor, logp_sampled: Tensor, clamp: float = 20.0
+    logp_other: Tensor, logp_sampled: Tensor, clamp: float = LOG_RATIO_CLAMP
 ) -> tuple[Tensor, Tensor]:
     """log(q / p) clamped to [-clamp, clamp], NaN replaced by 0 (ratio 1).
 
@@ -124,7 +129,10 @@ def estimate_from_log_ratio(log_ratio: Tensor, estimator: KLEstimator) -> Tensor
 
 
 def estimate(
-    logp_other: Tensor, logp_sampled: Tensor, estimator: KLEstimator, clamp: float = 20.0
+    logp_other: Tensor,
+    logp_sampled: Tensor,
+    estimator: KLEstimator,
+    clamp: float = LOG_RATIO_CLAMP,
 ) -> Tensor:
     """Per-sample estimate of KL(p_sampled || p_other), for actions drawn from p_sampled:
     the second argument is the distribution the samples came from. The log-ratio is

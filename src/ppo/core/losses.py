@@ -19,7 +19,7 @@ from typing import Final, Literal, Protocol, TypeAlias
 import torch
 from torch import Tensor
 
-from ppo.core.kl import KLEstimator, estimate_from_log_ratio, guarded_log_ratio
+from ppo.core.kl import LOG_RATIO_CLAMP, KLEstimator, estimate_from_log_ratio, guarded_log_ratio
 
 
 class LossSettings(Protocol):
@@ -191,7 +191,7 @@ def reference_kl(
     logp_ref: Tensor | None,
     estimator: KLEstimator,
     coef: float,
-    clamp: float = 20.0,
+    clamp: float = LOG_RATIO_CLAMP,
 ) -> tuple[Tensor | None, Tensor]:
     """(mean KL(pi_theta || pi_ref), ``coef`` times it): the samples' log-probabilities
     under the policy being trained are the sampled side. Kept out of the graph at coef 0."""
@@ -202,7 +202,11 @@ def reference_kl(
 
 
 def reference_kl_terms(
-    logp_new: Tensor, logp_ref: Tensor, estimator: KLEstimator, coef: float, clamp: float = 20.0
+    logp_new: Tensor,
+    logp_ref: Tensor,
+    estimator: KLEstimator,
+    coef: float,
+    clamp: float = LOG_RATIO_CLAMP,
 ) -> Tensor:
     """Per-sample KL(pi_theta || pi_ref) by ``estimator`` (not yet aggregated), kept out of
     the graph at coef 0."""

@@ -17,6 +17,7 @@ from ppo.config import validators as valid
 from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, MAX_UPDATE_EPOCHS
 from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
+from ppo.core import kl
 from ppo.core.device import DeviceName, Precision
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
@@ -162,7 +163,7 @@ class TokenPPOConfig(Settings):
         "Stop the update before a minibatch whose approx_kl exceeds this (none: never).",
     )
     log_ratio_clamp: float = setting(
-        20.0, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
+        kl.LOG_RATIO_CLAMP, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
     )
 
     # --- reference KL (a frozen copy of the warm-started model) ---
