@@ -22,6 +22,7 @@ from torch import Tensor
 from ppo.config import PPOConfig
 from ppo.core import advantages as adv
 from ppo.core.kl import estimate
+from ppo.core.losses import LossInputs
 from ppo.core.normalize import ReturnScaler
 from ppo.model import reference as ref
 from ppo.model.policy import ActionSpec, ActorCritic
@@ -75,6 +76,23 @@ class Batch:
             advantages=self.advantages[index],
             masks=pick(self.masks),
             logp_ref=pick(self.logp_ref),
+        )
+
+    def loss_inputs(
+        self, logp: Tensor, entropy: Tensor, values: Tensor, advantages: Tensor
+    ) -> LossInputs:
+        """The loss's inputs: the policy's new outputs on these samples beside what the
+        rollout recorded (its log-probabilities and values are the loss's old ones), with
+        ``advantages`` as the update uses them (normalised or not)."""
+        return LossInputs(
+            logp_new=logp,
+            logp_old=self.logp,
+            entropy=entropy,
+            values=values,
+            values_old=self.values,
+            returns=self.returns,
+            advantages=advantages,
+            logp_ref=self.logp_ref,
         )
 
     def slice(self, start: int, stop: int) -> Batch:

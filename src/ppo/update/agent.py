@@ -30,7 +30,7 @@ from ppo.core.advantages import normalize
 from ppo.core.distributions import uniform_entropy
 from ppo.core.gradients import GradNorms, clip_grad_norm
 from ppo.core.kl_control import adapt_penalty, adapt_proportional
-from ppo.core.losses import LossBreakdown, LossInputs, ppo_loss
+from ppo.core.losses import LossBreakdown, ppo_loss
 from ppo.distributed.world import SINGLE, World
 from ppo.model.policy import ActorCritic
 from ppo.rollout.buffer import Batch
@@ -248,16 +248,7 @@ class PPOAgent:
         cfg = self.config
         logp, entropy, values = self.model(mb.obs, mb.actions, mb.masks)
         advantages = normalize(mb.advantages, cfg.adv_std_min) if cfg.norm_adv else mb.advantages
-        inputs = LossInputs(
-            logp_new=logp,
-            logp_old=mb.logp,
-            entropy=entropy,
-            values=values,
-            values_old=mb.values,
-            returns=mb.returns,
-            advantages=advantages,
-            logp_ref=mb.logp_ref,
-        )
+        inputs = mb.loss_inputs(logp, entropy, values, advantages)
         entropy_coef, kl_coef = in_force["entropy_coef"], in_force["kl_coef"]
         loss, breakdown = ppo_loss(inputs, cfg, entropy_coef, kl_coef, self.ref_kl_loss_coef)
         self.optimizer.zero_grad(set_to_none=True)

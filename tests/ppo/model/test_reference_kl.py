@@ -45,16 +45,7 @@ def with_reference(batch: Batch, reference: ActorCritic) -> Batch:
 
 def loss_inputs(policy: ActorCritic, batch: Batch) -> LossInputs:
     logp, entropy, values = policy.evaluate(batch.obs, batch.actions)
-    return LossInputs(
-        logp_new=logp,
-        logp_old=batch.logp,
-        entropy=entropy,
-        values=values,
-        values_old=batch.values,
-        returns=batch.returns,
-        advantages=batch.advantages,
-        logp_ref=batch.logp_ref,
-    )
+    return batch.loss_inputs(logp, entropy, values, batch.advantages)
 
 
 @pytest.mark.parametrize("estimator", ["low_var_kl", "k3+", "k1"])
