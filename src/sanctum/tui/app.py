@@ -54,7 +54,7 @@ from sanctum.tui.widgets import (
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.dashboard import dashboard
 from sanctum.tui.widgets.quit_dialog import QuitChoice, QuitDialog
-from sanctum.tui.widgets.rollouts_screen import RolloutsOpener
+from sanctum.tui.widgets.rollouts_screen import ROLLOUTS_BINDINGS, RolloutsKey, RolloutsOpener
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; only read by the type checker
@@ -63,7 +63,7 @@ TRAINER_POLL_SECONDS = 0.2
 """How often the app checks whether its trainer process is still alive."""
 
 
-class SanctumApp(SanctumAppBase):
+class SanctumApp(RolloutsKey, SanctumAppBase):
     """Live (or replayed) PPO health dashboard for the event log at ``path``."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -71,8 +71,7 @@ class SanctumApp(SanctumAppBase):
         Binding("p", "toggle_pause", "Pause"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("c", "chart", "Chart"),
-        Binding("r", "rollouts", "Rollouts"),  # offered for a run with rollouts.jsonl,
-        Binding("r", "no_rollouts", show=False),  # else a notice says there are none
+        *ROLLOUTS_BINDINGS,
     ]
 
     def __init__(
@@ -117,6 +116,15 @@ class SanctumApp(SanctumAppBase):
     def snapshot(self) -> SanctumSnapshot | None:
         """The newest snapshot (None until the reader published its first)."""
         return self._snapshot
+
+    @property
+    def shown(self) -> SanctumSnapshot | None:
+        """The snapshot every widget on screen shows (None before the first)."""
+        return self._shown
+
+    def covered(self) -> bool:
+        """A chart, a dialog or the help is over the dashboard."""
+        return len(self.screen_stack) > 1
 
     def compose(self) -> ComposeResult:
         yield from dashboard(self.path, self.thresholds, self.replay_speed)
@@ -169,8 +177,7 @@ class SanctumApp(SanctumAppBase):
     def _tick(self) -> None:
         """Re-judge the connection (LIVE -> STALE) at the current time, for ``snapshot``
         and for the snapshot on screen."""
-        if self.rollouts.appeared():  # a token-level trainer's first rollouts: offer r
-            self.refresh_bindings()
+        self.watch_rollouts()
         snapshot = self._snapshot
         if snapshot is None or not self.is_running:  # timers may fire while closing
             return
@@ -221,20 +228,6 @@ class SanctumApp(SanctumAppBase):
         """Open the zoomable chart of any metric over the dashboard, with its snapshot."""
         if len(self.screen_stack) == 1:  # from the dashboard, not over a dialog
             self.push_screen(ChartScreen(self._shown))
-
-    def action_rollouts(self) -> None:
-        """Open the worst and best rollouts of a token-level run over the dashboard."""
-        if len(self.screen_stack) == 1:
-            self.rollouts.open(self, self._shown)
-
-    def action_no_rollouts(self) -> None:
-        """``r`` for a run folder without rollouts.jsonl: a notice."""
-        if len(self.screen_stack) == 1:
-            self.rollouts.notice(self)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """``r`` opens the rollouts screen only while the run folder has rollouts.jsonl."""
-        return self.rollouts.available() if action == "rollouts" else True
 
     # ------------------------------------------------------ own trainer process
     def _watch_trainer(self) -> None:

@@ -6,7 +6,8 @@ every run. One thread worker runs :class:`~sanctum.live.board_feed.RunsFeed` ove
 and posts a frozen :class:`~sanctum.live.board_feed.Board` per frame; the UI only hands it to
 the widgets, so the table, the overlay and an open full view always show the same board.
 ``enter`` opens the full view of the run under the cursor (the single-run dashboard's
-widgets, fed the run's full snapshot from each board), ``escape`` comes back; ``o``
+widgets, fed the run's full snapshot from each board; ``c`` charts it and, for a run whose
+folder has rollouts.jsonl, ``r`` shows its worst and best rollouts), ``escape`` comes back; ``o``
 cycles the overlay metric; ``g`` groups the seeds of one configuration (median and
 min..max); with seeds grouped, ``enter`` goes back to the runs with the cursor on the
 group's first run.
@@ -27,7 +28,7 @@ from textual.screen import Screen
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.live.board_feed import OVERLAY_METRICS, Board, RunsFeed
-from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS
+from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS
 from sanctum.model.board import run_labels
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.tui.base import SanctumAppBase
@@ -40,18 +41,20 @@ from sanctum.tui.widgets.base import KeyHints
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.dashboard import dashboard
 from sanctum.tui.widgets.help import RUNS_KEYS
+from sanctum.tui.widgets.rollouts_screen import ROLLOUTS_BINDINGS, RolloutsKey, RolloutsOpener
 from sanctum.tui.widgets.runs import Frame, OverlayChart, RunTable
 
 TABLE_ACTIONS = frozenset({"move", "open", "overlay", "group"})
 """Actions of the run table, off while a full view (or any screen) is over it."""
 
 
-class RunScreen(Screen[None]):
+class RunScreen(RolloutsKey, Screen[None]):
     """The full view of one run: the single-run dashboard's widgets, fed by the app."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Runs", key_display="esc"),
         Binding("c", "chart", "Chart"),
+        *ROLLOUTS_BINDINGS,
     ]
 
     def __init__(self, index: int, path: Path, thresholds: Thresholds) -> None:
@@ -60,9 +63,17 @@ class RunScreen(Screen[None]):
         self.path = path
         self.thresholds = thresholds
         self.shown: SanctumSnapshot | None = None
+        self.rollouts = RolloutsOpener(path.parent)
 
     def compose(self) -> ComposeResult:
         yield from dashboard(self.path, self.thresholds)
+
+    def on_mount(self) -> None:
+        self.set_interval(TICK_SECONDS, self.watch_rollouts)
+
+    def covered(self) -> bool:
+        """A chart, the rollouts or the help is over this run's dashboard."""
+        return self.app.screen is not self
 
     def action_back(self) -> None:
         """Back to the run table."""

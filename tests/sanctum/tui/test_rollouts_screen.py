@@ -5,11 +5,13 @@ live file growing, a run without rollouts, and hostile content shown as text."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.text import Text
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.widgets._footer import FooterKey
@@ -64,7 +66,7 @@ def text_of(screen: RolloutsScreen, part: str) -> str:
     return content.plain
 
 
-def footer_keys(app: SanctumApp) -> list[str]:
+def footer_keys(app: App[Any]) -> list[str]:
     return [str(key.description) for key in app.screen.query(FooterKey)]
 
 
@@ -72,16 +74,21 @@ def strip_text(screen: RolloutsScreen) -> str:
     return screen.query_one(HealthStrip).render().plain
 
 
-async def open_screen(pilot: Pilot[None], count: int) -> RolloutsScreen:
-    """Press r and wait until the screen has read ``count`` records."""
-    await pilot.press("r")
+def rollouts_read(count: int) -> Callable[[App[Any]], bool]:
+    """The rollouts screen is on top and has read ``count`` records."""
 
-    def read(app: SanctumApp) -> bool:
+    def read(app: App[Any]) -> bool:
         screen = app.screen
         frame = screen.frame if isinstance(screen, RolloutsScreen) else None
         return frame is not None and frame.records == count
 
-    app = await settle(pilot, read, f"{count} rollouts on the screen", WAIT_LIMIT)
+    return read
+
+
+async def open_screen(pilot: Pilot[None], count: int) -> RolloutsScreen:
+    """Press r and wait until the screen has read ``count`` records."""
+    await pilot.press("r")
+    app = await settle(pilot, rollouts_read(count), f"{count} rollouts on the screen", WAIT_LIMIT)
     assert isinstance(app.screen, RolloutsScreen)
     return app.screen
 

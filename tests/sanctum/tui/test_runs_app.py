@@ -6,6 +6,7 @@ app follows it; the app's clock follows that log's clock, so the live runs stay 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,17 +14,31 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.live.board_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
+from sanctum.text.panels import verdict_line
 from sanctum.tui.runs_app import RunsApp, RunScreen
 from sanctum.tui.widgets import StatusBanner
 from sanctum.tui.widgets.base import SnapshotView
 from sanctum.tui.widgets.chart_screen import ChartScreen
 from sanctum.tui.widgets.metric_chart import MetricChart
+from sanctum.tui.widgets.rollouts_screen import RolloutsScreen
 from sanctum.tui.widgets.runs import SAMPLED_NOTE, Frame, OverlayChart, RunTable
+from telemetry.rollouts import ROLLOUTS_FILE
 from tests.sanctum.app_support import WAIT_LIMIT
 from tests.sanctum.logs import RunLog, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, return_at, start, step, write_sweep
+from tests.sanctum.tui.test_rollouts_screen import (
+    RUN,
+    assert_shows,
+    copy_run,
+    ends,
+    footer_keys,
+    rollouts_read,
+    strict,
+    strip_text,
+    text_of,
+)
 
 POLL = 0.05
 SIZE = (120, 36)
@@ -233,6 +248,7 @@ async def test_help_lists_the_run_tables_keys_not_the_dashboards(tmp_path: Path)
         text = "\n".join(s.text for s in widget.render_lines(Region(0, 0, width, height)))
         assert "group the seeds" in text and "the next metric of the overlay" in text
         assert "pause / resume" not in text  # a key of the one-run dashboard only
+        assert "in a run's dashboard: a token-level run's worst and best rollouts" in text
     log.close()
 
 
@@ -281,3 +297,85 @@ async def test_the_overlay_draws_a_long_runs_whole_history_from_update_0(
     async with short.run_test(size=size) as pilot:
         await wait_for(pilot, lambda a: board_of(a).rows[0].update is not None, "the run")
         assert short.query_one("#overlay-frame", Frame).border_subtitle == "log"
+
+
+def plain_and_token_runs(tmp_path: Path, thresholds: Thresholds) -> RunsApp:
+    """A run table of two finished runs: a run without rollouts.jsonl (row 0), and the
+    recorded token-level run with its rollouts.jsonl (row 1)."""
+    plain = write_run(tmp_path / "plain" / "events.jsonl", updates=3)
+    tokens = copy_run(tmp_path) / "events.jsonl"
+    return RunsApp([plain, tokens], thresholds, now=lambda: 1e12)
+
+
+async def open_row(pilot: Pilot[None], row: int) -> RunsApp:
+    """Every update of both runs read, then the run of ``row`` opened and shown."""
+    await wait_for(pilot, lambda a: [r.update for r in board_of(a).rows] == [2, 2], "both runs")
+    await pilot.press(*["down"] * row, "enter")
+    return await wait_for(
+        pilot,
+        lambda a: board_of(a).focus == row and board_of(a).snapshot is not None,
+        "the run's snapshot",
+    )
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_r_in_a_token_level_runs_view_shows_its_rollouts_and_escape_steps_back(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    async with plain_and_token_runs(tmp_path, strict(tmp_path)).run_test(size=size) as pilot:
+        app = await open_row(pilot, 1)
+        assert isinstance(app.screen, RunScreen)
+        assert "Rollouts" in footer_keys(app)
+        snapshot = board_of(app).snapshot
+        assert snapshot is not None and snapshot.run.status == "completed"
+        await pilot.press("r")
+        await wait_for(pilot, rollouts_read(36), "36 rollouts on the screen")
+        screen = app.screen
+        assert isinstance(screen, RolloutsScreen)
+        assert screen.feed.path == tmp_path / "tokens-s1" / ROLLOUTS_FILE
+        head, body = text_of(screen, "rollouts-head"), text_of(screen, "rollouts-samples")
+        assert "rollouts.jsonl: 36 rollouts" in head
+        assert "update 2 (3 of 3 kept)  12 rollouts" in head
+        worst, best = ends(2)
+        assert body.index("worst") < body.index(f"#{worst.id} ") < body.index("best")
+        vocab = snapshot.run.config["vocab"]
+        assert_shows(body, worst, vocab)
+        assert_shows(body, best, vocab)
+        strip = strip_text(screen)  # the run's verdict, as its dashboard gives it
+        assert f"health: {verdict_line(snapshot)}" in strip
+        assert "rules fired: RefKL 2x" in strip and "update 2: RefKL 0.0175" in strip
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen) and app.screen.index == 1
+        await pilot.press("escape")
+        await wait_for(pilot, lambda a: board_of(a).focus is None, "the table again")
+        assert len(app.screen_stack) == 1
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_r_in_the_view_of_a_run_without_rollouts_gets_a_one_line_notice(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    async with plain_and_token_runs(tmp_path, DEFAULT_THRESHOLDS).run_test(size=size) as pilot:
+        app = await open_row(pilot, 0)
+        assert isinstance(app.screen, RunScreen)
+        assert "Rollouts" not in footer_keys(app) and "Chart" in footer_keys(app)
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, RunScreen)
+        notes = [n.message for n in app._notifications]
+        missing = tmp_path / "plain" / ROLLOUTS_FILE
+        assert notes == [f"No rollouts: {missing} does not exist (token-level runs write it)."]
+
+
+async def test_a_runs_view_offers_r_once_its_rollouts_appear(tmp_path: Path) -> None:
+    app = plain_and_token_runs(tmp_path, DEFAULT_THRESHOLDS)
+    rollouts = tmp_path / "tokens-s1" / ROLLOUTS_FILE
+    rollouts.unlink()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_row(pilot, 1)
+        assert "Rollouts" not in footer_keys(app)
+        shutil.copy(RUN / ROLLOUTS_FILE, rollouts)
+        await wait_for(pilot, lambda a: "Rollouts" in footer_keys(a), "the r key")
+        await pilot.press("r")
+        await wait_for(pilot, rollouts_read(36), "36 rollouts on the screen")

@@ -118,14 +118,14 @@ CHART_KEYS: Final[KeyHelp] = (
     ("  [ ]", "move the cursor (or click): it reads the update, the value and its band"),
     ("  l", "log scale (refused for a metric with a value at or below zero)"),
 )
-ROLLOUTS_KEYS: Final[KeyHelp] = (
-    (
-        "r",
-        "a token-level run's worst and best rollouts of an update, beside the verdict "
-        "(runs with rollouts.jsonl; escape returns); on it:",
-    ),
+ROLLOUTS_KEY: Final = (
+    "a token-level run's worst and best rollouts of an update, beside the verdict "
+    "(runs with rollouts.jsonl; escape returns); on it:"
+)
+ROLLOUTS_STEPS: Final[KeyHelp] = (
     ("  [ ]", "an earlier / later update; end: the latest (follows a live run)"),
 )
+ROLLOUTS_KEYS: Final[KeyHelp] = (("r", ROLLOUTS_KEY), *ROLLOUTS_STEPS)
 KEYS: Final[KeyHelp] = (
     ("?", "this help"),
     ("p", "pause / resume the display"),
@@ -142,6 +142,8 @@ RUNS_KEYS: Final[KeyHelp] = (
     ("o", "the next metric of the overlay"),
     ("g", "group the seeds of one configuration / show every run"),
     ("c", "in a run's dashboard: chart any metric of that run (escape returns)"),
+    ("r", f"in a run's dashboard: {ROLLOUTS_KEY}"),
+    *ROLLOUTS_STEPS,
 )
 """The keys of the run table (``sanctum RUN RUN ...``)."""
 

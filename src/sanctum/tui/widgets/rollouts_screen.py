@@ -11,12 +11,15 @@ verdict), and the ruled figures the trainer reported for that update. The file i
 a :class:`~sanctum.live.rollouts_feed.RolloutsFeed` in a thread worker, only what was
 appended since the last read, once a second while the screen is open, so a live run's
 new updates appear. ``escape`` (or ``r``) returns to the dashboard.
+
+:class:`RolloutsKey` is the ``r`` key of a run's dashboard, one home for both places that
+show one: the one-run app and a run opened from the run table.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final, Protocol
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -307,7 +310,7 @@ class RolloutsOpener:
         changed, self._seen = now != self._seen, now
         return changed
 
-    def open(self, app: App[None], snapshot: SanctumSnapshot | None) -> None:
+    def open(self, app: App[Any], snapshot: SanctumSnapshot | None) -> None:
         """Push the screen over ``app``'s dashboard, showing ``snapshot``'s health."""
         if not self.available():
             self.notice(app)
@@ -317,9 +320,63 @@ class RolloutsOpener:
             self.feed = RolloutsFeed(self.run_dir, per_update)
         app.push_screen(RolloutsScreen(self.feed, snapshot))
 
-    def notice(self, app: App[None]) -> None:
+    def notice(self, app: App[Any]) -> None:
         """Say, in one line, that this run has no rollouts to show."""
         app.notify(
             f"No rollouts: {visible(str(self.path))} does not exist (token-level runs write it).",
             markup=False,
         )
+
+
+ROLLOUTS_BINDINGS: Final[tuple[BindingType, ...]] = (
+    Binding("r", "rollouts", "Rollouts"),  # offered for a run with rollouts.jsonl,
+    Binding("r", "no_rollouts", show=False),  # else a notice says there are none
+)
+"""The ``r`` key of a run's dashboard: the bindings of a :class:`RolloutsKey`."""
+
+
+class RunDashboard(Protocol):
+    """What :class:`RolloutsKey` needs of the app or screen that shows a run's dashboard."""
+
+    rollouts: RolloutsOpener
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    @property
+    def shown(self) -> SanctumSnapshot | None:
+        """The snapshot the dashboard shows (the rollouts screen's health starts there)."""
+
+    def covered(self) -> bool:
+        """Another screen (a chart, a dialog, the help) is over the dashboard."""
+
+    def refresh_bindings(self) -> None: ...
+
+
+class RolloutsKey:
+    """``r`` on a run's dashboard: the rollouts screen over it, offered in the footer only
+    while the run folder has rollouts.jsonl, else a notice. Mixed into the app or screen of
+    the dashboard (a :class:`RunDashboard`, which lists :data:`ROLLOUTS_BINDINGS`); nothing
+    happens while another screen is over the dashboard."""
+
+    def action_rollouts(self: RunDashboard) -> None:
+        """Open the worst and best rollouts of a token-level run over its dashboard."""
+        if not self.covered():
+            self.rollouts.open(self.app, self.shown)
+
+    def action_no_rollouts(self: RunDashboard) -> None:
+        """``r`` for a run folder without rollouts.jsonl: a notice."""
+        if not self.covered():
+            self.rollouts.notice(self.app)
+
+    def check_action(
+        self: RunDashboard, action: str, parameters: tuple[object, ...]
+    ) -> bool | None:
+        """``r`` opens the rollouts screen only while the run folder has rollouts.jsonl."""
+        return self.rollouts.available() if action == "rollouts" else True
+
+    def watch_rollouts(self: RunDashboard) -> None:
+        """Offer ``r`` once the file appears (a token-level trainer's first rollouts), and
+        no longer once it is gone; called once a tick."""
+        if self.rollouts.appeared():
+            self.refresh_bindings()
