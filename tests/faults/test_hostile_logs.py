@@ -1,0 +1,124 @@
+"""Hostile event logs and configs the gate must not pass: real logs from the writer, then
+corrupted as a disk, a buggy exporter or an attacker would, judged by the real commands."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.faults.support import run
+from tests.sanctum.logs import write_run
+
+Line = dict[str, Any]
+
+
+def corrupted(tmp_path: Path, change: Callable[[list[Line]], None]) -> Path:
+    """A healthy 20-update run from the real writer, its lines then rewritten by ``change``."""
+    path = write_run(tmp_path / "run" / "events.jsonl")
+    lines = [json.loads(text) for text in path.read_text().splitlines()]
+    change(lines)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def check(path: Path) -> tuple[int, str]:
+    result = run(["-m", "sanctum", "check", str(path)])
+    assert "Traceback" not in result.stderr
+    return result.returncode, result.stdout
+
+
+def last_of(lines: list[Line], kind: str) -> Line:
+    return next(line for line in reversed(lines) if line["type"] == kind)
+
+
+def test_the_untouched_log_passes(tmp_path: Path) -> None:
+    assert check(corrupted(tmp_path, lambda lines: None))[0] == 0
+
+
+@pytest.mark.xfail(strict=True, reason="finding 1: a NaN ts in every envelope passes check")
+def test_a_log_whose_timestamps_are_nan_is_not_passed(tmp_path: Path) -> None:
+    def nan_times(lines: list[Line]) -> None:
+        for line in lines:
+            line["ts"] = "NaN"
+
+    assert check(corrupted(tmp_path, nan_times))[0] in (1, 2)
+
+
+@pytest.mark.xfail(strict=True, reason="finding 2: NaN/Inf in a rollout is not non-finite")
+@pytest.mark.parametrize(
+    ("field", "value"), [("episode_return_mean", "NaN"), ("steps_per_second", "Infinity")]
+)
+def test_a_nonfinite_rollout_value_fails_the_check(tmp_path: Path, field: str, value: str) -> None:
+    def spoil(lines: list[Line]) -> None:
+        last_of(lines, "rollout")["payload"][field] = value
+
+    code, out = check(corrupted(tmp_path, spoil))
+    assert code == 1 and "FAIL  non-finite" in out
+
+
+@pytest.mark.xfail(strict=True, reason="finding 3: NaN inside a nested payload field passes")
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("reward_components", {"format": "NaN"}),
+        (
+            "early_stops",
+            [
+                {
+                    "epoch": 0,
+                    "minibatch": 0,
+                    "kl": "NaN",
+                    "threshold": 0.03,
+                    "scope": "minibatch",
+                    "applied": False,
+                }
+            ],
+        ),
+    ],
+)
+def test_a_nonfinite_value_inside_a_nested_field_fails_the_check(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    def spoil(lines: list[Line]) -> None:
+        last_of(lines, "ppo_update")["payload"][field] = value
+
+    code, out = check(corrupted(tmp_path, spoil))
+    assert code == 1 and "FAIL  non-finite" in out
+
+
+@pytest.mark.xfail(strict=True, reason="finding 4: invalid UTF-8 in a key is read as valid")
+def test_an_update_line_with_invalid_utf8_is_unreadable(tmp_path: Path) -> None:
+    path = corrupted(tmp_path, lambda lines: None)
+    data = path.read_bytes()
+    at = data.rindex(b'"approx_kl"')
+    path.write_bytes(data[:at] + b'"approx_kl\xff"' + data[at + len(b'"approx_kl"') :])
+    code, out = check(path)
+    assert code == 1 and "FAIL  unreadable" in out
+
+
+@pytest.mark.xfail(strict=True, reason="finding 5: an update tagged rollout is read as one")
+@pytest.mark.parametrize("tag", ["rollout", "heartbeat"])
+def test_an_update_whose_tag_names_another_kind_is_not_passed(tmp_path: Path, tag: str) -> None:
+    def retag(lines: list[Line]) -> None:
+        update = last_of(lines, "ppo_update")
+        update["type"] = tag
+        update["payload"]["approx_kl"] = "NaN"
+
+    assert check(corrupted(tmp_path, retag))[0] in (1, 2)
+
+
+@pytest.mark.xfail(strict=True, reason="finding 6: a TOML string is taken for a bool or int")
+@pytest.mark.parametrize("setting", ['norm_adv = "true"', 'total_steps = "512"'])
+def test_a_toml_config_value_of_the_wrong_type_is_refused(tmp_path: Path, setting: str) -> None:
+    config = tmp_path / "bad.toml"
+    extra = "" if setting.startswith("total_steps") else "\ntotal_steps = 512"
+    config.write_text(setting + extra + "\n")
+    result = run(
+        ["-m", "ppo", "train", "--headless", "--config", str(config), "--run-dir", str(tmp_path)]
+    )
+    assert result.returncode == 2, result.stderr[-500:]
+    assert result.stderr.count("\n") <= 3 and setting.split()[0] in result.stderr
