@@ -111,7 +111,6 @@ def test_an_update_whose_tag_names_another_kind_is_not_passed(tmp_path: Path, ta
     assert check(corrupted(tmp_path, retag))[0] in (1, 2)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 6: a TOML string is taken for a bool or int")
 @pytest.mark.parametrize("setting", ['norm_adv = "true"', 'total_steps = "512"'])
 def test_a_toml_config_value_of_the_wrong_type_is_refused(tmp_path: Path, setting: str) -> None:
     config = tmp_path / "bad.toml"

@@ -116,12 +116,12 @@ class Settings:
     @classmethod
     def from_mapping(cls: type[_S], values: Mapping[str, Any], source: str | None = None) -> _S:
         """Build from a mapping of field names to values (coerced by field type)."""
-        return _build(cls(), dict(values), source)
+        return _build(cls(), dict(values), source, typed=True)
 
     @classmethod
     def from_toml(cls: type[_S], path: str | Path) -> _S:
         """Load from a flat TOML file; unknown keys and bad values are errors naming the file."""
-        return _build(cls(), read_toml(path), str(path))
+        return _build(cls(), read_toml(path), str(path), typed=True)
 
     def with_overrides(self: _S, assignments: Iterable[str], source: str = "--set") -> _S:
         """A copy with ``key=value`` strings applied (values parsed by the field's type)."""
@@ -135,7 +135,7 @@ class Settings:
             values[key.strip()] = raw.strip()
         if errors:
             raise ConfigError(errors, source)
-        return _build(self, values, source)
+        return _build(self, values, source, typed=False)
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -158,19 +158,23 @@ def _strip_optional(tp: Any) -> tuple[Any, bool]:
     return tp, False
 
 
-def _coerce(value: Any, tp: Any) -> Any:
-    """Convert TOML/--set input toward ``tp``; leave what does not fit for validation."""
+def _coerce(value: Any, tp: Any, typed: bool) -> Any:
+    """Convert TOML/--set input toward ``tp``; leave what does not fit for validation.
+
+    A string is parsed by the field's type only where the source is text (``--set``); a
+    typed source (a TOML file, a checkpoint's config) keeps its types, and a string there
+    is taken only as a none word for an optional field (TOML has no null)."""
     base, optional = _strip_optional(tp)
     if isinstance(value, str):
         text = value.strip()
         if optional and text.lower() in _NONE_WORDS:
             return None
-        return _parse_text(text, base)
+        return value if typed else _parse_text(text, base)
     if base is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if typing.get_origin(base) is tuple and isinstance(value, list):
         item = typing.get_args(base)[0]
-        return tuple(_coerce(v, item) for v in value)
+        return tuple(_coerce(v, item, typed) for v in value)
     return value
 
 
@@ -193,10 +197,12 @@ def _parse_text(text: str, base: Any) -> Any:
     return text
 
 
-def _build(base: _S, values: dict[str, Any], source: str | None) -> _S:
+def _build(base: _S, values: dict[str, Any], source: str | None, typed: bool) -> _S:
+    """``base`` with ``values`` applied; ``typed``: the values come typed (TOML, JSON), not
+    as text to parse (``--set``)."""
     hints = typing.get_type_hints(type(base))
     names = [f.name for f in dataclasses.fields(base)]  # type: ignore[arg-type]
-    known = {k: _coerce(v, hints[k]) for k, v in values.items() if k in names}
+    known = {k: _coerce(v, hints[k], typed) for k, v in values.items() if k in names}
     context = {**base.to_dict(), **known}
     put = peers.put_set if source == "--set" else peers.put_toml
     errors = [

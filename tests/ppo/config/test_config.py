@@ -319,3 +319,23 @@ def test_device_is_cpu_by_default_parses_from_set_and_names_a_bad_value(tmp_path
     assert PPOConfig.from_toml(path).device == "cpu"
     assert errors_of(device="tpu") == ("device must be one of auto, cpu, cuda, got 'tpu'",)
     assert PPOConfig.from_mapping(PPOConfig(device="cuda").to_dict()).device == "cuda"
+
+
+def test_a_typed_source_keeps_its_types_where_set_parses_text(tmp_path: Path) -> None:
+    config = tmp_path / "quoted.toml"
+    config.write_text('norm_adv = "false"\nnum_envs = "4"\nmax_kl = "none"\n')
+    with pytest.raises(ConfigError) as caught:
+        PPOConfig.from_toml(config)
+    assert caught.value.errors == (
+        "num_envs must be an integer in [1, 4096], got '4'",
+        "norm_adv must be true or false, got 'false'",
+    )  # max_kl's none word is how TOML, which has no null, says none
+    assert PPOConfig.from_toml(_written(tmp_path, 'max_kl = "none"\n')).max_kl is None
+    parsed = PPOConfig().with_overrides(["norm_adv=false", "num_envs=4"])
+    assert (parsed.norm_adv, parsed.num_envs) == (False, 4)
+
+
+def _written(folder: Path, text: str) -> Path:
+    path = folder / "config.toml"
+    path.write_text(text)
+    return path
