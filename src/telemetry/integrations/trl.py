@@ -216,9 +216,9 @@ class Algorithm:
     epochs_setting: str
     """The config setting holding the optimisation passes per batch."""
     step_unit: str
-    """What ``global_step`` counts (``run_started.step_unit``): ``samples`` where the
-    trainer logs ``episode`` (the samples so far), else ``optimizer steps`` (its
-    ``state.global_step``)."""
+    """What ``global_step`` counts (``run_started.step_unit``), which says where the callback
+    takes it from: ``samples``, the trainer's logged ``episode`` (PPO); ``optimizer
+    steps``, ``state.global_step`` (GRPO, RLOO: an ``episode`` they log is not taken)."""
 
 
 ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
