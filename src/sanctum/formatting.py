@@ -131,6 +131,34 @@ def format_count(count: int | None) -> str:
     return EMPTY_CELL if count is None else f"{count:,}"
 
 
+STEP_WORD: Final = "step"
+"""What one ``global_step`` is called when the run names no unit (an environment step)."""
+
+
+def step_word(unit: str | None) -> str:
+    """What the run's ``global_step`` counts, as a plural noun: ``steps`` (environment steps)
+    when it declares no ``run_started.step_unit``, else that unit, made visible (from the
+    log: its control characters shown escaped)."""
+    return STEP_WORD + "s" if unit is None else visible(unit)
+
+
+def steps_count(count: int | str, unit: str | None) -> str:
+    """``12,345 steps``, ``1 step``, ``6144 / 10240 tokens``: a count of ``global_step``
+    (an int, or text the caller formatted) and what it counts, one home for the pair (a
+    declared unit is a plural noun, and stays one)."""
+    if unit is None and isinstance(count, int):
+        return plural(count, STEP_WORD)
+    return f"{count} {step_word(unit)}"
+
+
+def steps_rate(rate: str, unit: str | None, short: bool = False) -> str:
+    """``2,345 tokens/s``: a rate of ``global_step`` (formatted by the caller); ``short``:
+    the banner's ``2,345 sps`` when the run names no unit."""
+    if unit is None and short:
+        return f"{rate} sps"
+    return f"{rate} {step_word(unit)}/s"
+
+
 def format_duration(seconds: float | None) -> str:
     """``m:ss`` below an hour, ``h:mm:ss`` above; ``None`` or non-finite is ``--:--``."""
     if seconds is None or not math.isfinite(seconds):

@@ -28,7 +28,7 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 5
+SCHEMA_MINOR: Final = 6
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
@@ -44,7 +44,25 @@ sequence-level RL on language models: GRPO, RLOO, PPO in TRL or verl): ``algorit
 logs no KL to the old policy); the reward's mean, std, equal-reward group share and named
 components, completion lengths and the truncated share, ``tokens``, the low/high/region
 clip fractions and ``logprob_gap`` appended to ``ppo_update``. A 1.0-1.4 log reads as
-before: no ``algorithm`` is ``ppo``, no ``kl`` the meanings the fields' definitions give."""
+before: no ``algorithm`` is ``ppo``, no ``kl`` the meanings the fields' definitions give.
+6: ``step_unit`` (what ``global_step`` counts) appended to ``run_started``; none is
+environment steps, as every earlier log counts (token-level PPO's, tokens)."""
+
+STEP_UNIT_MAX: Final = 32
+"""Characters of ``run_started.step_unit`` at most: a unit's name, never a paragraph (a
+reader skips a longer one's line, as any malformed line)."""
+StepUnit: TypeAlias = Annotated[str, msgspec.Meta(min_length=1, max_length=STEP_UNIT_MAX)]
+"""What ``global_step`` counts, named by a plural noun (``run_started.step_unit``)."""
+TOKENS: Final = "tokens"
+"""``step_unit`` of a run whose ``global_step`` counts generated tokens (token-level PPO)."""
+SAMPLES: Final = "samples"
+"""``step_unit`` of a run whose ``global_step`` counts completions generated (TRL's
+``episode``)."""
+OPTIMIZER_STEPS: Final = "optimizer steps"
+"""``step_unit`` of a run whose ``global_step`` is TRL's optimizer-step counter."""
+TRAINING_STEPS: Final = "training steps"
+"""``step_unit`` of a run whose ``global_step`` is verl's or OpenRLHF's training-step
+counter (one per batch of rollouts and its update)."""
 
 
 FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
@@ -209,13 +227,26 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
             "optimiser steps per batch move r even with 1. Absent: not declared."
         ),
     ] = None
+    step_unit: Annotated[
+        StepUnit | None,
+        about(
+            "What global_step counts in every event of the run (and steps_per_second per "
+            "second), as a plural noun, lower-case: tokens (generated tokens: sanctum-ppo's "
+            "token-level PPO), samples (completions generated: TRL's PPO episode), "
+            "optimizer steps (TRL's global_step), training steps (verl's and OpenRLHF's "
+            "global_step)... (free text of 1 to 32 characters; schema 1.6). Absent: "
+            "environment steps, all envs together, as every earlier log counts."
+        ),
+    ] = None
 
 
 class RolloutPayload(Payload, frozen=True, kw_only=True):
     """One rollout collected before an update."""
 
     update: Annotated[int, about("0-based index of the update this rollout feeds.")]
-    global_step: Annotated[int, about("Environment steps so far, all envs together.")]
+    global_step: Annotated[
+        int, about("Steps so far, all envs together, in run_started.step_unit's unit.")
+    ]
     episodes: Annotated[int, about("Episodes finished during this rollout.")] = 0
     episode_return_mean: Annotated[
         float | None,
@@ -232,7 +263,10 @@ class RolloutPayload(Payload, frozen=True, kw_only=True):
     ] = None
     steps_per_second: Annotated[
         float | None,
-        about("Environment steps per second, collection and update together.", unit="steps/s"),
+        about(
+            "Steps per second (run_started.step_unit's), collection and update together.",
+            unit="steps/s",
+        ),
     ] = None
 
 
@@ -280,9 +314,10 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     global_step: Annotated[
         int,
         about(
-            "Environment steps so far, all envs together; for a language model, the "
+            "Steps so far in the unit run_started.step_unit names: environment steps, all "
+            "envs together, when it names none; for a language model the tokens or "
             "completions (samples) generated so far, or the trainer's own step counter "
-            "when it counts no samples (TRL's and verl's global_step)."
+            "when it counts neither (TRL's and verl's global_step)."
         ),
     ]
     approx_kl: Annotated[
@@ -737,13 +772,13 @@ class AnomalyPayload(Payload, frozen=True, kw_only=True):
     )
     message: Annotated[str, about("One sentence for a human.")]
     update: Annotated[int | None, about("Update during which it happened.")] = None
-    global_step: Annotated[int | None, about("Environment steps at that time.")] = None
+    global_step: Annotated[int | None, about("Steps at that time (run_started.step_unit).")] = None
 
 
 class HeartbeatPayload(Payload, frozen=True, kw_only=True):
     """Proof of life, at least every 5 s during long rollouts."""
 
-    global_step: Annotated[int, about("Environment steps so far.")]
+    global_step: Annotated[int, about("Steps so far (run_started.step_unit).")]
 
 
 RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
@@ -760,7 +795,7 @@ class RunFinishedPayload(Payload, frozen=True, kw_only=True):
         str | None,
         about("Why it ended: the exception's summary, the signal, or null when completed."),
     ] = None
-    global_step: Annotated[int | None, about("Environment steps at the end.")] = None
+    global_step: Annotated[int | None, about("Steps at the end (run_started.step_unit).")] = None
     updates: Annotated[int | None, about("Updates completed.")] = None
     duration_seconds: Annotated[
         float | None, about("Wall time from run_started to run_finished.", unit="s")

@@ -81,9 +81,10 @@ class Recorder:
         with Recorder(env_id="CartPole-v1", config={"max_kl": 0.03}) as rec:
             rec.emit(RolloutPayload(update=0, global_step=512, episode_return_mean=21.0))
 
-    ``algorithm``, ``kl`` and ``policy_epochs`` go into ``run_started`` (see
+    ``algorithm``, ``kl``, ``policy_epochs`` and ``step_unit`` go into ``run_started`` (see
     :class:`~telemetry.events.RunStartedPayload`): a GRPO run says ``algorithm="grpo"`` and
-    what its ``ref_kl`` measures. A payload the readers would refuse raises
+    what its ``ref_kl`` measures, a run whose ``global_step`` counts generated tokens
+    ``step_unit="tokens"`` (None: environment steps). A payload the readers would refuse raises
     :class:`~telemetry.codec.PayloadError` at :meth:`emit` and writes nothing.
 
     ``clock``: where event times come from (default ``time.time``); when given, the run's
@@ -106,6 +107,7 @@ class Recorder:
         algorithm: str = "ppo",
         kl: dict[str, KLMeasure] | None = None,
         policy_epochs: int | None = None,
+        step_unit: str | None = None,
     ) -> None:
         self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
@@ -121,6 +123,7 @@ class Recorder:
             algorithm=algorithm,
             kl=kl,
             policy_epochs=policy_epochs,
+            step_unit=step_unit,
         )
         self._fsync_every = fsync_every
         self._append = append

@@ -92,8 +92,10 @@ class LogBuilder:
         env_id: str | None = None,
         seed: int | None = None,
         trainer: TrainerInfo | None = None,
+        step_unit: str | None = None,
     ) -> Event:
-        """Write ``run_started`` (``schema``: a newer one makes the log unreadable)."""
+        """Write ``run_started`` (``schema``: a newer one makes the log unreadable;
+        ``step_unit``: what ``global_step`` counts, None for environment steps)."""
         return self.emit(
             RunStartedPayload(
                 schema=schema,
@@ -101,6 +103,7 @@ class LogBuilder:
                 env_id=env_id,
                 seed=seed,
                 config=dict(config or {}),
+                step_unit=step_unit,
             )
         )
 

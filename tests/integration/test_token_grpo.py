@@ -77,3 +77,18 @@ def test_sanctum_check_passes_it_and_the_log_is_valid(
     assert sanctum_main(["check", str(run)]) == 0
     capsys.readouterr()
     assert_valid_log(run / "events.jsonl")
+
+
+def test_sanctum_says_its_global_step_counts_tokens(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = read_events(run / "events.jsonl").events
+    started = events[0]
+    assert isinstance(started, RunStarted) and started.payload.step_unit == "tokens"
+    step = [e.payload for e in events if isinstance(e, PPOUpdate)][-1].global_step
+    assert sanctum_main(["summary", str(run)]) == 0
+    progress = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("progress"))
+    assert f", {step} tokens, " in progress
+    assert sanctum_main(["watch", str(run), "--once"]) == 0
+    banner = capsys.readouterr().out.splitlines()[1]
+    assert f"  {step:,} tokens  " in banner and banner.endswith(" tokens/s")

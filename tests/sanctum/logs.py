@@ -104,7 +104,11 @@ class RunLog(LogBuilder):
         super().__init__(path, run_id=run_id, t0=t0, tick=tick)
 
     def start(  # type: ignore[override]
-        self, config: Mapping[str, Any] | None = None, schema: int = 1, env_id: str = "CartPole-v1"
+        self,
+        config: Mapping[str, Any] | None = None,
+        schema: int = 1,
+        env_id: str = "CartPole-v1",
+        step_unit: str | None = None,
     ) -> Event:
         return super().start(
             dict(CONFIG if config is None else config),
@@ -112,6 +116,7 @@ class RunLog(LogBuilder):
             env_id=env_id,
             seed=3,
             trainer=TrainerInfo(name="test-trainer", version="0.1"),
+            step_unit=step_unit,
         )
 
     def update(self, update: int | PPOUpdatePayload, **fields: Any) -> None:
@@ -147,13 +152,15 @@ def write_run(
     overrides: Callable[[int], Mapping[str, Any]] | None = None,
     finish: RunStatus | None = "completed",
     config: Mapping[str, Any] | None = None,
+    step_unit: str | None = None,
 ) -> Path:
     """A whole run: start, ``updates`` rollout+update pairs, then finish (None: unfinished).
 
-    ``overrides(u)`` returns fields to change in update ``u`` (e.g. a KL spike).
+    ``overrides(u)`` returns fields to change in update ``u`` (e.g. a KL spike);
+    ``step_unit``: what its ``global_step`` counts (None: environment steps).
     """
     log = RunLog(path)
-    log.start(config)
+    log.start(config, step_unit=step_unit)
     for u in range(updates):
         log.update(u, **(overrides(u) if overrides else {}))
     if finish is not None:

@@ -18,6 +18,8 @@ from sanctum.formatting import (
     format_kl,
     format_value,
     plural,
+    steps_count,
+    steps_rate,
 )
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import RunFollower
@@ -166,3 +168,15 @@ def test_one_value_of_a_metric_reads_the_same_in_every_view(
     shown["--once"] = cells(once_text(snapshot, paths[0]), "")[1]
     shown["chart list"] = choice_text(snapshot, metric).split()[1]
     assert len(set(shown.values())) == 1, shown
+
+
+def test_a_count_of_steps_says_what_it_counts() -> None:
+    assert (steps_count(1, None), steps_count(6144, None)) == ("1 step", "6144 steps")
+    assert steps_count("12,345/100,000", None) == "12,345/100,000 steps"
+    assert steps_count(1, "tokens") == "1 tokens"  # a declared unit is a plural noun
+    assert steps_count(7, "a\x1b[2J") == "7 a\\x1b[2J"
+    assert (steps_rate("2,345", None, short=True), steps_rate("2,345", None)) == (
+        "2,345 sps",
+        "2,345 steps/s",
+    )
+    assert steps_rate("812", "tokens", short=True) == "812 tokens/s"

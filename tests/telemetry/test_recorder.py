@@ -223,3 +223,32 @@ def test_emit_takes_what_the_reader_takes_though_spelled_otherwise(tmp_path: Pat
     assert isinstance(update, PPOUpdate)
     assert update.payload.approx_kl == 0.5 and math.isnan(update.payload.entropy or 0.0)
     assert update.payload.reward_components == {"1": math.inf}
+
+
+def test_the_run_declares_what_its_global_step_counts(tmp_path: Path) -> None:
+    with Recorder(path=tmp_path / "tokens.jsonl", step_unit="tokens"):
+        pass
+    with Recorder(path=tmp_path / "env.jsonl"):
+        pass
+    units = []
+    for name in ("tokens.jsonl", "env.jsonl"):
+        started = read_events(tmp_path / name).events[0]
+        assert isinstance(started, RunStarted)
+        units.append(started.payload.step_unit)
+    assert units == ["tokens", None]  # None: environment steps
+
+
+def test_a_run_started_line_without_a_step_unit_reads_as_environment_steps() -> None:
+    line = (
+        b'{"type":"run_started","run_id":"r","seq":1,"ts":1.0,"payload":{"schema":1,'
+        b'"trainer":{"name":"old"},"schema_minor":5}}'
+    )
+    started = msgspec.json.decode(line, type=RunStarted)
+    assert started.payload.step_unit is None
+
+
+@pytest.mark.parametrize("unit", ["", "x" * 33])
+def test_a_step_unit_empty_or_past_32_characters_is_refused(tmp_path: Path, unit: str) -> None:
+    rec = Recorder(path=tmp_path / "e.jsonl", step_unit=unit)
+    with pytest.raises(PayloadError, match=r"^run_started\.step_unit: expected str of length"):
+        rec.start()

@@ -33,6 +33,7 @@ from ppo.tokens.task import TokenTask, load_task
 from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
 from telemetry import Recorder, TrainerInfo
 from telemetry.eventlog import EventLogWriter
+from telemetry.events import TOKENS
 from telemetry.rollouts import ROLLOUTS_FILE
 
 TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)
@@ -138,6 +139,7 @@ class TokenTrainer:
             algorithm="grpo" if cfg.algorithm == "grpo" else "ppo",
             kl=figures.kl_declarations(cfg),
             policy_epochs=cfg.update_epochs,
+            step_unit=TOKENS,
         )
         if self.halt is not None:  # before run_started: the gate folds the whole run
             recorder.open()

@@ -440,6 +440,7 @@ class SanctumAggregator:
         run.schema = p.schema
         run.config = MappingProxyType(dict(p.config))
         run.started_ts = event.ts
+        run.step_unit = p.step_unit
         run.total_steps = total_steps_of(p.config)
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)

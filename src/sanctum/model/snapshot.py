@@ -125,6 +125,9 @@ class RunFacts(Generic[Returns]):
     finished_ts: float | None = None
     duration_seconds: float | None = None
     global_step: int | None = None
+    step_unit: str | None = None
+    """``run_started.step_unit``: what ``global_step``, ``total_steps`` and
+    ``steps_per_second`` count (None: environment steps)."""
     total_steps: int | None = None
     updates: int = 0
     """``ppo_update`` events seen."""

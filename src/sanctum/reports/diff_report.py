@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sanctum.formatting import SHORT_ABSENT, format_metric, plural, visible_lines
+from sanctum.formatting import SHORT_ABSENT, format_metric, plural, steps_count, visible_lines
 from sanctum.reports.compare import config_value
 from sanctum.reports.documents import final_cell, not_judged_line
 from sanctum.reports.table import right, table_lines
@@ -41,7 +41,8 @@ def _header(doc: dict[str, Any]) -> list[str]:
     for side in ("a", "b"):
         d = doc[side]
         r = d["run"]
-        steps = "no step" if r["global_step"] is None else plural(r["global_step"], "step")
+        step, unit = r["global_step"], r["step_unit"]
+        steps = "no step" if step is None else steps_count(step, unit)
         lines.append(
             f"{side.upper()}  {r['run_id']}  {d['path']}  (env {r['env_id']}, seed {r['seed']}, "
             f"schema {r['schema']}, {r['status']}, {plural(r['updates'], 'update')}, {steps}, "

@@ -119,6 +119,9 @@ class RunFactsReport:
     reason: str | None
     started_ts: float | None
     global_step: int | None
+    step_unit: str | None
+    """What ``global_step``, ``total_steps`` and ``steps_per_second`` count
+    (``run_started.step_unit``; None: environment steps)."""
     total_steps: int | None
     updates: int
     events: int

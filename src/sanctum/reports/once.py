@@ -121,6 +121,7 @@ def once_dict(snapshot: SanctumSnapshot) -> dict[str, Any]:
         "now_level": snapshot.health.worst.value,
         "update": snapshot.update,
         "global_step": run.global_step,
+        "step_unit": run.step_unit,
         "total_steps": run.total_steps,
         "progress": run.progress,
         "steps_per_second": run.steps_per_second,

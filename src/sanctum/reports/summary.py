@@ -22,6 +22,8 @@ from sanctum.formatting import (
     format_metric,
     format_value,
     plural,
+    steps_count,
+    steps_rate,
     visible_lines,
 )
 from sanctum.health.levels import Level
@@ -131,7 +133,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         status = "no run_finished (still running, or cut off)"
     if r["reason"]:
         status += f": {r['reason']}"
-    steps = _steps(r["global_step"], r["total_steps"])
+    steps = _steps(r["global_step"], r["total_steps"], r["step_unit"])
     a, e = doc["anomalies"], doc["early_stops"]
     return [
         f"run       {r['run_id']} ({ident})",
@@ -140,7 +142,7 @@ def _facts(doc: dict[str, Any]) -> list[str]:
         f"started   {started}; duration {_unit(r['duration_seconds'], 1, 's')}",
         f"status    {status}",
         f"progress  {plural(r['updates'], 'update')}, {steps}, {plural(r['events'], 'event')}",
-        f"speed     {_unit(r['steps_per_second'], 0, 'steps/s')} (last rollout)",
+        f"speed     {_speed(r['steps_per_second'], r['step_unit'])} (last rollout)",
         f"returns   {plural(r['episodes'], 'episode')}; {FINAL_RETURN} "
         f"{format_value(r['episode_return_final'], 2, 'none')}, "
         f"{BEST_ROLLOUT_MEAN} {format_value(r['episode_return_best'], 2, 'none')}",
@@ -171,19 +173,25 @@ def _earlier(doc: dict[str, Any]) -> list[str]:
     return [f"earlier   {plural(len(earlier), 'earlier run')} in this file not summarised: {runs}"]
 
 
-def _steps(global_step: int | None, total_steps: int | None) -> str:
-    """``6144 / 10240 steps (60%)``; a log with no step yet says so (never 0 %, never a crash)."""
+def _steps(global_step: int | None, total_steps: int | None, unit: str | None) -> str:
+    """``6144 / 10240 steps (60%)``, ``6144 tokens`` (the run's unit); a log with no step
+    yet says so (never 0 %, never a crash)."""
     if global_step is None:
         return "no step yet" + ("" if total_steps is None else f" of {total_steps} planned")
     if total_steps is None:
-        return plural(global_step, "step")
+        return steps_count(global_step, unit)
     done = progress_of(global_step, total_steps)
     share = "" if done is None else f" ({done:.0%})"
-    return f"{global_step} / {total_steps} steps{share}"
+    return steps_count(f"{global_step} / {total_steps}", unit) + share
 
 
 def _unit(value: float | None, decimals: int, unit: str) -> str:
     return NOT_MEASURED if value is None else f"{format_value(value, decimals)} {unit}"
+
+
+def _speed(value: float | None, unit: str | None) -> str:
+    """``4000 steps/s``, ``812 tokens/s``: the last rollout's rate in the run's unit."""
+    return NOT_MEASURED if value is None else steps_rate(format_value(value, 0), unit)
 
 
 RULE_COLUMNS: Final = (

@@ -23,6 +23,8 @@ from sanctum.formatting import (
     format_kl,
     format_metric,
     format_value,
+    steps_count,
+    steps_rate,
     visible,
 )
 from sanctum.health.levels import Level
@@ -128,17 +130,20 @@ def kl_decimals(thresholds: Thresholds) -> int | None:
 
 
 def steps_text(snapshot: SanctumSnapshot, width: int | None = None) -> str:
-    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known). Given a
-    ``width``, the longest form that fits it: the total goes first, then the step count,
-    so the rate is the last to go (``12,345 steps  2,345 sps``, ``2,345 sps``)."""
+    """``12,345/100,000 steps  2,345 sps`` (total and rate only when known), in the unit
+    the run declares (``12,345 tokens  2,345 tokens/s``). Given a ``width``, the longest
+    form that fits it: the total goes first, then the step count, so the rate is the last
+    to go (``12,345 steps  2,345 sps``, ``2,345 sps``)."""
     run = snapshot.run
     if run.global_step is None and run.total_steps is None:
         return ""
-    steps = format_count(run.global_step)
+    steps, unit = format_count(run.global_step), run.step_unit
     rate = run.steps_per_second
-    sps = "" if rate is None or not math.isfinite(rate) else f"{rate:,.0f} sps"
-    forms = [] if run.total_steps is None else [f"{steps}/{format_count(run.total_steps)} steps"]
-    forms.append(f"{steps} steps")
+    sps = "" if rate is None or not math.isfinite(rate) else steps_rate(f"{rate:,.0f}", unit, True)
+    forms = []
+    if run.total_steps is not None:
+        forms.append(steps_count(f"{steps}/{format_count(run.total_steps)}", unit))
+    forms.append(steps_count(steps, unit))
     forms = [f"{form}  {sps}" if sps else form for form in forms]
     if sps:
         forms.append(sps)

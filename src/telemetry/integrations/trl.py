@@ -7,8 +7,9 @@ algorithm (``grpo`` for a ``GRPOConfig``, ``rloo`` for an ``RLOOConfig``, ``ppo`
 ``PPOConfig``), TRL's settings and what each KL figure measures; one ``ppo_update`` per
 training log line (every ``logging_steps`` optimizer steps: TRL averages its figures over
 them); heartbeats while a step runs (generation and reward models can take minutes); and
-``run_finished``. ``update`` counts the log lines from 0; ``global_step`` is TRL's
-``episode`` (samples so far) where it logs one, else its optimizer-step counter.
+``run_finished``. ``update`` counts the log lines from 0; ``global_step`` is PPO's
+``episode`` (samples so far, ``run_started.step_unit`` ``samples``), GRPO's and RLOO's
+optimizer-step counter (``optimizer steps``).
 
 How each figure TRL logs becomes ours (:data:`GRPO_FIELDS`, :data:`PPO_FIELDS`):
 
@@ -139,7 +140,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from telemetry.events import KLMeasure, PPOUpdatePayload
+from telemetry.events import OPTIMIZER_STEPS, SAMPLES, KLMeasure, PPOUpdatePayload
 from telemetry.integrations import from_extra
 
 if TYPE_CHECKING:
@@ -214,13 +215,17 @@ class Algorithm:
     fields: Mapping[str, str]
     epochs_setting: str
     """The config setting holding the optimisation passes per batch."""
+    step_unit: str
+    """What ``global_step`` counts (``run_started.step_unit``), which says where the callback
+    takes it from: ``samples``, the trainer's logged ``episode`` (PPO); ``optimizer
+    steps``, ``state.global_step`` (GRPO, RLOO: an ``episode`` they log is not taken)."""
 
 
 ALGORITHMS: Final[Mapping[str, Algorithm]] = MappingProxyType(
     {
-        "GRPOConfig": Algorithm("grpo", GRPO_FIELDS, "num_iterations"),
-        "RLOOConfig": Algorithm("rloo", GRPO_FIELDS, "num_iterations"),
-        "PPOConfig": Algorithm("ppo", PPO_FIELDS, "num_ppo_epochs"),
+        "GRPOConfig": Algorithm("grpo", GRPO_FIELDS, "num_iterations", OPTIMIZER_STEPS),
+        "RLOOConfig": Algorithm("rloo", GRPO_FIELDS, "num_iterations", OPTIMIZER_STEPS),
+        "PPOConfig": Algorithm("ppo", PPO_FIELDS, "num_ppo_epochs", SAMPLES),
     }
 )
 """A trainer's config class (or a base class of it) -> how its trainer logs."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from telemetry.events import HeartbeatPayload, Payload, RunStatus, TrainerInfo
+from telemetry.events import SAMPLES, HeartbeatPayload, Payload, RunStatus, TrainerInfo
 from telemetry.integrations.trl import (
     Settings,
     config_of,
@@ -153,6 +153,7 @@ class SanctumCallback(TrainerCallback):
             algorithm=settings.algorithm.name,
             kl=settings.kl or None,
             policy_epochs=epochs if isinstance(epochs, int) and epochs > 0 else None,
+            step_unit=settings.algorithm.step_unit,
         )
         recorder.open()
         if self.halt_on is not None:
@@ -183,7 +184,7 @@ class SanctumCallback(TrainerCallback):
             return
         if self.halted and self.gate is not None:  # the trainer went on after the stop
             self._halt_by_raising()
-        episode = logs.get("episode")
+        episode = logs.get("episode") if settings.algorithm.step_unit == SAMPLES else None
         step = episode if isinstance(episode, int) and not isinstance(episode, bool) else None
         payload = update_payload(
             logs,

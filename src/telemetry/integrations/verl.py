@@ -106,6 +106,7 @@ from typing import Any, Final
 import msgspec
 
 from telemetry.events import (
+    TRAINING_STEPS,
     HeartbeatPayload,
     KLMeasure,
     PPOUpdatePayload,
@@ -200,6 +201,7 @@ def run_started_payload(step: int, data: Mapping[str, Any]) -> RunStartedPayload
         trainer=TrainerInfo(name=SOURCE),
         config=config,
         algorithm=algorithm_of(data),
+        step_unit=TRAINING_STEPS,
         kl={
             "approx_kl": KLMeasure(against="old_policy", estimator="k1", unit="token"),
             "ref_kl": KLMeasure(against="reference", estimator="unknown", unit="token"),

@@ -123,6 +123,7 @@ def test_an_rloo_config_reads_as_rloo_with_its_k1_reference_kl(
     write_tb(tmp_path / "tb", grpo_tags(), time.time(), histogram=False)
     started, _, _ = imported(tmp_path, capsys)
     assert started.payload.algorithm == "rloo"
+    assert started.payload.step_unit == "optimizer steps"
     assert started.payload.kl == {
         "ref_kl": KLMeasure(against="reference", estimator="k1", unit="token")
     }
@@ -152,6 +153,7 @@ def test_trl_ppo_tags_take_their_global_step_from_episode(
     assert header.config["tensorboard_mapping"] == "trl-ppo"
     assert header.config["tensorboard_tags"]["train/episode"] == "global_step"
     assert (header.algorithm, header.policy_epochs) == ("ppo", 4)
+    assert header.step_unit == "samples"  # TRL's episode
     assert header.kl is not None
     assert header.kl["ref_kl"] == KLMeasure(against="reference", estimator="k3", unit="sequence")
     assert header.kl["approx_kl"].estimator == "k2"
@@ -219,6 +221,7 @@ def test_openrlhf_critic_free_tags_read_as_grpo_and_a_kl_blow_up_fails(
     write_tb(tmp_path / "tb", openrlhf_tags(critic=False, kl=0.5), time.time(), histogram=False)
     started, updates, _ = imported(tmp_path, capsys)
     assert started.payload.algorithm == "grpo"
+    assert started.payload.step_unit == "training steps"
     assert len(updates) == 8 and updates[0].payload.reward_std == 0.4
     code, printed = check(tmp_path, capsys)
     assert code == 1
@@ -255,6 +258,7 @@ def test_a_map_file_names_the_global_step_tag_and_feeds_one_tag_to_two_targets(
     started, updates, _ = imported(tmp_path, capsys, "--map", str(tmp_path / "map.toml"))
     config = started.payload.config
     assert started.payload.algorithm == "grpo"
+    assert started.payload.step_unit is None  # a mapping file declares no unit
     assert config["first_ref_kl"] == 0.02 and config["first_ref_kl_end"] == 0.16
     assert config["tensorboard_tags"]["ppo/ref_kl"] == "ref_kl, config.first_ref_kl (x 2)"
     assert [u.payload.global_step for u in updates] == [100 * s for s in STEPS]

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sanctum.cli import main
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.reports.once import once_dict, once_text, read_snapshot
-from tests.sanctum.logs import RunLog, append_after_each_read
+from tests.sanctum.logs import RunLog, append_after_each_read, write_run
 
 
 def write(path: Path, updates: int, finish: bool, run_id: str = "run-once", **last: float) -> None:
@@ -157,3 +158,22 @@ def test_json_level_is_null_where_nothing_judged(tmp_path: Path) -> None:
     for name in ("value_loss", "learning_rate", "grad_norm"):
         assert metrics[name]["level"] is None, (name, metrics[name])
     assert metrics["approx_kl"]["level"] == "healthy"
+
+
+def _steps_line(path: Path, step_unit: str | None) -> tuple[str, dict[str, Any]]:
+    """The banner's second line of ``--once`` and its JSON, for a finished 6-update run."""
+    write_run(path, updates=6, step_unit=step_unit)
+    snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
+    return once_text(snapshot, path).splitlines()[1], once_dict(snapshot)
+
+
+def test_a_run_that_counts_tokens_says_tokens_in_the_banner_and_json(tmp_path: Path) -> None:
+    line, doc = _steps_line(tmp_path / "events.jsonl", "tokens")
+    assert line.endswith("30%  3,072/10,240 tokens  4,000 tokens/s")
+    assert (doc["global_step"], doc["step_unit"]) == (3072, "tokens")
+
+
+def test_a_log_without_a_step_unit_shows_steps_as_before(tmp_path: Path) -> None:
+    line, doc = _steps_line(tmp_path / "events.jsonl", None)
+    assert line.endswith("30%  3,072/10,240 steps  4,000 sps")
+    assert (doc["global_step"], doc["step_unit"]) == (3072, None)

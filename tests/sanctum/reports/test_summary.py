@@ -286,3 +286,28 @@ def test_each_return_figure_has_one_label_and_value_in_every_view(tmp_path: Path
     assert f"{BEST_ROLLOUT_MEAN} {format_value(900.0)}" in once
     overshoot = f"({updates * 512 / CONFIG['total_steps']:.0%})"  # the steps past the total
     assert "(100%)" in text and overshoot not in text
+
+
+def _facts(text: str) -> tuple[str, str]:
+    lines = text.splitlines()
+    progress = next(line for line in lines if line.startswith("progress "))
+    speed = next(line for line in lines if line.startswith("speed "))
+    return progress, speed
+
+
+def test_a_run_that_counts_tokens_says_tokens(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "events.jsonl", updates=6, step_unit="tokens")
+    doc = build_summary(path, DEFAULT_THRESHOLDS)
+    assert doc["run"]["step_unit"] == "tokens"
+    progress, speed = _facts(format_text(doc))
+    assert ", 3072 / 10240 tokens (30%), " in progress
+    assert speed == "speed     4000 tokens/s (last rollout)"
+
+
+def test_a_log_without_a_step_unit_reads_as_environment_steps(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "events.jsonl", updates=6)
+    doc = build_summary(path, DEFAULT_THRESHOLDS)
+    assert doc["run"]["step_unit"] is None
+    progress, speed = _facts(format_text(doc))
+    assert ", 3072 / 10240 steps (30%), " in progress
+    assert speed == "speed     4000 steps/s (last rollout)"

@@ -105,6 +105,7 @@ def test_run_started_declares_grpo_and_its_reference_kl(healthy: Recorded) -> No
     assert isinstance(started, RunStarted)
     p = started.payload
     assert p.algorithm == "grpo"
+    assert p.step_unit == "optimizer steps"  # TRL's state.global_step
     assert p.kl == {"ref_kl": KLMeasure(against="reference", estimator="k3", unit="token")}
     assert p.policy_epochs == 1
     assert p.trainer.name == "trl"
@@ -387,6 +388,27 @@ def test_a_process_other_than_the_main_one_writes_nothing(tmp_path: Path) -> Non
 
 
 @needs_trl
+def test_a_grpo_global_step_stays_the_optimizer_step_it_declares(tmp_path: Path) -> None:
+    from transformers import TrainerControl, TrainerState
+    from trl import GRPOConfig
+
+    from telemetry.integrations.trl import SanctumCallback
+
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
+    state, control = TrainerState(), TrainerControl()
+    cb = SanctumCallback(run_dir=tmp_path, run_id="grpo")
+    cb.on_train_begin(args, state, control)
+    for step in (1, 2):
+        state.global_step = step
+        cb.on_log(args, state, control, logs={"loss": 0.1, "reward": 1.0, "episode": 64 * step})
+    cb.on_train_end(args, state, control)
+    events = read_events(tmp_path / "grpo" / "events.jsonl").events
+    started = events[0]
+    assert isinstance(started, RunStarted) and started.payload.step_unit == "optimizer steps"
+    assert [e.payload.global_step for e in events if isinstance(e, PPOUpdate)] == [1, 2]
+
+
+@needs_trl
 def test_other_trainers_are_refused(tmp_path: Path) -> None:
     from transformers import TrainerControl, TrainerState
     from trl import SFTConfig
@@ -487,6 +509,7 @@ def test_ppo_trainer_logs_are_recorded_in_their_units(tmp_path: Path) -> None:
     started = events[0]
     assert isinstance(started, RunStarted)
     assert started.payload.algorithm == "ppo"
+    assert started.payload.step_unit == "samples"  # TRL's episode
     assert started.payload.kl == {
         "ref_kl": KLMeasure(against="reference", estimator="k3", unit="sequence"),
         "approx_kl": KLMeasure(against="old_policy", estimator="k2", unit="token"),

@@ -82,6 +82,10 @@ def test_a_ppo_record_carries_the_critic_and_the_algorithm_says_which() -> None:
     assert verl.run_started_payload(1, grpo_step(1)).algorithm == "grpo"
 
 
+def test_the_run_declares_that_its_global_step_counts_training_steps() -> None:
+    assert verl.run_started_payload(1, grpo_step(1)).step_unit == "training steps"
+
+
 def test_the_run_declares_verls_kl_fields() -> None:
     kl = verl.run_started_payload(1, grpo_step(1)).kl
     assert kl == {

@@ -188,6 +188,7 @@ def run_started(
         algorithm=header.algorithm or mapping.algorithm,
         kl=dict(kl) if kl else None,
         policy_epochs=header.policy_epochs,
+        step_unit=mapping.step_unit,
     )
 
 

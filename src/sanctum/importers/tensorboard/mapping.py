@@ -165,6 +165,8 @@ class TagMapping:
     """``run_started.kl``: what each KL field measures (None: the contract's defaults)."""
     global_step_tag: str | None = None
     """A tag whose value at a step is that step's global step (None: the step itself)."""
+    step_unit: str | None = None
+    """``run_started.step_unit``: what the global step counts (None: environment steps)."""
     component_tags: tuple[str, str] | None = None
     """(prefix, suffix): a tag ``prefix + NAME + suffix`` feeds ``reward_components[NAME]``."""
     header: Callable[[TBLog], Header] | None = None

@@ -73,7 +73,7 @@ from typing import Final
 
 from sanctum.importers.tensorboard.mapping import Header, TagMapping, Target, table
 from sanctum.importers.tensorboard.reader import TBLog
-from telemetry.events import KLMeasure
+from telemetry.events import TRAINING_STEPS, KLMeasure
 
 PREFIX: Final = "train/"
 FIELDS: Final = MappingProxyType(
@@ -150,6 +150,7 @@ OPENRLHF: Final = TagMapping(
     detect_tags=(PREFIX + "policy_loss", PREFIX + "actor_lr"),
     kl_estimator="k1",
     kl=KL,
+    step_unit=TRAINING_STEPS,
     header=algorithm_of,
     notes=(
         "each update is one logged OpenRLHF training step: its figures are means over "

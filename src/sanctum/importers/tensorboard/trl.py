@@ -123,6 +123,7 @@ def _trl(config_class: str, detect: tuple[str, str], note: str, **more: Any) -> 
         tags=_tags(algorithm.fields),
         detect_tags=tuple(PREFIX + key for key in detect),
         algorithm=algorithm.name,
+        step_unit=algorithm.step_unit,
         header=_header(config_class),
         read_texts=(ARGS_TAG, MODEL_TAG),
         notes=(*_NOTES, note),

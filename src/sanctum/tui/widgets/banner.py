@@ -184,9 +184,9 @@ class StatusBanner(SnapshotView):
         width = room - steps.styles.gutter.width - steps.styles.margin.width
         text = steps_text(snapshot, width if self.size.width else None)
         if cell_len(text) < steps.content_size.width:  # a shorter form: its room goes back
-            steps.update(text, layout=True)
-        else:
-            set_text(steps, text)
+            steps.update(plain(text), layout=True)
+        else:  # as text, never markup: the unit is the log's
+            set_text(steps, plain(text))
 
     def on_resize(self) -> None:
         if self.snapshot is not None:
