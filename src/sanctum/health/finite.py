@@ -19,7 +19,7 @@ share their list's path).
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import Any, Final, get_args
 
@@ -109,6 +109,8 @@ def _walk(value: object, path: str, found: list[str]) -> None:
         if value - value != 0.0:  # NaN or infinite
             found.append(path)
     elif isinstance(value, dict):
+        if _finite_sum(value.values()):
+            return
         for key, item in value.items():
             _walk(item, f"{path}.{key}", found)
     elif isinstance(value, list | tuple):
@@ -117,3 +119,13 @@ def _walk(value: object, path: str, found: list[str]) -> None:
     elif isinstance(value, msgspec.Struct):
         for name in float_fields(type(value)):
             _walk(getattr(value, name), f"{path}.{name}", found)
+
+
+def _finite_sum(items: Iterable[object]) -> bool:
+    """Whether ``items`` are numbers whose sum is finite, so that none is NaN or Inf (one
+    sum in C, where the walk would visit each; a sum that overflows is walked)."""
+    try:
+        total = sum(items)  # type: ignore[arg-type]
+    except TypeError:  # not all numbers: walked one by one
+        return False
+    return bool(total - total == 0.0)

@@ -84,3 +84,9 @@ def test_nested_nonfinite_values_of_updates_are_found_with_their_update() -> Non
         (4, ["ppo_update.reward_components.answer"]),
     ]
     assert update_paths([ppo_update(u) for u in range(5)]) == []
+
+
+def test_finite_values_whose_sum_overflows_are_not_taken_for_infinite() -> None:
+    huge = ppo_update(0, reward_components={"a": 1e308, "b": 1e308, "c": -math.inf})
+    assert update_paths([huge]) == [(0, ["ppo_update.reward_components.c"])]
+    assert update_paths([ppo_update(0, reward_components={"a": 1e308, "b": 1e308})]) == []

@@ -351,3 +351,19 @@ def test_an_anomaly_without_an_update_is_worded_without_one(tmp_path: Path) -> N
     )
     assert row.message.startswith("1 critical, 0 warning; first: grad_norm")
     assert "None" not in row.message
+
+
+def test_every_view_gives_a_nested_nan_the_checks_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def nested_nan(u: int) -> dict[str, Any]:
+        return {"reward_components": {"format": math.nan}} if u == 5 else {}
+
+    run = write_run(tmp_path / "run" / "events.jsonl", updates=12, overrides=nested_nan).parent
+    healthy = write_run(tmp_path / "healthy" / "events.jsonl", updates=12).parent
+    expected = ("FAIL", "FAIL: non-finite 1x")
+    assert word_and_text(json_of(capsys, "check", str(run), "--json")) == expected
+    assert word_and_text(json_of(capsys, "summary", str(run), "--json")) == expected
+    assert word_and_text(json_of(capsys, str(run), "--once", "--json")) == expected
+    diff = json_of(capsys, "diff", str(healthy), str(run), "--json")
+    assert word_and_text(diff["b"]) == expected
