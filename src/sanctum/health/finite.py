@@ -66,9 +66,11 @@ WALKED: Final[dict[type[Payload], tuple[str, ...]]] = {
 }
 """The fields of each payload kind this module walks for NaN and Inf."""
 
-KIND_OF_PAYLOAD: Final[dict[type[Payload], str]] = {
-    payload: kind_of(event) for payload, event in EVENT_FOR_PAYLOAD.items()
+_PATHS: Final[dict[type[Payload], tuple[tuple[str, str], ...]]] = {
+    payload: tuple((name, f"{kind_of(event)}.{name}") for name in WALKED[payload])
+    for payload, event in EVENT_FOR_PAYLOAD.items()
 }
+"""(field, path) of each walked field of each payload kind."""
 
 _UPDATE_GETTERS: Final = tuple((name, attrgetter(name)) for name in WALKED[PPOUpdatePayload])
 
@@ -76,11 +78,10 @@ _UPDATE_GETTERS: Final = tuple((name, attrgetter(name)) for name in WALKED[PPOUp
 def nonfinite_paths(payload: Payload) -> list[str]:
     """The paths of every NaN or Inf in the walked fields of ``payload`` (empty: none)."""
     found: list[str] = []
-    kind = KIND_OF_PAYLOAD[type(payload)]
-    for name in WALKED[type(payload)]:
+    for name, path in _PATHS[type(payload)]:
         value = getattr(payload, name)
-        if value is not None:
-            _walk(value, f"{kind}.{name}", found)
+        if value is not None and not (type(value) is float and value - value == 0.0):
+            _walk(value, path, found)
     return found
 
 
