@@ -9,6 +9,7 @@ readers ignore unknown fields and refuse only a newer *major* ``schema``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import (
@@ -804,13 +805,18 @@ class RunFinishedPayload(Payload, frozen=True, kw_only=True):
 
 P = TypeVar("P", bound=Payload)
 
+A_TIME: Final = msgspec.Meta(ge=0, le=sys.float_info.max)
+"""A time a log can be judged by: finite and not before 1970. A line whose ``ts`` is NaN,
+infinite or negative is not read (its silences and durations could not be measured); the
+one constraint of the contract, as a metric keeps even an impossible value."""
+
 
 class Envelope(msgspec.Struct, Generic[P], frozen=True, kw_only=True, tag_field="type", gc=False):
     """Fields every event carries, stamped by the Emitter, around its kind's payload."""
 
     run_id: Annotated[str, about("Identifier of the run, unique per log.")]
     seq: Annotated[int, about("1, 2, 3... per run, without gaps.")]
-    ts: Annotated[float, about("Unix time when the event was emitted.", unit="s")]
+    ts: Annotated[float, about("Unix time when the event was emitted.", unit="s"), A_TIME]
     payload: Annotated[P, about("What this kind of event records: its payload type's fields.")]
 
 

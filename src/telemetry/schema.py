@@ -62,7 +62,9 @@ def event_schema() -> dict[str, Any]:
 
 
 def _with_nonfinite_floats(node: Any) -> Any:
-    """``node`` with every ``{"type": "number"}`` also accepting the non-finite spellings."""
+    """``node`` with every ``{"type": "number"}`` also accepting the non-finite spellings
+    its bounds let through: NaN is within no bound, and each bound shuts out its infinity
+    (``ts``, finite and at least 0, takes none)."""
     if isinstance(node, list):
         return [_with_nonfinite_floats(item) for item in node]
     if not isinstance(node, dict):
@@ -70,8 +72,15 @@ def _with_nonfinite_floats(node: Any) -> Any:
     node = {key: _with_nonfinite_floats(value) for key, value in node.items()}
     if node.get("type") != "number":
         return node
+    spelled = [
+        name
+        for name, bound in (("NaN", None), ("Infinity", "maximum"), ("-Infinity", "minimum"))
+        if bound not in node and (name != "NaN" or not {"minimum", "maximum"} & node.keys())
+    ]
+    if not spelled:
+        return node
     kept = {key: node.pop(key) for key in _KEPT_BESIDE if key in node}
-    return {"anyOf": [node, NONFINITE], **kept}
+    return {"anyOf": [node, NONFINITE if len(spelled) == 3 else {"enum": spelled}], **kept}
 
 
 def schema_text() -> str:

@@ -10,6 +10,7 @@ structs of the wrong kind, values only ``.item()`` can write, values nothing can
 from __future__ import annotations
 
 import math
+import sys
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -33,6 +34,7 @@ from telemetry.events import (
     EarlyStop,
     Envelope,
     Event,
+    HeartbeatPayload,
     KLMeasure,
     PPOUpdate,
     PPOUpdatePayload,
@@ -229,3 +231,21 @@ def test_a_line_past_the_reader_limit_is_refused_though_its_twin_reads_it() -> N
     check(anomaly(MAX_LINE_BYTES - 200))
     with pytest.raises(PayloadError, match=r"^anomaly: its line of \d+ bytes is longer than"):
         check(anomaly(MAX_LINE_BYTES))
+
+
+@pytest.mark.parametrize("ts", [math.nan, math.inf, -math.inf, -1.0])
+def test_a_time_that_is_not_one_is_refused_at_emit_and_not_read(ts: float) -> None:
+    event = wrap(HeartbeatPayload(global_step=1), ts=ts)
+    with pytest.raises(
+        PayloadError, match=r"^heartbeat: Expected `float` (>=|<=) .* - at `\$\.ts`"
+    ):
+        EventCheck()(event)
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.ts"):
+        line_decoder().decode(LineEncoder().encode(event))
+
+
+@pytest.mark.parametrize("ts", [0.0, 1_700_000_000.123456, 2.0**63, sys.float_info.max])
+def test_every_time_from_0_on_is_written_and_read(ts: float) -> None:
+    event = wrap(HeartbeatPayload(global_step=1), ts=ts)
+    EventCheck()(event)
+    assert line_decoder().decode(codec._checked[1]).ts == ts

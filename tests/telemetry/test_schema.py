@@ -58,6 +58,8 @@ def test_every_event_kind_with_nonfinite_values_validates(tmp_path: Path) -> Non
             "approx",
         ),
         ('{"type":"mystery","run_id":"r","seq":1,"ts":1.0,"payload":{}}', ""),
+        ('{"type":"heartbeat","run_id":"r","seq":1,"ts":"NaN","payload":{"global_step":1}}', "ts"),
+        ('{"type":"heartbeat","run_id":"r","seq":1,"ts":-1,"payload":{"global_step":1}}', "ts"),
     ],
 )
 def test_a_line_that_breaks_the_contract_fails_validation(line: str, where: str) -> None:

@@ -2,8 +2,11 @@
 
 :class:`HealthJudge` runs every rule (a :class:`~sanctum.health.rule_judge.RuleJudge` each), the
 non-finite rule and the range contracts over a batch of updates, and keeps each metric's
-:class:`MetricStats`. The aggregator owns one, so the dashboard, ``check`` and ``summary``
-read the same judgement of the same updates.
+:class:`MetricStats`. The non-finite rule reaches every measurement of the log
+(:mod:`sanctum.health.finite`): NaN or Inf elsewhere than in the metric columns (a nested
+field of an update, a float of another kind of event) is tallied by field path. The
+aggregator owns one, so the dashboard, ``check`` and ``summary`` read the same judgement of
+the same updates.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from sanctum.health import contracts
 from sanctum.health.levels import Level, unruled_level
@@ -24,6 +28,19 @@ from sanctum.health.rule_judge import (
 from sanctum.health.rules import SAME_CONCEPT, Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from telemetry.events import KLMeasure
+
+FIELDS_KEPT: Final = 20
+"""Field paths a non-finite tally names one by one (a dict's keys come from outside: a
+hostile log may hold millions); the rest are counted."""
+
+
+@dataclass
+class FieldTally:
+    """NaN or Inf in one field outside the metric columns: how often, and during which
+    update first (None: in an event that names no update)."""
+
+    count: int = 0
+    first_update: int | None = None
 
 
 @dataclass
@@ -96,7 +113,15 @@ class HealthJudge:
         self.stats = {metric: MetricStats() for metric in PPO_METRICS}
         """Final, smallest, largest and non-finite values of every metric."""
         self.nonfinite_updates = 0
+        """Updates holding a NaN or Inf, in a metric or in a nested field."""
         self.first_nonfinite_update: int | None = None
+        self.nonfinite_fields: dict[str, FieldTally] = {}
+        """NaN or Inf outside the metric columns, by field path (``rollout.steps_per_second``,
+        ``ppo_update.reward_components.format``): the first FIELDS_KEPT paths."""
+        self.nonfinite_unlisted = 0
+        """Non-finite values in paths past FIELDS_KEPT (counted, not named)."""
+        self.nonfinite_events: dict[str, int] = {}
+        """Events of kinds other than ``ppo_update`` holding a NaN or Inf, by kind."""
         self.violations = 0
         self.first_violation: contracts.Violation | None = None
         self.latest_violations: tuple[contracts.Violation, ...] = ()
@@ -119,10 +144,12 @@ class HealthJudge:
         columns: Mapping[str, Sequence[float | None]],
         steps: Sequence[int] = (),
         components: Sequence[Mapping[str, float] | None] = (),
+        elsewhere: Sequence[tuple[int, Sequence[str]]] = (),
     ) -> list[contracts.Violation]:
         """Judge a batch of updates (indices, one column per metric, their ``global_step``
-        when known and their ``reward_components``, in file order); returns the range
-        violations found, for the event log."""
+        when known and their ``reward_components``, in file order, and the updates holding
+        a NaN or Inf outside the columns with its paths: :func:`~sanctum.health.finite.
+        update_paths`); returns the range violations found, for the event log."""
         if not updates:
             return []
         for metric, judge in self.rules.items():
@@ -142,10 +169,12 @@ class HealthJudge:
                     components or [None] * len(updates)
                 )
             judge.fold(updates, values, gate, inputs, companion)
+        for update, paths in elsewhere:
+            self._tally_fields(update, paths)
         if len(updates) == 1:  # a live run: one update at a time, most columns unmeasured
-            extremes = self._stats_one(updates[0], columns)
+            extremes = self._stats_one(updates[0], columns, bool(elsewhere))
         else:
-            extremes = self._stats(updates, columns)
+            extremes = self._stats(updates, columns, [u for u, _ in elsewhere])
         found = self._violations(updates, columns, steps, extremes)
         self.last_update = (
             max(updates) if self.last_update is None else max(self.last_update, *updates)
@@ -160,11 +189,32 @@ class HealthJudge:
             split = self._splits[metric] = ComponentSplit(window)
         return split
 
+    def fold_event(self, kind: str, update: int | None, paths: Sequence[str]) -> None:
+        """An event of ``kind`` (not ``ppo_update``), during ``update`` when it names one,
+        holding a NaN or Inf at each of ``paths``."""
+        self.nonfinite_events[kind] = self.nonfinite_events.get(kind, 0) + 1
+        self._tally_fields(update, paths)
+
+    def _tally_fields(self, update: int | None, paths: Sequence[str]) -> None:
+        fields = self.nonfinite_fields
+        for path in paths:
+            tally = fields.get(path)
+            if tally is None:
+                if len(fields) >= FIELDS_KEPT:
+                    self.nonfinite_unlisted += 1
+                    continue
+                tally = fields[path] = FieldTally(first_update=update)
+            tally.count += 1
+
     def _stats(
-        self, updates: Sequence[int], columns: Mapping[str, Sequence[float | None]]
+        self,
+        updates: Sequence[int],
+        columns: Mapping[str, Sequence[float | None]],
+        elsewhere: Sequence[int] = (),
     ) -> dict[str, tuple[float, float] | None]:
-        """Fold every column's statistics; return each column's finite extremes."""
-        bad_updates: set[int] = set()
+        """Fold every column's statistics; return each column's finite extremes.
+        ``elsewhere``: updates holding a NaN or Inf outside the columns."""
+        bad_updates: set[int] = set(elsewhere)
         extremes: dict[str, tuple[float, float] | None] = {}
         for metric, stats in self.stats.items():
             bad, extremes[metric] = stats.fold(updates, columns[metric], metric in FLOAT_METRICS)
@@ -176,11 +226,11 @@ class HealthJudge:
         return extremes
 
     def _stats_one(
-        self, update: int, columns: Mapping[str, Sequence[float | None]]
+        self, update: int, columns: Mapping[str, Sequence[float | None]], elsewhere: bool
     ) -> dict[str, tuple[float, float] | None]:
         """:meth:`_stats` of one update: only the metrics it measured are folded."""
         extremes: dict[str, tuple[float, float] | None] = dict.fromkeys(self.stats)
-        finite = True
+        finite = not elsewhere
         for metric, stats in self.stats.items():
             value = columns[metric][0]
             if value is None:

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sanctum.formatting import format_anomaly, plural
+from sanctum.health.finite import WALKED, nonfinite_paths, update_paths
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
 from sanctum.health.rule_judge import RollingWindow
@@ -68,6 +69,7 @@ from telemetry.events import (
     Rollout,
     RunFinished,
     RunStarted,
+    kind_of,
 )
 
 BUG_LABEL, STALL_LABEL = "Bug", "Stall"
@@ -236,8 +238,9 @@ class SanctumAggregator:
         updates, columns = metric_columns(self._unjudged)
         steps = [p.global_step for p in self._unjudged]
         components = [p.reward_components for p in self._unjudged]
+        elsewhere = update_paths(self._unjudged)
         self._unjudged = []
-        violations = self.judge.fold(updates, columns, steps, components)
+        violations = self.judge.fold(updates, columns, steps, components, elsewhere)
         for v in violations[:3]:
             self.timeline.append(
                 TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
@@ -285,6 +288,8 @@ class SanctumAggregator:
         run.last_seq = event.seq
         if run.status is None:
             run.status = "running"
+        if type(event) is not PPOUpdate and WALKED[type(event.payload)]:
+            self._nonfinite(event)
         match event:
             case PPOUpdate():
                 self._ppo_update(event)
@@ -315,6 +320,14 @@ class SanctumAggregator:
             self.timeline.append(
                 TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
             )
+
+    def _nonfinite(self, event: Event) -> None:
+        """Tally a NaN or Inf in an event other than an update (updates are judged in
+        batches, nested fields included)."""
+        paths = nonfinite_paths(event.payload)
+        if paths:
+            update = getattr(event.payload, "update", None)
+            self.judge.fold_event(kind_of(type(event)), update, paths)
 
     def _advance(self, global_step: int | None) -> None:
         """Progress moves forward only."""

@@ -474,19 +474,40 @@ def _first_reaching(t: RuleTally, level: Level) -> int | None:
 
 
 def _nonfinite_row(agg: SanctumAggregator) -> CheckRow:
+    """NaN or Inf in any measurement of the log (:mod:`sanctum.health.finite`), each field
+    named by its kind and path: ``ppo_update.approx_kl (2x, first at update 5)``."""
     judge = agg.judge
-    bad = {m: s for m, s in judge.stats.items() if s.nonfinite}
-    if not bad:
+    named = [
+        (f"ppo_update.{m}", s.nonfinite, s.first_nonfinite)
+        for m, s in judge.stats.items()
+        if s.nonfinite
+    ]
+    named += [(p, t.count, t.first_update) for p, t in judge.nonfinite_fields.items()]
+    named.sort(key=lambda n: (n[2] is None, n[2] or 0, n[0]))  # as the log has them, in any batches
+    if not named and not judge.nonfinite_unlisted:
         return CheckRow("nonfinite", "non-finite", True, "every measured value is finite")
-    metrics = ", ".join(
-        f"{m} ({s.nonfinite}x, first at update {s.first_nonfinite})" for m, s in bad.items()
+    fields = ", ".join(
+        visible(path) + f" ({n}x" + (f", first at update {first})" if first is not None else ")")
+        for path, n, first in named
     )
+    if judge.nonfinite_unlisted:
+        fields += f", {plural(judge.nonfinite_unlisted, 'more value')} in other fields"
+    updates, others = judge.nonfinite_updates, judge.nonfinite_events
+    where = plural(updates, "update")
+    if others:
+        kinds = {"ppo_update": updates, **others}
+        where = (
+            f"{plural(sum(kinds.values()), 'event')} ("
+            + ", ".join(f"{n} {kind}" for kind, n in kinds.items() if n)
+            + ")"
+        )
+    firsts = [u for u in (judge.first_nonfinite_update, *(f for _, _, f in named)) if u is not None]
     return _critical_row(
         "nonfinite",
         "non-finite",
-        f"NaN or Inf in {plural(judge.nonfinite_updates, 'update')}: {metrics}",
-        times=judge.nonfinite_updates,
-        first=judge.first_nonfinite_update,
+        f"NaN or Inf in {where}: {fields}",
+        times=updates + sum(others.values()),
+        first=min(firsts, default=None),
     )
 
 
@@ -562,8 +583,9 @@ def _anomaly_row(agg: SanctumAggregator, fail_on: Level) -> CheckRow:
         summary
         if first is None
         else (
-            f"{summary}; first at update {first.update}: "
-            f"{format_anomaly(first.metric, first.value, first.message)}"
+            f"{summary}; first"
+            + ("" if first.update is None else f" at update {first.update}")
+            + f": {format_anomaly(first.metric, first.value, first.message)}"
         )
     )
     return CheckRow(

@@ -267,7 +267,7 @@ def _lists(doc: dict[str, Any]) -> list[str]:
             f"anomalies ({a['critical'] + a['warning']})",
             a["critical"] + a["warning"],
             [
-                f"update {x['update']} {x['severity']} "
+                ("" if x["update"] is None else f"update {x['update']} ") + f"{x['severity']} "
                 f"{format_anomaly(x['metric'], x['value'], x['message'])}"
                 for x in a["listed"]
             ],

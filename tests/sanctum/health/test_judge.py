@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sanctum.health.judge import HealthJudge, MetricStats, returns_vary
+from sanctum.health.judge import FIELDS_KEPT, HealthJudge, MetricStats, returns_vary
 from sanctum.health.levels import Level, level_of
 from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
 from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds, ThresholdsError
@@ -509,3 +509,41 @@ def test_folding_one_update_at_a_time_equals_folding_the_run_at_once(
     for low, high in itertools.pairwise(bounds):
         batched.fold(updates[low:high], _columns(rows[low:high]), steps[low:high])
     assert _state(batched) == _state(whole)
+
+
+# ------------------------------------------------------- non-finite outside the columns
+
+
+def test_an_update_nonfinite_in_a_column_and_a_nested_field_counts_once() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    columns = {m: [0.01, math.nan if m == "approx_kl" else 0.01, 0.01] for m in PPO_METRICS}
+    paths = ["ppo_update.reward_components.format"]
+    judge.fold([0, 1, 2], columns, elsewhere=[(1, paths), (2, paths)])
+    assert (judge.nonfinite_updates, judge.first_nonfinite_update) == (2, 1)
+    tally = judge.nonfinite_fields["ppo_update.reward_components.format"]
+    assert (tally.count, tally.first_update) == (2, 1)
+    one = HealthJudge(DEFAULT_THRESHOLDS)
+    one.fold([5], {m: [0.01] for m in PPO_METRICS}, elsewhere=[(5, paths)])
+    assert (one.nonfinite_updates, one.first_nonfinite_update) == (1, 5)
+
+
+def test_nonfinite_events_of_other_kinds_are_tallied_by_kind_and_path() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    judge.fold_event("rollout", 4, ["rollout.steps_per_second"])
+    judge.fold_event("rollout", 6, ["rollout.steps_per_second", "rollout.episode_return_mean"])
+    judge.fold_event("run_finished", None, ["run_finished.duration_seconds"])
+    assert judge.nonfinite_events == {"rollout": 2, "run_finished": 1}
+    fields = {p: (t.count, t.first_update) for p, t in judge.nonfinite_fields.items()}
+    assert fields == {
+        "rollout.steps_per_second": (2, 4),
+        "rollout.episode_return_mean": (1, 6),
+        "run_finished.duration_seconds": (1, None),
+    }
+    assert judge.nonfinite_updates == 0
+
+
+def test_paths_past_the_kept_number_are_counted_not_named() -> None:
+    judge = HealthJudge(DEFAULT_THRESHOLDS)
+    paths = [f"ppo_update.reward_components.k{i}" for i in range(FIELDS_KEPT + 5)]
+    judge.fold([0], {m: [0.01] for m in PPO_METRICS}, elsewhere=[(0, paths)])
+    assert len(judge.nonfinite_fields) == FIELDS_KEPT and judge.nonfinite_unlisted == 5

@@ -11,6 +11,7 @@ the run's verdict, ``check``'s.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from sanctum.cli import main
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.verdict import CheckRow, RunVerdict, verdict_of
+from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, verdict_of
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.runs_app import RunsApp
 from sanctum.tui.widgets import StatusBanner
@@ -33,6 +34,7 @@ from tests.sanctum.logs import (
     KL_WARNING,
     RunLog,
     kl_breach,
+    rollout,
     write_failed_then_completed,
     write_lost_updates,
     write_run,
@@ -309,3 +311,59 @@ async def test_the_run_table_and_banner_fail_a_log_the_gate_cannot_vouch_for(
             await wait_until(pilot, lambda s: s.run.status not in (None, "running"), "the end")
             await pilot.pause()
             assert banner(one) == (None, DOUBTFUL[name][1]), name
+
+
+def judged(path: Path) -> SanctumAggregator:
+    agg = SanctumAggregator(DEFAULT_THRESHOLDS)
+    for batch in EventLogReader(path).batches():
+        agg.handle_batch(batch)
+    return agg
+
+
+def test_nan_or_inf_in_any_kind_or_nested_field_fails_the_nonfinite_row(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "run" / "events.jsonl")
+    log.start()
+    for u in range(6):
+        log.update(u, reward_components={"format": math.nan if u == 4 else 1.0})
+    log.emit(rollout(6, steps_per_second=math.inf))
+    log.finish(duration=math.nan)
+    log.close()
+    agg = judged(log.path)
+    row = next(r for r in judge_rows(agg, Level.CRITICAL, False) if r.name == "nonfinite")
+    assert not row.passed and (row.counted, row.first_critical) == (3, 4)
+    assert row.message == (
+        "NaN or Inf in 3 events (1 ppo_update, 1 rollout, 1 run_finished): "
+        "ppo_update.reward_components.format (1x, first at update 4), "
+        "rollout.steps_per_second (1x, first at update 6), run_finished.duration_seconds (1x)"
+    )
+    assert agg.run_verdict(None, Level.CRITICAL).text == "FAIL: non-finite 3x"
+
+
+def test_an_anomaly_without_an_update_is_worded_without_one(tmp_path: Path) -> None:
+    log = RunLog(tmp_path / "run" / "events.jsonl")
+    log.start()
+    log.update(0)
+    log.anomaly(update=None)
+    log.finish()
+    log.close()
+    row = next(
+        r for r in judge_rows(judged(log.path), Level.CRITICAL, False) if r.name == "anomalies"
+    )
+    assert row.message.startswith("1 critical, 0 warning; first: grad_norm")
+    assert "None" not in row.message
+
+
+def test_every_view_gives_a_nested_nan_the_checks_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def nested_nan(u: int) -> dict[str, Any]:
+        return {"reward_components": {"format": math.nan}} if u == 5 else {}
+
+    run = write_run(tmp_path / "run" / "events.jsonl", updates=12, overrides=nested_nan).parent
+    healthy = write_run(tmp_path / "healthy" / "events.jsonl", updates=12).parent
+    expected = ("FAIL", "FAIL: non-finite 1x")
+    assert word_and_text(json_of(capsys, "check", str(run), "--json")) == expected
+    assert word_and_text(json_of(capsys, "summary", str(run), "--json")) == expected
+    assert word_and_text(json_of(capsys, str(run), "--once", "--json")) == expected
+    diff = json_of(capsys, "diff", str(healthy), str(run), "--json")
+    assert word_and_text(diff["b"]) == expected

@@ -169,6 +169,18 @@ def test_anomalies_listed(tmp_path: Path) -> None:
     assert "update 0 critical grad_norm = NaN: optimizer step skipped" in text
 
 
+def test_an_anomaly_without_an_update_is_listed_without_one(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(0)
+    log.anomaly("critical", "grad_norm", math.nan, update=None)
+    log.close()
+    text = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    assert "  critical grad_norm = NaN: optimizer step skipped" in text
+    assert "None" not in text
+
+
 def test_a_log_with_only_run_started_summarises_and_checks(tmp_path: Path) -> None:
     """total_steps declared, no step yet: no arithmetic on a missing global_step."""
     path = tmp_path / "e.jsonl"
