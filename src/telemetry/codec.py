@@ -23,11 +23,13 @@ import functools
 import math
 import re
 import types
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
 import msgspec
 
-from telemetry.events import EVENT_TYPES, Event, Payload, kind_of
+from telemetry.events import EVENT_TYPES, KINDS, Event, Payload, bare_type, kind_of
 from telemetry.text import visible
 
 MAX_LINE_BYTES: Final = 16 * 1024 * 1024
@@ -102,9 +104,155 @@ def encode_line(event: Event) -> bytes:
     return bytes(LineEncoder().encode(event))
 
 
-def line_decoder() -> msgspec.json.Decoder[Event]:
-    """The reader's decoder of one line: typed, lax (``"NaN"`` is a float, ``"0.5"`` too)."""
-    return msgspec.json.Decoder(Event, strict=False)
+class ForeignFieldError(msgspec.ValidationError):
+    """A line whose payload carries a field another kind alone defines: its ``type`` and
+    its payload disagree, so what it is cannot be told."""
+
+
+class LineDecoder:
+    """The reader's decoder of event lines: typed, lax (``"NaN"`` is a float, ``"0.5"`` too),
+    and refusing two kinds of line msgspec alone would read as an event, because it skips
+    a field it does not know without looking at it:
+
+    - a line that is not valid UTF-8 (``UnicodeDecodeError``), wherever the bad bytes are;
+    - a line of an *unmarked* kind (:data:`UNMARKED`: no required field of its own, so a
+      line of another kind passes for one by its ``type`` alone) whose payload carries, at
+      its top level, a field another kind alone defines (:data:`OWN_FIELDS`; ``approx_kl``
+      in a ``rollout``): it is not the kind it says (:class:`ForeignFieldError`). A line
+      that says a marked kind must carry that kind's own required fields, which no other
+      kind has. Names several kinds share (``update``, ``global_step``) and keys inside a
+      field's value (``config``, ``reward_components``) count for nothing.
+
+    The second check is one more msgspec pass, only where a line of an unmarked kind is
+    among those decoded, with a type that has just :data:`FOREIGN_FIELDS`, each refusing
+    any value: it builds nothing else.
+    """
+
+    def __init__(self) -> None:
+        self._decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event, strict=False)
+        self._foreign = msgspec.json.Decoder(_foreign_union())
+
+    def decode(self, line: bytes | bytearray | memoryview) -> Event:
+        """The event of one line (DecodeError, UnicodeDecodeError or RecursionError if the
+        reader skips it)."""
+        _require_utf8(line)
+        event = self._decoder.decode(line)
+        if type(event) in _UNMARKED_TYPES:
+            try:
+                self._foreign.decode(line)
+            except msgspec.ValidationError as exc:
+                raise ForeignFieldError(_foreign_field(kind_of(type(event)), exc)) from None
+        return event
+
+    def decode_lines(self, lines: bytes | bytearray | memoryview) -> list[Event]:
+        """The events of newline-separated lines, all of them good (else an exception, and
+        the caller decodes line by line to tell which)."""
+        _require_utf8(lines)
+        events = self._decoder.decode_lines(lines)
+        if not _UNMARKED_TYPES.isdisjoint(set(map(type, events))):
+            self._foreign.decode_lines(lines)  # lines of marked kinds: skipped, not built
+        return events
+
+
+def line_decoder() -> LineDecoder:
+    """The reader's decoder of lines (see :class:`LineDecoder`)."""
+    return LineDecoder()
+
+
+def _require_utf8(data: bytes | bytearray | memoryview) -> None:
+    """UnicodeDecodeError unless ``data`` is valid UTF-8 (ASCII, as writers write it, is
+    told by one scan)."""
+    if isinstance(data, memoryview) or not data.isascii():
+        str(data, "utf-8")
+
+
+def _payload_fields(event: type[msgspec.Struct], required: bool = False) -> frozenset[str]:
+    """The names the fields of ``event``'s payload (only its required ones) have in a line."""
+    payload = bare_type(next(f.type for f in msgspec.structs.fields(event) if f.name == "payload"))
+    return frozenset(
+        f.encode_name for f in msgspec.structs.fields(payload) if f.required or not required
+    )
+
+
+OWN_FIELDS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        kind_of(event): _payload_fields(event).difference(
+            *(_payload_fields(other) for other in EVENT_TYPES if other is not event)
+        )
+        for event in EVENT_TYPES
+    }
+)
+"""The payload fields each kind alone defines, by kind. (So a newer minor schema never
+appends to one kind a field name another kind alone has: an older reader would refuse the
+lines of an unmarked kind that carry it.)"""
+
+UNMARKED: Final[frozenset[str]] = frozenset(
+    kind_of(event)
+    for event in EVENT_TYPES
+    if not _payload_fields(event, required=True) & OWN_FIELDS[kind_of(event)]
+)
+"""The kinds with no required payload field of their own (``rollout``, ``heartbeat``): a
+line of another kind, its ``type`` changed to one of these, still decodes."""
+_UNMARKED_TYPES: Final = frozenset(event for event in EVENT_TYPES if kind_of(event) in UNMARKED)
+MARKS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        kind: own if kind in UNMARKED else own & _payload_fields(event, required=True)
+        for event in EVENT_TYPES
+        for kind, own in [(kind_of(event), OWN_FIELDS[kind_of(event)])]
+    }
+)
+"""What tells a line of each kind, whatever its ``type`` says: the required fields it
+alone has (every line of it carries them), or, for an unmarked kind, every field it alone
+has (``ppo_update``: ``early_stopped``; ``rollout``: ``episodes``, ``steps_per_second``...)."""
+FOREIGN_FIELDS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        kind: frozenset().union(*(marks for other, marks in MARKS.items() if other != kind))
+        if kind in UNMARKED
+        else frozenset()
+        for kind in KINDS
+    }
+)
+"""The fields that make a line of an unmarked kind another kind's: the others' marks
+(none for a marked kind: a line of another kind lacks its marks and does not decode)."""
+
+_NEVER = Annotated[int, msgspec.Meta(ge=1, le=0)]
+"""A type no JSON value matches."""
+_FOREIGN_AT = re.compile(r"at `\$\.payload\.(?P<name>[A-Za-z0-9_]+)`$")
+
+
+def _foreign_union() -> Any:
+    """The union, by ``type``, of one Struct per kind whose payload has only the
+    :data:`FOREIGN_FIELDS` of that kind, each of :data:`_NEVER` type: decoding a line
+    with it fails exactly when its payload carries one."""
+    members = []
+    for event in EVENT_TYPES:
+        kind = kind_of(event)
+        foreign = FOREIGN_FIELDS[kind]
+        payload = msgspec.defstruct(
+            f"Foreign{event.__name__}Payload",
+            [(name, _NEVER | msgspec.UnsetType, msgspec.UNSET) for name in sorted(foreign)],
+            gc=False,
+        )
+        members.append(
+            msgspec.defstruct(
+                f"Foreign{event.__name__}",
+                [("payload", payload)],
+                tag=kind,
+                tag_field="type",
+                gc=False,
+            )
+        )
+    return Union[tuple(members)]  # noqa: UP007 - built from a tuple of members
+
+
+def _foreign_field(kind: str, exc: msgspec.ValidationError) -> str:
+    """Why a line of ``kind`` is not one: the field of another kind its payload carries."""
+    match = _FOREIGN_AT.search(str(exc))
+    if match is None:
+        return visible(str(exc))
+    name = match["name"]
+    owner = next(other for other, own in OWN_FIELDS.items() if name in own)
+    return visible(f"type {kind}, but its payload has {name}, a field of {owner} alone")
 
 
 class PayloadError(ValueError):

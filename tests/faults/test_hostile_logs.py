@@ -85,7 +85,6 @@ def test_a_nonfinite_value_inside_a_nested_field_fails_the_check(
     assert code == 1 and "FAIL  non-finite" in out
 
 
-@pytest.mark.xfail(strict=True, reason="finding 4: invalid UTF-8 in a key is read as valid")
 def test_an_update_line_with_invalid_utf8_is_unreadable(tmp_path: Path) -> None:
     path = corrupted(tmp_path, lambda lines: None)
     data = path.read_bytes()
@@ -95,7 +94,6 @@ def test_an_update_line_with_invalid_utf8_is_unreadable(tmp_path: Path) -> None:
     assert code == 1 and "FAIL  unreadable" in out
 
 
-@pytest.mark.xfail(strict=True, reason="finding 5: an update tagged rollout is read as one")
 @pytest.mark.parametrize("tag", ["rollout", "heartbeat"])
 def test_an_update_whose_tag_names_another_kind_is_not_passed(tmp_path: Path, tag: str) -> None:
     def retag(lines: list[Line]) -> None:
@@ -116,3 +114,13 @@ def test_a_toml_config_value_of_the_wrong_type_is_refused(tmp_path: Path, settin
     )
     assert result.returncode == 2, result.stderr[-500:]
     assert result.stderr.count("\n") <= 3 and setting.split()[0] in result.stderr
+
+
+@pytest.mark.parametrize("schema", [0, -5])
+def test_a_run_started_schema_below_1_is_refused_in_one_line(tmp_path: Path, schema: int) -> None:
+    def unschema(lines: list[Line]) -> None:
+        lines[0]["payload"]["schema"] = schema
+
+    result = run(["-m", "sanctum", "check", str(corrupted(tmp_path, unschema))])
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and f"schema {schema} is not a schema" in result.stderr

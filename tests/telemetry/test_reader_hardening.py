@@ -27,14 +27,6 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 FIELDS = b'"update":0,"global_step":8,"approx_kl":%s,"clip_fraction":0.1,"early_stopped":false'
 
 
-@pytest.fixture
-def log(tmp_path: Path) -> LogBuilder:
-    builder = LogBuilder(tmp_path / "events.jsonl", run_id="run-a")
-    builder.start()
-    yield builder
-    builder.close()
-
-
 def append(path: Path, data: bytes) -> None:
     with path.open("ab") as fh:
         fh.write(data)

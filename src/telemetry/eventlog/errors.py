@@ -22,12 +22,17 @@ class LogInUse(EventLogError, FileExistsError):
 
 
 class SchemaVersionError(EventLogError):
-    """The log was written with a newer major schema than this reader supports."""
+    """The log declares a major schema this reader does not know: a newer one than it
+    supports, or one below 1 (never a schema)."""
 
     def __init__(self, path: Path, line_no: int, found: int) -> None:
+        where = f"{visible(str(path))}:{line_no}: event log schema {found}"
         super().__init__(
-            f"{visible(str(path))}:{line_no}: event log schema {found} is newer than the supported "
-            f"schema {SCHEMA_MAJOR}; upgrade sanctum-ppo to read it"
+            f"{where} is newer than the supported schema {SCHEMA_MAJOR}; upgrade sanctum-ppo "
+            "to read it"
+            if found > SCHEMA_MAJOR
+            else f"{where} is not a schema (schemas start at 1; this reader supports "
+            f"{SCHEMA_MAJOR})"
         )
         self.found = found
         self.supported = SCHEMA_MAJOR

@@ -1,8 +1,9 @@
 """The reader: incremental from a byte offset; a last line without its newline is not an
 event yet; truncation or replacement of the file is detected and reported as a ``reset``;
-malformed lines and unknown kinds are skipped and counted with their line numbers; only a
-newer *major* schema is refused. Reads are bounded per call so memory stays flat however
-long the log is."""
+malformed lines (invalid UTF-8 and a payload of another kind among them, see
+:class:`~telemetry.codec.LineDecoder`) and unknown kinds are skipped and counted with their
+line numbers; only a major schema it does not know (a newer one, or one below 1) is
+refused. Reads are bounded per call so memory stays flat however long the log is."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from telemetry.codec import MAX_LINE_BYTES, line_decoder
+from telemetry.codec import MAX_LINE_BYTES, ForeignFieldError, line_decoder
 from telemetry.eventlog.errors import EventLogError, EventLogNotFound, SchemaVersionError
 from telemetry.events import KINDS, SCHEMA_MAJOR, Event, RunStarted
 from telemetry.files import InputFileError, InputFileMissing, describe, open_input_fd
@@ -48,7 +49,8 @@ class SkippedLine:
     kind: SkipKind
     detail: str
     event_type: str | None = None
-    """The line's ``type`` when it could be told (None: not even that could be read)."""
+    """The line's ``type`` when it could be told (None: not even that could be read, or its
+    payload carries another kind's own field, so the ``type`` cannot be trusted)."""
 
     @property
     def skip_class(self) -> SkipClass:
@@ -405,7 +407,7 @@ class EventLogReader:
                 events = []
             # decode_lines reads JSON values separated by any whitespace; with every line
             # one {...} and as many values as lines, each line held exactly one value
-            if len(events) == lines and not _newer_schema(events):
+            if len(events) == lines and not _unknown_schema(events):
                 return events, []
         return self._decode_each(fd, chunk, self.offset, unlisted)
 
@@ -434,7 +436,7 @@ class EventLogReader:
             except DECODE_ERRORS as exc:
                 self._list_or_count(self._why_skipped(line, line_no, exc), skipped, unlisted)
                 continue
-            if isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR:
+            if isinstance(event, RunStarted) and not known_schema(event.payload.schema):
                 raise SchemaVersionError(self.path, line_no, event.payload.schema)
             events.append(event)
         return events, skipped
@@ -449,21 +451,34 @@ class EventLogReader:
             return SkippedLine(line_no, "malformed", f"{what}: {_reason(exc)}", kind)
         if peek.type is None:
             return SkippedLine(line_no, "malformed", "no 'type' field: not an event")
+        if isinstance(exc, ForeignFieldError):  # which kind it is cannot be told
+            return SkippedLine(line_no, "malformed", f"not an event of one kind: {exc}")
         if peek.type not in KINDS:
             detail = f"unknown event kind {peek.type!r}"
             return SkippedLine(line_no, "unknown_kind", detail, peek.type)
         schema = (peek.payload or {}).get("schema")
-        if peek.type == "run_started" and isinstance(schema, int) and schema > SCHEMA_MAJOR:
+        if (
+            peek.type == "run_started"
+            and isinstance(schema, int)
+            and not isinstance(schema, bool)
+            and not known_schema(schema)
+        ):
             raise SchemaVersionError(self.path, line_no, schema)
         detail = f"invalid {peek.type} event: {_reason(exc)}"
         return SkippedLine(line_no, "malformed", detail, peek.type)
 
 
-def _newer_schema(events: list[Event]) -> bool:
-    """A ``run_started`` among ``events`` declares a newer major schema (cheap when none
-    starts a run, as in all but one batch of a log)."""
+def known_schema(schema: int) -> bool:
+    """Whether this reader reads a log of major ``schema``: 1 up to :data:`SCHEMA_MAJOR`
+    (a newer one is for a newer reader; one below 1 was never a schema)."""
+    return 1 <= schema <= SCHEMA_MAJOR
+
+
+def _unknown_schema(events: list[Event]) -> bool:
+    """A ``run_started`` among ``events`` declares a major schema this reader does not
+    know (cheap when none starts a run, as in all but one batch of a log)."""
     return RunStarted in set(map(type, events)) and any(
-        isinstance(event, RunStarted) and event.payload.schema > SCHEMA_MAJOR for event in events
+        isinstance(event, RunStarted) and not known_schema(event.payload.schema) for event in events
     )
 
 

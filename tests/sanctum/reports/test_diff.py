@@ -149,23 +149,24 @@ def test_health_timelines_and_early_stops_of_each_run(
 
 
 def test_runs_of_another_env_and_schema_are_flagged_incomparable(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr("telemetry.eventlog.reader.SCHEMA_MAJOR", 2)  # a reader of 1 and 2
     other = tmp_path / "acrobot" / "events.jsonl"
     other.parent.mkdir()
     log = RunLog(other, run_id="acrobot")
-    log.start(schema=0, env_id="Acrobot-v1")
+    log.start(schema=2, env_id="Acrobot-v1")
     for u in range(4):
         log.update(u)
     log.finish()
     log.close()
     doc = diff_json(capsys, recorded("base-s1"), str(other.parent))
     assert doc["comparable"] is False
-    assert doc["incomparable"] == ["env CartPole-v1 vs Acrobot-v1", "schema 1 vs 0"]
+    assert doc["incomparable"] == ["env CartPole-v1 vs Acrobot-v1", "schema 1 vs 2"]
     code, out, _ = run_cli(capsys, "diff", recorded("base-s1"), str(other))
     assert code == 0
     assert (
-        "WARNING: incomparable runs (env CartPole-v1 vs Acrobot-v1; schema 1 vs 0): "
+        "WARNING: incomparable runs (env CartPole-v1 vs Acrobot-v1; schema 1 vs 2): "
         "their numbers do not measure the same thing"
     ) in out.splitlines()
 
