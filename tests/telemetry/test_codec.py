@@ -249,3 +249,34 @@ def test_every_time_from_0_on_is_written_and_read(ts: float) -> None:
     event = wrap(HeartbeatPayload(global_step=1), ts=ts)
     EventCheck()(event)
     assert line_decoder().decode(codec._checked[1]).ts == ts
+
+
+_ROLLOUT = (
+    b'{"type":"rollout","run_id":"r","seq":1,"ts":1.0,"payload":{"update":0,"global_step":8}}'
+)
+_UPDATE = (
+    b'{"type":"ppo_update","run_id":"r","seq":2,"ts":1.0,'
+    b'"payload":{"update":0,"global_step":8,"early_stopped":false}}'
+)
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        b'"early_stopped":false',  # as a writer spells it
+        b'"early_stopped" : false',  # spaced
+        b'"early\\u005fstopped":false',  # the name in escapes
+        b'"severity":"critical"',  # an anomaly's mark
+        b'"approx_kl":0.1,"early_stopped":true,"early_stopped":false',  # twice
+    ],
+)
+def test_a_chunk_with_a_rollout_of_another_kind_is_refused_however_the_mark_is_spelled(
+    mark: bytes,
+) -> None:
+    forged = _ROLLOUT.replace(b'"global_step":8', b'"global_step":8,' + mark).replace(
+        b'"seq":1', b'"seq":3'
+    )
+    chunk = b"\n".join([_ROLLOUT, _UPDATE, forged]) + b"\n"
+    with pytest.raises(msgspec.ValidationError):
+        codec.line_decoder().decode_lines(chunk)
+    assert len(codec.line_decoder().decode_lines(b"\n".join([_ROLLOUT, _UPDATE]) + b"\n")) == 2
