@@ -19,12 +19,13 @@ full way (``null`` spelled out, then the reader's own decoder decides and names 
 
 from __future__ import annotations
 
+import codecs
 import functools
 import math
 import re
 import types
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
 
@@ -166,13 +167,17 @@ def _marks_where_due(
     has it. Told only for rollouts (a heartbeat's foreign fields include rollout's optional
     ones) and only without ``\\u`` escapes (which spell a name in other bytes); False: decide
     by the second pass."""
-    data = bytes(lines)
-    if _HEARTBEAT in kinds or b"\\u" in data:
+    if _HEARTBEAT in kinds:
         return False
+    found: Counter[bytes] = Counter()
+    for piece in _pieces(lines, _LONGEST_MARK - 1):  # a name across two pieces counts once
+        if piece.find(b"\\u", 0, _PIECE + 1) >= 0:
+            return False
+        for name, _ in _ROLLOUT_MARKS:
+            found[name] += piece.count(name, 0, _PIECE + len(name) - 1)
     counts = Counter(map(type, events))
     return all(
-        data.count(name) == sum(counts[event] for event in holders)
-        for name, holders in _ROLLOUT_MARKS
+        found[name] == sum(counts[event] for event in holders) for name, holders in _ROLLOUT_MARKS
     )
 
 
@@ -181,11 +186,29 @@ def line_decoder() -> LineDecoder:
     return LineDecoder()
 
 
+_PIECE: Final = 1 << 20
+"""Bytes of a chunk looked at in one piece by the checks beside the decode (their memory
+stays this, whatever the chunk)."""
+
+
+def _pieces(data: bytes | bytearray | memoryview, overlap: int) -> Iterator[bytes]:
+    """``data`` in copies of :data:`_PIECE` bytes, each with the ``overlap`` bytes after it."""
+    view = memoryview(data)
+    for start in range(0, view.nbytes, _PIECE):
+        yield view[start : start + _PIECE + overlap].tobytes()
+
+
 def _require_utf8(data: bytes | bytearray | memoryview) -> None:
-    """UnicodeDecodeError unless ``data`` is valid UTF-8 (ASCII, as writers write it, is
-    told by one scan)."""
-    if isinstance(data, memoryview) or not data.isascii():
-        str(data, "utf-8")
+    """UnicodeDecodeError unless ``data`` is valid UTF-8. ASCII, as writers write it, is told
+    by one scan of the buffer (a view's whole buffer: all ASCII, so is the view); anything
+    else is decoded piece by piece."""
+    base = data.obj if isinstance(data, memoryview) else data
+    if isinstance(base, bytes | bytearray) and base.isascii():
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    for piece in _pieces(data, 0):
+        decoder.decode(piece)
+    decoder.decode(b"", final=True)
 
 
 def _payload_fields(event: type[msgspec.Struct], required: bool = False) -> frozenset[str]:
@@ -247,6 +270,7 @@ _ROLLOUT_MARKS: Final = tuple(
 )
 """Each field that makes a ``rollout`` line another kind's (as it stands in a line), with
 the kinds that require it (:func:`_marks_where_due`)."""
+_LONGEST_MARK: Final = max(len(name) for name, _ in _ROLLOUT_MARKS)
 
 _NEVER = Annotated[int, msgspec.Meta(ge=1, le=0)]
 """A type no JSON value matches."""

@@ -270,9 +270,11 @@ _UPDATE = (
         b'"approx_kl":0.1,"early_stopped":true,"early_stopped":false',  # twice
     ],
 )
+@pytest.mark.parametrize("piece", [3, 16, 1 << 20])  # the checks look at a chunk piecewise
 def test_a_chunk_with_a_rollout_of_another_kind_is_refused_however_the_mark_is_spelled(
-    mark: bytes,
+    mark: bytes, piece: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(codec, "_PIECE", piece)
     forged = _ROLLOUT.replace(b'"global_step":8', b'"global_step":8,' + mark).replace(
         b'"seq":1', b'"seq":3'
     )
@@ -280,3 +282,15 @@ def test_a_chunk_with_a_rollout_of_another_kind_is_refused_however_the_mark_is_s
     with pytest.raises(msgspec.ValidationError):
         codec.line_decoder().decode_lines(chunk)
     assert len(codec.line_decoder().decode_lines(b"\n".join([_ROLLOUT, _UPDATE]) + b"\n")) == 2
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 1 << 20])
+def test_utf8_is_checked_across_the_pieces_of_a_chunk(
+    piece: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codec, "_PIECE", piece)
+    good = _ROLLOUT.replace(b'"r"', '"r\u00e9\u4e2d"'.encode())  # two- and three-byte
+    assert len(codec.line_decoder().decode_lines(memoryview(bytearray(good + b"\n")))) == 1
+    for bad in (good.replace("é".encode(), b"\xc3"), good + b"\xe4\xb8"):
+        with pytest.raises(UnicodeDecodeError):
+            codec.line_decoder().decode_lines(memoryview(bytearray(bad + b"\n")))
