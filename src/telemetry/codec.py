@@ -200,10 +200,11 @@ def _pieces(data: bytes | bytearray | memoryview, overlap: int) -> Iterator[byte
 
 def _require_utf8(data: bytes | bytearray | memoryview) -> None:
     """UnicodeDecodeError unless ``data`` is valid UTF-8. ASCII, as writers write it, is told
-    by one scan of the buffer (a view's whole buffer: all ASCII, so is the view); anything
-    else is decoded piece by piece."""
-    base = data.obj if isinstance(data, memoryview) else data
-    if isinstance(base, bytes | bytearray) and base.isascii():
+    by one scan (a view's, piece by piece); anything else is decoded piece by piece."""
+    if isinstance(data, bytes | bytearray):
+        if data.isascii():
+            return
+    elif all(piece.isascii() for piece in _pieces(data, 0)):
         return
     decoder = codecs.getincrementaldecoder("utf-8")()
     for piece in _pieces(data, 0):
