@@ -24,7 +24,6 @@ import functools
 import math
 import re
 import types
-from collections import Counter
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
@@ -151,34 +150,9 @@ class LineDecoder:
         the caller decodes line by line to tell which)."""
         _require_utf8(lines)
         events = self._decoder.decode_lines(lines)
-        kinds = set(map(type, events))
-        if not _UNMARKED_TYPES.isdisjoint(kinds) and not _marks_where_due(lines, events, kinds):
+        if not _UNMARKED_TYPES.isdisjoint(set(map(type, events))):
             self._foreign.decode_lines(lines)  # lines of marked kinds: skipped, not built
         return events
-
-
-def _marks_where_due(
-    lines: bytes | bytearray | memoryview, events: list[Event], kinds: set[type[Event]]
-) -> bool:
-    """Whether the lines of ``events`` hold no field another kind alone has in a line of an
-    unmarked kind, told without a second pass where it can be: each mark a ``rollout`` line
-    could carry is a required field of its kind, so every line of that kind writes it once;
-    when a mark's name stands in the lines exactly as often as those lines, no other line
-    has it. Told only for rollouts (a heartbeat's foreign fields include rollout's optional
-    ones) and only without ``\\u`` escapes (which spell a name in other bytes); False: decide
-    by the second pass."""
-    if _HEARTBEAT in kinds:
-        return False
-    found: Counter[bytes] = Counter()
-    for piece in _pieces(lines, _LONGEST_MARK - 1):  # a name across two pieces counts once
-        if piece.find(b"\\u", 0, _PIECE + 1) >= 0:
-            return False
-        for name, _ in _ROLLOUT_MARKS:
-            found[name] += piece.count(name, 0, _PIECE + len(name) - 1)
-    counts = Counter(map(type, events))
-    return all(
-        found[name] == sum(counts[event] for event in holders) for name, holders in _ROLLOUT_MARKS
-    )
 
 
 def line_decoder() -> LineDecoder:
@@ -260,18 +234,6 @@ FOREIGN_FIELDS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
 )
 """The fields that make a line of an unmarked kind another kind's: the others' marks
 (none for a marked kind: a line of another kind lacks its marks and does not decode)."""
-
-_HEARTBEAT: Final = next(event for event in EVENT_TYPES if kind_of(event) == "heartbeat")
-_ROLLOUT_MARKS: Final = tuple(
-    (
-        f'"{name}"'.encode(),
-        tuple(e for e in EVENT_TYPES if name in _payload_fields(e, required=True)),
-    )
-    for name in sorted(FOREIGN_FIELDS["rollout"])
-)
-"""Each field that makes a ``rollout`` line another kind's (as it stands in a line), with
-the kinds that require it (:func:`_marks_where_due`)."""
-_LONGEST_MARK: Final = max(len(name) for name, _ in _ROLLOUT_MARKS)
 
 _NEVER = Annotated[int, msgspec.Meta(ge=1, le=0)]
 """A type no JSON value matches."""

@@ -270,7 +270,7 @@ _UPDATE = (
         b'"approx_kl":0.1,"early_stopped":true,"early_stopped":false',  # twice
     ],
 )
-@pytest.mark.parametrize("piece", [3, 16, 1 << 20])  # the checks look at a chunk piecewise
+@pytest.mark.parametrize("piece", [3, 16, 1 << 20])  # the UTF-8 check looks piecewise
 def test_a_chunk_with_a_rollout_of_another_kind_is_refused_however_the_mark_is_spelled(
     mark: bytes, piece: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
