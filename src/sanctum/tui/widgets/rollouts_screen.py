@@ -298,16 +298,18 @@ class RolloutsOpener:
         self.run_dir = run_dir
         self.path = run_dir / ROLLOUTS_FILE
         self.feed: RolloutsFeed | None = None
-        self._seen = False
+        self.offered = self.available()
+        """Whether the key is offered: the file was there at the last look (a look a tick,
+        :meth:`appeared`; the footer's checks read this, not the file system)."""
 
     def available(self) -> bool:
         """The run folder has a rollouts file (a FIFO too: the screen says it cannot read it)."""
         return self.path.exists()
 
     def appeared(self) -> bool:
-        """The file appeared (or went) since the last call: the offered keys change."""
+        """The file appeared (or went) since the last look: the offered keys change."""
         now = self.available()
-        changed, self._seen = now != self._seen, now
+        changed, self.offered = now != self.offered, now
         return changed
 
     def open(self, app: App[Any], snapshot: SanctumSnapshot | None) -> None:
@@ -373,7 +375,7 @@ class RolloutsKey:
         self: RunDashboard, action: str, parameters: tuple[object, ...]
     ) -> bool | None:
         """``r`` opens the rollouts screen only while the run folder has rollouts.jsonl."""
-        return self.rollouts.available() if action == "rollouts" else True
+        return self.rollouts.offered if action == "rollouts" else True
 
     def watch_rollouts(self: RunDashboard) -> None:
         """Offer ``r`` once the file appears (a token-level trainer's first rollouts), and
