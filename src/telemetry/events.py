@@ -807,8 +807,9 @@ P = TypeVar("P", bound=Payload)
 
 A_TIME: Final = msgspec.Meta(ge=0, le=sys.float_info.max)
 """A time a log can be judged by: finite and not before 1970. A line whose ``ts`` is NaN,
-infinite or negative is not read (its silences and durations could not be measured); the
-one constraint of the contract, as a metric keeps even an impossible value."""
+infinite or negative is not read (its silences and durations could not be measured). The
+contract's one bound on a number: a metric keeps even an impossible value, for the range
+contracts to judge."""
 
 
 class Envelope(msgspec.Struct, Generic[P], frozen=True, kw_only=True, tag_field="type", gc=False):
