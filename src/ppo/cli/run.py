@@ -113,11 +113,15 @@ def run(
         return EXIT_USAGE
     except RankLost as exc:
         error(err, exc)
-        return EXIT_STOPPED
-    try:
-        return _train_rank(args, config, run_id, world, halt, out, err)
-    finally:
-        world.close()
+        code = EXIT_STOPPED
+    else:
+        try:
+            code = _train_rank(args, config, run_id, world, halt, out, err)
+        finally:
+            world.close()
+    if world.lost:  # the run is recorded and said: end before the backend's threads abort
+        world.end_process(code)
+    return code
 
 
 def _device(args: argparse.Namespace, config: PPOConfig) -> torch.device:
