@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from tests import processes
+
 
 def _modules_after_import(module: str) -> set[str]:
     code = f"import json, sys, {module}; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return set(json.loads(out.stdout))
 
 
@@ -40,7 +41,7 @@ def test_trainer_integrations_import_their_trainer_only_when_used(module: str) -
     assert "msgspec" in roots  # the import really reached telemetry
 
 
-@pytest.mark.parametrize("module", ["ppo.update.agent", "ppo.run.trainer", "ppo.cli"])
+@pytest.mark.parametrize("module", ["ppo.update.agent", "ppo.run.trainer", "ppo.cli.run"])
 def test_ppo_loads_no_textual_and_no_sanctum(module: str) -> None:
     roots = _roots(_modules_after_import(module))
     assert "torch" in roots  # the import really reached the training code

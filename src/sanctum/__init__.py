@@ -3,31 +3,50 @@
 The core (state, thresholds, health, aggregator, check, summary) is plain Python on top of
 ``telemetry``; Textual is imported only by ``sanctum.tui.app`` and its widgets, which the CLI
 loads lazily, so ``sanctum check`` and ``import sanctum`` stay light and never touch torch.
+
+The names below load with the module that defines them, on first use
+(:mod:`telemetry.lazy`): ``sanctum --help`` and ``sanctum check`` load only what they use.
 """
 
-from sanctum.health.levels import HealthReport, Level, health_report, level_of
-from sanctum.health.rules import (
-    DEFAULT_THRESHOLDS,
-    Rule,
-    Thresholds,
-    ThresholdsError,
-    load_thresholds,
-)
-from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_THRESHOLDS",
-    "Connection",
-    "HealthReport",
-    "Level",
-    "MetricSnapshot",
-    "Rule",
-    "SanctumAggregator",
-    "SanctumSnapshot",
-    "Thresholds",
-    "ThresholdsError",
-    "health_report",
-    "level_of",
-    "load_thresholds",
-]
+from typing import TYPE_CHECKING, Final
+
+from telemetry.lazy import exports
+
+if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-exports)
+    from sanctum.health.levels import HealthReport as HealthReport
+    from sanctum.health.levels import Level as Level
+    from sanctum.health.levels import health_report as health_report
+    from sanctum.health.levels import level_of as level_of
+    from sanctum.health.rules import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
+    from sanctum.health.rules import Rule as Rule
+    from sanctum.health.rules import Thresholds as Thresholds
+    from sanctum.health.rules import ThresholdsError as ThresholdsError
+    from sanctum.health.rules import load_thresholds as load_thresholds
+    from sanctum.model.aggregator import SanctumAggregator as SanctumAggregator
+    from sanctum.model.snapshot import Connection as Connection
+    from sanctum.model.snapshot import MetricSnapshot as MetricSnapshot
+    from sanctum.model.snapshot import SanctumSnapshot as SanctumSnapshot
+
+_HOMES: Final[dict[str, str]] = {
+    "HealthReport": "sanctum.health.levels",
+    "Level": "sanctum.health.levels",
+    "health_report": "sanctum.health.levels",
+    "level_of": "sanctum.health.levels",
+    "DEFAULT_THRESHOLDS": "sanctum.health.rules",
+    "Rule": "sanctum.health.rules",
+    "Thresholds": "sanctum.health.rules",
+    "ThresholdsError": "sanctum.health.rules",
+    "load_thresholds": "sanctum.health.rules",
+    "SanctumAggregator": "sanctum.model.aggregator",
+    "Connection": "sanctum.model.snapshot",
+    "MetricSnapshot": "sanctum.model.snapshot",
+    "SanctumSnapshot": "sanctum.model.snapshot",
+}
+"""Each public name -> the module that defines it (tests/sanctum/test_package.py keeps the
+type checker's names equal to these)."""
+
+__all__ = sorted(_HOMES)
+
+__getattr__ = exports("sanctum", _HOMES)

@@ -5,72 +5,89 @@ Depends on msgspec only. Any trainer can record a run that Sanctum shows and che
     from telemetry import Recorder, RolloutPayload
     with Recorder(env_id="CartPole-v1", config=cfg) as rec:
         rec.emit(RolloutPayload(update=0, global_step=512))
+
+The package's names load with the module that defines them, when first used, so that
+``import telemetry.text`` (or ``telemetry.files``), as a command's argument parsing does,
+loads neither msgspec nor the event log.
 """
 
-from telemetry.bus import Emitter, EventBus, SinkError
-from telemetry.codec import PayloadError
-from telemetry.eventlog import (
-    EventLogError,
-    EventLogNotFound,
-    EventLogReader,
-    EventLogWriter,
-    LogInUse,
-    ReadBatch,
-    SchemaVersionError,
-    SkippedLine,
-    read_events,
-)
-from telemetry.events import (
-    SCHEMA_MAJOR,
-    Anomaly,
-    AnomalyPayload,
-    EarlyStop,
-    Event,
-    Heartbeat,
-    HeartbeatPayload,
-    KLMeasure,
-    PPOUpdate,
-    PPOUpdatePayload,
-    Rollout,
-    RolloutPayload,
-    RunFinished,
-    RunFinishedPayload,
-    RunStarted,
-    RunStartedPayload,
-    TrainerInfo,
-)
-from telemetry.recorder import Recorder
+from __future__ import annotations
 
-__all__ = [
-    "SCHEMA_MAJOR",
-    "Anomaly",
-    "AnomalyPayload",
-    "EarlyStop",
-    "Emitter",
-    "Event",
-    "EventBus",
-    "EventLogError",
-    "EventLogNotFound",
-    "EventLogReader",
-    "EventLogWriter",
-    "Heartbeat",
-    "HeartbeatPayload",
-    "KLMeasure",
-    "LogInUse",
-    "PPOUpdate",
-    "PPOUpdatePayload",
-    "PayloadError",
-    "ReadBatch",
-    "Recorder",
-    "Rollout",
-    "RolloutPayload",
-    "RunFinished",
-    "RunFinishedPayload",
-    "RunStarted",
-    "RunStartedPayload",
-    "SchemaVersionError",
-    "SinkError",
-    "SkippedLine",
-    "TrainerInfo",
-    "read_events",
-]
+from typing import TYPE_CHECKING, Final
+
+from telemetry.lazy import exports
+
+if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-exports)
+    from telemetry.bus import Emitter as Emitter
+    from telemetry.bus import EventBus as EventBus
+    from telemetry.bus import SinkError as SinkError
+    from telemetry.codec import PayloadError as PayloadError
+    from telemetry.eventlog import EventLogError as EventLogError
+    from telemetry.eventlog import EventLogNotFound as EventLogNotFound
+    from telemetry.eventlog import EventLogReader as EventLogReader
+    from telemetry.eventlog import EventLogWriter as EventLogWriter
+    from telemetry.eventlog import LogInUse as LogInUse
+    from telemetry.eventlog import ReadBatch as ReadBatch
+    from telemetry.eventlog import SchemaVersionError as SchemaVersionError
+    from telemetry.eventlog import SkippedLine as SkippedLine
+    from telemetry.eventlog import read_events as read_events
+    from telemetry.events import SCHEMA_MAJOR as SCHEMA_MAJOR
+    from telemetry.events import Anomaly as Anomaly
+    from telemetry.events import AnomalyPayload as AnomalyPayload
+    from telemetry.events import EarlyStop as EarlyStop
+    from telemetry.events import Event as Event
+    from telemetry.events import Heartbeat as Heartbeat
+    from telemetry.events import HeartbeatPayload as HeartbeatPayload
+    from telemetry.events import KLMeasure as KLMeasure
+    from telemetry.events import PPOUpdate as PPOUpdate
+    from telemetry.events import PPOUpdatePayload as PPOUpdatePayload
+    from telemetry.events import Rollout as Rollout
+    from telemetry.events import RolloutPayload as RolloutPayload
+    from telemetry.events import RunFinished as RunFinished
+    from telemetry.events import RunFinishedPayload as RunFinishedPayload
+    from telemetry.events import RunStarted as RunStarted
+    from telemetry.events import RunStartedPayload as RunStartedPayload
+    from telemetry.events import TrainerInfo as TrainerInfo
+    from telemetry.recorder import Recorder as Recorder
+
+_HOMES: Final[dict[str, str]] = {
+    "Emitter": "telemetry.bus",
+    "EventBus": "telemetry.bus",
+    "SinkError": "telemetry.bus",
+    "PayloadError": "telemetry.codec",
+    "EventLogError": "telemetry.eventlog",
+    "EventLogNotFound": "telemetry.eventlog",
+    "EventLogReader": "telemetry.eventlog",
+    "EventLogWriter": "telemetry.eventlog",
+    "LogInUse": "telemetry.eventlog",
+    "ReadBatch": "telemetry.eventlog",
+    "SchemaVersionError": "telemetry.eventlog",
+    "SkippedLine": "telemetry.eventlog",
+    "read_events": "telemetry.eventlog",
+    "SCHEMA_MAJOR": "telemetry.events",
+    "Anomaly": "telemetry.events",
+    "AnomalyPayload": "telemetry.events",
+    "EarlyStop": "telemetry.events",
+    "Event": "telemetry.events",
+    "Heartbeat": "telemetry.events",
+    "HeartbeatPayload": "telemetry.events",
+    "KLMeasure": "telemetry.events",
+    "PPOUpdate": "telemetry.events",
+    "PPOUpdatePayload": "telemetry.events",
+    "Rollout": "telemetry.events",
+    "RolloutPayload": "telemetry.events",
+    "RunFinished": "telemetry.events",
+    "RunFinishedPayload": "telemetry.events",
+    "RunStarted": "telemetry.events",
+    "RunStartedPayload": "telemetry.events",
+    "TrainerInfo": "telemetry.events",
+    "Recorder": "telemetry.recorder",
+}
+"""Each public name -> the module that defines it, loaded on first use
+(:mod:`telemetry.lazy`; the names under TYPE_CHECKING are the type checker's,
+tests/telemetry/test_package.py keeps the two equal)."""
+
+__all__ = sorted(_HOMES)
+
+
+__getattr__ = exports("telemetry", _HOMES)

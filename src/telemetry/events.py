@@ -9,6 +9,7 @@ readers ignore unknown fields and refuse only a newer *major* ``schema``.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -110,8 +111,11 @@ class FieldDoc(NamedTuple):
     """The ``Meta.extra`` of the field: keys from :data:`FACT_KEYS`."""
 
 
+@functools.cache
 def field_docs(struct: type[msgspec.Struct]) -> tuple[FieldDoc, ...]:
-    """Every field of ``struct``, in order, with its definition (empty when it has none)."""
+    """Every field of ``struct``, in order, with its definition (empty when it has none).
+    Read once per Struct (resolving its annotations is what costs): the readers of the
+    contract's definitions (the schema, the docs, the rules, the verl reader) share it."""
     docs = []
     for field in msgspec.structs.fields(struct):
         meta = next((m for m in get_args(field.type)[1:] if isinstance(m, msgspec.Meta)), None)

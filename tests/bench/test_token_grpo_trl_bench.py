@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import processes
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "token_grpo_trl_bench.py"
 UPDATES, PROMPTS, GROUP, MAX_NEW = 2, 2, 2, 4
@@ -26,7 +27,7 @@ pytestmark = [
 def test_the_last_line_compares_tokens_per_second_and_reward_gains(tmp_path: Path) -> None:
     sizes = {"--updates": UPDATES, "--prompts": PROMPTS, "--group": GROUP,
              "--max-new-tokens": MAX_NEW, "--reader-steps": 1, "--repeats": 1}  # fmt: skip
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, str(BENCH), *(str(a) for item in sizes.items() for a in item)],
         cwd=tmp_path,
         capture_output=True,

@@ -11,7 +11,7 @@ from typing import Any
 
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Event
-from tests import waiting
+from tests import processes, waiting
 
 WAIT_LIMIT = 60.0
 """Seconds a test waits for a process before failing (a hang guard, not a timing test)."""
@@ -27,7 +27,7 @@ def trainer_command(run_dir: Path, run_id: str, *extra: str) -> list[str]:
 
 def start_trainer(run_dir: Path, run_id: str, *extra: str, **popen: Any) -> subprocess.Popen[str]:
     """The :func:`trainer_command` started, stderr captured (``popen``: more Popen options)."""
-    return subprocess.Popen(
+    return processes.popen(
         trainer_command(run_dir, run_id, *extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -62,6 +62,6 @@ def finish(process: subprocess.Popen[str], signal_number: int) -> tuple[int, str
 
 
 def run(args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return processes.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=WAIT_LIMIT
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from sanctum.cli import main as sanctum_main
 from telemetry import RunFinished
+from tests import processes
 from tests.faults.support import WAIT_LIMIT, lines_in, read_whole, trainer_command, wait_until
 
 TIMEOUT = 10
@@ -21,7 +22,7 @@ TIMEOUT = 10
 def test_a_killed_rank_ends_the_run_as_failed_naming_it(tmp_path: Path) -> None:
     extra = ["--nproc", "2", "--set", "rank_trace=true"]
     extra += ["--set", f"collective_timeout_seconds={TIMEOUT}"]
-    launcher = subprocess.Popen(
+    launcher = processes.popen(
         trainer_command(tmp_path, "ddp", *extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from telemetry.events import RunFinished, RunStarted
+from tests import processes
 
 from .support import (
     WAIT_LIMIT,
@@ -107,7 +107,7 @@ def test_two_writers_racing_for_one_log_leave_one_run(tmp_path: Path) -> None:
 def test_a_full_disk_stops_training_with_one_line_and_a_whole_log(tmp_path: Path) -> None:
     disk = tmp_path / "small-disk"
     disk.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100k", "tmpfs", str(disk)])
+    mounted = processes.run(["mount", "-t", "tmpfs", "-o", "size=100k", "tmpfs", str(disk)])
     if mounted.returncode != 0:
         pytest.skip("this machine refuses to mount a tmpfs")
     try:
@@ -126,7 +126,7 @@ def test_a_full_disk_stops_training_with_one_line_and_a_whole_log(tmp_path: Path
         assert last.seq == len(recorded) + 2
         assert not list((disk / "full" / "checkpoints").glob("*.tmp"))
     finally:
-        subprocess.run(["umount", str(disk)], check=False)
+        processes.run(["umount", str(disk)], check=False)
 
 
 def test_a_log_replaced_under_a_live_reader_is_read_again_from_the_start(tmp_path: Path) -> None:

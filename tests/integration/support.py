@@ -10,6 +10,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 
 from sanctum.tui.app import SanctumApp
+from tests import processes
 from tests.waiting import settle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ WAIT_LIMIT = 120.0
 
 def run(args: Sequence[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python ARGS`` to the end, output captured."""
-    return subprocess.run(
+    return processes.run(
         [sys.executable, *args], capture_output=True, text=True, cwd=cwd, timeout=WAIT_LIMIT
     )
 

@@ -5,7 +5,6 @@ at the end, one event log, judged by ``sanctum check``."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import torch
 from ppo.run.ranks import parameter_checksum
 from sanctum.cli import main as sanctum_main
 from telemetry import PPOUpdate, RunFinished, RunStarted, read_events
+from tests import processes
 from tests.schema_support import assert_valid_log
 
 STOPPING = [
@@ -30,7 +30,7 @@ both normalisations, whose statistics every rank must hold alike."""
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
     command = [sys.executable, "-m", "ppo", "train", "--headless", "--nproc", "2"]
-    done = subprocess.run(
+    done = processes.run(
         [*command, *STOPPING, "--run-dir", str(runs), "--run-id", "ddp"],
         capture_output=True,
         text=True,
@@ -95,7 +95,7 @@ def test_every_line_is_valid_against_the_schema(run: Path) -> None:
 )
 def test_two_ranks_on_two_gpus_over_nccl_take_the_same_decisions(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "ppo", "train", "--headless", "--nproc", "2"]
-    done = subprocess.run(
+    done = processes.run(
         [*command, *STOPPING, "--set", "device=cuda", "--run-dir", str(tmp_path), "--run-id", "g"],
         capture_output=True,
         text=True,

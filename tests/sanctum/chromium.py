@@ -29,6 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from tests import processes
+
 if TYPE_CHECKING:
     import aiohttp
 
@@ -68,7 +70,7 @@ class HeadlessChromium:
     def __init__(self, profile: Path, width: int = 1280, height: int = 800) -> None:
         assert CHROMIUM is not None, "Chromium not installed (apt install chromium)"
         self.profile = profile
-        self.process = subprocess.Popen(
+        self.process = processes.popen(
             [
                 CHROMIUM,
                 "--headless=new",

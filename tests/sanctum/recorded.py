@@ -5,14 +5,13 @@ process of its own."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sanctum.cli import main
+from tests.cli_runner import run_main
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
 
@@ -30,14 +29,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 def check_report(path: Path, *options: str) -> dict[str, Any]:
-    """``sanctum check PATH --json OPTIONS`` in a process of its own: its JSON report, whose
-    ``exit_code`` is the process's."""
-    done = subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", str(path), "--json", *options],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """``sanctum check PATH --json OPTIONS``: its JSON report, whose ``exit_code`` is the
+    command's."""
+    done = run_main(main, "check", path, "--json", *options)
     report: dict[str, Any] = json.loads(done.stdout)
     assert report["exit_code"] == done.returncode, done.stderr
     return report

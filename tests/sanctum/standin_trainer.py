@@ -6,11 +6,16 @@
 completes; ``until`` goes on until a file ``EVENTS`` with suffix ``.done`` exists, then
 completes; ``crash`` emits UPDATES updates, writes a traceback-like tail to stderr and
 exits 3 without recording an end, as a trainer that dies does.
+
+Like ``ppo train``, it takes Ctrl-C even when started with SIGINT ignored (pytest run from
+``nohup ... &``); and it never outlives its test: ``forever`` and ``until`` end (recorded as
+interrupted) once the process that started it is gone or after :data:`LIFETIME` seconds.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -19,6 +24,8 @@ from telemetry import Recorder
 from telemetry.events import PPOUpdatePayload, RolloutPayload
 
 STEPS_PER_UPDATE = 512
+LIFETIME = 300.0
+"""Seconds after which a stand-in that was never stopped stops itself."""
 
 
 def record_update(rec: Recorder, update: int) -> None:
@@ -37,7 +44,14 @@ def record_update(rec: Recorder, update: int) -> None:
     )
 
 
+def orphaned(parent: int, started: float) -> bool:
+    """The test that started this process is gone, or has forgotten it."""
+    return os.getppid() != parent or time.monotonic() - started > LIFETIME
+
+
 def main(path: Path, mode: str, updates: int) -> int:
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited ignored
+    parent, started = os.getppid(), time.monotonic()
     config = {"total_steps": updates * STEPS_PER_UPDATE, "max_kl": 0.03}
     rec = Recorder(path=path, env_id="CartPole-v1", seed=1, config=config)
     try:
@@ -45,6 +59,8 @@ def main(path: Path, mode: str, updates: int) -> int:
             update = 0
             done = path.with_suffix(".done")
             while mode == "forever" or (mode == "until" and not done.exists()) or update < updates:
+                if orphaned(parent, started):
+                    raise KeyboardInterrupt
                 record_update(rec, update)
                 update += 1
                 time.sleep(0.1)

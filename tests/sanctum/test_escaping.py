@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import unicodedata
@@ -32,6 +30,7 @@ from sanctum.tui.widgets.help import HelpScreen
 from telemetry.events import AnomalyPayload
 from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible
+from tests.cli_runner import run_main
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
 from tests.sanctum.reports.test_rollouts_view import record
@@ -206,14 +205,7 @@ def test_rollouts_shows_a_hostile_folder_name_escaped(tmp_path: Path) -> None:
 
 def test_argparse_errors_show_what_was_typed_escaped() -> None:
     name = "bad\x1b]0;x\x07name\u2060"
-    result = subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", "a", name],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "PYTHONPATH": str(SRC)},
-    )
+    result = run_main(main, "check", "a", name)
     assert result.returncode == 2
     assert visible(name) in result.stderr and not hidden(result.stderr)
 

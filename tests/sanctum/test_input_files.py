@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from telemetry.testing import LogBuilder
+from tests import processes
 
 HANG = 60
 """Seconds after which a command is taken to hang (they answer in well under one)."""
@@ -26,7 +27,7 @@ HANG = 60
 def sanctum(*argv: str | Path) -> tuple[int, str]:
     """(exit code, stderr) of ``python -m sanctum ARGV``; fails the test on a hang."""
     try:
-        done = subprocess.run(
+        done = processes.run(
             [sys.executable, "-m", "sanctum", *map(str, argv)],
             capture_output=True,
             text=True,
@@ -41,7 +42,7 @@ def sanctum(*argv: str | Path) -> tuple[int, str]:
 def python(code: str) -> str:
     """What ``code`` prints, run in a fresh interpreter; fails the test on a hang."""
     try:
-        done = subprocess.run(
+        done = processes.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG, check=True
         )
     except subprocess.TimeoutExpired:
@@ -155,7 +156,7 @@ def test_a_junit_file_that_is_a_pipe_no_one_reads_is_one_line_not_a_hang(
 
 
 def _with_stdout(argv: list[str], stdout: int | None, close: bool = False) -> tuple[int, str]:
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-m", "sanctum", *argv],
         stdout=stdout,
         stderr=subprocess.PIPE,

@@ -12,7 +12,6 @@ the bound travels across machines: it is about the input, not the interpreter).
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.files import MIB
 from telemetry.testing import LogBuilder
+from tests import processes
 
 pytestmark = pytest.mark.skipif(
     not Path("/proc/self/status").exists(), reason="reads the peak RSS from /proc (Linux)"
@@ -45,7 +45,7 @@ print(f"{code} {high_water() - base}")
 
 def peak_growth(*argv: str) -> tuple[int, int]:
     """(exit code, peak RSS growth in bytes) of ``sanctum ARGV`` in a fresh interpreter."""
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-c", _PEAK, *argv],
         capture_output=True,
         text=True,

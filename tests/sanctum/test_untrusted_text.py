@@ -4,14 +4,13 @@ XML and JSON valid, whatever the log holds."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from textual.widgets import Label
 
+from sanctum.cli import main
 from sanctum.formatting import dumps, visible
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.reports.check import run_check
@@ -22,6 +21,7 @@ from sanctum.reports.summary import format_text as summary_text
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import StatusBanner
 from telemetry.codec import PayloadError
+from tests.cli_runner import Ran, run_main
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog, write_run
 
@@ -91,9 +91,8 @@ def unit_log(path: Path, step_unit: str | None) -> Path:
     return write_run(path, updates=6, step_unit=step_unit)
 
 
-def sanctum_check(path: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "sanctum", "check", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+def sanctum_check(path: Path) -> Ran:
+    return run_main(main, "check", path)
 
 
 def test_a_hostile_step_unit_is_shown_as_text_in_reports(tmp_path: Path) -> None:

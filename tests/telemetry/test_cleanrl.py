@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from telemetry.integrations.cleanrl import (
     recorder,
     update_payload,
 )
+from tests import processes
 from tests.schema_support import assert_valid_log
 
 
@@ -260,7 +260,7 @@ def test_a_misspelt_keyword_is_refused_with_the_name_meant_and_nothing_written(
 
 def test_the_helper_imports_neither_torch_nor_numpy() -> None:
     code = "import json, sys, telemetry.integrations.cleanrl; print(json.dumps(list(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     roots = {m.split(".")[0] for m in json.loads(out.stdout)}
     assert {"torch", "numpy", "gymnasium", "sanctum"}.isdisjoint(roots)
     assert "msgspec" in roots
@@ -279,7 +279,7 @@ def test_an_example_without_tensorboard_names_the_extra_in_one_line(
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim.parent), *sys.path])}
     example = Path(__file__).resolve().parents[2] / "examples" / script
-    result = subprocess.run(
+    result = processes.run(
         [sys.executable, str(example), "--total-timesteps", "64"],
         capture_output=True,
         text=True,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 from telemetry.eventlog import EventLogReader
 from telemetry.events import Event, Heartbeat, RunFinished, RunStarted
 from telemetry.testing import LogBuilder
+from tests import processes
 from tests.telemetry.logfiles import steps_of
 
 WRITER = textwrap.dedent(
@@ -44,7 +44,7 @@ def _follow_until_finished(reader: EventLogReader, limit_s: float = 60.0) -> lis
 def test_second_process_appending_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "run" / "events.jsonl"
     n = 2000
-    child = subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(n)])
+    child = processes.popen([sys.executable, "-c", WRITER, str(path), str(n)])
     try:
         events = _follow_until_finished(EventLogReader(path))  # the file does not exist yet
     finally:

@@ -4,7 +4,6 @@ counted skip with its number, memory stays bounded, and only regular files are r
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,6 +19,7 @@ from telemetry.eventlog import (
 )
 from telemetry.events import Heartbeat
 from telemetry.testing import LogBuilder
+from tests import processes
 from tests.telemetry.logfiles import steps_of
 
 UPDATE = b'{"type":"ppo_update","run_id":"run-a","seq":%d,"ts":1.0,"payload":{%s}}\n'
@@ -85,7 +85,7 @@ def test_a_line_past_the_limit_is_skipped_in_bounded_memory(log: LogBuilder) -> 
         "read_events(sys.argv[1])\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)\n"
     )
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-c", code, str(log.path)], capture_output=True, text=True, check=True
     )
     assert float(done.stdout) < 40  # never the whole line: at most a limit's worth of buffers

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ppo.cli import main as ppo_main
 from sanctum.cli import main
 from telemetry.events import AnomalyPayload, EarlyStop
 from telemetry.schema import SCHEMA_FILE, schema_text, shipped_schema_text
+from tests.cli_runner import run_main
 from tests.sanctum.logs import RunLog, early_stop_update, ppo_update
 from tests.sanctum.recorded import RECORDED
 from tests.schema_support import assert_valid_log, line_errors
@@ -79,9 +79,7 @@ def test_a_real_training_run_validates_heartbeats_and_early_stops_included(
 ) -> None:
     args = ["--headless", "--total-steps", "4096", "--set", "heartbeat_seconds=0.001"]
     args += ["--set", "max_kl=0.0001", "--run-dir", str(tmp_path), "--run-id", "schema"]
-    result = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", *args], capture_output=True, text=True, timeout=300
-    )
+    result = run_main(ppo_main, "train", *args)
     assert result.returncode == 0, result.stderr
     path = tmp_path / "schema" / "events.jsonl"
     assert_valid_log(path)

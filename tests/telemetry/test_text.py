@@ -63,7 +63,7 @@ def test_the_cases_a_battery_found() -> None:
 
 
 def test_a_count_is_written_one_way_for_ppo_and_sanctum() -> None:
-    import ppo.cli
+    import ppo.cli.run
     import sanctum.formatting
     from telemetry.text import plural
 
@@ -72,4 +72,4 @@ def test_a_count_is_written_one_way_for_ppo_and_sanctum() -> None:
         "0 updates",
         "3 steps",
     )
-    assert sanctum.formatting.plural is plural and ppo.cli.plural is plural  # one home
+    assert sanctum.formatting.plural is plural and ppo.cli.run.plural is plural  # one home

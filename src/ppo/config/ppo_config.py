@@ -26,7 +26,7 @@ from ppo.config.limits import (
 )
 from ppo.config.settings import Settings, setting
 from ppo.core import kl
-from ppo.core.device import DeviceName
+from ppo.core.choices import DeviceName
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
 

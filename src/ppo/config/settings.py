@@ -18,11 +18,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import torch
-
 from ppo.config import peers
 from ppo.config import validators as valid
-from ppo.core.device import resolve_device
 from telemetry import files
 from telemetry.text import visible
 
@@ -45,16 +42,6 @@ class ConfigError(ValueError):
         count = len(self.errors)
         head = f"invalid PPO config{where} ({count} error{'s' if count != 1 else ''})"
         super().__init__(head + ":\n" + "\n".join(f"  {visible(e)}" for e in self.errors))
-
-
-def resolved_device(name: str, local_rank: int | None = None) -> torch.device:
-    """A config's ``device`` resolved on this machine
-    (:func:`ppo.core.device.resolve_device`); a :class:`ConfigError` when it names CUDA and
-    torch sees none, or fewer GPUs than the job's processes need."""
-    try:
-        return resolve_device(name, local_rank)
-    except ValueError as exc:
-        raise ConfigError([str(exc)]) from None
 
 
 _T = TypeVar("_T")

@@ -4,14 +4,10 @@ resolved against what this machine has, and the ``precision`` its forwards run i
 from __future__ import annotations
 
 import contextlib
-import typing
-from typing import Final, Literal, TypeAlias
 
 import torch
 
-DeviceName: TypeAlias = Literal["auto", "cpu", "cuda"]
-DEVICE_NAMES: Final[tuple[str, ...]] = typing.get_args(DeviceName)
-Precision: TypeAlias = Literal["fp32", "bf16"]
+from ppo.core.choices import DEVICE_NAMES, Precision
 
 
 def resolve_device(name: str, local_rank: int | None = None) -> torch.device:

@@ -22,14 +22,14 @@ the right gradient.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:  # tensor methods only: the config reads the names without loading torch
+    from torch import Tensor
 
 KLEstimator: TypeAlias = str
 """The name of a per-sample KL estimator: one of :data:`ESTIMATORS`."""
-KLFunction: TypeAlias = Callable[[Tensor], Tensor]
+KLFunction: TypeAlias = "Callable[[Tensor], Tensor]"
 """A base estimator: per-sample KL(p || q) from a guarded log r = log q - log p."""
 
 STRAIGHT_THROUGH: Final = "+"
@@ -71,7 +71,7 @@ def k2(log_ratio: Tensor) -> Tensor:
 
 @register("k3")
 def k3(log_ratio: Tensor) -> Tensor:
-    return torch.expm1(log_ratio) - log_ratio
+    return log_ratio.expm1() - log_ratio
 
 
 @register("low_var_kl")
@@ -112,8 +112,8 @@ def guarded_log_ratio(
     the guard (a 0-d tensor, kept on the device).
     """
     raw = logp_other - logp_sampled
-    nonfinite = (~torch.isfinite(raw)).sum()
-    return torch.nan_to_num(raw, nan=0.0).clamp(-clamp, clamp), nonfinite
+    nonfinite = (~raw.isfinite()).sum()
+    return raw.nan_to_num(nan=0.0).clamp(-clamp, clamp), nonfinite
 
 
 def estimate_from_log_ratio(log_ratio: Tensor, estimator: KLEstimator) -> Tensor:

@@ -12,13 +12,13 @@ in verl's ``compute_policy_loss``.
 
 from __future__ import annotations
 
-import typing
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypeAlias
+from typing import Protocol
 
 import torch
 from torch import Tensor
 
+from ppo.core.choices import LOSS_AGG_MODES, LossAggMode
 from ppo.core.kl import LOG_RATIO_CLAMP, KLEstimator, estimate_from_log_ratio, guarded_log_ratio
 
 
@@ -142,11 +142,6 @@ def surrogate_terms(
             clip_fraction_high=((ratio > 1.0 + clip_range) & (advantages > 0)).float().mean(),
         )
     return per_sample, stats
-
-
-LossAggMode: TypeAlias = Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
-"""verl's ``loss_agg_mode``: how a ``[sequences, tokens]`` loss becomes one number."""
-LOSS_AGG_MODES: Final[tuple[str, ...]] = typing.get_args(LossAggMode)
 
 
 def aggregate(loss: Tensor, mask: Tensor, mode: LossAggMode) -> Tensor:

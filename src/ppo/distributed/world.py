@@ -18,11 +18,12 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -72,6 +73,8 @@ class World:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     """Where the backend's collectives run: the CPU (gloo) or this rank's GPU (NCCL)."""
     _count: int = field(default=0, repr=False)
+    lost: bool = field(default=False, repr=False)
+    """A peer stopped answering (:class:`RankLost` was raised): see :meth:`end_process`."""
 
     @property
     def is_main(self) -> bool:
@@ -141,6 +144,7 @@ class World:
             if not (self.distributed and _is_communication_error(exc)):
                 raise
             self._announce_noticed()
+            self.lost = True
             raise RankLost(self._lost_message(what, exc)) from None
 
     def _guard(self, what: str, collective: Callable[[], object]) -> None:
@@ -151,6 +155,7 @@ class World:
             collective()
         except RuntimeError as exc:  # gloo: a timeout, or a peer's socket closed
             self._announce_noticed()
+            self.lost = True
             raise RankLost(self._lost_message(what, exc)) from None
 
     def _announce_noticed(self) -> None:
@@ -207,9 +212,20 @@ class World:
 
     def close(self) -> None:
         """Leave the job (a no-op in one process or after a lost rank)."""
-        if self.distributed and dist.is_initialized():
+        if self.distributed and not self.lost and dist.is_initialized():
             with contextlib.suppress(RuntimeError):
                 dist.destroy_process_group()
+
+    def end_process(self, code: int) -> NoReturn:
+        """End this rank's process at once with ``code``, its output flushed. After a lost
+        peer, the backend's threads still wait on it, and the interpreter's own exit, which
+        tears them down, can abort the process (gloo: ``terminate called without an active
+        exception``, exit 134) after the run was recorded as failed: the exit code is then
+        the run's, not an abort's."""
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def backend_error_line(exc: BaseException) -> str:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ppo.exits import EXIT_STOPPED
-from telemetry.events import AnomalyPayload, Event, RunStatus
 
 if TYPE_CHECKING:
     from ppo.distributed.world import World
+    from telemetry.events import AnomalyPayload, Event, RunStatus
 
 HALT_LEVELS: Final = ("critical", "warning")
 """The choices of ``--halt-on``, known before Sanctum is loaded (Sanctum's

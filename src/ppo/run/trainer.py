@@ -25,7 +25,7 @@ import torch
 
 from ppo import __version__
 from ppo.config import PPOConfig
-from ppo.config.settings import resolved_device
+from ppo.config.device import resolved_device
 from ppo.core.normalize import Normalization
 from ppo.distributed.world import SINGLE, World
 from ppo.model import checkpoint

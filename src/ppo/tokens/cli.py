@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from ppo.config.settings import ConfigError, read_toml
+from ppo.config.settings import ConfigError
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED, Halter
 from ppo.run.messages import (
@@ -23,7 +22,7 @@ from ppo.run.messages import (
 from ppo.run.messages import path as shown_path
 from ppo.run.progress import updates_done
 from ppo.run.signals import exit_code_of, stop_on_signals
-from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
+from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.task import load_task, task_preflight
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, device_of
 from telemetry import SinkError
@@ -33,25 +32,6 @@ from telemetry.text import plural
 
 PROGRESS_EVERY = 10
 """Updates between two progress lines."""
-
-
-def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
-    """The token-level config ``--config`` names, or None when it is not one."""
-    if args.config is None or args.resume is not None:
-        return None
-    data = read_toml(args.config)
-    algorithm = data.get("algorithm")
-    if algorithm not in ALGORITHMS:
-        return None
-    if args.env is not None or args.total_steps is not None:
-        raise ConfigError(
-            [f"--env and --total-steps do not apply to a {algorithm} config (set updates=N)"],
-            str(args.config),
-        )
-    config = TokenPPOConfig.from_mapping(data, str(args.config)).with_overrides(args.overrides)
-    if args.seed is not None:
-        config = config.with_overrides([f"seed={args.seed}"], source="command line")
-    return config
 
 
 def check_task(config: TokenPPOConfig) -> None:

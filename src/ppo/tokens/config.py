@@ -18,10 +18,9 @@ from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, 
 from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
 from ppo.core import kl
-from ppo.core.device import DeviceName, Precision
+from ppo.core.choices import DeviceName, LossAggMode, Precision
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
-from ppo.core.losses import LossAggMode
 
 Algorithm: TypeAlias = Literal["token_ppo", "grpo"]
 ALGORITHMS: tuple[str, ...] = typing.get_args(Algorithm)

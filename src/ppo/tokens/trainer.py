@@ -19,7 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from ppo import __version__
-from ppo.config.settings import ConfigError, resolved_device
+from ppo.config.device import resolved_device
+from ppo.config.settings import ConfigError
 from ppo.core.advantages import group_relative
 from ppo.core.device import autocast
 from ppo.core.kl_control import adapt_proportional

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from ppo.run.attach import (
     wants_dashboard,
 )
 from telemetry.returns import FINAL_RETURN
+from tests import processes
 
 
 class Terminal(io.StringIO):
@@ -117,7 +117,7 @@ def test_an_existing_event_log_is_not_appended_to(
 
 def test_the_cli_loads_neither_sanctum_nor_textual_until_the_dashboard_starts() -> None:
     code = "import json, sys, ppo.cli; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     roots = {name.split(".")[0] for name in json.loads(out.stdout)}
     assert {"sanctum", "textual"}.isdisjoint(roots)
 

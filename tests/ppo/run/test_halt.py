@@ -4,17 +4,18 @@ health goes critical, saves a checkpoint, records the stop naming the rule, and 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from ppo.cli import build_parser
+from ppo.cli import build_parser, main
 from ppo.exits import EXIT_USAGE
 from ppo.run import halt
 from ppo.run.attach import child_command
+from sanctum.cli import main as sanctum_main
 from telemetry import Anomaly, PPOUpdate, RunFinished, read_events
+from tests import processes
+from tests.cli_runner import Ran, run_main
 
 SMALL = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
 WARMUP = 3
@@ -29,25 +30,18 @@ warmup_updates = {WARMUP}
 """A rule every CartPole run breaks at once: its value loss is far above 1e-5."""
 
 
-def _ppo(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ppo", "train", "--headless", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def _ppo(*args: str, cwd: Path) -> Ran:
+    """``ppo train --headless ARGS`` from ``cwd``, in this process; ``--nproc`` as a real
+    process (it starts its ranks)."""
+    argv = ["train", "--headless", *args]
+    if "--nproc" not in args:
+        return run_main(main, *argv, cwd=cwd)
+    done = processes.python_m("ppo", *argv, cwd=cwd, timeout=240)
+    return Ran(done.returncode, done.stdout, done.stderr)
 
 
-def _sanctum_check(run: Path, thresholds: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", str(run), "--thresholds", str(thresholds)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _sanctum_check(run: Path, thresholds: Path) -> Ran:
+    return run_main(sanctum_main, "check", run, "--thresholds", thresholds)
 
 
 @pytest.fixture
@@ -111,7 +105,7 @@ def test_unusable_halt_options_are_one_line_and_exit_2(
 ) -> None:
     (tmp_path / "rules.toml").write_text(VALUE_LOSS_RULE, encoding="utf-8")
     (tmp_path / "bad.toml").write_text("nope = 1\n", encoding="utf-8")
-    done = _ppo("--total-steps", "64", "--run-dir", "runs", *args, cwd=tmp_path, timeout=120)
+    done = _ppo("--total-steps", "64", "--run-dir", "runs", *args, cwd=tmp_path)
     assert done.returncode == EXIT_USAGE
     assert done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

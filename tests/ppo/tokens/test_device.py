@@ -3,8 +3,6 @@ CUDA machine a short GRPO run in bf16 records the device it used."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import torch
 
 from ppo.cli import main as ppo_main
 from telemetry import RunStarted, read_events
+from tests.cli_runner import run_main
 
 SHORT = [
     "--set", "updates=2", "--set", "rollouts_per_update=16", "--set", "group_size=4",
@@ -22,12 +21,7 @@ SHORT = [
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a CUDA device")
 def test_cuda_without_a_device_exits_2_naming_the_setting(tmp_path: Path) -> None:
     argv = ["train", "--config", "examples/token_grpo.toml", "--headless", "--run-dir"]
-    done = subprocess.run(
-        [sys.executable, "-m", "ppo", *argv, str(tmp_path), *SHORT, "--set", "device=cuda"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_main(ppo_main, *argv, tmp_path, *SHORT, "--set", "device=cuda")
     assert done.returncode == 2
     assert 'device = "cuda" but torch finds no CUDA device' in done.stderr
     assert "Traceback" not in done.stderr and not list(tmp_path.iterdir())

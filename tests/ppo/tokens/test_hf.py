@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from ppo.cli import main
 from ppo.exits import EXIT_USAGE
 from ppo.tokens.config import TokenPPOConfig
+from tests import processes
+from tests.cli_runner import run_main
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
 needs_transformers = pytest.mark.skipif(
@@ -44,17 +46,16 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(*args: str, cwd: Path, python: list[str] | None = None) -> tuple[int, str]:
-    """A real process (``python -m ppo`` unless ``python`` says otherwise): exit code, stderr."""
-    proc = subprocess.run(
-        [*(python or [sys.executable, "-m", "ppo"]), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, proc.stderr
+    """``ppo ARGS`` from ``cwd`` in this process (or, given ``python``, that real process):
+    exit code, stderr."""
+    if python is None:
+        ran = run_main(main, *args, cwd=cwd)
+        code, err = ran.returncode, ran.stderr
+    else:
+        proc = processes.run([*python, *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+        code, err = proc.returncode, proc.stderr
+    assert "Traceback" not in err, err
+    return code, err
 
 
 def train(tmp_path: Path, model: Path | str, *settings: str) -> tuple[int, str]:

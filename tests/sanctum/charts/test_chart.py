@@ -4,7 +4,6 @@ and the screen itself driven by Pilot over real event logs."""
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from sanctum.text.chart_words import legend, reading, span_text
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.chart_screen import ChartScreen, MetricPicker
 from sanctum.tui.widgets.metric_chart import MetricChart
+from tests import processes
 from tests.sanctum.app_support import lively, wait_until
 from tests.sanctum.logs import RunLog
 
@@ -132,7 +132,7 @@ def test_the_maths_words_and_picture_load_without_textual() -> None:
         "sanctum.charts.window, sanctum.charts.scale, sanctum.text.chart_words, sanctum.charts.zoom"
     )
     code = f"import sys, {modules}; print('textual' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 

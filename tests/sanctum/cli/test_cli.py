@@ -22,26 +22,32 @@ from sanctum.health.rules import Thresholds, load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.run_files import resolve_run
 from telemetry.eventlog import EventLogReader
+from tests import processes
+from tests.cli_runner import Ran, run_main
 from tests.sanctum.logs import RunLog
 
 SANCTUM = Path(sys.executable).with_name("sanctum")
 
 
-def run_sanctum(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    command = [str(SANCTUM)] if SANCTUM.exists() else [sys.executable, "-m", "sanctum"]
-    return subprocess.run(
-        [*command, *map(str, args)], capture_output=True, text=True, timeout=60, check=False
-    )
+def run_sanctum(*args: str | Path) -> Ran:
+    """``sanctum ARGS`` run in this process: its exit code and output."""
+    return run_main(main, *args)
+
+
+def console_script(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``sanctum ARGS`` through the installed console script, as a real process."""
+    command = [str(SANCTUM)] if SANCTUM.exists() else [processes.PYTHON, "-m", "sanctum"]
+    return processes.run([*command, *args], capture_output=True, text=True, timeout=60)
 
 
 def test_console_script_exit_codes(
     healthy_log: Path, critical_kl_log: Path, tmp_path: Path
 ) -> None:
-    ok = run_sanctum("check", healthy_log)
+    ok = console_script("check", healthy_log)
     assert (ok.returncode, ok.stdout.splitlines()[-1]) == (0, "PASS")
-    failed = run_sanctum("check", critical_kl_log)
+    failed = console_script("check", critical_kl_log)
     assert (failed.returncode, failed.stdout.splitlines()[-1]) == (1, "FAIL: KL")
-    missing = run_sanctum("check", tmp_path / "nowhere.jsonl")
+    missing = console_script("check", tmp_path / "nowhere.jsonl")
     assert missing.returncode == 2
     assert missing.stderr.strip() == (
         f"sanctum: error: {tmp_path / 'nowhere.jsonl'}: no such event log"
@@ -50,13 +56,7 @@ def test_console_script_exit_codes(
 
 
 def test_python_dash_m_refuses_a_newer_schema(newer_schema_log: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", str(newer_schema_log)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = processes.python_m("sanctum", "check", newer_schema_log, timeout=60)
     assert result.returncode == 2
     assert "schema 2 is newer than the supported schema 1" in result.stderr
 
@@ -70,9 +70,8 @@ def test_help_and_the_core_do_not_load_textual_or_torch() -> None:
         "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
         "print(sorted(m for m in ('textual', 'torch', 'ppo') if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = processes.run([processes.PYTHON, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
     usage = (
         "usage: sanctum [--thresholds FILE] [--fail-on LEVEL] [RUN ... | --all DIR | COMMAND ...]"
     )
@@ -414,5 +413,6 @@ def test_a_file_that_is_not_a_run_log_is_refused_in_the_same_line_by_every_comma
     has_serve = importlib.util.find_spec("textual_serve") is not None
     serve = [("serve", readme)] if has_serve else []  # else: the missing extra's one line
     for argv in (("summary", readme), ("check", readme), *serve, (readme, "--once")):
-        done = run_sanctum(*argv)
+        # serve as a process: should it start serving, its timeout ends the test
+        done = console_script(*argv) if argv[0] == "serve" else run_sanctum(*argv)
         assert (done.returncode, done.stderr.strip(), done.stdout) == (2, expected, ""), argv

@@ -35,6 +35,7 @@ from sanctum.cli.commands.serve import (
     query_size,
     resize_size,
 )
+from tests import processes
 from tests.sanctum.cli.commands.test_serve import free_port, wait_listening, write_finished_run
 
 if TYPE_CHECKING:
@@ -399,7 +400,7 @@ def environment(pid: int) -> dict[str, str]:
 
 @contextlib.contextmanager
 def serve_process(*args: str | int | Path) -> Iterator[subprocess.Popen[bytes]]:
-    server = subprocess.Popen(
+    server = processes.popen(
         [sys.executable, "-m", "sanctum", "serve", *map(str, args)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -490,7 +491,7 @@ def test_a_bad_run_or_thresholds_file_is_one_line_and_exit_2_before_listening(
     elif case == "thresholds folder":
         thresholds = ["--thresholds", str(tmp_path)]
     port = free_port()
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-m", "sanctum", "serve", str(run), "--port", str(port), *thresholds],
         capture_output=True,
         text=True,

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from telemetry import (
     RunStarted,
     read_events,
 )
+from tests import processes
 from tests.schema_support import assert_valid_log
 
 pytestmark = pytest.mark.skipif(
@@ -267,7 +267,7 @@ def test_reading_a_log_loads_neither_torch_nor_tensorflow(tmp_path: Path) -> Non
         f"log = read_log(Path({str(tmp_path / 'tb')!r})); "
         "print(json.dumps([before, sorted(log.scalars), list(sys.modules)]))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     before, tags, modules = json.loads(out.stdout)
     assert before is False  # the command loads tensorboard only to read
     assert tags == ["losses/approx_kl"]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from sanctum.live.trainer_process import TrainerProcess, describe_exit, tail
 from tests.waiting import wait_until
@@ -12,9 +15,11 @@ from tests.waiting import wait_until
 WAIT_LIMIT = 20.0
 """Seconds a test waits for a child before failing (a hang guard, not a timing test)."""
 
-# A stand-in trainer: says it is ready, then works until Ctrl-C, which it records.
+# A stand-in trainer: says it is ready, then works until Ctrl-C, which it records. Like
+# ppo train, it takes Ctrl-C even when started with SIGINT ignored (pytest under nohup).
 POLITE = """
-import pathlib, sys, time
+import pathlib, signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 out = pathlib.Path(sys.argv[1])
 out.write_text("ready")
 try:
@@ -33,12 +38,28 @@ while True:
 """
 
 
+STARTED: list[TrainerProcess] = []
+"""The children the running test started: killed at its end, whether it passed or not."""
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test() -> Iterator[None]:
+    yield
+    while STARTED:
+        process = STARTED.pop().process
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
 def start(tmp_path: Path, code: str, *args: str) -> TrainerProcess:
-    return TrainerProcess.start(
+    trainer = TrainerProcess.start(
         [sys.executable, "-c", code, *args],
         stderr_path=tmp_path / "run" / "trainer.err",
         stdout_path=tmp_path / "run" / "trainer.out",
     )
+    STARTED.append(trainer)
+    return trainer
 
 
 def wait_for_text(path: Path, text: str) -> None:

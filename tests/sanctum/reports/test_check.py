@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import subprocess
-import sys
 import tracemalloc
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -29,6 +27,7 @@ from telemetry.eventlog import (
     read_events,
 )
 from telemetry.events import RunFinishedPayload
+from tests.cli_runner import Ran, run_main
 from tests.sanctum.logs import (
     CONFIG,
     HEALTHY,
@@ -434,12 +433,7 @@ def test_json_lists_every_skipped_line_with_its_reason(corrupt_log: Path) -> Non
 def test_a_log_that_lost_update_lines_fails_in_text_json_and_junit(tmp_path: Path) -> None:
     path = write_lost_updates(tmp_path / "lost" / "events.jsonl", updates=40, delete=20)
     junit = tmp_path / "check.xml"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", str(path.parent), "--junit", str(junit)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_main(main, "check", path.parent, "--junit", junit)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     lost_line = (
         "FAIL  lost events: run_finished says 40 updates, the log holds 20 (20 not in it); "
@@ -637,13 +631,8 @@ def write_grpo_run(
     return path
 
 
-def sanctum_check(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "sanctum", "check", str(path), *options],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def sanctum_check(path: Path, *options: str) -> Ran:
+    return run_main(main, "check", path, *options)
 
 
 def test_a_grpo_run_passes_with_kl_and_clip_not_measured(tmp_path: Path) -> None:

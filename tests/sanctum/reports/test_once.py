@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,8 @@ import pytest
 from sanctum.cli import main
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.reports.once import once_dict, once_text, read_snapshot
+from tests import processes
+from tests.cli_runner import run_main
 from tests.sanctum.logs import RunLog, append_after_each_read, write_run
 
 
@@ -90,9 +90,8 @@ def test_once_loads_no_textual(tmp_path: Path) -> None:
         f"assert main([{str(path)!r}, '--once']) == 0\n"
         "print(sorted(m for m in ('textual', 'torch') if m in sys.modules))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = processes.run([processes.PYTHON, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -146,13 +145,7 @@ def test_json_level_is_null_where_nothing_judged(tmp_path: Path) -> None:
     judged" or "not measured": it is null there, the rule's level elsewhere (real CLI)."""
     path = tmp_path / "events.jsonl"
     write(path, 6, finish=True, grad_norm=None)
-    done = subprocess.run(
-        [sys.executable, "-m", "sanctum", str(path), "--once", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_main(main, path, "--once", "--json")
     assert done.returncode == 0, done.stderr
     metrics = json.loads(done.stdout)["metrics"]
     for name in ("value_loss", "learning_rate", "grad_norm"):

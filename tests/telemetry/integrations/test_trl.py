@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -24,6 +23,7 @@ import pytest
 from telemetry import Event, Heartbeat, KLMeasure, PPOUpdate, RunFinished, RunStarted, read_events
 from telemetry.events import Anomaly
 from telemetry.integrations import trl as trl_door
+from tests import processes
 from tests.sanctum.recorded import check_report
 
 needs_trl = pytest.mark.skipif(
@@ -347,7 +347,7 @@ def test_without_the_context_manager_a_crash_is_still_recorded(
 ) -> None:
     script = tmp_path / "crash.py"
     script.write_text(textwrap.dedent(SCRIPT))
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-W", "ignore::FutureWarning", str(script), str(tmp_path), how],
         capture_output=True,
         text=True,

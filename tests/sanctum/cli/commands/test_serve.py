@@ -30,6 +30,7 @@ from sanctum.cli.commands.serve import (
     public_url,
     server_url,
 )
+from tests import processes
 from tests.sanctum.chromium import CHROMIUM
 from tests.sanctum.logs import RunLog
 
@@ -257,7 +258,7 @@ def serving(*args: str | int | Path, output: Path) -> Iterator[subprocess.Popen[
     from tests.sanctum.chromium import stop_group
 
     with output.open("wb") as out:
-        server = subprocess.Popen(
+        server = processes.popen(
             [sys.executable, "-m", "sanctum", "serve", *map(str, args)],
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -17,8 +17,10 @@ import pytest
 import torch
 
 from ppo.cli import build_parser, main
-from ppo.cli import train as cli_train
+from ppo.cli.train import train as cli_train
 from telemetry import RunStarted, read_events
+from tests import processes
+from tests.cli_runner import run_main
 
 
 def train(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -108,23 +110,29 @@ def test_fine_tuning_checkpoints_are_named_by_their_setting(
 
 # ------------------------------------------------------------------ hostile input, round two
 
+TOKEN_PPO = Path(__file__).resolve().parents[3] / "examples" / "token_ppo.toml"
+
 HOSTILE = "\x1b]0;owned\x07\x1b[2JCartPole-v1"
 """Retitles the terminal (OSC 0 ... BEL) and clears the screen (CSI 2J) if shown raw."""
 
 
-def ppo(
-    *args: str, cwd: Path, stdout: int | IO[Any] = subprocess.PIPE, steps: bool = True
-) -> tuple[int, str]:
-    """``ppo train --headless [--total-steps 64]`` as a real process; its exit code and
+def ppo(*args: str, cwd: Path, steps: bool = True) -> tuple[int, str]:
+    """``ppo train --headless [--total-steps 64]`` run from ``cwd``; its exit code and
     stderr."""
     short = ["--total-steps", "64"] if steps else []
-    proc = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", "--headless", *short, *args],
+    ran = run_main(main, "train", "--headless", *short, *args, cwd=cwd)
+    assert "Traceback" not in ran.stderr
+    return ran.returncode, ran.stderr
+
+
+def ppo_process(*args: str, cwd: Path, stdout: int | IO[Any] = subprocess.PIPE) -> tuple[int, str]:
+    """:func:`ppo` as a real process, for what only a process shows (a FIFO that would
+    hang it, fails by timeout; standard output at /dev/full)."""
+    proc = processes.run(
+        [processes.PYTHON, "-m", "ppo", "train", "--headless", "--total-steps", "64", *args],
         cwd=cwd,
         stdout=stdout,
         stderr=subprocess.PIPE,
-        timeout=120,
-        check=False,
     )
     err = proc.stderr.decode("utf-8", "replace")
     assert "Traceback" not in err
@@ -201,7 +209,7 @@ def test_a_special_file_as_input_is_one_line_not_a_hang(
         path = str(tmp_path / "pipe")
         os.mkfifo(path)
     args = [option, path] if option != "--set init_from=" else ["--set", f"init_from={path}"]
-    code, err = ppo(*args, "--run-dir", "runs", cwd=tmp_path)  # a hang fails by timeout
+    code, err = ppo_process(*args, "--run-dir", "runs", cwd=tmp_path)  # a hang fails by timeout
     kind = "a pipe (FIFO)" if special == "fifo" else "a device"
     assert code == 2 and one_line(err).endswith(f"it is {kind}")
     assert not (tmp_path / "runs").exists()
@@ -247,7 +255,7 @@ def test_nproc_out_of_bounds_is_refused_before_any_process_starts(
     def launched(*args: object) -> int:
         raise AssertionError("processes were started")
 
-    monkeypatch.setattr("ppo.cli.launch", launched)
+    monkeypatch.setattr("ppo.cli.run.launch", launched)
     code, err = train(capsys, "--nproc", nproc, "--run-dir", str(tmp_path))
     assert (code, err) == (2, f"ppo train: {says}")
     assert list(tmp_path.iterdir()) == []
@@ -256,13 +264,11 @@ def test_nproc_out_of_bounds_is_refused_before_any_process_starts(
 def test_standard_streams_closed_or_full_do_not_change_the_exit_code(tmp_path: Path) -> None:
     """stdout closed (``>&-``) is refused like stdout at /dev/full: one line, exit 2,
     nothing recorded; a bad setting with stderr at /dev/full is still exit 2."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", "--headless", "--run-dir", "runs"],
+    proc = processes.run(
+        [processes.PYTHON, "-m", "ppo", "train", "--headless", "--run-dir", "runs"],
         cwd=tmp_path,
         stderr=subprocess.PIPE,
         preexec_fn=lambda: os.close(1),  # the child starts without stdout
-        timeout=120,
-        check=False,
     )
     err = proc.stderr.decode()
     assert (proc.returncode, one_line(err)) == (
@@ -271,13 +277,11 @@ def test_standard_streams_closed_or_full_do_not_change_the_exit_code(tmp_path: P
     )
     assert not (tmp_path / "runs").exists()
     with open("/dev/full", "wb") as full:
-        proc = subprocess.run(
-            [sys.executable, "-m", "ppo", "train", "--headless", "--set", "nokey=1"],
+        proc = processes.run(
+            [processes.PYTHON, "-m", "ppo", "train", "--headless", "--set", "nokey=1"],
             cwd=tmp_path,
             stderr=full,
             stdout=subprocess.PIPE,
-            timeout=120,
-            check=False,
         )
     assert (proc.returncode, proc.stdout) == (2, b"")
 
@@ -427,7 +431,7 @@ def test_a_run_too_large_for_memory_is_refused_before_anything(
 
 def test_stdout_at_dev_full_is_one_line_and_records_nothing(tmp_path: Path) -> None:
     with open("/dev/full", "wb") as full:
-        code, err = ppo("--run-dir", "runs", cwd=tmp_path, stdout=full)
+        code, err = ppo_process("--run-dir", "runs", cwd=tmp_path, stdout=full)
     assert (code, one_line(err)) == (
         2,
         "ppo train: cannot write to standard output: No space left on device",
@@ -495,7 +499,7 @@ def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
     """Token PPO's model comes from its task, so its size is known only once built: an
     allocation that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run
     is recorded as failed."""
-    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    config = TOKEN_PPO
     huge = ["--set", "rollouts_per_update=10000000000000", "--set", "warm_start_steps=0"]
     code, err = ppo("--config", str(config), "--run-dir", "runs", *huge, cwd=tmp_path, steps=False)
     assert code == 1 and one_line(err).startswith("ppo train: training stopped: out of memory")
@@ -509,21 +513,17 @@ def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
 def ppo_with(
     *args: str, cwd: Path, shim: Path | None = None, steps: bool = True
 ) -> tuple[int, str, str]:
-    """``ppo train ARGS`` as a real process with no terminal (``--tui`` then still chooses
-    the dashboard); ``shim`` goes first on the path (a package that cannot be imported
-    stands for a missing extra). Exit code, stdout, stderr."""
-    path = [str(shim)] if shim is not None else []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*path, *sys.path])}
-    proc = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", *(["--total-steps", "64"] if steps else []), *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    """``ppo train ARGS`` with no terminal (``--tui`` then still chooses the dashboard);
+    exit code, stdout, stderr. With ``shim``, a real process with that folder first on the
+    path (a package that cannot be imported stands for a missing extra: only a fresh
+    interpreter has not imported the real one)."""
+    argv = ["train", *(["--total-steps", "64"] if steps else []), *args]
+    if shim is None:
+        ran = run_main(main, *argv, cwd=cwd)
+        assert "Traceback" not in ran.stderr
+        return ran.returncode, ran.stdout, ran.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(shim), *sys.path])}
+    proc = processes.python_m("ppo", *argv, cwd=cwd, env=env)
     assert "Traceback" not in proc.stderr
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -568,7 +568,7 @@ def test_a_missing_extra_is_named_in_one_line_before_the_dashboard(
 def test_a_misspelt_token_task_is_refused_before_the_run_folder_and_the_dashboard(
     tmp_path: Path, mode: str
 ) -> None:
-    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    config = TOKEN_PPO
     task = "task=ppo.tokens.digit_sum:make_tsk"
     code, out, err = ppo_with(
         mode, "--config", str(config), "--set", task, cwd=tmp_path, steps=False
@@ -600,7 +600,7 @@ def test_a_build_that_fails_never_announced_a_folder(
 def test_a_token_task_that_refuses_its_config_never_announced_a_folder(tmp_path: Path) -> None:
     """The task checks keep_prob against its answer's digits only when it is built (after
     its warm start): exit 2, the warm-start line, no "recording to", no run folder."""
-    config = Path(__file__).parents[2] / "examples" / "token_ppo.toml"
+    config = TOKEN_PPO
     settings = ["--set", "keep_prob=0.5,0.5", "--set", "warm_start_steps=1"]
     code, out, err = ppo_with(
         "--headless", "--config", str(config), *settings, cwd=tmp_path, steps=False
@@ -621,7 +621,7 @@ def test_cuda_without_a_device_is_refused_before_anything_starts(
     def launched(*args: object) -> int:
         raise AssertionError("processes were started")
 
-    monkeypatch.setattr("ppo.cli.launch", launched)
+    monkeypatch.setattr("ppo.cli.run.launch", launched)
     code, err = train(capsys, "--set", "device=cuda", "--run-dir", str(tmp_path), *nproc)
     assert code == 2 and err.startswith("ppo train: invalid PPO config")
     assert err.splitlines()[-1].strip() == (

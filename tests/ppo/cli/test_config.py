@@ -1,5 +1,6 @@
 """``ppo config`` (and ``ppo train --help-config``): every field listed from the config
-itself, as real processes; names from other libraries answered with ours."""
+itself; names from other libraries answered with ours. A reader that went away is a real
+pipe of real processes."""
 
 from __future__ import annotations
 
@@ -7,30 +8,21 @@ import dataclasses
 import json
 import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ppo.cli import main
 from ppo.config import PPOConfig
 from ppo.config.peers import PEER_NAMES
 from ppo.exits import EXIT_OK, EXIT_USAGE
 from ppo.tokens.config import TokenPPOConfig
+from tests import processes
+from tests.cli_runner import Ran, run_main
 
 
-def ppo(*args: str, cwd: Path, stdout: int = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "ppo", *args], cwd, stdout)
-
-
-def run(
-    command: list[str], cwd: Path, stdout: int = subprocess.PIPE
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        command, stdout=stdout, stderr=subprocess.PIPE, text=True, cwd=cwd, timeout=120, check=False
-    )
-    assert "Traceback" not in result.stderr
-    return result
+def ppo(*args: str, cwd: Path) -> Ran:
+    return run_main(main, *args, cwd=cwd)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +117,7 @@ def test_a_reader_that_went_away_ends_the_listing_quietly(tmp_path: Path, args: 
     read, write = os.pipe()
     os.close(read)
     try:
-        result = ppo(*args, cwd=tmp_path, stdout=write)
+        result = processes.python_m("ppo", *args, cwd=tmp_path, stdout=write)
     finally:
         os.close(write)
     assert (result.returncode, result.stderr) == (EXIT_OK, "")
@@ -133,7 +125,9 @@ def test_a_reader_that_went_away_ends_the_listing_quietly(tmp_path: Path, args: 
 
 def test_ppo_config_piped_into_head_says_nothing_on_stderr(tmp_path: Path) -> None:
     """The shell's own ``ppo config | head -1``: the first line, nothing else."""
-    command = f"{shlex.quote(sys.executable)} -m ppo config | head -1"
-    result = run(["bash", "-o", "pipefail", "-c", command], tmp_path)
+    command = f"{shlex.quote(processes.PYTHON)} -m ppo config | head -1"
+    result = processes.run(
+        ["bash", "-o", "pipefail", "-c", command], cwd=tmp_path, capture_output=True, text=True
+    )
     assert result.stdout.startswith("PPOConfig: ") and result.stdout.count("\n") == 1
     assert (result.returncode, result.stderr) == (EXIT_OK, "")

@@ -1,19 +1,22 @@
-"""``ppo train`` end to end: event log, exit codes, error messages, help, ``python -m ppo``."""
+"""``ppo train`` end to end: event log, exit codes, error messages, help; ``python -m ppo``
+and Ctrl-C as real processes."""
 
 from __future__ import annotations
 
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ppo.cli import main
 from ppo.exits import EXIT_OK, EXIT_USAGE
+from sanctum.cli import main as sanctum_main
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
+from tests import processes
+from tests.cli_runner import Ran, run_main
 from tests.waiting import wait_until
 
 SMALL = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
@@ -116,9 +119,9 @@ def test_resume_from_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_help_and_python_dash_m() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", "--help"], capture_output=True, text=True, check=True
-    ).stdout
+    helped = processes.python_m("ppo", "train", "--help")
+    assert helped.returncode == EXIT_OK
+    out = helped.stdout
     for flag in (
         "--env",
         "--total-steps",
@@ -135,14 +138,14 @@ def test_help_and_python_dash_m() -> None:
 
 def test_importing_ppo_without_torch_names_the_extra() -> None:
     code = "import sys; sys.modules['torch'] = None; import ppo"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    proc = processes.run([processes.PYTHON, "-c", code], capture_output=True, text=True)
     assert proc.returncode != 0
     assert "pip install 'sanctum-ppo[train]'" in proc.stderr
 
 
 def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Path) -> None:
     args = [
-        sys.executable,
+        processes.PYTHON,
         "-m",
         "ppo",
         "train",
@@ -156,7 +159,7 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
         "--set",
         "heartbeat_seconds=0.5",
     ]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = processes.popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = tmp_path / "r" / "events.jsonl"
     updated = lambda: log.exists() and b'"ppo_update"' in log.read_bytes()  # noqa: E731
     wait_until(lambda: proc.poll() is not None or updated(), "an update", limit=120)
@@ -169,16 +172,10 @@ def test_ctrl_c_saves_checkpoint_records_interrupted_and_exits_130(tmp_path: Pat
     assert (tmp_path / "r" / "checkpoints" / "latest.pt").is_file()
 
 
-def headless_run(tmp_path: Path, total_steps: str) -> subprocess.CompletedProcess[str]:
+def headless_run(tmp_path: Path, total_steps: str) -> Ran:
     """``ppo train --headless`` of ``total_steps`` as run ``r`` under ``tmp_path``: exit 0."""
     args = ["--headless", "--total-steps", total_steps, "--run-dir", str(tmp_path)]
-    train = subprocess.run(
-        [sys.executable, "-m", "ppo", "train", *args, "--run-id", "r", *SMALL],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    train = run_main(main, "train", *args, "--run-id", "r", *SMALL)
     assert train.returncode == EXIT_OK, train.stderr
     return train
 
@@ -193,26 +190,11 @@ def test_the_final_line_is_the_final_return_sanctum_reports(tmp_path: Path) -> N
     assert label in done
     printed = float(done.split(label)[1])
     run = str(tmp_path / "r")
-    diff = subprocess.run(
-        [sys.executable, "-m", "sanctum", "diff", run, run, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    diff = run_main(sanctum_main, "diff", run, run, "--json")
     assert diff.returncode == 0, diff.stderr
     final = json.loads(diff.stdout)["returns"]["a"]["final"]
     assert printed == round(final, 2)
-    summaries = [
-        subprocess.run(
-            [sys.executable, "-m", "sanctum", "summary", run, *json_flag],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        for json_flag in ([], ["--json"])
-    ]
+    summaries = [run_main(sanctum_main, "summary", run, *flag) for flag in ([], ["--json"])]
     assert [s.returncode for s in summaries] == [0, 0], [s.stderr for s in summaries]
     text = next(line for line in summaries[0].stdout.splitlines() if line.startswith("returns"))
     assert f"{label}{printed:.2f}, best rollout mean " in text, text
@@ -228,11 +210,5 @@ def test_one_update_is_counted_in_the_singular_and_read_as_a_count(tmp_path: Pat
     assert any(line.startswith("step 64/64 (100%)  updates 1/1  ") for line in lines), lines
     done = next(line for line in lines if line.startswith("done: "))
     assert done.startswith("done: 64 steps, 1 update in "), done
-    once = subprocess.run(
-        [sys.executable, "-m", "sanctum", str(tmp_path / "r"), "--once"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    once = run_main(sanctum_main, str(tmp_path / "r"), "--once")
     assert " update 0 " in once.stdout.splitlines()[0]
