@@ -25,8 +25,19 @@ def resolve_run(run: str | None, runs_dir: Path = DEFAULT_RUNS_DIR) -> Path:
     runs, or (no RUN) the newest run in ``runs_dir``.
 
     A path that does not exist yet is kept (the dashboard waits for it): with a suffix it
-    is taken as the events file, without one as a run folder.
+    is taken as the events file, without one as a run folder. A path that cannot be looked
+    at (a folder this user may not search, a name too long) is a :class:`UsageError`
+    naming it.
     """
+    try:
+        return _resolve(run, runs_dir)
+    except OSError as exc:  # PermissionError, ENAMETOOLONG: Path.exists() lets these through
+        where = exc.filename if exc.filename is not None else (run or runs_dir)
+        why = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
+        raise UsageError(f"{where}: cannot look there ({why or exc})") from None
+
+
+def _resolve(run: str | None, runs_dir: Path) -> Path:
     if run is None:
         return newest_run(runs_dir)
     path = Path(run)

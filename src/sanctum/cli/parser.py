@@ -90,7 +90,7 @@ def refuse_command_typos(runs: Sequence[str]) -> None:
     an error, not a run to wait for; any other missing RUN is waited for, as a run that is
     about to start."""
     for run in runs:
-        if Path(run).exists() or "/" in run:
+        if "/" in run or _may_exist(run):
             continue
         close = difflib.get_close_matches(run, NAMES, n=1, cutoff=0.75)
         if close:
@@ -98,3 +98,11 @@ def refuse_command_typos(runs: Sequence[str]) -> None:
                 f"unknown command {run!r}; did you mean {close[0]!r}? (to wait for a run of "
                 f"that name, give its path: ./{run})"
             )
+
+
+def _may_exist(run: str) -> bool:
+    """``run`` exists, or cannot be looked at (which resolving it then says in one line)."""
+    try:
+        return Path(run).exists()
+    except OSError:
+        return True
