@@ -55,6 +55,22 @@ STEP_UNIT_MAX: Final = 32
 reader skips a longer one's line, as any malformed line)."""
 StepUnit: TypeAlias = Annotated[str, msgspec.Meta(min_length=1, max_length=STEP_UNIT_MAX)]
 """What ``global_step`` counts, named by a plural noun (``run_started.step_unit``)."""
+POLICY_EPOCHS_MAX: Final = 1_000_000
+"""``run_started.policy_epochs`` at most: far past any run's passes (PPO's epochs and GRPO's
+iterations are tens). A reader skips a line that declares more, or fewer than 1, as any
+malformed line: a hostile count never sizes a reader's window."""
+PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX)]
+"""Optimisation passes over each batch, as ``run_started.policy_epochs`` declares them."""
+
+
+def policy_epochs_of(value: object) -> int | None:
+    """A trainer's setting as ``policy_epochs``: an integer in [1, POLICY_EPOCHS_MAX], else
+    None (not declared): what a writer records, so that no reader refuses its line."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 1 <= value <= POLICY_EPOCHS_MAX else None
+
+
 TOKENS: Final = "tokens"
 """``step_unit`` of a run whose ``global_step`` counts generated tokens (token-level PPO)."""
 SAMPLES: Final = "samples"
@@ -223,7 +239,7 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
         ),
     ] = None
     policy_epochs: Annotated[
-        int | None,
+        PolicyEpochs | None,
         about(
             "Optimisation passes over each batch of samples: PPO's n_epochs, GRPO's "
             "num_iterations (TRL), verl's ppo_epochs (schema 1.5). With 1 and the old "
@@ -812,8 +828,9 @@ P = TypeVar("P", bound=Payload)
 A_TIME: Final = msgspec.Meta(ge=0, le=sys.float_info.max)
 """A time a log can be judged by: finite and not before 1970. A line whose ``ts`` is NaN,
 infinite or negative is not read (its silences and durations could not be measured). The
-contract's one bound on a number: a metric keeps even an impossible value, for the range
-contracts to judge."""
+contract's bound on a measured number (a declared count is bounded too:
+:data:`POLICY_EPOCHS_MAX`): a metric keeps even an impossible value, for the range contracts
+to judge."""
 
 
 class Envelope(msgspec.Struct, Generic[P], frozen=True, kw_only=True, tag_field="type", gc=False):

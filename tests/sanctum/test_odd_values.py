@@ -27,6 +27,7 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import RunFollower
 from sanctum.model.board import group_rows
 from sanctum.text.run_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line
+from telemetry.events import POLICY_EPOCHS_MAX, policy_epochs_of
 
 CONFIG_KEYS = (
     "kl_estimator",
@@ -133,11 +134,12 @@ def a_time(ts: Any) -> bool:
     return not isinstance(ts, str) and 0 <= ts and math.isfinite(ts)
 
 
-def assert_views_refuse(run_path: Path) -> None:
-    """Every view exits 2 with one line naming ``ts``: the log's ``run_started`` is unreadable."""
+def assert_views_refuse(run_path: Path, field: str = "$.ts") -> None:
+    """Every view exits 2 with one line naming ``field``: the log's ``run_started`` is
+    unreadable."""
     for argv in (["check"], ["summary"], ["--once"], ["check", "--json"]):
         code, _, err = run(*argv, str(run_path))
-        assert code == 2 and err.count("\n") == 1 and "$.ts" in err, (argv, code, err)
+        assert code == 2 and err.count("\n") == 1 and field in err, (argv, code, err)
 
 
 def assert_views_survive(run_path: Path, plain: Path) -> None:
@@ -177,6 +179,27 @@ def test_the_reported_odd_values_are_read_not_crashed_on(
     tmp_path: Path, plain: Path, config: dict[str, Any], stamps: list[Any]
 ) -> None:
     assert_views_survive(write_log(tmp_path / "odd" / "events.jsonl", config, stamps), plain)
+
+
+@pytest.mark.parametrize("epochs", [2**70, 2**63, POLICY_EPOCHS_MAX + 1, 0, -3])
+def test_a_declared_count_no_run_makes_is_a_refused_line_in_every_view(
+    tmp_path: Path, plain: Path, epochs: int
+) -> None:
+    """``policy_epochs`` (PPO's epochs, GRPO's num_iterations) sizes the window of a rule;
+    2^70 used to crash every view building it. Now the line is refused, and each view says
+    so in one line; the run table and ``diff`` against it survive."""
+    header = {"algorithm": "grpo", "policy_epochs": epochs}
+    path = write_log(tmp_path / "odd" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0], header)
+    assert_views_refuse(path, "$.payload.policy_epochs")
+    code, _, err = run("diff", str(path), str(plain))
+    assert code == 2 and err.count("\n") == 1 and "policy_epochs" in err, err
+    assert "run0" in table_text(path, plain)
+
+
+def test_a_writer_declares_only_a_count_a_reader_takes() -> None:
+    assert [policy_epochs_of(v) for v in (1, 4, POLICY_EPOCHS_MAX)] == [1, 4, POLICY_EPOCHS_MAX]
+    for hostile in (0, -1, 2**70, POLICY_EPOCHS_MAX + 1, True, 2.0, "4", None):
+        assert policy_epochs_of(hostile) is None, hostile
 
 
 @pytest.mark.parametrize("stamp", ['"Infinity"', '"NaN"', '"-Infinity"', -1.0])

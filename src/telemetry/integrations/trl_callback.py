@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
-from telemetry.events import SAMPLES, HeartbeatPayload, Payload, RunStatus, TrainerInfo
+from telemetry.events import (
+    SAMPLES,
+    HeartbeatPayload,
+    Payload,
+    RunStatus,
+    TrainerInfo,
+    policy_epochs_of,
+)
 from telemetry.integrations.trl import (
     Settings,
     config_of,
@@ -152,7 +159,7 @@ class SanctumCallback(TrainerCallback):
             world_size=int(getattr(args, "world_size", 1) or 1),
             algorithm=settings.algorithm.name,
             kl=settings.kl or None,
-            policy_epochs=epochs if isinstance(epochs, int) and epochs > 0 else None,
+            policy_epochs=policy_epochs_of(epochs),
             step_unit=settings.algorithm.step_unit,
         )
         recorder.open()

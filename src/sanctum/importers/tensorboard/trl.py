@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from sanctum.importers.tensorboard.mapping import Header, TagMapping, Target, Targets, target_of
 from sanctum.importers.tensorboard.reader import TBLog
+from telemetry.events import policy_epochs_of
 from telemetry.integrations.trl import (
     ALGORITHMS,
     REWARD_COMPONENT,
@@ -99,7 +100,7 @@ def _header(config_class: str) -> Any:
             seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             algorithm=algorithm.name,
             kl=settings.kl,
-            policy_epochs=epochs if isinstance(epochs, int) and epochs > 0 else None,
+            policy_epochs=policy_epochs_of(epochs),
             action_count=vocab if vocab is not None and vocab > 1 else None,
             constants=constants,
         )
