@@ -55,11 +55,17 @@ SHORT_ABSENT: Final = "-"
 """Nothing, in a text report's narrow column whose header says what ``-`` means."""
 
 
+FIXED_BELOW: Final = 1e6
+"""Fixed decimals read well below this; a larger value is in 4 significant digits (a
+gradient norm of 1e308 in fixed notation is a line of 300 digits)."""
+
+
 def format_value(
     value: float | None, decimals: int | None = None, absent: str = NOT_MEASURED
 ) -> str:
     """``value`` for a human: fixed ``decimals`` when given (3 significant digits for a
-    value they would round to zero), else 4 significant digits.
+    value they would round to zero, 4 for one of :data:`FIXED_BELOW` or more), else 4
+    significant digits.
 
     ``None`` is ``absent`` (:data:`NOT_MEASURED` unless a table says otherwise); an integer
     (a step or update count) is exact; non-finite values read ``NaN``, ``+Inf``, ``-Inf``.
@@ -72,7 +78,7 @@ def format_value(
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    if decimals is not None:
+    if decimals is not None and abs(value) < FIXED_BELOW:
         fixed = f"{value:.{decimals}f}"
         if value != 0 and float(fixed) == 0:  # never a zero for a value that is not:
             return _significant(value, digits=3)  # a healthy KL of 1.4e-05 stays readable

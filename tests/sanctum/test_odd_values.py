@@ -196,6 +196,20 @@ def test_a_declared_count_no_run_makes_is_a_refused_line_in_every_view(
     assert "run0" in table_text(path, plain)
 
 
+def test_finite_extremes_in_one_series_are_read_not_crashed_on(tmp_path: Path, plain: Path) -> None:
+    """+-1e308 in one series: their difference is past float's range (sparklines, axes)."""
+    path = tmp_path / "extremes" / "events.jsonl"
+    write_log(path, {}, [1.0, 2.0, 3.0, 4.0])
+    text = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    extra = [
+        line("ppo_update", 4 + u, 5.0 + u, {**UPDATE, "update": 1 + u, "grad_norm": value})
+        for u, value in enumerate([1e308, -1e308, 1.7e308, -1.7e308, 1e308])
+    ]
+    finished = text[-1].replace('"seq":4', f'"seq":{4 + len(extra)}')
+    path.write_text("".join([*text[:-1], *extra, finished]), encoding="utf-8")
+    assert_views_survive(path, plain)
+
+
 def test_a_writer_declares_only_a_count_a_reader_takes() -> None:
     assert [policy_epochs_of(v) for v in (1, 4, POLICY_EPOCHS_MAX)] == [1, 4, POLICY_EPOCHS_MAX]
     for hostile in (0, -1, 2**70, POLICY_EPOCHS_MAX + 1, True, 2.0, "4", None):

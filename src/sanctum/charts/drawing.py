@@ -13,6 +13,7 @@ the sparkline and the progress bar are :mod:`sanctum.charts.glyphs`'.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,6 +34,9 @@ from sanctum.charts.glyphs import (
 )
 from sanctum.charts.scale import decade_label, log_label
 from sanctum.formatting import format_value
+
+MAX_DECADE: Final = math.floor(math.log10(sys.float_info.max))
+"""The highest power of ten a float holds (1e308): a log axis tops out there."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,8 @@ class ThresholdChart:
             else:  # no lines in the metric's units: the scale follows the values
                 finite = [v for v in self.values if math.isfinite(v) and v > 0]
                 highest = max(finite, default=0.1)
-            return float(10 ** math.ceil(math.log10(highest)))
+            exponent = math.ceil(math.log10(highest))  # 309 for 1.7e308: past float's range
+            return 10.0**exponent if exponent <= MAX_DECADE else sys.float_info.max
         return 1.5 * max(thresholds) if thresholds else 1.0
 
     @cached_property

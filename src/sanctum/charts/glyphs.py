@@ -54,6 +54,13 @@ def bar_blocks(eighths: int, height: int) -> list[str | None]:
     ]
 
 
+def between(value: float, low: float, high: float) -> float:
+    """Where ``value`` sits from ``low`` (0) to ``high`` (1), for any finite three: taken on
+    halves, which is exact, so that an extent past float's range (1e308 - -1e308) does not
+    overflow to inf and every position to NaN. ``high`` must be above ``low``."""
+    return (value / 2 - low / 2) / (high / 2 - low / 2)
+
+
 def sparkline(values: Sequence[float], width: int) -> str:
     """The last ``width`` values as eighth blocks, newest at the right, auto-scaled.
 
@@ -62,16 +69,15 @@ def sparkline(values: Sequence[float], width: int) -> str:
     """
     window = list(values[-width:]) if width > 0 else []
     finite = [v for v in window if math.isfinite(v)]
-    low = min(finite, default=0.0)
-    extent = max(finite, default=0.0) - low
+    low, high = min(finite, default=0.0), max(finite, default=0.0)
     chars = []
     for value in window:
         if not math.isfinite(value):
             chars.append(NONFINITE_MARK)
-        elif extent == 0:
+        elif high == low:
             chars.append(BARS[3])
         else:
-            chars.append(BARS[round((value - low) / extent * (len(BARS) - 1))])
+            chars.append(BARS[round(between(value, low, high) * (len(BARS) - 1))])
     return " " * (width - len(window)) + "".join(chars)
 
 

@@ -106,11 +106,13 @@ class Geometry:
                 return 0 if y < 0 else top_px if y > top_px else y
 
             return log_y
-        bottom, k = scale.bottom, top_px / (scale.top - scale.bottom)
+        # on halves (exact), so that an axis past float's range (-1e308 to 1e308) does not
+        # overflow; clamped before int(), as a value far off the axis may be inf pixels away
+        half_bottom, k = scale.bottom / 2, top_px / (scale.top / 2 - scale.bottom / 2)
 
         def linear_y(value: float) -> int:
-            y = int((value - bottom) * k + 0.5)
-            return 0 if y < 0 else top_px if y > top_px else y
+            y = (value / 2 - half_bottom) * k + 0.5
+            return 0 if y < 0 else top_px if y > top_px else int(y)
 
         return linear_y
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from sanctum.charts.glyphs import between
 from sanctum.formatting import format_value
 from sanctum.health.rules import Rule
 
@@ -37,7 +38,7 @@ class Scale:
         """Where ``value`` sits from the bottom (0) to the top (1); outside for values off
         the axis (on the log scale, a value at or below zero is -inf)."""
         if not self.log:
-            return (value - self.bottom) / (self.top - self.bottom)
+            return between(value, self.bottom, self.top)
         if value <= 0:
             return -math.inf
         low = math.log10(self.bottom)
@@ -52,7 +53,7 @@ class Scale:
         linear axis or every decade of a log axis (the chart labels those with a row free)."""
         values = [self.bottom, self.top]
         if not self.log:
-            return [*values, (self.bottom + self.top) / 2]
+            return [*values, self.bottom / 2 + self.top / 2]  # halves: never past float's range
         low, high = round(math.log10(self.bottom)), round(math.log10(self.top))
         return values + [10.0**exponent for exponent in range(low + 1, high)]
 
@@ -130,10 +131,11 @@ def _fit(values: Iterable[float], lines: Sequence[float | None], log: bool) -> S
     if low == high:
         step = nice_step(abs(low) / 10) if low else 1.0
         return Scale(low - step, high + step)
-    step = nice_step((high - low) / LINEAR_STEPS)
+    step = nice_step((high / 2 - low / 2) / (LINEAR_STEPS / 2))  # halves: no overflow
     bottom = math.floor(round(low / step, 9)) * step
     top = math.ceil(round(high / step, 9)) * step
-    return Scale(bottom, top)
+    # rounded out past float's range (a value near 1.8e308): the values' own ends instead
+    return Scale(bottom if math.isfinite(bottom) else low, top if math.isfinite(top) else high)
 
 
 def log_refusal(metric: str, values: Sequence[float | None], updates: Sequence[int]) -> str | None:

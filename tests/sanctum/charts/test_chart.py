@@ -410,3 +410,21 @@ def test_an_axis_stops_at_what_the_metric_can_be() -> None:
     assert fit([-30.0, 1.5], bounds=ev).top == 10.0  # past the bound: shown, not cut
     assert fit([0.02, 0.97], bounds=bounds_of("clip_fraction")) == Scale(0.0, 1.0)
     assert fit([0.001, 0.3], log=True, bounds=(0.0, 1.0)) == Scale(0.001, 1.0, log=True)
+
+
+async def test_finite_extremes_are_drawn_in_the_dashboard_and_its_chart(tmp_path: Path) -> None:
+    """Finite values of +-1e308 in one series (their difference is past float's range) used
+    to end ``--once`` and the dashboard with ``cannot convert float NaN to integer``."""
+    log = RunLog(tmp_path / "events.jsonl")
+    log.start()
+    for u, value in enumerate([1e308, -1e308, 1.7e308, 5.0, -1.7e308, 1e308]):
+        log.update(u, approx_kl=value, grad_norm=abs(value), value_loss=-value)
+    log.finish()
+    app = SanctumApp(log.path, DEFAULT_THRESHOLDS, clock=lambda: log.now)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda s: s.update == 5, "the last update")
+        await pilot.press("c")
+        assert "approx_kl" in chart_text(app)
+        await pilot.press("escape")
+        assert app.return_code is None  # still running: nothing raised
+    log.close()
