@@ -202,7 +202,7 @@ def test_finite_extremes_in_one_series_are_read_not_crashed_on(tmp_path: Path, p
     write_log(path, {}, [1.0, 2.0, 3.0, 4.0])
     text = path.read_text(encoding="utf-8").splitlines(keepends=True)
     extra = [
-        line("ppo_update", 4 + u, 5.0 + u, {**UPDATE, "update": 1 + u, "grad_norm": value})
+        line("ppo_update", 4 + u, 5.0 + u, {**UPDATE, "update": 1 + u, "value_loss": value})
         for u, value in enumerate([1e308, -1e308, 1.7e308, -1.7e308, 1e308])
     ]
     finished = text[-1].replace('"seq":4', f'"seq":{4 + len(extra)}')
