@@ -332,10 +332,30 @@ class Settings:
 
 
 def _number(value: Any) -> float | None:
-    """A setting or logged figure as a float; None for anything else (bool included)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A setting or logged figure as a float, NaN and Inf included: a Python number, or a
+    scalar that says its value through ``item()`` (a numpy scalar, a 0-d numpy array or
+    torch tensor: what a trainer's logs hold before TRL rounds them); None for anything
+    else (bool included, and an array of several values). Never raises."""
+    if isinstance(value, bool):
         return None
-    return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        if getattr(value, "shape", None) != () or not callable(getattr(value, "item", None)):
+            return None
+        item = value.item()
+    except Exception:  # noqa: BLE001 - an observer never raises into the trainer
+        return None
+    return _number(item) if isinstance(item, int | float) else None
+
+
+def whole_number(value: Any) -> int | None:
+    """A count or step from a trainer (an int, a numpy or 0-d torch integer): None for
+    anything else (None, 2.5, a bool, a string). Never raises."""
+    number = _number(value)
+    if number is None or not number.is_integer():
+        return None
+    return int(number)
 
 
 def settings_of(args: Any, vocab_size: int | None = None) -> Settings:

@@ -40,6 +40,7 @@ from telemetry.integrations.trl import (
     is_update,
     settings_of,
     update_payload,
+    whole_number,
 )
 from telemetry.recorder import Recorder, ending_of, new_run_id
 
@@ -156,7 +157,7 @@ class SanctumCallback(TrainerCallback):
             seed=getattr(args, "seed", None),
             config=config_of(args),
             trainer=TrainerInfo(name="trl", version=_trl_version()),
-            world_size=int(getattr(args, "world_size", 1) or 1),
+            world_size=max(1, whole_number(getattr(args, "world_size", 1)) or 1),
             algorithm=settings.algorithm.name,
             kl=settings.kl or None,
             policy_epochs=policy_epochs_of(epochs),
@@ -192,13 +193,12 @@ class SanctumCallback(TrainerCallback):
         if self.halted and self.gate is not None:  # the trainer went on after the stop
             self._halt_by_raising()
         episode = logs.get("episode") if settings.algorithm.step_unit == SAMPLES else None
-        step = episode if isinstance(episode, int) and not isinstance(episode, bool) else None
-        payload = update_payload(
-            logs,
-            update=recorder.updates,
-            global_step=state.global_step if step is None else step,
-            settings=settings,
-        )
+        step = whole_number(episode)
+        if step is None:
+            step = whole_number(getattr(state, "global_step", None))
+        if step is None or step < 0:  # no step to place it at: after the latest one
+            step = recorder.global_step or 0
+        payload = update_payload(logs, update=recorder.updates, global_step=step, settings=settings)
         self._emit(payload)
         gate = self.gate
         if gate is not None and gate.fired and not self.halted:

@@ -591,3 +591,51 @@ def test_the_documented_table_is_the_mapping() -> None:
     }
     documented = {(k, f) for k, f in _documented() if (k, f) not in derived}
     assert documented == mapped
+
+
+# ------------------------------------------------------------------ values from a trainer
+def test_numpy_and_torch_scalars_are_read_as_numbers_nan_included() -> None:
+    """What a trainer's logs may hold before TRL rounds them: a NaN as numpy.float32 or a
+    0-d tensor used to read as "not measured", so a NaN passed the gate."""
+    import numpy as np
+    import torch
+
+    read = trl_door._number
+    assert math.isnan(read(np.float32("nan")) or 0.0)
+    assert math.isnan(read(torch.tensor(float("nan"))) or 0.0)
+    assert read(np.float32(0.5)) == 0.5 and read(torch.tensor(2)) == 2.0
+    assert read(np.array(1.5)) == 1.5  # a 0-d array
+    for unread in (torch.tensor([1.0, 2.0]), np.array([1.0]), np.bool_(True), "0.5", None, True):
+        assert read(unread) is None, unread
+    whole = trl_door.whole_number
+    assert [whole(v) for v in (3, np.int64(4), torch.tensor(5), 6.0)] == [3, 4, 5, 6]
+    assert [whole(v) for v in (None, 2.5, "7", True, float("nan"))] == [None] * 5
+
+
+@needs_trl
+def test_an_odd_step_or_world_size_never_raises_into_training(tmp_path: Path) -> None:
+    """A global_step of None or 2.5, or a world_size that is no number, used to raise into
+    the trainer: an observer never stops the run it observes. The update is placed after
+    the latest step, and a NaN logged as a numpy scalar is recorded as NaN."""
+    import numpy as np
+    from transformers import TrainerControl, TrainerState
+    from trl import GRPOConfig
+
+    from telemetry.integrations.trl import SanctumCallback
+
+    args = GRPOConfig(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
+    args.__class__ = type("GRPOConfig", (GRPOConfig,), {"world_size": "two"})  # a property
+    state, control = TrainerState(), TrainerControl()
+    cb = SanctumCallback(run_dir=tmp_path, run_id="odd")
+    cb.on_train_begin(args, state, control)
+    for step in (3, None, 2.5):
+        state.global_step = step  # type: ignore[assignment]
+        cb.on_log(args, state, control, logs={"loss": 0.1, "reward": 1.0, "kl": np.float32("nan")})
+    cb.on_train_end(args, state, control)
+    events = read_events(tmp_path / "odd" / "events.jsonl").events
+    started = events[0]
+    assert isinstance(started, RunStarted) and started.payload.world_size == 1
+    updates = [e.payload for e in events if isinstance(e, PPOUpdate)]
+    assert [u.global_step for u in updates] == [3, 3, 3]
+    assert all(u.ref_kl is not None and math.isnan(u.ref_kl) for u in updates)
+    assert check_report(tmp_path / "odd")["exit_code"] == 1  # the NaN fails the gate
