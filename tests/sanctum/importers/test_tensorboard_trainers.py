@@ -270,12 +270,17 @@ def test_a_map_file_names_the_global_step_tag_and_feeds_one_tag_to_two_targets(
     ("entry", "says"),
     [
         ('"ppo/kl" = { field = "approx_kl", scale = 0 }', "scale 0 would write every approx_kl"),
+        (
+            '"ppo/kl" = { field = "approx_kl", scale = 1e-300 }',
+            "scale 1e-300 would write every approx_kl 1e-300 times its logged size",
+        ),
+        ('"ppo/kl" = { field = "grad_norm", scale = -1e7 }', "scale -1e+07 would write every"),
         ('"ppo/kl" = ["ref_kl", "ref_kl"]', "feeds ref_kl more than once"),
         ('"ppo/kl" = ["ref_kl", "ignore"]', "ignore in a list with other targets"),
         ('"ppo/kl" = []', "an empty list feeds nothing"),
     ],
 )
-def test_a_map_file_that_scales_a_judged_field_by_0_or_repeats_a_target_is_refused(
+def test_a_map_file_that_makes_a_judged_field_vanish_or_repeats_a_target_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, says: str
 ) -> None:
     write_tb(tmp_path / "tb", {"ppo/kl": [(1, 0.01)]}, time.time(), histogram=False)

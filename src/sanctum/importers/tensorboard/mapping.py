@@ -30,8 +30,9 @@ negative entropy: scale -1). A mapping file::
 ``global_step``: without it an update's ``global_step`` is the TensorBoard step it was
 logged at; with it, the value that tag holds at that step (TRL's PPO logs its optimizer
 step as the step and the samples so far as ``episode``). A tag's value may be a list of
-targets (each a name or ``{ field, scale }``), each fed the same values. A ``scale`` of 0
-is refused for a field some health rule judges (it would judge zeros).
+targets (each a name or ``{ field, scale }``), each fed the same values. A field some health
+rule judges takes only a change of units: a ``scale`` of size 1e-6 to 1e6 (0 would judge
+zeros, 1e-300 a KL of 50 as 5e-299).
 """
 
 from __future__ import annotations
@@ -85,7 +86,16 @@ COMPONENT: Final = "reward_components."
 JUDGED: Final = frozenset(
     name for rule in DEFAULT_THRESHOLDS.rules for name in (rule.metric, rule.per) if name
 )
-"""The fields some health rule judges: a mapping file may not scale them by 0."""
+"""The fields some health rule judges: a mapping file may scale them only by a change of
+units (:data:`JUDGED_SCALE`)."""
+JUDGED_SCALE: Final = (1e-6, 1e6)
+"""The sizes of a scale a judged field may take: a change of units or of sign (-1 for a
+logged negative, 1e-3 for a figure in thousandths). 0, or 1e-300 (which turns a KL of 50
+into 5e-299), would make what a rule judges vanish; 1e300 would make it overflow."""
+
+
+def _a_unit_scale(scale: float) -> bool:
+    return JUDGED_SCALE[0] <= abs(scale) <= JUDGED_SCALE[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,10 +365,12 @@ def _entry(where: str, entry: object) -> Target:
             f"{where}: {entry['field']!r} is not a ppo_update or rollout field, "
             f"{' or '.join(EPISODE_FIELDS)}, {COMPONENT}NAME, config.NAME or ignore"
         )
-    if scale == 0 and target.kind == "update" and target.field in JUDGED:
+    if target.kind == "update" and target.field in JUDGED and not _a_unit_scale(scale):
+        written = "as 0" if scale == 0 else f"{abs(scale):g} times its logged size"
         raise UsageError(
-            f"{where}: scale 0 would write every {target.field} as 0, and a health rule "
-            f"judges {target.field}: map it with its real scale, or not at all"
+            f"{where}: scale {scale:g} would write every {target.field} {written}, and a "
+            f"health rule judges {target.field} in its own units: map it with its real scale "
+            f"(of size {JUDGED_SCALE[0]:g} to {JUDGED_SCALE[1]:g}), or not at all"
         )
     return target
 
