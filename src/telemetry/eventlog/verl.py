@@ -7,7 +7,9 @@ tally are the event log's. Each complete line ``{"step": N, "data": {...}}`` bec
 events (:mod:`telemetry.integrations.verl` maps the keys); a line that is not JSON, lacks
 ``step`` or ``data``, or holds a value the contract refuses is a skipped line with its
 number, exactly like an event log's. The envelope is synthesised: ``run_id`` from the file
-name, ``seq`` 1, 2, 3... over the events (a skipped line is no event, and says so itself),
+name, ``seq`` 1, 2, 3... over the events (a skipped line is no event, and says so itself;
+training steps missing from the file, 9 then 30, leave that many numbers out of ``seq``:
+lost updates, which the gate fails as it fails an event log's gap),
 ``ts`` from the file's mtime and verl's step times (see
 :func:`telemetry.integrations.verl.stamps`).
 """
@@ -76,6 +78,9 @@ class VerlLogReader(EventLogReader):
         self._seq = 0
         self._started = False
         self._last_ts: float | None = None
+        self._last_step: int | None = None
+        """The step of the latest training record: a later one past the next step means
+        verl's lines for the steps between are not in the file."""
 
     def _decode(
         self, fd: int, buf: bytearray, size: int, lines: int, unlisted: Counter[SkipClass]
@@ -85,7 +90,7 @@ class VerlLogReader(EventLogReader):
         if not self._verl:
             return super()._decode(fd, buf, size, lines, unlisted)
         if self.offset == 0:  # the first read, or the file started over
-            self._seq, self._started, self._last_ts = 0, False, None
+            self._seq, self._started, self._last_ts, self._last_step = 0, False, None, None
         records, skipped = self._records(fd, bytes(buf[:size]), unlisted)
         mtime = os.fstat(fd).st_mtime
         end: float | None = mtime  # these records end the file: the last was written then
@@ -159,6 +164,11 @@ class VerlLogReader(EventLogReader):
             hb = verl.heartbeat_payload(step)
             events.append(Heartbeat(run_id=self.run_id, seq=self._next(), ts=ts, payload=hb))
             return
+        if self._last_step is not None and step > self._last_step + 1:
+            # steps missing from the file (9, then 30): each a lost update, which the log's
+            # integrity counts as events missing from seq, as an event log's gap is
+            self._seq += step - self._last_step - 1
+        self._last_step = max(step, self._last_step if self._last_step is not None else step)
         try:
             update = verl.update_payload(step, data)
         except verl.VerlRecordError as exc:

@@ -99,3 +99,24 @@ def test_summary_and_once_read_a_verl_run(tmp_path: Path) -> None:
     once = run_sanctum("--once", path)
     assert once.returncode == 0
     assert "run exp started (trainer verl)" in once.stdout
+
+
+@pytest.mark.parametrize("allow", [[], ["--allow-unfinished"]], ids=["plain", "allow-unfinished"])
+def test_steps_missing_from_the_file_are_lost_updates_that_fail_the_gate(
+    tmp_path: Path, allow: list[str]
+) -> None:
+    """Steps 1..9, then 30..32: 20 updates the file does not hold, which no skipped line
+    accounts for. The gate never passes what it did not see."""
+    path = tmp_path / "exp.jsonl"
+    with FileLogger(path) as logger:
+        for step in (*range(1, 10), 30, 31, 32):
+            logger.log(grpo_step(step), step=step)
+    result = run_sanctum("check", *allow, path)
+    assert result.returncode == 1, result.stdout
+    lost = [line for line in result.stdout.splitlines() if line.startswith("FAIL  lost events")]
+    assert lost and "20 events missing" in lost[0], result.stdout
+    steady = tmp_path / "steady.jsonl"
+    with FileLogger(steady) as logger:  # validation lines between steps are no gap
+        for step in range(1, 13):
+            logger.log(grpo_step(step), step=step)
+    assert run_sanctum("check", *allow, steady).returncode == 0
