@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import struct
 import sys
 import time
@@ -419,3 +420,34 @@ def test_a_map_without_approx_kl_or_clip_fraction_imports_them_as_not_measured(
     assert (first.approx_kl, first.clip_fraction, first.ref_kl) == (None, None, 0.001)
     assert (first.reward_mean, first.reward_zero_std_frac) == (pytest.approx(0.1), 0.1)
     assert sanctum("check", str(out), capsys=capsys)[0] == 0
+
+
+def test_a_step_without_its_kl_but_with_a_nan_figure_is_judged_not_dropped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run going NaN may stop logging its KL first: the step with a NaN entropy and
+    value loss but no KL point used to be dropped as "not an update", and check passed."""
+    nan = float("nan")
+    write_tb(
+        tmp_path / "tb",
+        {
+            "ppo/kl": [(100, 0.01), (200, 0.01)],
+            "ppo/entropy_loss": [(100, -0.6), (200, -0.6), (300, nan)],
+            "ppo/value_loss": [(100, 1.0), (200, 1.0), (300, nan)],
+        },
+        time.time(),
+        histogram=False,
+    )
+    mapping = '[tags]\n"ppo/kl" = "approx_kl"\n"ppo/value_loss" = "value_loss"\n'
+    mapping += '"ppo/entropy_loss" = { field = "entropy", scale = -1.0 }\n'
+    (tmp_path / "map.toml").write_text(mapping)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    code, printed, _ = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0 and "imported 3 updates" in printed, printed
+    updates = [
+        e.payload for e in read_events(out / "events.jsonl").events if isinstance(e, PPOUpdate)
+    ]
+    assert updates[-1].approx_kl is None and math.isnan(updates[-1].value_loss or 0.0)
+    code, text, _ = sanctum("check", str(out), capsys=capsys)
+    assert code == 1 and "non-finite" in text.splitlines()[-1], text

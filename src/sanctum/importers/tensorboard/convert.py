@@ -11,7 +11,8 @@ the stall limit, 10x the run's pace and at least ``stall_seconds``, reads as a s
 
 What a log lacks is written honestly: a step with update figures but no approx_kl or
 clip_fraction, where the log holds that tag at other steps, is not an update (a warning
-anomaly says so); a log with no tag for them at all writes updates without them;
+anomaly says so), unless one of its figures is NaN or Inf (then it is, and is judged); a
+log with no tag for them at all writes updates without them;
 ``early_stopped``, required by the contract but logged by neither SB3 nor CleanRL, is
 written false and the config says so; explained variance NaN (both trainers' "Var(R) =
 0") is written as not measured.
@@ -133,10 +134,10 @@ def update_payload(
     constants: Mapping[str, float] | None = None,
 ) -> PPOUpdatePayload | None:
     """The update at one step; None when it lacks a field of ``expected`` (those of
-    approx_kl and clip_fraction the log holds). ``constants``: fields every update holds
+    approx_kl and clip_fraction the log holds) and every value it has is finite: a step
+    with a NaN or Inf in any mapped field is an update, judged, whatever it lacks (a run
+    going NaN may stop logging its KL first). ``constants``: fields every update holds
     where the log does not say otherwise."""
-    if any(name not in values for name in expected):
-        return None
     fields: dict[str, Any] = {
         name: _convert(value, UPDATE_FIELDS[name], name)
         for name, (value, _) in values.items()
@@ -147,6 +148,9 @@ def update_payload(
         for name, (value, _) in values.items()
         if name.startswith(COMPONENT)
     }
+    written = [v for v in (*fields.values(), *components.values()) if isinstance(v, float)]
+    if all(map(math.isfinite, written)) and any(name not in values for name in expected):
+        return None
     if components:
         fields["reward_components"] = components
     for name, value in (constants or {}).items():
