@@ -451,3 +451,34 @@ def test_a_step_without_its_kl_but_with_a_nan_figure_is_judged_not_dropped(
     assert updates[-1].approx_kl is None and math.isnan(updates[-1].value_loss or 0.0)
     code, text, _ = sanctum("check", str(out), capsys=capsys)
     assert code == 1 and "non-finite" in text.splitlines()[-1], text
+
+
+@pytest.mark.parametrize("restart_step", [0, 15])
+def test_points_tensorboard_drops_after_a_restart_are_counted_and_fail_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], restart_step: int
+) -> None:
+    """A ``SessionLog START`` part-way (what a restarted job writes): TensorBoard's reader
+    drops every point it takes for orphaned, with only a log message. The import used to
+    say "imported 15 updates" of 30, and a NaN among the dropped ones was never seen."""
+    from tensorboard.compat.proto.event_pb2 import Event, SessionLog
+    from torch.utils.tensorboard import SummaryWriter
+
+    t0 = time.time()
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for step in range(1, 31):
+        if step == 16:
+            start = SessionLog(status=SessionLog.START)
+            writer.file_writer.add_event(Event(session_log=start, step=restart_step, wall_time=t0))
+        value = float("nan") if step == 5 else 0.01
+        writer.add_scalar("ppo/kl", value, step, walltime=t0 + step)
+    writer.close()
+    (tmp_path / "map.toml").write_text('[tags]\n"ppo/kl" = "approx_kl"\n')
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0 and "not read whole" in printed and "Purging" not in err, (printed, err)
+    started = read_events(out / "events.jsonl").events[0]
+    assert isinstance(started, RunStarted)
+    (dropped,) = [line for line in started.payload.config["source_unread"] if "drops" in line]
+    assert f"SessionLog START at step {restart_step}" in dropped and "of 30 scalar" in dropped
+    assert sanctum("check", str(out), capsys=capsys)[0] != 0  # never a pass

@@ -10,16 +10,21 @@ TensorBoard's reader stops at the first record it cannot read (cut short, or fai
 checksum) without a word, as if the file ended there: one flipped bit can hide most of a
 run. So every event file is first walked here, record by record (TFRecord framing: the
 data's length as 8 bytes, the masked CRC-32C of those bytes, the data, the masked CRC-32C
-of the data), and what could not be read is said: :attr:`TBLog.unread`.
+of the data), and what could not be read is said: :attr:`TBLog.unread`. The walk also
+counts the scalar points the files hold: TensorBoard's reader drops, after a restart's
+``SessionLog START`` (or a step that went back), every point it takes for orphaned, with
+only a log message; the difference is said there too, so the gate fails what it did not
+see (:func:`dropped_line`).
 """
 
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import stat
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -59,8 +64,9 @@ class TBLog:
     """Tags of the kinds not imported (histograms, images, tensors...), by kind."""
     first_wall_time: float | None
     unread: tuple[str, ...] = ()
-    """One line per event file TensorBoard could not read whole: where its first bad
-    record is, what is wrong with it, and how many bytes from there were not read."""
+    """One line per event file TensorBoard could not read whole (where its first bad
+    record is, what is wrong with it, and how many bytes from there were not read), and
+    one when its reader dropped scalar points the files hold (:func:`dropped_line`)."""
 
 
 def masked_crc32c(data: bytes) -> int:
@@ -74,11 +80,27 @@ def masked_crc32c(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def unread_part(path: Path) -> str | None:
-    """None when every record of the event file at ``path`` is whole and passes both of
-    its checksums; else one line: the first record that does not, why, and the bytes
-    from its start to the end of the file, which TensorBoard does not read."""
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """One event file walked record by record, as TensorBoard's reader does not."""
+
+    unread: str | None
+    """None when every record is whole and passes both its checksums; else one line: the
+    first record that does not, why, and the bytes from its start to the end of the file,
+    which TensorBoard does not read."""
+    scalars: int
+    """Scalar points in the records read (each tag's values, as written)."""
+    restarts: tuple[int, ...]
+    """The step of each ``SessionLog START`` record (what a restarted job writes): past
+    one, TensorBoard's reader drops every point it thinks the restart orphaned."""
+
+
+def walk(path: Path) -> Walk:
+    """Every record of the event file at ``path``, checked and counted (see :class:`Walk`)."""
+    event_pb2 = _proto()
     size = path.stat().st_size
+    scalars, restarts = 0, []
+    scalar_tags: set[str] = set()
     with path.open("rb") as fh:
         record, start = 0, 0
         while header := fh.read(12):
@@ -95,13 +117,58 @@ def unread_part(path: Path) -> str | None:
                     data, crc = fh.read(length), fh.read(4)
                     if masked_crc32c(data) != struct.unpack("<I", crc)[0]:
                         problem = "its data fails its checksum"
+                    else:
+                        counted, restart = _count(event_pb2, data, scalar_tags)
+                        scalars += counted
+                        restarts += [] if restart is None else [restart]
             if problem is not None:
-                return (
+                line = (
                     f"{path.name}: record {record + 1} at byte {start}: {problem}; bytes "
                     f"{start} to {size} ({size - start} of {size}) not read"
                 )
+                return Walk(line, scalars, tuple(restarts))
             record, start = record + 1, fh.tell()
-    return None
+    return Walk(None, scalars, tuple(restarts))
+
+
+def _count(event_pb2: Any, data: bytes, scalar_tags: set[str]) -> tuple[int, int | None]:
+    """The scalar points of one record, and its step if it is a ``SessionLog START``. A
+    record TensorBoard cannot parse counts nothing here (reading it says why)."""
+    try:
+        event = event_pb2.Event.FromString(data)
+    except Exception:  # noqa: BLE001 - protobuf on untrusted bytes
+        return 0, None
+    if event.HasField("session_log"):
+        start = event.session_log.status == event_pb2.SessionLog.START
+        return 0, int(event.step) if start else None
+    counted = 0
+    for value in event.summary.value:
+        if value.HasField("simple_value"):
+            counted += 1
+        elif value.HasField("tensor"):
+            if value.metadata.plugin_data.plugin_name == SCALARS_PLUGIN:
+                scalar_tags.add(value.tag)  # the plugin is named on a tag's first value
+            counted += value.tag in scalar_tags
+    return counted, None
+
+
+def dropped_line(directory: Path, walks: Sequence[Walk], kept: int) -> str | None:
+    """One line when TensorBoard's reader kept fewer scalar points than the files hold
+    (a restart's ``SessionLog START``, or a step that went back, makes it drop every
+    point it takes for orphaned), else None."""
+    written = sum(w.scalars for w in walks)
+    if kept >= written:
+        return None
+    restarts = [step for w in walks for step in w.restarts]
+    why = (
+        f"after a restart (SessionLog START at step {', '.join(map(str, restarts))})"
+        if restarts
+        else "after a step that went back (a restarted job)"
+    )
+    return (
+        f"{directory.name}: TensorBoard's reader drops {written - kept} of {written} scalar "
+        f"points {why}; they are not imported"
+    )
 
 
 def is_event_file(path: Path) -> bool:
@@ -161,6 +228,16 @@ def _tensorboard() -> tuple[Any, Any]:
     return accumulator, tensor_util
 
 
+def _proto() -> Any:
+    """TensorBoard's ``Event`` protocol buffer module, or the error naming the extra."""
+    try:
+        return importlib.import_module("tensorboard.compat.proto.event_pb2")
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] == "tensorboard":
+            raise UsageError(EXTRA_HINT) from None
+        raise
+
+
 def _float32(value: float) -> float:
     """A scalar TensorBoard stored as float32, as the shortest decimal that float32 rounds
     to it (0.2, not 0.20000000298023224): the value the trainer most likely logged."""
@@ -196,10 +273,14 @@ def _load(directory: Path) -> tuple[Any, Any]:
                 raise UsageError(str(exc)) from None
     ea, tensor_util = _tensorboard()
     acc = ea.EventAccumulator(str(directory), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
+    quiet = logging.getLogger("tensorboard")  # its purge message: dropped_line says it
+    level, quiet.level = quiet.level, logging.ERROR
     try:
         acc.Reload()
     except OSError as exc:
         raise UsageError(f"{directory}: cannot read its event files: {exc}") from None
+    finally:
+        quiet.setLevel(level)
     return acc, tensor_util
 
 
@@ -249,9 +330,13 @@ def _read_log(directory: Path) -> TBLog:
         first = None
     paths = sorted((p for p in directory.iterdir() if is_event_file(p)), key=lambda p: p.name)
     try:
-        unread = tuple(line for p in paths if (line := unread_part(p)) is not None)
+        walks = [walk(p) for p in paths]
     except OSError as exc:
         raise UsageError(f"{directory}: cannot read its event files: {exc}") from None
+    unread = tuple(w.unread for w in walks if w.unread is not None)
+    kept = sum(len(points) for points in scalars.values())
+    if (dropped := dropped_line(directory, walks, kept)) is not None:
+        unread = (*unread, dropped)
     if len(paths) > 1:
         refuse_second_run(directory, paths)
     files = tuple(p.name for p in paths)
