@@ -10,6 +10,7 @@ a ``rollout`` event and one ``rollouts.jsonl`` line per sequence, update, record
 from __future__ import annotations
 
 import copy
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,8 +67,26 @@ class TokenResult:
 
 
 def build_task(config: TokenPPOConfig) -> TokenTask:
-    """The task named by the config, checked against it."""
-    task = load_task(config.task)(config)
+    """The task named by the config, checked against it: a function of the config that
+    returns a :class:`TokenTask` (anything else is a :class:`ConfigError` naming it)."""
+    factory, unsure = load_task(config.task), False
+    takes_no_config = ConfigError(
+        [f"task {config.task!r}: not a function of the config that returns a TokenTask"]
+    )
+    try:
+        inspect.signature(factory).bind(config)
+    except TypeError:
+        raise takes_no_config from None
+    except ValueError:  # a builtin without a signature: its call says
+        unsure = True
+    try:
+        task = factory(config)
+    except TypeError:
+        if unsure:
+            raise takes_no_config from None
+        raise  # the task's own error: its traceback is what its author needs
+    if not isinstance(task, TokenTask):
+        raise ConfigError([f"task {config.task!r} returned {type(task).__name__}, not a TokenTask"])
     if len(config.keep_prob) != task.num_digits:
         raise ConfigError(
             [

@@ -646,3 +646,24 @@ def test_a_checkpoint_written_on_cuda_resumes_here_on_the_cpu_when_told(
     assert isinstance(started, RunStarted)
     assert started.payload.config["device"] == "cpu"
     assert started.payload.config["device_used"] == "cpu"
+
+
+@pytest.mark.parametrize(
+    ("task", "says"),
+    [
+        ("builtins:str", "returned str, not a TokenTask"),
+        ("os:getcwd", "not a function of the config that returns a TokenTask"),
+        ("builtins:dict", "not a function of the config that returns a TokenTask"),
+    ],
+)
+def test_a_task_that_is_no_task_factory_is_one_line_and_exit_2(
+    tmp_path: Path, task: str, says: str
+) -> None:
+    """A ``task`` naming a callable that takes no config or returns something else used
+    to end ``ppo train`` in a traceback (AttributeError, TypeError)."""
+    settings = ["--set", f"task={task}", "--set", "warm_start_steps=1"]
+    config = ["--config", str(TOKEN_PPO), *settings]
+    code, _, err = ppo_with("--headless", *config, cwd=tmp_path, steps=False)
+    assert code == 2 and "Traceback" not in err
+    assert err.splitlines()[-1] == f"  task {task!r}" + (" " if "returned" in says else ": ") + says
+    assert list(tmp_path.iterdir()) == []
