@@ -19,8 +19,13 @@ Without transformers (the ``hf`` extra) :func:`preflight` says so in one line.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
+import logging
+import sys
+import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +39,7 @@ from ppo.tokens import digit_sum
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.task import DigitReader, PromptSampler, TokenTask, Vocab, load_function
 from telemetry.integrations import from_extra
-from telemetry.text import visible
+from telemetry.text import visible, visible_lines
 
 EXTRA_HINT = "task 'hf' needs transformers: pip install 'sanctum-ppo[hf]'"
 PROMPT_TOKENS = (*"0123456789", "+", "=")
@@ -54,8 +59,41 @@ def _auto(name: str) -> Any:
 
 
 def _first_line(exc: BaseException) -> str:
+    if type(exc).__name__ == "UnpicklingError":  # torch's advice would be to load it unsafely
+        return "its weights are a pickle that would run code, which is refused (not run)"
     text = str(exc).strip() or type(exc).__name__
     return visible(text.splitlines()[0])
+
+
+class _Escaped(logging.Filter):
+    """Rewrites each record as its message escaped line by line (:func:`visible_lines`):
+    what a library logs about a user's files (transformers' load report names the model
+    folder) never reaches the terminal as a terminal command."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = visible_lines(record.getMessage().split("\n")), None
+        return True
+
+
+@contextlib.contextmanager
+def _library_output_escaped() -> Iterator[None]:
+    """While transformers and torch read a user's model folder: their log lines escaped
+    (:class:`_Escaped`), and their warnings one escaped line each on stderr."""
+    _auto("logging").get_logger()  # transformers' own handler, set up if it was not
+    handlers = logging.getLogger("transformers").handlers
+    escaped = _Escaped()
+    for handler in handlers:
+        handler.addFilter(escaped)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(escaped)
+    for warning in caught:
+        first = str(warning.message).strip().splitlines() or [warning.category.__name__]
+        print(f"warning: {visible(first[0])}", file=sys.stderr)
 
 
 def _folder(config: TokenPPOConfig) -> Path:
@@ -73,13 +111,15 @@ def _folder(config: TokenPPOConfig) -> Path:
 def _tokenizer(folder: Path) -> Any:
     """The folder's config and tokenizer, read; the tokenizer."""
     try:
-        _auto("AutoConfig").from_pretrained(folder, local_files_only=True)
+        with _library_output_escaped():
+            _auto("AutoConfig").from_pretrained(folder, local_files_only=True)
     except _LOAD_ERRORS as exc:
         raise PreflightError(
             f"hf_model {shown(folder)} is not a Hugging Face model folder: {_first_line(exc)}"
         ) from None
     try:
-        return _auto("AutoTokenizer").from_pretrained(folder, local_files_only=True)
+        with _library_output_escaped():
+            return _auto("AutoTokenizer").from_pretrained(folder, local_files_only=True)
     except _LOAD_ERRORS as exc:
         raise PreflightError(
             f"hf_model {shown(folder)}: no tokenizer could be read: {_first_line(exc)}"
@@ -249,8 +289,11 @@ def make_task(config: TokenPPOConfig) -> TokenTask:
     _auto("logging").disable_progress_bar()  # ppo train prints its own progress
     torch.manual_seed(config.seed)
     try:
-        lm = _auto("AutoModelForCausalLM").from_pretrained(folder, local_files_only=True)
-    except _LOAD_ERRORS as exc:
+        with _library_output_escaped():
+            lm = _auto("AutoModelForCausalLM").from_pretrained(folder, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - the weights are untrusted bytes: a cut or
+        # random model.safetensors (SafetensorError), a pickle torch refuses to run
+        # (UnpicklingError): whatever the loader raises, one line
         raise PreflightError(
             f"hf_model {shown(folder)}: no causal LM could be loaded: {_first_line(exc)}"
         ) from None

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
+import random
+import shutil
 import sys
 from pathlib import Path
 
@@ -205,3 +208,67 @@ def test_without_transformers_the_line_names_the_hf_extra(tmp_path: Path) -> Non
         "ppo train: task 'hf' needs transformers: pip install 'sanctum-ppo[hf]'"
     )
     assert not (tmp_path / "runs").exists()
+
+
+def _broken_copy(tiny_model: Path, folder: Path, damage: str) -> Path:
+    """The tiny model with its weights cut short, random, or a pickle that runs code."""
+    shutil.copytree(tiny_model, folder)
+    weights = folder / "model.safetensors"
+    if damage == "cut":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif damage == "random":
+        weights.write_bytes(random.Random(0).randbytes(100_000))
+    else:
+        weights.unlink()
+        ran = folder.parent / "ran"
+        (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_RunsCode(str(ran))))
+    return folder
+
+
+class _RunsCode:
+    """Unpickled, it would create a file: what a hostile pytorch_model.bin does."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[str, str]]:
+        return (shutil.copyfile, (__file__, self.path))
+
+
+@needs_transformers
+@pytest.mark.parametrize("damage", ["cut", "random", "pickle"])
+def test_weights_that_cannot_be_loaded_are_one_line_and_nothing_runs(
+    tmp_path: Path, tiny_model: Path, damage: str
+) -> None:
+    """A cut or random model.safetensors, or a pickle in pytorch_model.bin, used to end in
+    a traceback (the pickle refused, not run, but shown as one)."""
+    folder = _broken_copy(tiny_model, tmp_path / "model", damage)
+    code, err = train(tmp_path, folder)
+    assert code == EXIT_USAGE
+    line = one_line(err)
+    assert line.startswith(f"ppo train: hf_model {folder}: no causal LM could be loaded: ")
+    assert "weights_only" not in line  # never the advice to load it unsafely
+    assert not (tmp_path / "ran").exists()  # the pickle's code never ran
+    assert not (tmp_path / "runs").exists()
+
+
+@needs_transformers
+def test_what_transformers_reports_about_a_hostile_folder_is_escaped(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """Its load report names the folder: a name with an OSC title and a clear-screen used
+    to retitle and clear the terminal (our own line escaped it)."""
+    from safetensors.torch import load_file, save_file
+
+    folder = tmp_path / "evil\x1b]0;owned\x07\x1b[2J"
+    shutil.copytree(tiny_model, folder)
+    weights = load_file(folder / "model.safetensors")
+    del weights[next(k for k in weights if "layers.0" in k)]  # a load report: MISSING
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    sets = [f"hf_model={folder}", *(f"{k}={v}" for k, v in SHORT.items())]
+    argv = ["train", "--headless", "--config", str(EXAMPLES / "token_hf.toml"), "--run-id", "hf"]
+    argv += [arg for s in sets for arg in ("--set", s)]
+    done = processes.python_m("ppo", *argv, cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "LOAD REPORT" in done.stderr and "\\x1b]0;owned\\x07" in done.stderr
+    assert "\x1b" not in done.stderr and "\x07" not in done.stderr
