@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 from ppo.config.settings import ConfigError
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
@@ -20,6 +20,7 @@ from ppo.run.messages import (
     summarize,
 )
 from ppo.run.messages import path as shown_path
+from ppo.run.preflight import PreflightError, memory_available, size
 from ppo.run.progress import updates_done
 from ppo.run.signals import exit_code_of, stop_on_signals
 from ppo.tokens.config import TokenPPOConfig
@@ -45,6 +46,28 @@ def check_task(config: TokenPPOConfig) -> None:
     if check is not None:
         check(config)
     device_of(config)
+    check_rollout_memory(config)
+
+
+TOKEN_BYTES: Final = 24
+"""Bytes one generated token takes at least in an update's rollouts: its id, old and
+reference log-probabilities, value and mask. The floor of a token run's memory: the
+model's own (known once its task builds it) comes on top."""
+
+
+def check_rollout_memory(config: TokenPPOConfig) -> None:
+    """Refuse (:class:`PreflightError`, exit 2) a run whose rollouts alone would need more
+    memory than is available now: ``rollouts_per_update = 1000000000`` used to pass the
+    checks and die once started."""
+    tokens = config.rollouts_per_update * config.max_new_tokens
+    available = memory_available()
+    if available is not None and tokens * TOKEN_BYTES > available:
+        raise PreflightError(
+            f"this run's rollouts need at least {size(tokens * TOKEN_BYTES)} of memory "
+            f"({config.rollouts_per_update} rollouts x {config.max_new_tokens} new tokens, "
+            f"before the model's own) but {size(available)} is available; lower "
+            "rollouts_per_update or max_new_tokens"
+        )
 
 
 def _progress(out: TextIO) -> Callable[[TokenProgress], None]:

@@ -493,15 +493,32 @@ def test_help_states_the_limits(capsys: pytest.CaptureFixture[str]) -> None:
         assert limit in text
 
 
-def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
-    tmp_path: Path,
+@pytest.mark.parametrize("rollouts", ["1000000000", "10000000000000"])
+def test_a_token_run_whose_rollouts_exceed_memory_is_refused_before_it_starts(
+    tmp_path: Path, rollouts: str
 ) -> None:
-    """Token PPO's model comes from its task, so its size is known only once built: an
-    allocation that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run
-    is recorded as failed."""
-    config = TOKEN_PPO
+    """``rollouts_per_update = 1000000000`` used to pass the checks and die once started:
+    the rollouts' floor (24 bytes a generated token) is checked against the memory
+    available, one line and exit 2, nothing written."""
+    huge = ["--set", f"rollouts_per_update={rollouts}", "--set", "warm_start_steps=0"]
+    config = ["--config", str(TOKEN_PPO), "--run-dir", "runs", *huge]
+    code, err = ppo(*config, cwd=tmp_path, steps=False)
+    assert code == 2 and one_line(err).startswith("ppo train: this run's rollouts need at least")
+    assert "lower rollouts_per_update or max_new_tokens" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Token PPO's model comes from its task, so its size is known only once built: past
+    the rollouts' floor (here unknown: no reading of the memory available), an allocation
+    that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run is recorded
+    as failed."""
+    monkeypatch.setattr("ppo.tokens.cli.memory_available", lambda: None)
     huge = ["--set", "rollouts_per_update=10000000000000", "--set", "warm_start_steps=0"]
-    code, err = ppo("--config", str(config), "--run-dir", "runs", *huge, cwd=tmp_path, steps=False)
+    config = ["--config", str(TOKEN_PPO), "--run-dir", "runs", *huge]
+    code, err = ppo(*config, cwd=tmp_path, steps=False)
     assert code == 1 and one_line(err).startswith("ppo train: training stopped: out of memory")
     (events,) = (tmp_path / "runs").glob("*/events.jsonl")
     assert '"status":"failed"' in events.read_text().splitlines()[-1]
