@@ -27,7 +27,9 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import RunFollower
 from sanctum.model.board import group_rows
 from sanctum.text.run_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line
+from sanctum.tui.app import SanctumApp
 from telemetry.events import POLICY_EPOCHS_MAX, policy_epochs_of
+from tests.waiting import settle
 
 CONFIG_KEYS = (
     "kl_estimator",
@@ -208,6 +210,24 @@ def test_finite_extremes_in_one_series_are_read_not_crashed_on(tmp_path: Path, p
     finished = text[-1].replace('"seq":4', f'"seq":{4 + len(extra)}')
     path.write_text("".join([*text[:-1], *extra, finished]), encoding="utf-8")
     assert_views_survive(path, plain)
+
+
+async def test_the_dashboard_shows_a_refused_declared_count_as_a_skipped_line(
+    tmp_path: Path,
+) -> None:
+    """The dashboard (and replay, which is the same app) reads the refused line as a
+    skipped one: counted, shown, no crash."""
+    header = {"algorithm": "grpo", "policy_epochs": 2**70}
+    path = write_log(tmp_path / "odd" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0], header)
+    app = SanctumApp(path, DEFAULT_THRESHOLDS, clock=lambda: 10.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(
+            pilot,
+            lambda a: a.snapshot is not None and a.snapshot.run.skipped_lines > 0,
+            "the skipped line",
+            30.0,
+        )
+        assert app.return_code is None  # still running: nothing raised
 
 
 def test_a_writer_declares_only_a_count_a_reader_takes() -> None:
