@@ -28,12 +28,21 @@ BEST_ROLLOUT_MEAN: Final = "best rollout mean"
 """The label of the highest rollout mean of the whole run."""
 
 
+EPISODES_COUNTED: Final = 2**53
+"""A rollout's episode count at most that weighs in a mean: the largest a float holds
+exactly. A log's count of 10**400 (no rollout finishes that many) would overflow the sum."""
+
+
 def final_return(
     rollouts: Iterable[tuple[int, float | None]], episodes: int = FINAL_EPISODES
 ) -> float | None:
     """The mean return of the last ``episodes`` episodes or more, from ``(episodes,
     episode_return_mean)`` of each rollout in order; None: no episode finished."""
-    kept = [(n, mean) for n, mean in rollouts if n > 0 and mean is not None and math.isfinite(mean)]
+    kept = [
+        (n, mean)
+        for n, mean in rollouts
+        if 0 < n <= EPISODES_COUNTED and mean is not None and math.isfinite(mean)
+    ]
     count, total = 0, 0.0
     for n, mean in reversed(kept):
         count += n

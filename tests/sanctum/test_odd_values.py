@@ -230,6 +230,29 @@ async def test_the_dashboard_shows_a_refused_declared_count_as_a_skipped_line(
         assert app.return_code is None  # still running: nothing raised
 
 
+def test_a_log_whose_seq_starts_past_1_lost_its_head_and_fails_the_gate(tmp_path: Path) -> None:
+    """A run's seq counts 1, 2, 3...: one that starts at 101 lost 100 events (it used to
+    pass as "seq has no gap")."""
+    path = write_log(tmp_path / "head" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    shifted = [text.replace(f'"seq":{i}', f'"seq":{i + 100}', 1) for i, text in enumerate(lines, 1)]
+    path.write_text("".join(shifted), encoding="utf-8")
+    code, out, _ = run("check", str(path))
+    assert code == 1 and "100 events missing (first before seq 101)" in out, out
+
+
+def test_rollouts_of_impossible_episode_counts_are_read_not_crashed_on(
+    tmp_path: Path, plain: Path
+) -> None:
+    """An episode count of 10**400 used to overflow the final return's sum (a traceback in
+    check, summary and diff)."""
+    path = write_log(tmp_path / "episodes" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
+    text = path.read_text(encoding="utf-8").replace('"episodes": 1', f'"episodes": {10**400}')
+    path.write_text(text, encoding="utf-8")
+    assert f"{10**400}" in text
+    assert_views_survive(path, plain)
+
+
 def test_a_writer_declares_only_a_count_a_reader_takes() -> None:
     assert [policy_epochs_of(v) for v in (1, 4, POLICY_EPOCHS_MAX)] == [1, 4, POLICY_EPOCHS_MAX]
     for hostile in (0, -1, 2**70, POLICY_EPOCHS_MAX + 1, True, 2.0, "4", None):

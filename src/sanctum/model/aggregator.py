@@ -279,8 +279,8 @@ class SanctumAggregator:
                 self._stall(silent, event)
         if last is None or event.ts > last:
             run.last_event_ts = event.ts
-        if run.last_seq is not None and event.seq > run.last_seq + 1:
-            self._gap(run.last_seq, event)
+        if event.seq > (0 if run.last_seq is None else run.last_seq) + 1:
+            self._gap(run.last_seq or 0, event)  # a run's seq starts at 1: 101 lost 100
         elif run.last_seq is not None and event.seq <= run.last_seq:
             run.seq_back += 1
             if run.first_seq_back is None:

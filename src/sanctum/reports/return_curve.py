@@ -46,7 +46,7 @@ def curve_of(rollouts: Iterable[Rollout]) -> tuple[ReturnPoint, ...]:
         for r in rollouts
         if (mean := r.payload.episode_return_mean) is not None
         and math.isfinite(mean)
-        and r.payload.episodes > 0
+        and 0 < r.payload.episodes <= returns.EPISODES_COUNTED  # an impossible count: unread
     )
 
 

@@ -97,8 +97,10 @@ def test_a_healthy_run_never_fires(tmp_path: Path) -> None:
 
 def test_a_critical_anomaly_of_the_trainer_fires(tmp_path: Path) -> None:
     gate = HaltGate()
-    with Recorder(run_dir=tmp_path, run_id="r") as rec:
-        rec.bus.subscribe(gate, name=gate.name)
+    rec = Recorder(run_dir=tmp_path, run_id="r")
+    rec.open()
+    rec.bus.subscribe(gate, name=gate.name)  # before run_started, as every trainer does
+    with rec:
         rec.emit(AnomalyPayload(severity="critical", metric="grad_norm", message="NaN loss"))
     assert gate.fired == ("anomaly",)
 
