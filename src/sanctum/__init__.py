@@ -10,11 +10,11 @@ The names below load with the module that defines them, on first use
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from telemetry.lazy import exports
 
-if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-exports)
+if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their homes here)
     from sanctum.health.levels import HealthReport as HealthReport
     from sanctum.health.levels import Level as Level
     from sanctum.health.levels import health_report as health_report
@@ -29,24 +29,4 @@ if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-export
     from sanctum.model.snapshot import MetricSnapshot as MetricSnapshot
     from sanctum.model.snapshot import SanctumSnapshot as SanctumSnapshot
 
-_HOMES: Final[dict[str, str]] = {
-    "HealthReport": "sanctum.health.levels",
-    "Level": "sanctum.health.levels",
-    "health_report": "sanctum.health.levels",
-    "level_of": "sanctum.health.levels",
-    "DEFAULT_THRESHOLDS": "sanctum.health.rules",
-    "Rule": "sanctum.health.rules",
-    "Thresholds": "sanctum.health.rules",
-    "ThresholdsError": "sanctum.health.rules",
-    "load_thresholds": "sanctum.health.rules",
-    "SanctumAggregator": "sanctum.model.aggregator",
-    "Connection": "sanctum.model.snapshot",
-    "MetricSnapshot": "sanctum.model.snapshot",
-    "SanctumSnapshot": "sanctum.model.snapshot",
-}
-"""Each public name -> the module that defines it (tests/sanctum/test_package.py keeps the
-type checker's names equal to these)."""
-
-__all__ = sorted(_HOMES)
-
-__getattr__ = exports("sanctum", _HOMES)
+__getattr__ = exports(__name__)

@@ -13,11 +13,11 @@ loads neither msgspec nor the event log.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from telemetry.lazy import exports
 
-if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-exports)
+if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their homes here)
     from telemetry.bus import Emitter as Emitter
     from telemetry.bus import EventBus as EventBus
     from telemetry.bus import SinkError as SinkError
@@ -50,44 +50,4 @@ if TYPE_CHECKING:  # the names as the type checker sees them (explicit re-export
     from telemetry.events import TrainerInfo as TrainerInfo
     from telemetry.recorder import Recorder as Recorder
 
-_HOMES: Final[dict[str, str]] = {
-    "Emitter": "telemetry.bus",
-    "EventBus": "telemetry.bus",
-    "SinkError": "telemetry.bus",
-    "PayloadError": "telemetry.codec",
-    "EventLogError": "telemetry.eventlog",
-    "EventLogNotFound": "telemetry.eventlog",
-    "EventLogReader": "telemetry.eventlog",
-    "EventLogWriter": "telemetry.eventlog",
-    "LogInUse": "telemetry.eventlog",
-    "ReadBatch": "telemetry.eventlog",
-    "SchemaVersionError": "telemetry.eventlog",
-    "SkippedLine": "telemetry.eventlog",
-    "read_events": "telemetry.eventlog",
-    "SCHEMA_MAJOR": "telemetry.events",
-    "Anomaly": "telemetry.events",
-    "AnomalyPayload": "telemetry.events",
-    "EarlyStop": "telemetry.events",
-    "Event": "telemetry.events",
-    "Heartbeat": "telemetry.events",
-    "HeartbeatPayload": "telemetry.events",
-    "KLMeasure": "telemetry.events",
-    "PPOUpdate": "telemetry.events",
-    "PPOUpdatePayload": "telemetry.events",
-    "Rollout": "telemetry.events",
-    "RolloutPayload": "telemetry.events",
-    "RunFinished": "telemetry.events",
-    "RunFinishedPayload": "telemetry.events",
-    "RunStarted": "telemetry.events",
-    "RunStartedPayload": "telemetry.events",
-    "TrainerInfo": "telemetry.events",
-    "Recorder": "telemetry.recorder",
-}
-"""Each public name -> the module that defines it, loaded on first use
-(:mod:`telemetry.lazy`; the names under TYPE_CHECKING are the type checker's,
-tests/telemetry/test_package.py keeps the two equal)."""
-
-__all__ = sorted(_HOMES)
-
-
-__getattr__ = exports("telemetry", _HOMES)
+__getattr__ = exports(__name__)
