@@ -64,11 +64,14 @@ PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX
 
 
 def policy_epochs_of(value: object) -> int | None:
-    """A trainer's setting as ``policy_epochs``: an integer in [1, POLICY_EPOCHS_MAX], else
-    None (not declared): what a writer records, so that no reader refuses its line."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """A trainer's setting as ``policy_epochs`` when :data:`PolicyEpochs` takes it (an
+    integer in [1, POLICY_EPOCHS_MAX], no bool), else None (not declared): what a writer
+    records, so that no reader refuses its line."""
+    try:
+        epochs: int = msgspec.convert(value, PolicyEpochs)
+    except msgspec.ValidationError:
         return None
-    return value if 1 <= value <= POLICY_EPOCHS_MAX else None
+    return epochs
 
 
 TOKENS: Final = "tokens"

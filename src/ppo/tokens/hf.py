@@ -23,6 +23,7 @@ import contextlib
 import copy
 import inspect
 import logging
+import pickle
 import sys
 import warnings
 from collections.abc import Iterator
@@ -59,7 +60,7 @@ def _auto(name: str) -> Any:
 
 
 def _first_line(exc: BaseException) -> str:
-    if type(exc).__name__ == "UnpicklingError":  # torch's advice would be to load it unsafely
+    if isinstance(exc, pickle.UnpicklingError):  # torch's advice: to load it unsafely
         return "its weights are a pickle that would run code, which is refused (not run)"
     text = str(exc).strip() or type(exc).__name__
     return visible(text.splitlines()[0])
