@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from telemetry.bus import Emitter, EventBus
 from telemetry.eventlog import EventLogWriter, LogInUse
@@ -62,15 +62,25 @@ def new_run_id(label: str | None = None) -> str:
     return f"{prefix}-{stamp}-{secrets.token_hex(2)}"
 
 
+REASON_CHARS: Final = 300
+"""The longest reason :func:`ending_of` writes for an exception (the log keeps a line a
+reader can show, not a tensor dump)."""
+
+
 def ending_of(exc: BaseException | None) -> tuple[RunStatus, str | None]:
     """How a run whose block ended with ``exc`` finishes: ``completed`` without one,
     ``interrupted`` on KeyboardInterrupt (Ctrl-C, or a stop signal that says which), else
-    ``failed`` with the exception's summary."""
+    ``failed`` with the exception's summary: its type and the first line of its message
+    (torch's errors go on to print whole tensors), cut to :data:`REASON_CHARS`."""
     if exc is None:
         return "completed", None
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted", str(exc) or "KeyboardInterrupt"
-    return "failed", f"{type(exc).__name__}: {exc}"
+    lines = str(exc).strip().splitlines()
+    said = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    if len(lines) > 1 or len(said) > REASON_CHARS:
+        said = said[: REASON_CHARS - 5].rstrip() + " (...)"
+    return "failed", said
 
 
 class Recorder:

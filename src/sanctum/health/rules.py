@@ -412,12 +412,19 @@ CRITIC_ALGORITHMS: Final = frozenset({"ppo", "vapo", "vc_ppo"})
 (grpo, dr_grpo, rloo, reinforce++, remax, gspo, dapo...)."""
 
 SAME_CONCEPT: Final[Mapping[str, str]] = MappingProxyType(
-    {"completion_truncated_frac": "max_length_rate", "clip_fraction": "clip_fraction_region"}
+    {
+        "completion_truncated_frac": "max_length_rate",
+        "clip_fraction": "clip_fraction_region",
+        "approx_kl": "kl_final",
+    }
 )
 """A rule's metric -> the field that measures the same thing in runs that lack it: the rule
 reads the other where its own is absent (one concept, one rule). Our token trainer's
 ``max_length_rate`` is the truncated share; verl's ``pg_clipfrac`` and TRL's
-``clip_ratio/region_mean`` are the share clipped on either side."""
+``clip_ratio/region_mean`` are the share clipped on either side. ``kl_final`` is
+KL(pi_old || pi_new) after the update's last step, where ``approx_kl`` is measured before
+each step: what a probe measures from outside a trainer that logs no KL
+(``telemetry.integrations.probe``); it is the larger of the two on an update that moved."""
 
 
 @dataclass(frozen=True, slots=True)

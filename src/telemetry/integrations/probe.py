@@ -1,0 +1,387 @@
+"""Measure a PPO update of any PyTorch trainer: what its own log leaves out.
+
+Most PPO trainers (skrl, Tianshou, TorchRL, RLlib, a hand-written loop) log losses and
+perhaps entropy, but not the figures the health rules judge: how far the update moved the
+policy, how much of the batch the clip bounds, the gradient norm before clipping. The probe
+measures them from outside, for any policy that maps observations to a
+``torch.distributions.Distribution``, and records one ``ppo_update`` per update::
+
+    probe = UpdateProbe(lambda obs: policy(obs), optimizer, clip_range=0.2)
+    with Recorder(config={**settings, **probe.settings()}) as rec:      # one log per run
+        ...                                                             # the rollout
+        with probe.update(rec, obs, actions, global_step=step):         # around the update
+            trainer_update()                                            # unchanged
+
+Entering the block, the probe keeps the policy's distribution on (at most ``batch_size`` of)
+the rollout's observations, and hooks the optimizer; leaving it, it evaluates the policy
+again on the same batch and records:
+
+==========================  ====================================================================
+field                       what the probe measures (and how it differs from a trainer's own)
+==========================  ====================================================================
+``kl_final``                KL(pi_before || pi_after) on the batch, the mean over its samples:
+                            exact (``torch.distributions.kl_divergence``, estimator ``full``)
+                            or k3 on the batch's actions (``kl_estimator="k3"``). The KL rule
+                            reads it where a trainer logs no ``approx_kl`` (which is measured
+                            before each minibatch's step, so a step behind this one).
+``clip_fraction``           the share of the batch whose ratio pi_after/pi_old lies outside
+                            [1 - clip_range, 1 + clip_range], after the update (a trainer's own
+                            is averaged over its minibatches as the update goes, so it is
+                            lower or equal on a healthy update); needs ``clip_range``.
+``ratio_min/max/mean/std``  that ratio over the batch, after the update.
+``entropy``                 the mean entropy of pi_after on the batch (summed over an action's
+                            dimensions); ``entropy_normalized`` over log(actions) for a
+                            categorical policy.
+``grad_norm``, ``_max``     the global L2 norm of the gradient at each optimizer step, read as
+                            backward leaves it, before any clipping: mean and largest;
+                            ``grad_clip_scale`` with ``max_grad_norm``.
+``learning_rate``           the optimizer's first parameter group's, after the update.
+``minibatches_completed``   the optimizer steps taken.
+``explained_variance``,     from :meth:`UpdateMeasure.critic`'s values and return targets
+``return_mean/_std``        (1 - Var(returns - values) / Var(returns)).
+losses                      what :meth:`UpdateMeasure.losses` is given (the trainer's own).
+==========================  ====================================================================
+
+pi_old, the policy that sampled the batch, is taken to be the policy when the block is
+entered, unless ``old_log_probs`` (the rollout's) are given. A NaN in the observations or
+the policy shows as a NaN figure, which the gate judges critical; an exception inside the
+block records nothing for the update and leaves the run's end to the recorder's ``with``
+(``failed`` with the error's last line).
+
+Cost: one forward pass of the policy on the batch before the update and one after, without
+gradients, and a squared norm per parameter per backward pass (kept on the device and read
+once per update): ``bench/probe_overhead.py`` measures it.
+
+This module imports torch (it is the trainer here): the ``train`` extra provides it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import msgspec
+
+try:
+    import torch
+    from torch.distributions import Categorical, Distribution, kl_divergence
+except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch only
+    raise ModuleNotFoundError(
+        "telemetry.integrations.probe needs torch: pip install 'sanctum-ppo[train]'"
+    ) from exc
+
+from telemetry.events import PPOUpdatePayload
+from telemetry.integrations.cleanrl import Episodes
+from telemetry.integrations.episodes import rollout_payload
+from telemetry.recorder import Recorder
+
+ProbeEstimator = Literal["full", "k3"]
+"""``full``: the exact KL of the two distributions (``kl_divergence``); ``k3``:
+(r - 1) - log r on the batch's actions, for a distribution with no closed form."""
+
+BATCH_SIZE: Final = 1024
+"""Samples of the rollout the probe evaluates, by default (the first ones)."""
+
+
+def _per_sample(values: torch.Tensor, samples: int) -> torch.Tensor:
+    """A per-sample figure: what a distribution returns per sample, summed over any action
+    dimensions it leaves (a ``Normal`` over a vector action, not wrapped in ``Independent``)."""
+    if values.dim() == 0:
+        return values.expand(samples)
+    return values.reshape(samples, -1).sum(dim=1) if values.dim() > 1 else values
+
+
+def _float(value: torch.Tensor) -> float:
+    return float(value.item())
+
+
+def _spread(values: torch.Tensor) -> float:
+    """Population standard deviation (0 for a single sample)."""
+    return _float(values.double().var(unbiased=False).sqrt())
+
+
+@dataclass(slots=True)
+class UpdateMeasure:
+    """What the trainer tells the probe of one update, inside :meth:`UpdateProbe.update`."""
+
+    policy_loss: float | None = None
+    value_loss: float | None = None
+    total_loss: float | None = None
+    values: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    epochs: int | None = None
+    """Epochs the update ran, when the trainer says."""
+    early_stopped: bool = False
+    """Whether the trainer stopped the update early (on its KL target): the probe cannot
+    see it, so a trainer that can stop says so here."""
+    _norms: list[torch.Tensor] = field(default_factory=list)
+
+    def losses(
+        self,
+        policy: float | torch.Tensor | None = None,
+        value: float | torch.Tensor | None = None,
+        total: float | torch.Tensor | None = None,
+    ) -> None:
+        """The trainer's own losses of the update (as it defines them: say so in the run's
+        config when they differ from ours)."""
+        read = _scalar
+        self.policy_loss, self.value_loss, self.total_loss = read(policy), read(value), read(total)
+
+    def critic(self, values: torch.Tensor, returns: torch.Tensor) -> None:
+        """The critic's values and the return targets of the batch, for explained variance
+        and the return spread."""
+        self.values, self.returns = values.detach().flatten(), returns.detach().flatten()
+
+
+def _scalar(value: float | torch.Tensor | None) -> float | None:
+    if value is None:
+        return None
+    return float(value.detach().item()) if isinstance(value, torch.Tensor) else float(value)
+
+
+class UpdateProbe:
+    """Measures each PPO update of a torch policy (see the module doc).
+
+    ``distribution``: maps a batch of observations to the policy's distribution over
+    actions (``lambda obs: policy(obs)``, ``actor.get_dist``...). ``optimizer``: the one the
+    update steps (its parameters are hooked for the gradient norm). ``clip_range``: PPO's
+    epsilon, for the clip fraction (None: not measured). ``max_grad_norm``: the trainer's
+    clipping threshold, for ``grad_clip_scale``. ``batch_size``: rollout samples evaluated.
+    ``kl_estimator``: ``full`` (exact; refused at the first update for a distribution with no
+    closed form) or ``k3``.
+    """
+
+    def __init__(
+        self,
+        distribution: Callable[[Any], Distribution],
+        optimizer: torch.optim.Optimizer,
+        *,
+        clip_range: float | None = None,
+        max_grad_norm: float | None = None,
+        batch_size: int = BATCH_SIZE,
+        kl_estimator: ProbeEstimator = "full",
+        entropy_coef: float | None = None,
+    ) -> None:
+        if kl_estimator not in ("full", "k3"):
+            raise ValueError(f"kl_estimator must be 'full' or 'k3', got {kl_estimator!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if clip_range is not None and not clip_range > 0:
+            raise ValueError(f"clip_range must be above 0, got {clip_range}")
+        self.distribution = distribution
+        self.optimizer = optimizer
+        self.clip_range = clip_range
+        self.max_grad_norm = max_grad_norm
+        self.batch_size = batch_size
+        self.kl_estimator: ProbeEstimator = kl_estimator
+        self.entropy_coef = entropy_coef
+
+    def settings(self) -> dict[str, Any]:
+        """The probe's settings for ``run_started.config``: the KL estimator it measures
+        with (the readers need it), the clip range and the clipping threshold."""
+        found: dict[str, Any] = {"kl_estimator": self.kl_estimator}
+        if self.clip_range is not None:
+            found["clip_range"] = self.clip_range
+        if self.max_grad_norm is not None:
+            found["max_grad_norm"] = self.max_grad_norm
+        return found
+
+    def rollout(
+        self,
+        recorder: Recorder,
+        global_step: int,
+        episodes: Episodes,
+        steps_per_second: float | None = None,
+    ) -> None:
+        """Record the rollout that feeds the next update: the episodes that finished in it
+        (``episodes.add(infos)`` at each step of a gymnasium vector env; taken here)."""
+        returns, lengths = episodes.drain()
+        recorder.emit(
+            rollout_payload(
+                update=recorder.updates,
+                global_step=global_step,
+                returns=returns,
+                lengths=lengths,
+                steps_per_second=steps_per_second,
+            )
+        )
+
+    @contextmanager
+    def update(
+        self,
+        recorder: Recorder,
+        observations: Any,
+        actions: torch.Tensor,
+        *,
+        global_step: int,
+        old_log_probs: torch.Tensor | None = None,
+    ) -> Iterator[UpdateMeasure]:
+        """Measure the update run inside the block and record it in ``recorder`` (as update
+        ``recorder.updates``) when the block ends without an exception."""
+        started = time.perf_counter()
+        batch = _head(observations, self.batch_size)
+        taken = _head(actions, self.batch_size)
+        with torch.no_grad():
+            before = self.distribution(batch)
+            old = _per_sample(before.log_prob(taken), _rows(taken))
+            if old_log_probs is not None:
+                old = old_log_probs.detach()[: _rows(taken)].reshape(-1)
+        measure = UpdateMeasure()
+        handles = self._hook(measure)
+        try:
+            yield measure
+        finally:
+            for handle in handles:
+                handle.remove()
+        with torch.no_grad():
+            after = self.distribution(batch)
+            payload = self._payload(
+                recorder.updates, global_step, before, after, taken, old, measure
+            )
+        recorder.emit(
+            msgspec.structs.replace(payload, update_seconds=time.perf_counter() - started)
+        )
+
+    def _hook(self, measure: UpdateMeasure) -> list[Any]:
+        """Keep each parameter's squared gradient norm as backward leaves it (before any
+        clipping, which runs between backward and the step), and sum them at each step."""
+        squares: dict[int, torch.Tensor] = {}
+
+        def keep(param: torch.Tensor) -> None:
+            if param.grad is not None:
+                squares[id(param)] = param.grad.detach().double().pow(2).sum()
+
+        def step(*_: Any) -> None:
+            if squares:
+                measure._norms.append(torch.stack(list(squares.values())).sum().sqrt())
+            squares.clear()
+
+        params = [p for g in self.optimizer.param_groups for p in g["params"] if p.requires_grad]
+        handles = [p.register_post_accumulate_grad_hook(keep) for p in params]
+        handles.append(self.optimizer.register_step_pre_hook(step))
+        return handles
+
+    def _kl(self, before: Distribution, after: Distribution, taken: torch.Tensor) -> torch.Tensor:
+        samples = _rows(taken)
+        if self.kl_estimator == "full":
+            try:
+                return _per_sample(kl_divergence(before, after), samples)
+            except NotImplementedError as exc:
+                raise NotImplementedError(
+                    f"UpdateProbe: kl_divergence has no closed form for {type(before).__name__}"
+                    "; pass kl_estimator='k3' (the estimator on the batch's actions)"
+                ) from exc
+        log_r = _per_sample(after.log_prob(taken), samples) - _per_sample(
+            before.log_prob(taken), samples
+        )
+        return log_r.exp() - 1 - log_r
+
+    def _payload(
+        self,
+        update: int,
+        global_step: int,
+        before: Distribution,
+        after: Distribution,
+        taken: torch.Tensor,
+        old: torch.Tensor,
+        measure: UpdateMeasure,
+    ) -> PPOUpdatePayload:
+        samples = _rows(taken)
+        kl = self._kl(before, after, taken)
+        ratio = (_per_sample(after.log_prob(taken), samples) - old).exp()
+        entropy = _float(_per_sample(after.entropy(), samples).mean())
+        clip_fraction = None
+        if self.clip_range is not None:
+            outside = ((ratio - 1).abs() > self.clip_range).double().mean()
+            clip_fraction = _float(outside) if ratio.isfinite().all() else math.nan
+        norms = [_float(n) for n in measure._norms]
+        grad_norm, grad_norm_max, grad_clip_scale = _gradient(norms, self.max_grad_norm)
+        critic = _Critic.of(measure.values, measure.returns)
+        return PPOUpdatePayload(
+            update=update,
+            global_step=global_step,
+            kl_final=_float(kl.mean()),
+            clip_fraction=clip_fraction,
+            ratio_mean=_float(ratio.mean()),
+            ratio_min=_float(ratio.min()),
+            ratio_max=_float(ratio.max()),
+            ratio_std=_spread(ratio),
+            entropy=entropy,
+            entropy_normalized=_normalized(after, entropy),
+            entropy_coef=self.entropy_coef,
+            policy_loss=measure.policy_loss,
+            value_loss=measure.value_loss,
+            total_loss=measure.total_loss,
+            learning_rate=float(self.optimizer.param_groups[0]["lr"]),
+            minibatches_completed=len(norms),
+            epochs_completed=measure.epochs,
+            early_stopped=measure.early_stopped,
+            grad_norm=grad_norm,
+            grad_norm_max=grad_norm_max,
+            grad_clip_scale=grad_clip_scale,
+            explained_variance=critic.explained_variance,
+            return_mean=critic.return_mean,
+            return_std=critic.return_std,
+            value_mean=critic.value_mean,
+        )
+
+
+def _rows(tensor: torch.Tensor) -> int:
+    return int(tensor.shape[0]) if tensor.dim() > 0 else 1
+
+
+def _head(batch: Any, size: int) -> Any:
+    """The first ``size`` samples of a tensor, or of anything sliceable (a TensorDict)."""
+    return batch[:size]
+
+
+def _normalized(after: Distribution, entropy: float) -> float | None:
+    """Entropy over log(actions) for a categorical policy over two actions or more."""
+    if isinstance(after, Categorical):
+        actions = int(after.probs.shape[-1])
+        return entropy / math.log(actions) if actions > 1 else None
+    return None
+
+
+def _gradient(
+    norms: Sequence[float], limit: float | None
+) -> tuple[float | None, float | None, float | None]:
+    """Mean and largest pre-clip norm (the first non-finite one, when there is one), and the
+    mean factor clipping to ``limit`` scaled them by."""
+    if not norms:
+        return None, None, None
+    bad = [n for n in norms if not math.isfinite(n)]
+    if bad:
+        return bad[0], bad[0], None
+    scale = None
+    if limit is not None:
+        scale = math.fsum(1.0 if n <= limit else limit / n for n in norms) / len(norms)
+    return math.fsum(norms) / len(norms), max(norms), scale
+
+
+@dataclass(frozen=True, slots=True)
+class _Critic:
+    """What the critic's values and the return targets say of one update."""
+
+    explained_variance: float | None = None
+    return_mean: float | None = None
+    return_std: float | None = None
+    value_mean: float | None = None
+
+    @staticmethod
+    def of(values: torch.Tensor | None, returns: torch.Tensor | None) -> _Critic:
+        """Explained variance (absent when the returns do not vary) and the return spread."""
+        if values is None or returns is None or returns.numel() == 0:
+            return _Critic()
+        returns, values = returns.double(), values.double()
+        variance = _float(returns.var(unbiased=False))
+        explained = None
+        if variance > 0:
+            explained = 1.0 - _float((returns - values).var(unbiased=False)) / variance
+        return _Critic(
+            explained, _float(returns.mean()), math.sqrt(variance), _float(values.mean())
+        )

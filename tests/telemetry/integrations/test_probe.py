@@ -1,0 +1,215 @@
+"""UpdateProbe: the figures it measures against their closed forms, and real runs of a plain
+PyTorch PPO loop (examples/probe_ppo.py) recorded through it and judged by ``sanctum``."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="needs the train extra: pip install 'sanctum-ppo[train]'"
+)
+pytest.importorskip("gymnasium", reason="needs the train extra: pip install 'sanctum-ppo[train]'")
+
+from torch import nn  # noqa: E402
+from torch.distributions import Categorical, Distribution, Independent, Normal  # noqa: E402
+
+from sanctum.cli import main as sanctum_main  # noqa: E402
+from telemetry import PPOUpdatePayload, Recorder, RunFinishedPayload, read_events  # noqa: E402
+from telemetry.integrations.probe import UpdateProbe  # noqa: E402
+from tests.cli_runner import run_main  # noqa: E402
+from tests.sanctum.recorded import check_report  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _example() -> Any:
+    spec = importlib.util.spec_from_file_location("probe_ppo", REPO / "examples" / "probe_ppo.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("probe_ppo", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+class Gaussian(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mean = nn.Linear(3, 2)
+        self.log_std = nn.Parameter(torch.tensor([-0.3, 0.2]))
+
+    def forward(self, obs: torch.Tensor) -> Distribution:
+        return Independent(Normal(self.mean(obs), self.log_std.exp().expand(obs.shape[0], 2)), 1)
+
+
+class Softmax(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.logits = nn.Linear(3, 4)
+
+    def forward(self, obs: torch.Tensor) -> Distribution:
+        return Categorical(logits=self.logits(obs))
+
+
+def _gaussian_kl(before: Distribution, after: Distribution) -> float:
+    """KL(N0 || N1) per sample by its closed form, summed over the action's dimensions."""
+    m0, s0 = before.base_dist.loc.double(), before.base_dist.scale.double()  # type: ignore[attr-defined]
+    m1, s1 = after.base_dist.loc.double(), after.base_dist.scale.double()  # type: ignore[attr-defined]
+    per = (s1 / s0).log() + (s0**2 + (m0 - m1) ** 2) / (2 * s1**2) - 0.5
+    return float(per.sum(-1).mean())
+
+
+def _categorical_kl(before: Distribution, after: Distribution) -> float:
+    p0, p1 = before.probs.double(), after.probs.double()  # type: ignore[attr-defined]
+    return float((p0 * (p0.log() - p1.log())).sum(-1).mean())
+
+
+def _one_update(
+    policy: nn.Module, tmp_path: Path, steps: int = 3, limit: float = 0.5, **probe: Any
+) -> tuple[PPOUpdatePayload, Distribution, Distribution, list[float], torch.Tensor]:
+    """Record one update of ``steps`` SGD steps on a surrogate; the policy's distribution
+    on the batch before and after, and what clip_grad_norm_ returned at each step."""
+    torch.manual_seed(0)
+    obs = torch.randn(64, 3)
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.3)
+    with torch.no_grad():
+        before = policy(obs)
+        actions = before.sample()
+    advantages = torch.randn(64)
+    p = UpdateProbe(policy, optimizer, max_grad_norm=limit, **probe)
+    returned = []
+    with Recorder(path=tmp_path / "events.jsonl", config=p.settings()) as rec:
+        with p.update(rec, obs, actions, global_step=64):
+            for _ in range(steps):
+                loss = -(policy(obs).log_prob(actions) * advantages).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                returned.append(float(nn.utils.clip_grad_norm_(policy.parameters(), limit)))
+                optimizer.step()
+        with torch.no_grad():
+            after = policy(obs)
+    (update,) = [
+        e.payload
+        for e in read_events(tmp_path / "events.jsonl").events
+        if isinstance(e.payload, PPOUpdatePayload)
+    ]
+    return update, before, after, returned, actions
+
+
+@pytest.mark.parametrize(
+    ("policy", "closed_form"), [(Gaussian, _gaussian_kl), (Softmax, _categorical_kl)]
+)
+def test_the_kl_is_the_closed_form_kl_of_the_policy_before_and_after(
+    tmp_path: Path, policy: Callable[[], nn.Module], closed_form: Callable[..., float]
+) -> None:
+    update, before, after, _, _ = _one_update(policy(), tmp_path)
+    expected = closed_form(before, after)
+    assert expected > 1e-4  # the update moved the policy
+    assert update.kl_final == pytest.approx(expected, abs=1e-6)
+
+
+def test_k3_is_the_estimator_on_the_batch_actions(tmp_path: Path) -> None:
+    update, before, after, _, actions = _one_update(Softmax(), tmp_path, kl_estimator="k3")
+    log_r = (after.log_prob(actions) - before.log_prob(actions)).double()
+    assert update.kl_final == pytest.approx(float((log_r.exp() - 1 - log_r).mean()), abs=1e-6)
+    assert update.kl_final == pytest.approx(_categorical_kl(before, after), rel=0.5)
+
+
+def test_the_gradient_norm_is_the_one_before_clipping(tmp_path: Path) -> None:
+    update, _, _, returned, _ = _one_update(Gaussian(), tmp_path, steps=4, limit=0.3)
+    assert update.minibatches_completed == 4
+    assert update.grad_norm == pytest.approx(sum(returned) / 4, rel=1e-5)
+    assert update.grad_norm_max == pytest.approx(max(returned), rel=1e-5)
+    assert min(returned) > 0.3  # clipping scaled them: the probe read them before
+    expected_scale = sum(min(1.0, 0.3 / n) for n in returned) / 4
+    assert update.grad_clip_scale == pytest.approx(expected_scale, rel=1e-5)
+
+
+def test_clip_fraction_and_ratio_range_after_the_update(tmp_path: Path) -> None:
+    update, _, after, _, _ = _one_update(Softmax(), tmp_path, clip_range=0.1)
+    assert update.ratio_min is not None and update.ratio_max is not None
+    assert 0 < update.ratio_min <= 1 <= update.ratio_max
+    assert update.clip_fraction is not None and 0 < update.clip_fraction <= 1
+    entropy = float(after.entropy().mean())
+    assert update.entropy == pytest.approx(entropy, rel=1e-6)
+    assert update.entropy_normalized == pytest.approx(entropy / math.log(4), rel=1e-6)
+
+
+def test_a_distribution_without_a_closed_form_is_told_to_declare_k3(tmp_path: Path) -> None:
+    class Mixed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.loc = nn.Linear(3, 1)
+
+        def forward(self, obs: torch.Tensor) -> Distribution:
+            from torch.distributions import StudentT
+
+            return Independent(StudentT(3.0, self.loc(obs), torch.ones(obs.shape[0], 1)), 1)
+
+    with pytest.raises(NotImplementedError, match="kl_estimator='k3'"):
+        _one_update(Mixed(), tmp_path)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+def test_a_plain_pytorch_run_is_judged_on_kl_clip_grad_and_entropy(
+    tmp_path: Path, env_id: str
+) -> None:
+    run = _example().main(
+        [
+            "--env-id",
+            env_id,
+            "--updates",
+            "8",
+            "--num-steps",
+            "64",
+            "--run-dir",
+            str(tmp_path),
+            "--run-id",
+            "probe",
+        ]
+    )
+    report = check_report(run)
+    rows = {row["name"]: row for row in report["rows"]}
+    for metric in ("approx_kl", "clip_fraction", "grad_norm", "entropy"):
+        assert rows[metric]["updates_measured"] == 8, metric
+    assert report["exit_code"] == 0
+
+
+def test_nan_observations_end_the_run_failed_in_every_view(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid values"):
+        _example().main(
+            [
+                "--updates",
+                "6",
+                "--num-steps",
+                "32",
+                "--run-dir",
+                str(tmp_path),
+                "--run-id",
+                "nan",
+                "--nan-observations-from",
+                "3",
+            ]
+        )
+    run = tmp_path / "nan"
+    (finished,) = [
+        e.payload
+        for e in read_events(run / "events.jsonl").events
+        if isinstance(e.payload, RunFinishedPayload)
+    ]
+    assert finished.status == "failed"
+    assert finished.reason is not None and "\n" not in finished.reason
+    assert finished.reason.startswith("ValueError: Expected parameter logits")
+    assert check_report(run)["exit_code"] == 1
+    summary = run_main(sanctum_main, "summary", run)
+    assert "FAIL" in summary.stdout
+    once = run_main(sanctum_main, run, "--once")
+    assert "FAIL" in once.stdout
+    table = run_main(sanctum_main, "--once", tmp_path)
+    assert "FAIL" in table.stdout
