@@ -60,9 +60,11 @@ def judge(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str
 
 
 def imported(logdir: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> Path:
-    """``sanctum import tensorboard LOGDIR --out OUT --actions 2`` (CartPole's two)."""
+    """``sanctum import tensorboard LOGDIR --out OUT --actions 2 --exit-code 0`` (CartPole's
+    two actions; the trainer ran here, and returned)."""
     capsys.readouterr()
-    code = sanctum_main(["import", "tensorboard", str(logdir), "--out", str(out), "--actions", "2"])
+    args = ["import", "tensorboard", str(logdir), "--out", str(out), "--actions", "2"]
+    code = sanctum_main([*args, "--exit-code", "0"])
     printed = capsys.readouterr()
     assert code == 0, printed.err
     assert f"wrote {out / 'events.jsonl'}" in printed.out

@@ -52,6 +52,7 @@ from sanctum.model.state import (
 )
 from sanctum.model.trend import least_squares_slope, trend_of
 from sanctum.model.verdict import (
+    OUTCOME_UNKNOWN,
     PENDING,
     RunVerdict,
     judge_rows,
@@ -369,6 +370,8 @@ class SanctumAggregator:
         pace). A log silent longer was cut off, or its trainer hangs."""
         run = self.run
         if run.status != "running" or now is None or run.last_event_ts is None:
+            return False
+        if run.config and OUTCOME_UNKNOWN in run.config:  # an import: written once, whole
             return False
         limit = self.stall_limit()
         if limit is None:

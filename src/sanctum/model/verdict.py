@@ -56,6 +56,13 @@ holds a ``run_finished`` (verl's file logger records no end): the finish row say
 judges the log as it stands (the source cannot say more; every other row still judges what
 it does say: lines it could not read, lost steps, the rules)."""
 
+OUTCOME_UNKNOWN: Final = "outcome_unknown"
+"""``run_started.config`` key where an import whose source does not say how the run ended
+(a TensorBoard log holds no end of run) says so, and how to record it: the import writes
+no ``run_finished`` of its own invention, every view says "outcome not recorded", and the
+finish row fails as an unfinished run does (``check --allow-unfinished`` accepts it); a
+log that never grows is never live."""
+
 Word = Literal["PENDING", "OK", "WARN", "FAIL"]
 
 WORD_LEVEL: Final[dict[str, Level]] = {
@@ -648,6 +655,14 @@ def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool, tail: str | Non
     )
 
 
+def outcome_unknown(agg: SanctumAggregator) -> str | None:
+    """Why the log cannot say how its run ended (:data:`OUTCOME_UNKNOWN`), while it holds
+    no ``run_finished``; None otherwise."""
+    run = agg.run
+    why = run.config.get(OUTCOME_UNKNOWN) if run.config and run.status == "running" else None
+    return why if isinstance(why, str) else None
+
+
 def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
     run = agg.run
     status, reason = run.status, run.reason
@@ -700,6 +715,15 @@ def _finish_row(agg: SanctumAggregator, allow_unfinished: bool) -> CheckRow:
             allow_unfinished,
             f"run interrupted{because}",
             verdict_name="interrupted",
+        )
+    unknown = outcome_unknown(agg)
+    if unknown is not None:
+        return CheckRow(
+            "run_finished",
+            "finished",
+            allow_unfinished,
+            f"outcome not recorded: {visible(unknown)}",
+            verdict_name="outcome unknown",
         )
     why = run.config.get(NO_END) if run.config else None
     if isinstance(why, str):  # the source cannot say; what it says is judged

@@ -29,7 +29,7 @@ from sanctum.formatting import (
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
 from sanctum.model.snapshot import progress_of
-from sanctum.model.verdict import doubts, lost_counts
+from sanctum.model.verdict import doubts, lost_counts, outcome_unknown
 from sanctum.reports.documents import (
     earlier_runs,
     early_stops,
@@ -104,6 +104,7 @@ def summarize(
         "source_unread": list(agg.run.source_unread),
         "failures_reported": agg.run.failures_reported,
         "doubts": doubts(agg),
+        "outcome_unknown": outcome_unknown(agg),
         "judged_bytes": scan.judged_bytes,
         "file_bytes": scan.file_bytes,
         "grew_while_read": scan.size_after > scan.file_bytes,
@@ -131,6 +132,8 @@ def _facts(doc: dict[str, Any]) -> list[str]:
     status = r["status"] or "no events"
     if r["status"] == "running":
         status = "no run_finished (still running, or cut off)"
+        if doc.get("outcome_unknown"):
+            status = f"outcome not recorded ({doc['outcome_unknown']})"
     if r["reason"]:
         status += f": {r['reason']}"
     steps = _steps(r["global_step"], r["total_steps"], r["step_unit"])

@@ -28,6 +28,7 @@ from telemetry import (
     read_events,
 )
 from tests import processes
+from tests.cli_runner import run_main
 from tests.schema_support import assert_valid_log
 
 pytestmark = pytest.mark.skipif(
@@ -100,6 +101,7 @@ def test_a_mapping_file_imports_any_trainers_tags(
     (tmp_path / "map.toml").write_text(MAP)
     out = tmp_path / "imported"
     args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    args += ["--outcome", "completed"]
     code, printed, _ = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
     assert code == 0
     assert "imported 2 updates, 3 rollouts, 4 episodes (to step 350)" in printed
@@ -410,6 +412,7 @@ def test_a_map_without_approx_kl_or_clip_fraction_imports_them_as_not_measured(
     (tmp_path / "map.toml").write_text(GRPO_MAP)
     out = tmp_path / "imported"
     args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    args += ["--outcome", "completed"]
     code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
     assert code == 0, err
     assert "imported 6 updates" in printed
@@ -443,6 +446,7 @@ def test_a_step_without_its_kl_but_with_a_nan_figure_is_judged_not_dropped(
     (tmp_path / "map.toml").write_text(mapping)
     out = tmp_path / "imported"
     args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    args += ["--outcome", "completed"]
     code, printed, _ = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
     assert code == 0 and "imported 3 updates" in printed, printed
     updates = [
@@ -475,6 +479,7 @@ def test_points_tensorboard_drops_after_a_restart_are_counted_and_fail_the_gate(
     (tmp_path / "map.toml").write_text('[tags]\n"ppo/kl" = "approx_kl"\n')
     out = tmp_path / "imported"
     args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    args += ["--outcome", "completed"]
     code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
     assert code == 0 and "not read whole" in printed and "Purging" not in err, (printed, err)
     started = read_events(out / "events.jsonl").events[0]
@@ -482,3 +487,85 @@ def test_points_tensorboard_drops_after_a_restart_are_counted_and_fail_the_gate(
     (dropped,) = [line for line in started.payload.config["source_unread"] if "drops" in line]
     assert f"SessionLog START at step {restart_step}" in dropped and "of 30 scalar" in dropped
     assert sanctum("check", str(out), capsys=capsys)[0] != 0  # never a pass
+
+
+def _kl_log(folder: Path) -> None:
+    """A log of 12 updates a map feeds KL, clip fraction and entropy from."""
+    steps = range(100, 1300, 100)
+    write_tb(
+        folder,
+        {
+            "ppo/kl": [(s, 0.01) for s in steps],
+            "ppo/clip": [(s, 0.1) for s in steps],
+            "ppo/entropy_loss": [(s, -0.6) for s in steps],
+        },
+        time.time() - 3600,
+        histogram=False,
+    )
+
+
+def test_an_import_without_its_outcome_says_so_in_every_view_and_fails_the_gate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kl_log(tmp_path / "tb")
+    (tmp_path / "map.toml").write_text(MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out)]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert "outcome: not recorded" in printed and "--exit-code N" in printed
+    events = read_events(out / "events.jsonl").events
+    assert not [e for e in events if isinstance(e, RunFinished)]  # nothing the log did not say
+    assert "outcome_unknown" in events[0].payload.config
+    code, printed, _ = sanctum("check", str(out), capsys=capsys)
+    assert code == 1
+    assert "FAIL  finished: outcome not recorded: the TensorBoard log does not say" in printed
+    assert "verdict  FAIL: outcome unknown" in printed
+    assert sanctum("check", str(out), "--allow-unfinished", capsys=capsys)[0] == 0
+    code, printed, _ = sanctum("summary", str(out), capsys=capsys)
+    assert "status    outcome not recorded (the TensorBoard log does not say" in printed
+    for view in ([str(out), "--once"], ["--once", str(tmp_path)]):
+        code, printed, _ = sanctum(*view, capsys=capsys)
+        assert "FAIL: outcome unknown" in printed, view
+
+
+@pytest.mark.parametrize(
+    ("told", "status", "reason", "exit_code"),
+    [
+        (["--exit-code", "0"], "completed", "the trainer exited with code 0", 0),
+        (["--exit-code", "1"], "failed", "the trainer exited with code 1", 1),
+        (["--exit-code", "130"], "interrupted", "the trainer exited with code 130 (SIGINT)", 1),
+        (["--exit-code", "-15"], "interrupted", "the trainer exited with code -15 (SIGTERM)", 1),
+        (["--outcome", "failed"], "failed", "as sanctum import --outcome said", 1),
+    ],
+)
+def test_the_outcome_told_at_import_is_the_runs_end(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    told: list[str],
+    status: str,
+    reason: str,
+    exit_code: int,
+) -> None:
+    _kl_log(tmp_path / "tb")
+    (tmp_path / "map.toml").write_text(MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out), *told]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert f"outcome: {status} ({reason})" in printed
+    (end,) = [
+        e.payload for e in read_events(out / "events.jsonl").events if isinstance(e, RunFinished)
+    ]
+    assert (end.status, end.reason, end.updates) == (status, reason, 12)
+    assert sanctum("check", str(out), capsys=capsys)[0] == exit_code
+
+
+def test_outcome_and_exit_code_together_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _kl_log(tmp_path / "tb")
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--outcome", "completed"]
+    done = run_main(sanctum_main, *args, "--exit-code", "0")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "argument --exit-code: not allowed with argument --outcome" in done.stderr

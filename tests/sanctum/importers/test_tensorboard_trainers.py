@@ -44,7 +44,9 @@ def imported(
     """Import ``folder/tb`` into ``folder/out``: the header, the updates and the report."""
     out = folder / "out"
     code, printed, err = sanctum(
-        "import", "tensorboard", str(folder / "tb"), "--out", str(out), *extra, capsys=capsys
+        *("import", "tensorboard", str(folder / "tb"), "--out", str(out), "--outcome"),
+        *("completed", *extra),
+        capsys=capsys,
     )
     assert code == 0, err
     assert_valid_log(out / "events.jsonl")
@@ -287,6 +289,7 @@ def test_a_map_file_that_makes_a_judged_field_vanish_or_repeats_a_target_is_refu
     (tmp_path / "map.toml").write_text(f"[tags]\n{entry}\n")
     code, _, err = sanctum(
         *("import", "tensorboard", str(tmp_path / "tb"), "--out", str(tmp_path / "out")),
+        *("--outcome", "completed"),
         *("--map", str(tmp_path / "map.toml")),
         capsys=capsys,
     )
@@ -303,6 +306,7 @@ def test_a_global_step_tag_missing_from_the_log_is_refused(
     (tmp_path / "map.toml").write_text('global_step = "ppo/samples"\n[tags]\n"ppo/kl" = "ref_kl"\n')
     code, _, err = sanctum(
         *("import", "tensorboard", str(tmp_path / "tb"), "--out", str(tmp_path / "out")),
+        *("--outcome", "completed"),
         *("--map", str(tmp_path / "map.toml")),
         capsys=capsys,
     )

@@ -51,12 +51,37 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     tb.add_argument(
         "--force", action="store_true", help="replace a log an earlier import wrote in RUN"
     )
+    ended = tb.add_mutually_exclusive_group()
+    ended.add_argument(
+        "--outcome",
+        choices=("completed", "failed", "interrupted"),
+        help="how the run ended (a TensorBoard log does not say): without it or --exit-code "
+        "no run_finished is written, every view says 'outcome not recorded' and sanctum "
+        "check fails the run as unfinished",
+    )
+    ended.add_argument(
+        "--exit-code",
+        metavar="N",
+        type=int,
+        help="the trainer's exit code, for its outcome: 0 completed, 130/143 (SIGINT, "
+        "SIGTERM) interrupted, any other failed (in CI: train; sanctum import ... "
+        "--exit-code $?)",
+    )
 
 
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.importers.tensorboard.command import ImportOptions, import_tensorboard
 
-    options = ImportOptions(args.logdir, args.out, args.map, args.env, args.actions, args.force)
+    options = ImportOptions(
+        args.logdir,
+        args.out,
+        args.map,
+        args.env,
+        args.actions,
+        args.force,
+        outcome=args.outcome,
+        exit_code=args.exit_code,
+    )
     report = import_tensorboard(options)
     for line in report.unread:  # what was lost is said where a script's eye is
         print(visible(f"sanctum import: could not read {line}"), file=sys.stderr, flush=True)

@@ -2,17 +2,18 @@
 
 The run folder (``--out``, default ``runs/<logdir name>-tb``) gets an ``events.jsonl`` that
 ``sanctum check``, ``summary`` and the dashboard read like any other: ``run_started`` (the
-config says ``source: tensorboard`` and records the mapping, what was left out and why,
-and every tag nothing maps), the rollouts and updates of
-:mod:`sanctum.importers.tensorboard.convert`, and ``run_finished`` ``completed`` (the log
-does not say how the run ended; the config says so). An event file TensorBoard could not
-read whole (a record cut short, or failing its checksum: TensorBoard stops there without a
-word) is imported as far as it was read, and
-what was lost is written in ``run_started.config.source_unread`` (one line per file),
-printed on stderr, and fails ``sanctum check`` unless ``--allow-skipped``. The log is
-written to a temporary file and renamed into place, so a failed import
-leaves nothing half-written; an existing log is replaced only with ``--force`` and only
-when an earlier import wrote it.
+config says ``source: tensorboard`` and records the mapping, what was left out and why, and
+every tag nothing maps), the rollouts and updates of
+:mod:`sanctum.importers.tensorboard.convert`, and ``run_finished`` only when the user says
+how the run ended (``--outcome``, or the trainer's ``--exit-code``): the log does not say,
+so without it no end is written and ``run_started.config.outcome_unknown`` says why (every
+view then says "outcome not recorded", and ``check`` fails it as unfinished). An event file
+TensorBoard could not read whole (a record cut short, or failing its checksum: TensorBoard
+stops there without a word) is imported as far as it was read, and what was lost is written
+in ``run_started.config.source_unread`` (one line per file), printed on stderr, and fails
+``sanctum check`` unless ``--allow-skipped``. The log is written to a temporary file and
+renamed into place, so a failed import leaves nothing half-written; an existing log is
+replaced only with ``--force`` and only when an earlier import wrote it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from sanctum.importers.tensorboard.openrlhf import OPENRLHF
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
 from sanctum.importers.tensorboard.trl import TRL_GRPO, TRL_PPO
 from sanctum.model.aggregator import SOURCE_UNREAD
+from sanctum.model.verdict import OUTCOME_UNKNOWN
 from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
@@ -57,6 +59,7 @@ from telemetry.events import (
     RolloutPayload,
     RunFinishedPayload,
     RunStartedPayload,
+    RunStatus,
     TrainerInfo,
 )
 from telemetry.files import InputFileError, open_input
@@ -81,6 +84,44 @@ class ImportOptions:
     env_id: str | None = None
     action_count: int | None = None
     force: bool = False
+    outcome: RunStatus | None = None
+    """How the run ended, as the user says (``--outcome``); None: ``exit_code`` or unknown."""
+    exit_code: int | None = None
+    """The trainer's exit code (``--exit-code``), read by :func:`outcome_of_exit`."""
+
+    def ending(self) -> tuple[RunStatus, str | None] | None:
+        """The run's ``run_finished`` status and reason; None: the outcome is unknown."""
+        if self.outcome is not None and self.exit_code is not None:
+            raise UsageError("--outcome and --exit-code both say how the run ended: give one")
+        if self.outcome is not None:
+            return self.outcome, "as sanctum import --outcome said"
+        if self.exit_code is not None:
+            return outcome_of_exit(self.exit_code)
+        return None
+
+
+INTERRUPTED_EXITS: Final = {130: "SIGINT", 143: "SIGTERM"}
+"""Exit codes of a trainer stopped by a signal a user or a scheduler sends (128 + the
+signal's number, as a shell reports it): the run was interrupted, not failed."""
+
+OUTCOME_NOT_SAID: Final = (
+    "the TensorBoard log does not say how the run ended; import it with --outcome "
+    "completed|failed|interrupted or --exit-code N (the trainer's exit code)"
+)
+
+
+def outcome_of_exit(code: int) -> tuple[RunStatus, str]:
+    """The outcome a trainer's exit code says: 0 completed, 130/143 (or -2/-15, as Python
+    reports a signal) interrupted, anything else failed."""
+    signal_exit = 128 - code if code < 0 else code
+    if code == 0:
+        return "completed", "the trainer exited with code 0"
+    if signal_exit in INTERRUPTED_EXITS:
+        return (
+            "interrupted",
+            f"the trainer exited with code {code} ({INTERRUPTED_EXITS[signal_exit]})",
+        )
+    return "failed", f"the trainer exited with code {code}"
 
 
 def _literal(text: str) -> Any:
@@ -130,14 +171,19 @@ def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
     return mapping
 
 
-def _notes(mapping: TagMapping, settings: dict[str, Any]) -> list[str]:
+def _notes(
+    mapping: TagMapping, settings: dict[str, Any], ending: tuple[RunStatus, str | None] | None
+) -> list[str]:
     notes = list(mapping.notes)
     if not mapping.tags_for("early_stopped"):
         stops = "the trainer logs no early stop"
         if "target_kl" in settings and settings["target_kl"] is None:
             stops = "target_kl is None, so no update stopped early"
         notes.append(f"early_stopped is not in the log: written false on every update ({stops})")
-    notes.append("the log does not say how the run ended: run_finished is written completed")
+    if ending is None:
+        notes.append(f"no run_finished is written: {OUTCOME_NOT_SAID}")
+    else:
+        notes.append(f"run_finished {ending[0]}: {ending[1]} (the log does not say)")
     notes.append("event times are TensorBoard's wall times")
     return notes
 
@@ -174,8 +220,10 @@ def run_started(
         "tensorboard_unmapped_tags": unmapped(log, mapping),
         "tensorboard_other_data": {kind: list(tags) for kind, tags in other_data(log, mapping)},
         "tensorboard_action_count": opts.action_count or header.action_count,
-        "tensorboard_notes": _notes(mapping, settings),
+        "tensorboard_notes": _notes(mapping, settings, opts.ending()),
     }
+    if opts.ending() is None:
+        config[OUTCOME_UNKNOWN] = OUTCOME_NOT_SAID
     if log.unread:
         config[SOURCE_UNREAD] = list(log.unread)
     env_id = opts.env_id or settings.get("env_id")
@@ -221,23 +269,34 @@ def _refuse_existing(path: Path, force: bool) -> None:
         raise UsageError(f"{path}: not written by sanctum import; --force replaces only those")
 
 
-def write_log(path: Path, run_id: str, started: Timed, events: list[Timed]) -> RunFinishedPayload:
-    """The events into ``path`` at their own times, through a temporary file."""
+def write_log(
+    path: Path,
+    run_id: str,
+    started: Timed,
+    events: list[Timed],
+    ending: tuple[RunStatus, str | None] | None,
+) -> RunFinishedPayload:
+    """The events into ``path`` at their own times, through a temporary file, and
+    ``run_finished`` with ``ending`` when the outcome is known (the payload is returned
+    either way: what the import read)."""
     now = [started.ts]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.importing")
     rec = Recorder(path=tmp, run_id=run_id, clock=lambda: now[0])
     steps = [e.payload.global_step for e in events if isinstance(e.payload, _PROGRESS)]
     updates = sum(isinstance(e.payload, PPOUpdatePayload) for e in events)
     last = max((e.ts for e in events), default=started.ts)
+    status, reason = ending or ("completed", None)
     finished = RunFinishedPayload(
-        status="completed",
+        status=status,
+        reason=reason,
         global_step=max(steps, default=None),
         updates=updates,
         duration_seconds=last - started.ts,
     )
     try:
         rec.open()
-        for timed in [started, *events, Timed(last, finished)]:
+        ends = [Timed(last, finished)] if ending is not None else []
+        for timed in [started, *events, *ends]:
             now[0] = timed.ts
             rec.emit(timed.payload)
         rec.close()
@@ -267,6 +326,7 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     """Import ``opts.logdir``; returns the report (UsageError for bad input)."""
     if opts.action_count is not None and opts.action_count < 2:
         raise UsageError(f"--actions must be at least 2, got {opts.action_count}")
+    ending = opts.ending()
     directory = event_directory(opts.logdir)
     out = opts.out if opts.out is not None else DEFAULT_RUNS_DIR / f"{directory.resolve().name}-tb"
     path = out / EVENTS_FILE
@@ -288,14 +348,19 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     started = Timed(min(times), run_started(log, mapping, opts, header))
     try:
         out.mkdir(parents=True, exist_ok=True)
-        finished = write_log(path, _run_id(out), started, events)
+        finished = write_log(path, _run_id(out), started, events, ending)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
-    return ImportReport(report(log, mapping, events, finished, out), log.unread)
+    return ImportReport(report(log, mapping, events, finished, out, ending), log.unread)
 
 
 def report(
-    log: TBLog, mapping: TagMapping, events: list[Timed], end: RunFinishedPayload, out: Path
+    log: TBLog,
+    mapping: TagMapping,
+    events: list[Timed],
+    end: RunFinishedPayload,
+    out: Path,
+    ending: tuple[RunStatus, str | None] | None,
 ) -> list[str]:
     """What was read, what was written, and what was left out."""
     rollouts = [e.payload for e in events if isinstance(e.payload, RolloutPayload)]
@@ -312,6 +377,14 @@ def report(
         lines.append(f"unmapped tags (named in the run's config): {', '.join(names)}")
     for kind, tags in other_data(log, mapping):
         lines.append(f"not imported ({kind}): {', '.join(tags)}")
+    if ending is None:
+        lines.append(
+            "outcome: not recorded: sanctum check fails the run as unfinished "
+            "(--allow-unfinished accepts it); import with --outcome "
+            "completed|failed|interrupted or --exit-code N"
+        )
+    else:
+        lines.append(f"outcome: {ending[0]} ({ending[1]})")
     lines.append(f"wrote {out / EVENTS_FILE}: sanctum check {out}")
     if log.unread:
         lines.append(
