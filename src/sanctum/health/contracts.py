@@ -106,7 +106,12 @@ ASSUMED_ESTIMATOR: Final = {"kl_estimator": "k3"}
 Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."""
 
 
-_KL_BOUND: Final = "the KL estimator is never negative"
+def _kl_bound(setting: str, name: str) -> str:
+    """Why a KL field is never negative, and the fix when the log's estimator is signed."""
+    return (
+        f"the {name} KL estimator is never negative; if this log's is signed, declare it: "
+        f'{setting} = "k1" in run_started.config, or in the import map'
+    )
 
 
 def kl_contracts(
@@ -119,7 +124,7 @@ def kl_contracts(
     no estimator: it counts as absent."""
     declared = declared or {}
     return tuple(
-        Contract(metric, float(_DEFINED[metric].facts["min"]), None, _KL_BOUND)
+        Contract(metric, float(_DEFINED[metric].facts["min"]), None, _kl_bound(setting, name))
         for setting, metrics in KL_FIELDS.items()
         for metric in metrics
         if (

@@ -436,7 +436,9 @@ def test_reference_kl_bounds_follow_the_estimators_the_run_names() -> None:
     assert fold_one(judge, 0, ref_kl=-0.01, ref_kl_reward_penalty=-0.1) == []  # unknown
     judge.configure({"ref_kl_loss_estimator": "low_var_kl", "ref_kl_reward_estimator": "k1+"})
     assert fold_one(judge, 1, ref_kl=-0.01, ref_kl_reward_penalty=-0.1) == [
-        "ref_kl -0.01 outside >= 0 (the KL estimator is never negative)"
+        "ref_kl -0.01 outside >= 0 (the low_var_kl KL estimator is never negative; if this "
+        'log\'s is signed, declare it: ref_kl_loss_estimator = "k1" in run_started.config, or '
+        "in the import map)"
     ]
     assert fold_one(judge, 2, ref_kl_coef=-1.0)[0].startswith("ref_kl_coef -1 outside >= 0")
     assert fold_one(judge, 3, approx_kl=-0.5)[0].startswith("approx_kl -0.5 outside >= 0")

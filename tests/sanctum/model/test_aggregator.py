@@ -346,7 +346,9 @@ def test_an_impossible_value_is_a_bug_in_the_verdict_and_the_event_log(tmp_path:
     assert snap.verdict == "FAIL: Bug"
     bug = [e for e in snap.timeline if e.kind == "bug"]
     assert [e.text for e in bug] == [
-        "logging bug: approx_kl -0.5 outside >= 0 (the KL estimator is never negative)"
+        "logging bug: approx_kl -0.5 outside >= 0 (the k3 KL estimator is never negative; "
+        'if this log\'s is signed, declare it: kl_estimator = "k1" in run_started.config, or in '
+        "the import map)"
     ]
     assert bug[0].update == 2 and bug[0].level is Level.CRITICAL
 
