@@ -383,6 +383,10 @@ class Thresholds:
         if facts.language_model:
             for lm in LANGUAGE_MODEL_RULES:
                 rules[lm.metric] = lm
+            if "entropy_normalized" in rules:  # over a vocabulary: no trainer logs it
+                rules["entropy_normalized"] = replace(
+                    rules["entropy_normalized"], only_when_measured=True
+                )
         if facts.critic_free:
             rules.pop("explained_variance", None)  # no critic, no value to explain
             epochs = facts.policy_epochs or 1

@@ -104,6 +104,15 @@ class CheckRow:
     counted: int = 0
     """What the verdict counts for a failing row (``KL 22x``): the updates at ``fail_on``,
     the stalls, the impossible values...; 0: no count."""
+    optional: bool = False
+    """A rule row of a rule that judges only runs that measure its metric (the reference
+    KL, the length rate): a run without it is not less covered."""
+
+    @property
+    def covers(self) -> bool:
+        """A rule row that counts in the run's coverage: a rule every run of its kind is
+        expected to feed, or an optional one this run fed."""
+        return self.rule is not None and (not self.optional or self.updates_measured > 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,25 @@ class RunVerdict:
     so_far: bool = False
     """Judged as a live run (no ``run_finished`` yet, and not silent past its stall
     limit): being unfinished was not counted against it."""
+    judged_on: tuple[str, ...] = ()
+    """The rules (labels) that measured some update of the run: what the verdict rests on."""
+    unmeasured: tuple[str, ...] = ()
+    """The rules the run's kind expects that measured nothing (the trainer did not log
+    their metric): what an OK or WARN could not look at."""
+
+    @property
+    def coverage(self) -> str:
+        """``judged: KL, Entropy (2 of 6 rules; Clip, Grad, EV, Entropy shift not
+        measured)``; empty when every rule measured something, or for FAIL and PENDING (a
+        failure rests on its rows; nothing was judged yet)."""
+        if not self.unmeasured or self.word not in ("OK", "WARN"):
+            return ""
+        total = len(self.judged_on) + len(self.unmeasured)
+        judged = ", ".join(self.judged_on) or "nothing"
+        return (
+            f"judged: {judged} ({len(self.judged_on)} of {total} rules; "
+            f"{', '.join(self.unmeasured)} not measured)"
+        )
 
     @property
     def level(self) -> Level:
@@ -125,16 +153,28 @@ class RunVerdict:
 
     @property
     def text(self) -> str:
-        """``FAIL: KL 22x, Stall 1x``; the word alone for OK and PENDING."""
-        return self.word if not self.items else f"{self.word}: {', '.join(self.items)}"
+        """``FAIL: KL 22x, Stall 1x``; the word alone for OK and PENDING; an OK or WARN of
+        a run some expected rule could not measure says what it rests on (``OK · judged:
+        KL, Entropy (2 of 6 rules; ...)``: :attr:`coverage`)."""
+        said = self.word if not self.items else f"{self.word}: {', '.join(self.items)}"
+        return f"{said} · {self.coverage}" if self.coverage else said
+
+    @property
+    def rules_judged(self) -> str:
+        """``2/6 rules`` when :attr:`coverage` has something to say; else empty."""
+        if not self.coverage:
+            return ""
+        return f"{len(self.judged_on)}/{len(self.judged_on) + len(self.unmeasured)} rules"
 
     @property
     def short(self) -> str:
-        """``FAIL: KL 22x (+1)``: the first item and how many more, for a narrow column."""
-        if not self.items:
-            return self.word
-        more = len(self.items) - 1
-        return f"{self.word}: {self.items[0]}" + (f" (+{more})" if more else "")
+        """``FAIL: KL 22x (+1)``: the first item and how many more, for a narrow column;
+        ``OK · 2/6 rules`` when some expected rule measured nothing."""
+        said: str = self.word
+        if self.items:
+            more = len(self.items) - 1
+            said = f"{self.word}: {self.items[0]}" + (f" (+{more})" if more else "")
+        return f"{said} · {self.rules_judged}" if self.rules_judged else said
 
     def fields(self) -> dict[str, Any]:
         """The verdict in a JSON document: every JSON output spells it with these keys."""
@@ -143,6 +183,8 @@ class RunVerdict:
             "verdict_text": self.text,
             "verdict_level": self.level.value,
             "verdict_so_far": self.so_far,
+            "verdict_judged_on": list(self.judged_on),
+            "verdict_unmeasured": list(self.unmeasured),
         }
 
 
@@ -154,15 +196,18 @@ def verdict_of(rows: Sequence[CheckRow], so_far: bool = False) -> RunVerdict:
     """The verdict from the check's rows (those of :func:`judge_rows`, and any the learning
     gate adds): FAIL iff a row failed, else WARN if any warned, else PENDING if no rule
     judged an update, else OK."""
+    covering = [row for row in rows if row.covers]
+    judged_on = tuple(row.label for row in covering if row.updates_measured)
+    unmeasured = tuple(row.label for row in covering if not row.updates_measured)
     failed = tuple(_item(row, row.counted) for row in rows if not row.passed)
     if failed:
-        return RunVerdict("FAIL", failed, so_far)
+        return RunVerdict("FAIL", failed, so_far, judged_on, unmeasured)
     warned = tuple(_item(row, row.updates_warning) for row in rows if _warned(row))
     if warned:
-        return RunVerdict("WARN", warned, so_far)
+        return RunVerdict("WARN", warned, so_far, judged_on, unmeasured)
     if not any(row.updates_judged for row in rows if row.rule is not None):
-        return RunVerdict("PENDING", (), so_far)
-    return RunVerdict("OK", (), so_far)
+        return RunVerdict("PENDING", (), so_far, judged_on, unmeasured)
+    return RunVerdict("OK", (), so_far, judged_on, unmeasured)
 
 
 def _warned(row: CheckRow) -> bool:
@@ -471,6 +516,7 @@ def _rule_row(t: RuleTally, fail_on: Level) -> CheckRow:
         worst_text=rule.format(t.worst, SHORT_ABSENT),
         updates_judged=t.judged,
         counted=failing,
+        optional=rule.only_when_measured,
     )
 
 

@@ -30,8 +30,10 @@ says which byte it stopped at (``judged_bytes``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
@@ -55,6 +57,7 @@ from sanctum.reports.documents import (
 )
 from sanctum.reports.scan import LogScan, run_starts, scan_log
 from telemetry.eventlog import EventLogError
+from telemetry.text import visible
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +123,58 @@ class CheckResult:
     def verdict(self) -> RunVerdict:
         """The run's verdict from these rows: the word every view shows for the run."""
         return verdict_of(self.rows)
+
+
+REQUIRED: Final = "required"
+"""The row ``check --require`` adds: the named rules each measured some update."""
+
+
+def rule_choices(rows: Sequence[CheckRow]) -> dict[str, str]:
+    """Every name ``--require`` takes for the run's rules, lower-case (a rule's label,
+    ``entropy shift``, or its metric, ``approx_kl``) -> the rule's label."""
+    rules = [row for row in rows if row.rule is not None]
+    return {**{r.name.lower(): r.label for r in rules}, **{r.label.lower(): r.label for r in rules}}
+
+
+def required_row(rows: Sequence[CheckRow], required: Sequence[str]) -> CheckRow:
+    """Whether every rule ``required`` names measured some update of the run (``all``:
+    every rule the run's kind expects). A name that is no rule of this run fails it too:
+    the run cannot be judged on what it was required to be judged on."""
+    choices = rule_choices(rows)
+    by_label = {row.label: row for row in rows if row.rule is not None}
+    wanted: list[str] = []
+    unknown: list[str] = []
+    for name in required:
+        if name.strip().lower() == "all":
+            wanted += [row.label for row in rows if row.covers]
+        elif name.strip().lower() in choices:
+            wanted.append(choices[name.strip().lower()])
+        else:
+            unknown.append(name.strip())
+    wanted = list(dict.fromkeys(wanted))
+    missing = [label for label in wanted if not by_label[label].updates_measured]
+    if not missing and not unknown:
+        return CheckRow(
+            REQUIRED, REQUIRED, True, f"required rules each measured the run: {', '.join(wanted)}"
+        )
+    said = []
+    if missing:
+        said.append(
+            f"{', '.join(missing)} measured nothing in this run (the log holds no "
+            f"{', '.join(by_label[label].name for label in missing)})"
+        )
+    if unknown:
+        said.append(
+            f"{', '.join(visible(u) for u in unknown)}: no such rule in this run (its rules: "
+            f"{', '.join(by_label)})"
+        )
+    return CheckRow(
+        REQUIRED,
+        REQUIRED,
+        False,
+        "; ".join(said),
+        verdict_name=f"not measured: {', '.join([*missing, *unknown])}",
+    )
 
 
 def run_check(

@@ -113,6 +113,14 @@ def fired_text(snapshot: SanctumSnapshot) -> str | None:
     return f"{'fired':<{FACT_LABEL}}{', '.join(items)}" if items else None
 
 
+def judged_text(snapshot: SanctumSnapshot) -> str | None:
+    """``judged        KL, Clip (2 of 6 rules; Grad, EV, ... not measured)``: the rules the
+    run's verdict rests on, which the banner's ``OK · 2/6 rules`` counts; None when every
+    expected rule measured something (or the verdict is a FAIL or PENDING)."""
+    coverage = snapshot.run_verdict.coverage
+    return f"{'judged':<{FACT_LABEL}}{coverage.removeprefix('judged: ')}" if coverage else None
+
+
 def kl_text(snapshot: SanctumSnapshot) -> str:
     """``KL 0.041↑!``: value, trend arrow, and ``!`` once KL is at warning or worse."""
     metric = snapshot.metric(KL_METRIC)
@@ -312,8 +320,10 @@ def rule_notes(snapshot: SanctumSnapshot, *, short: bool = False) -> list[str]:
 def facts_lines(snapshot: SanctumSnapshot, *, short_notes: bool = False) -> list[str]:
     """The policy's health beyond single metrics: why a rule does not judge (with
     ``short_notes``, every rule's note: see :func:`rule_notes`), drift, trust region,
-    stops, anomalies."""
-    lines = rule_notes(snapshot, short=short_notes)
+    stops, anomalies; first, when some rule the run's kind expects measured nothing, what
+    its verdict rests on (:func:`judged_text`)."""
+    judged = judged_text(snapshot)
+    lines = [*([judged] if judged else []), *rule_notes(snapshot, short=short_notes)]
     drift = snapshot.policy_drift_rate
     if drift is not None:
         sign = "+" if drift >= 0 else ""

@@ -163,10 +163,14 @@ def run_line(
 
 def verdict_text(verdict: RunVerdict, width: int) -> str:
     """The run's verdict in ``width`` cells: its first row and how many more (``FAIL: KL
-    22x (+1)``), without the count of the others when that does not fit."""
+    22x (+1)``), and the rules it rests on when some measured nothing (``OK · 5/6
+    rules``); without the count of the others, then without the rules' count, when that
+    does not fit."""
     text = verdict.short
     if len(text) > width and verdict.items:
-        text = f"{verdict.word}: {verdict.items[0]}"
+        first = f"{verdict.word}: {verdict.items[0]}"
+        ruled = f"{first} · {verdict.rules_judged.split()[0]}" if verdict.rules_judged else first
+        text = ruled if len(ruled) <= width else first
     return text
 
 

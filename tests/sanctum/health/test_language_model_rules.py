@@ -299,4 +299,5 @@ def test_a_reward_that_vanishes_fails(tmp_path: Path) -> None:
     # two passes per batch: TRL logs the reward once per batch, every other update
     once_a_batch = with_(healthy_grpo, reward_mean=lambda u: None if u % 2 else 0.3)
     report = check_report(write_run(tmp_path / "b.jsonl", once_a_batch, policy_epochs=2))
-    assert report["verdict_text"] == "OK", report["verdict_text"]
+    assert report["verdict"] == "OK", report["verdict_text"]
+    assert report["verdict_unmeasured"] == ["KL"]  # two epochs: the KL rule fits, unfed

@@ -303,7 +303,7 @@ def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path
     limit = agg.stall_limit()
     assert limit == DEFAULT_THRESHOLDS.stall_seconds  # 10 x 2 s is under the floor
     live = agg.snapshot(last + limit)
-    assert (live.verdict, live.run_verdict.text, live.run_verdict.so_far) == ("OK", "OK", True)
+    assert (live.verdict, live.run_verdict.word, live.run_verdict.so_far) == ("OK", "OK", True)
     silent = agg.snapshot(last + limit + 1)  # stalled, or cut off: judged as check judges it
     assert (silent.verdict, silent.run_verdict.text) == ("FAIL: Stall", "FAIL: unfinished")
     log = RunLog(path, run_id="run-test", t0=last + 130.0)  # the trainer comes back

@@ -148,13 +148,13 @@ def test_the_worst_kl_is_the_rules_worst_over_the_whole_run(tmp_path: Path) -> N
     row = follower.row(1e12)
     assert row.worst_kl.value == pytest.approx(KL_WARNING["approx_kl"])
     assert row.worst_kl.level is Level.WARNING
-    assert row.verdict.text == f"WARN: KL {KL_HOLDS}x"
+    assert (row.verdict.word, row.verdict.items) == ("WARN", (f"KL {KL_HOLDS}x",))
     spike = write_run(tmp_path / "s.jsonl", updates=12, overrides=kl_spike(3, 0.5))
     follower = RunFollower(spike, "s", DEFAULT_THRESHOLDS)
     follower.read()
     row = follower.row(1e12)
     assert (row.worst_kl.value, row.worst_kl.level) == (0.5, Level.HEALTHY)
-    assert row.verdict.text == "OK"  # one update of the median's five: it did not last
+    assert row.verdict.word == "OK"  # one update of the median's five: it did not last
 
 
 def test_a_log_whose_fold_fails_costs_its_own_row_not_the_table(
@@ -177,7 +177,7 @@ def test_a_log_whose_fold_fails_costs_its_own_row_not_the_table(
     assert changed and notices[0][1] == "error" and "KeyError" in notices[0][0]
     assert followers[0].read()[0]
     good_row, bad_row = (f.row(1e12) for f in followers)
-    assert good_row.problem is None and good_row.verdict.text == "OK"
+    assert good_row.problem is None and good_row.verdict.word == "OK"
     assert bad_row.problem is not None and status_text(bad_row) == "✖ UNREADABLE"
     assert followers[1].read() == (False, [])  # no longer read
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from sanctum.cli import main
 from sanctum.health.levels import Level
 from sanctum.health.rules import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.verdict import CheckRow, RunVerdict, judge_rows, verdict_of
+from sanctum.model.verdict import CheckRow, judge_rows, verdict_of
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.runs_app import RunsApp
 from sanctum.tui.widgets import StatusBanner
@@ -52,22 +53,40 @@ FIXTURES: dict[str, dict[str, Any]] = {
 }
 """Each KL breach lasts 3 updates or more: the KL rule's median of 5 per clip fraction is
 past a line from the third such update, and for 2 updates after it ends."""
+COVERAGE = " · judged: KL, Clip, Grad, EV, Entropy shift (5 of 6 rules; Entropy not measured)"
+"""What an OK or WARN of these runs rests on: they log no entropy_normalized."""
 EXPECTED = {
-    "healthy": ("OK", "OK"),
-    "warned": ("WARN", "WARN: KL 3x"),
+    "healthy": ("OK", "OK" + COVERAGE),
+    "warned": ("WARN", "WARN: KL 3x" + COVERAGE),
     "failed": ("FAIL", "FAIL: KL 3x"),
     "recovered": ("FAIL", "FAIL: KL 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
 }
 """(word, text) of each run's verdict under ``--fail-on critical``."""
 STRICT = {
-    "healthy": ("OK", "OK"),
+    "healthy": ("OK", "OK" + COVERAGE),
     "warned": ("FAIL", "FAIL: KL 3x"),
     "failed": ("FAIL", "FAIL: KL 3x"),
     "recovered": ("FAIL", "FAIL: KL 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
 }
 """The same under ``--fail-on warning``: the warned run fails."""
+TABLE = {
+    "healthy": "OK · 5/6 rules",
+    "warned": "WARN: KL 3x · 5/6",
+    "failed": "FAIL: KL 3x",
+    "recovered": "FAIL: KL 3x",
+    "interrupted": "FAIL: interrupted",
+}
+"""The verdict in the run table's column: the rules' count cut to fit."""
+BANNER = {
+    "healthy": "OK · 5/6 rules",
+    "warned": "WARN: KL 3x · 5/6 rules",
+    "failed": "FAIL: KL 3x",
+    "recovered": "FAIL: KL 3x",
+    "interrupted": "FAIL: interrupted",
+}
+"""The verdict in the banner: the rules' count; the health panel's facts name them."""
 
 
 @pytest.fixture
@@ -142,7 +161,7 @@ async def test_the_run_table_gives_each_run_checks_verdict(runs: dict[str, Path]
         assert "verdict" in header.split()
         for name, (word, text) in EXPECTED.items():
             line = next(line for line in lines if line.split()[1] == name)
-            assert f" {text} " in line, line
+            assert f" {TABLE[name]} " in line, line
             row = next(r for r in app.board.rows if r.label == name)  # type: ignore[union-attr]
             assert (row.verdict.word, row.verdict.text) == (word, text)
         interrupted = next(line for line in lines if line.split()[1] == "interrupted")
@@ -165,7 +184,10 @@ async def test_the_banner_of_a_finished_run_gives_checks_verdict(
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda s: s.run.status not in (None, "running"), "the finish")
         await pilot.pause()
-        assert banner(app) == (None, EXPECTED[name][1])
+        assert banner(app) == (None, BANNER[name])
+        if COVERAGE in EXPECTED[name][1]:  # the health panel says which rules, in full
+            facts = " ".join(str(app.query_one("#health-facts").content).split())
+            assert "judged" + COVERAGE.removeprefix(" · judged:") in facts
 
 
 async def test_a_live_run_shows_now_and_the_verdict_so_far(tmp_path: Path) -> None:
@@ -201,8 +223,11 @@ def test_a_live_run_is_judged_so_far_and_a_cut_off_one_as_check_judges_it(
         agg.handle_batch(batch)
     last = agg.run.last_event_ts
     assert last is not None
-    assert agg.run_verdict(last + 5.0) == RunVerdict("OK", (), so_far=True)
-    assert agg.run_verdict(last + 10_000.0) == RunVerdict("FAIL", ("unfinished",))
+    so_far = agg.run_verdict(last + 5.0)
+    assert (so_far.word, so_far.items, so_far.so_far) == ("OK", (), True)
+    assert so_far.text == "OK" + COVERAGE
+    cut_off = agg.run_verdict(last + 10_000.0)
+    assert (cut_off.word, cut_off.items, cut_off.so_far) == ("FAIL", ("unfinished",), False)
     assert agg.run_verdict(None).text == "FAIL: unfinished"  # a file, judged as a file
 
 
@@ -216,6 +241,7 @@ def rule_row(warning: int = 0, critical: int = 0, judged: int = 5, passed: bool 
         updates_warning=warning,
         updates_critical=critical,
         updates_judged=judged,
+        updates_measured=judged,
         counted=0 if passed else critical,
     )
 
@@ -229,7 +255,11 @@ def test_the_verdict_word_follows_the_rows() -> None:
         ([rule_row(judged=0)], "PENDING", Level.PENDING),
         ([rule_row()], "OK", Level.HEALTHY),
         ([rule_row(warning=3)], "WARN: KL 3x", Level.WARNING),
-        ([rule_row(judged=0), warn_anomaly], "WARN: anomaly 1x", Level.WARNING),
+        (
+            [rule_row(judged=0), warn_anomaly],
+            "WARN: anomaly 1x · judged: nothing (0 of 1 rules; KL not measured)",
+            Level.WARNING,
+        ),
         (
             [rule_row(warning=3, critical=22, passed=False), stall],
             "FAIL: KL 22x, Stall 2x",
@@ -246,7 +276,25 @@ def test_the_verdict_word_follows_the_rows() -> None:
         "verdict_text": "FAIL: KL 22x, Stall 2x",
         "verdict_level": "critical",
         "verdict_so_far": False,
+        "verdict_judged_on": ["KL"],
+        "verdict_unmeasured": [],
     }
+
+
+def test_an_ok_says_which_rules_it_rests_on_when_some_measured_nothing() -> None:
+    clip = CheckRow("clip_fraction", "Clip", True, "", rule="clip_fraction > 0.5")
+    grad = CheckRow("grad_norm", "Grad", True, "", rule="grad_norm jump")
+    ref_kl = CheckRow("ref_kl", "RefKL", True, "", rule="ref_kl > 0.6", optional=True)
+    verdict = verdict_of([rule_row(), clip, grad, ref_kl])
+    assert verdict.text == "OK · judged: KL (1 of 3 rules; Clip, Grad not measured)"
+    assert verdict.short == "OK · 1/3 rules"
+    assert (verdict.judged_on, verdict.unmeasured) == (("KL",), ("Clip", "Grad"))
+    warned = verdict_of([rule_row(warning=2), clip])
+    assert warned.text == "WARN: KL 2x · judged: KL (1 of 2 rules; Clip not measured)"
+    failed = verdict_of([rule_row(critical=2, passed=False), clip])
+    assert failed.text == "FAIL: KL 2x"  # a failure rests on its rows
+    measured_ref = replace(ref_kl, updates_measured=4)
+    assert verdict_of([rule_row(), measured_ref]).text == "OK"
 
 
 # -- what the gate cannot vouch for fails the same in every view ---------------------------

@@ -698,3 +698,41 @@ def test_a_negative_kl_is_a_logging_bug_only_for_an_estimator_never_negative(
                 )
             )
     assert rows(check(rec.path))["bug"]["passed"] is not bug
+
+
+# -- --require: the rules a pass must rest on ------------------------------------------------
+
+
+def test_require_fails_a_run_whose_trainer_did_not_log_a_named_rules_metric(
+    tmp_path: Path,
+) -> None:
+    """The factory's runs log KL, clip fraction, gradient norm, explained variance and
+    entropy, but no entropy_normalized: they pass, and say so, unless Entropy is required."""
+    run = write_run(tmp_path / "e.jsonl")
+    plain = run_main(main, "check", run)
+    assert plain.returncode == 0
+    assert "(5 of 6 rules; Entropy not measured)" in plain.stdout
+    kept = run_main(main, "check", run, "--require", "kl,Grad,approx_kl, clip_fraction")
+    assert kept.returncode == 0, kept.stdout
+    assert "pass  required: required rules each measured the run: KL, Grad, Clip" in kept.stdout
+    for required in ("KL,Entropy", "all"):
+        failed = run_main(main, "check", run, "--require", required, "--json")
+        report = json.loads(failed.stdout)
+        assert (failed.returncode, report["verdict_text"]) == (1, "FAIL: not measured: Entropy")
+        (row,) = [r for r in report["rows"] if r["name"] == "required"]
+        assert row["message"] == (
+            "Entropy measured nothing in this run (the log holds no entropy_normalized)"
+        )
+
+
+def test_require_names_a_rule_this_run_has_not_and_refuses_a_typo(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "e.jsonl")
+    done = run_main(main, "check", run, "--require", "Reward")  # a language-model rule
+    assert done.returncode == 1
+    assert "FAIL  required: Reward: no such rule in this run (its rules: KL, Clip" in done.stdout
+    typo = run_main(main, "check", run, "--require", "Grda")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert typo.stderr.startswith("sanctum: error: --require: no rule is named 'Grda' (the ")
+    assert typo.stderr.count("\n") == 1
+    empty = run_main(main, "check", run, "--require", ",")
+    assert empty.returncode == 2 and "names no rule" in empty.stderr

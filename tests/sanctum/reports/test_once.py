@@ -34,7 +34,7 @@ def test_the_text_is_the_banner_then_the_panels(tmp_path: Path) -> None:
     text = once_text(read_snapshot(path, DEFAULT_THRESHOLDS), path)
     lines = text.splitlines()
     assert lines[0].startswith("■ FINISHED  run-once  CartPole-v1  update 5")
-    assert lines[1].startswith("OK  KL 0.00")
+    assert lines[1].startswith("OK · 5/6 rules  KL 0.00")  # the rules it rests on
     assert any(line.startswith("approx_kl ") and "healthy" in line for line in lines)
     assert "early stops   0" in text
     assert "finish     run completed" in text

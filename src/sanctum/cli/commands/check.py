@@ -49,6 +49,26 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _rule_names(text: str) -> tuple[str, ...]:
+    """``KL,Grad`` as its names (checked against the rules once they are known)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise argparse.ArgumentTypeError(f"names no rule: {text!r} (e.g. KL,Clip,Grad)")
+    return names
+
+
+def _check_required(names: tuple[str, ...], thresholds: Thresholds) -> None:
+    """A name no rule of any run kind has is a typo: refused (exit 2), with the names."""
+    from sanctum.health.rules import LANGUAGE_MODEL_RULES
+
+    rules = (*thresholds.rules, *LANGUAGE_MODEL_RULES)
+    known = {"all"} | {r.label.lower() for r in rules} | {r.metric.lower() for r in rules}
+    for name in names:
+        if name.lower() not in known:
+            labels = ", ".join(dict.fromkeys(r.label for r in rules))
+            raise UsageError(f"--require: no rule is named {name!r} (the rules: {labels}; or all)")
+
+
 def _add_arguments(check: argparse.ArgumentParser) -> None:
     check.add_argument("run", metavar="RUN")
     check.add_argument(
@@ -63,6 +83,15 @@ def _add_arguments(check: argparse.ArgumentParser) -> None:
         "import could not read all of its source (a TensorBoard record cut short or "
         "failing its checksum); by default what the check could not read fails it: it "
         "was not judged. Events lost from seq and events of another run always fail",
+    )
+    check.add_argument(
+        "--require",
+        metavar="RULES",
+        type=_rule_names,
+        help="comma-separated rules (KL,Clip,Grad,EV,Entropy: labels or metrics; 'all': "
+        "every rule the run's kind expects) that must each have measured some update: a run "
+        "whose trainer did not log one fails (exit 1) instead of passing on the others. "
+        "Recommended for imports and other trainers' logs",
     )
     add_json(check)
     check.add_argument(
@@ -112,10 +141,12 @@ def add_gate_arguments(check: argparse.ArgumentParser) -> None:
 
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
     from sanctum.formatting import dumps
-    from sanctum.reports.check import run_check
+    from sanctum.reports.check import required_row, run_check
     from sanctum.reports.check_report import format_text, to_dict, write_junit
     from sanctum.reports.learning import check_rows
 
+    if args.require:
+        _check_required(args.require, thresholds)
     result = run_check(
         resolve_run(args.run),
         thresholds,
@@ -123,6 +154,8 @@ def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
         args.allow_unfinished,
         args.allow_skipped,
     )
+    if args.require:
+        result = replace(result, rows=(*result.rows, required_row(result.rows, args.require)))
     opts = gate_options(args)
     learning = None if opts is None else judge_gate(args, thresholds, opts)
     if learning is not None:  # the gate's judgements are rows of the check
