@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from sanctum.formatting import plural
+from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT
 from sanctum.importers.tensorboard.convert import (
     Timed,
     config_values,
@@ -354,6 +356,43 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     return ImportReport(report(log, mapping, events, finished, out, ending), log.unread)
 
 
+MEASURED_BY: Final = {
+    "stable-baselines3": "telemetry.integrations.sb3's SanctumCallback",
+    "cleanrl": "telemetry.integrations.cleanrl's record_update",
+}
+"""A trainer (a substring of its mapping's name) -> the integration that records what its
+TensorBoard log lacks; any other PyTorch trainer: :data:`PROBE`."""
+PROBE: Final = "telemetry.integrations.probe's UpdateProbe around its update"
+
+
+def coverage_lines(mapping: TagMapping, payloads: Sequence[object]) -> list[str]:
+    """Which rules the imported updates feed, and, when some are not fed, what would
+    measure them: what ``check`` will rest its verdict on, said before it is run."""
+    updates = [p for p in payloads if isinstance(p, PPOUpdatePayload)]
+    rules = [r for r in DEFAULT_THRESHOLDS.rules if not r.only_when_measured]
+
+    def fed(metric: str) -> bool:
+        fields = (metric, SAME_CONCEPT.get(metric))
+        return any(getattr(u, f, None) is not None for u in updates for f in fields if f)
+
+    judged = [r.label for r in rules if fed(r.metric)]
+    missing = [r for r in rules if not fed(r.metric)]
+    line = (
+        f"rules the mapped tags feed: {', '.join(judged) or 'none'} ({len(judged)} of {len(rules)})"
+    )
+    if not missing:
+        return [line]
+    names = ", ".join(f"{r.label} ({r.metric})" for r in missing)
+    trainer = mapping.trainer.lower()
+    by = next((how for name, how in MEASURED_BY.items() if name in trainer), PROBE)
+    hint = (
+        " (or --actions N for Entropy)"
+        if any(r.metric == "entropy_normalized" for r in missing)
+        else ""
+    )
+    return [line, f"not fed: {names}: recording the run with {by} measures them{hint}"]
+
+
 def report(
     log: TBLog,
     mapping: TagMapping,
@@ -377,6 +416,7 @@ def report(
         lines.append(f"unmapped tags (named in the run's config): {', '.join(names)}")
     for kind, tags in other_data(log, mapping):
         lines.append(f"not imported ({kind}): {', '.join(tags)}")
+    lines += coverage_lines(mapping, [e.payload for e in events])
     if ending is None:
         lines.append(
             "outcome: not recorded: sanctum check fails the run as unfinished "
