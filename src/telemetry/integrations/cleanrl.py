@@ -82,7 +82,7 @@ def _optional(value: Number | None) -> float | None:
     return None if value is None else as_float(value)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A setting as JSON: plain scalars as they are, anything else by its ``str``."""
     if value is None or isinstance(value, bool | int | float | str):
         return value
@@ -94,7 +94,7 @@ def config_of(args: Any) -> dict[str, Any]:
     names our readers know: ``kl_estimator`` k3 and, when ``target_kl`` is set, ``max_kl``
     (CleanRL's threshold, no 1.5 factor) and ``early_stop_scope`` ``epoch``."""
     settings = args if isinstance(args, Mapping) else vars(args)
-    config = {str(name): _plain(value) for name, value in settings.items()}
+    config = {str(name): plain(value) for name, value in settings.items()}
     config["kl_estimator"] = "k3"
     target_kl = settings.get("target_kl")
     if isinstance(target_kl, int | float) and not isinstance(target_kl, bool):

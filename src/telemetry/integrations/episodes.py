@@ -18,7 +18,7 @@ def rollout_payload(
     steps_per_second: float | None,
 ) -> RolloutPayload:
     """The rollout that fed ``update``, with the episodes that finished in it (none: no
-    episode statistics, never a zero return)."""
+    episode statistics, never a zero return; no ``lengths``: no mean length)."""
     if not returns:
         return RolloutPayload(
             update=update, global_step=global_step, steps_per_second=steps_per_second
@@ -30,6 +30,6 @@ def rollout_payload(
         episode_return_mean=math.fsum(returns) / len(returns),
         episode_return_min=min(returns),
         episode_return_max=max(returns),
-        episode_length_mean=math.fsum(lengths) / len(lengths),
+        episode_length_mean=math.fsum(lengths) / len(lengths) if lengths else None,
         steps_per_second=steps_per_second,
     )

@@ -68,7 +68,7 @@ import msgspec
 
 try:
     import torch
-    from torch.distributions import Categorical, Distribution, kl_divergence
+    from torch.distributions import Categorical, Distribution, OneHotCategorical, kl_divergence
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch only
     raise ModuleNotFoundError(
         "telemetry.integrations.probe needs torch: pip install 'sanctum-ppo[train]'"
@@ -293,7 +293,7 @@ class UpdateProbe:
         samples = _rows(taken)
         kl = self._kl(before, after, taken)
         ratio = (_per_sample(after.log_prob(taken), samples) - old).exp()
-        entropy = _float(_per_sample(after.entropy(), samples).mean())
+        entropy = _float(_entropy(after, samples).mean())
         clip_fraction = None
         if self.clip_range is not None:
             outside = ((ratio - 1).abs() > self.clip_range).double().mean()
@@ -330,6 +330,16 @@ class UpdateProbe:
         )
 
 
+def _entropy(dist: Distribution, samples: int) -> torch.Tensor:
+    """Each sample's entropy: exact where the distribution has a closed form, else a Monte
+    Carlo estimate from one draw, -log pi(a) (TanhNormal and other transformed ones)."""
+    try:
+        return _per_sample(dist.entropy(), samples)
+    except NotImplementedError:
+        draw = dist.sample()
+        return -_per_sample(dist.log_prob(draw), samples)
+
+
 def _rows(tensor: torch.Tensor) -> int:
     return int(tensor.shape[0]) if tensor.dim() > 0 else 1
 
@@ -340,8 +350,9 @@ def _head(batch: Any, size: int) -> Any:
 
 
 def _normalized(after: Distribution, entropy: float) -> float | None:
-    """Entropy over log(actions) for a categorical policy over two actions or more."""
-    if isinstance(after, Categorical):
+    """Entropy over log(actions) for a categorical policy over two actions or more (one-hot
+    or not: TorchRL's discrete actors are one-hot)."""
+    if isinstance(after, Categorical | OneHotCategorical):
         actions = int(after.probs.shape[-1])
         return entropy / math.log(actions) if actions > 1 else None
     return None
