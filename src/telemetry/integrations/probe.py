@@ -43,8 +43,9 @@ losses                      what :meth:`UpdateMeasure.losses` is given (the trai
 ==========================  ====================================================================
 
 pi_old, the policy that sampled the batch, is taken to be the policy when the block is
-entered, unless ``old_log_probs`` (the rollout's) are given. A NaN in the observations or
-the policy shows as a NaN figure, which the gate judges critical; an exception inside the
+entered, unless ``old_log_probs`` (the rollout's) are given. Non-finite observations in
+the batch are recorded as a critical anomaly (a trainer that does not raise on them trains
+on NaN), and a NaN in the policy shows as a NaN figure: the gate fails both; an exception inside the
 block records nothing for the update and leaves the run's end to the recorder's ``with``
 (``failed`` with the error's last line).
 
@@ -59,8 +60,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -74,7 +75,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch
         "telemetry.integrations.probe needs torch: pip install 'sanctum-ppo[train]'"
     ) from exc
 
-from telemetry.events import PPOUpdatePayload
+from telemetry.events import AnomalyPayload, PPOUpdatePayload
 from telemetry.integrations.cleanrl import Episodes
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
@@ -119,6 +120,11 @@ class UpdateMeasure:
     """Whether the trainer stopped the update early (on its KL target): the probe cannot
     see it, so a trainer that can stop says so here."""
     _norms: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def optimizer_steps(self) -> int:
+        """Optimizer steps taken in the update so far."""
+        return len(self._norms)
 
     def losses(
         self,
@@ -225,7 +231,22 @@ class UpdateProbe:
         started = time.perf_counter()
         batch = _head(observations, self.batch_size)
         taken = _head(actions, self.batch_size)
-        with torch.no_grad():
+        bad = _nonfinite_rows(batch)
+        if bad:
+            recorder.emit(
+                AnomalyPayload(
+                    severity="critical",
+                    metric="observations",
+                    value=math.nan,
+                    message=(
+                        f"non-finite observations in the rollout: {bad} of the "
+                        f"{_rows(taken)} samples the probe evaluated hold NaN or Inf"
+                    ),
+                    update=recorder.updates,
+                    global_step=global_step,
+                )
+            )
+        with torch.no_grad(), _own_rng():
             before = self.distribution(batch)
             old = _per_sample(before.log_prob(taken), _rows(taken))
             if old_log_probs is not None:
@@ -237,7 +258,7 @@ class UpdateProbe:
         finally:
             for handle in handles:
                 handle.remove()
-        with torch.no_grad():
+        with torch.no_grad(), _own_rng():
             after = self.distribution(batch)
             payload = self._payload(
                 recorder.updates, global_step, before, after, taken, old, measure
@@ -345,8 +366,45 @@ def _rows(tensor: torch.Tensor) -> int:
 
 
 def _head(batch: Any, size: int) -> Any:
-    """The first ``size`` samples of a tensor, or of anything sliceable (a TensorDict)."""
+    """The first ``size`` samples of a tensor, of anything sliceable (a TensorDict), or of
+    each tensor of a mapping (skrl's model inputs; None values kept)."""
+    if isinstance(batch, Mapping) and not _is_tensordict(batch):
+        return {k: None if v is None else v[:size] for k, v in batch.items()}
     return batch[:size]
+
+
+def _is_tensordict(batch: Any) -> bool:
+    """A TensorDict (a Mapping too, but sliced as a whole)."""
+    return hasattr(batch, "batch_size") and hasattr(batch, "exclude")
+
+
+def _nonfinite_rows(batch: Any) -> int:
+    """Samples of the batch holding a NaN or Inf in some floating-point tensor (a tensor,
+    a mapping of them, or a TensorDict's observation-like entries)."""
+    tensors: list[Any]
+    if isinstance(batch, torch.Tensor):
+        tensors = [batch]
+    elif isinstance(batch, Mapping) and not _is_tensordict(batch):
+        tensors = [v for v in batch.values() if isinstance(v, torch.Tensor)]
+    else:  # a TensorDict: the entries a policy reads (not the rewards, not "next")
+        keys = batch.keys()  # TensorDict refuses `key in td`
+        tensors = [batch.get(key) for key in ("observation", "pixels") if key in keys]
+    bad = None
+    for t in tensors:
+        if t.dim() == 0 or not t.is_floating_point():
+            continue
+        rows = ~t.reshape(t.shape[0], -1).isfinite().all(dim=1)
+        bad = rows if bad is None else bad | rows
+    return 0 if bad is None else int(bad.sum())
+
+
+def _own_rng() -> AbstractContextManager[None]:
+    """A block whose random draws (a policy that samples as it evaluates, a Monte Carlo
+    entropy) leave the trainer's random stream where it was: torch's CPU generator, and the
+    current CUDA device's once CUDA is in use."""
+    in_use = torch.cuda.is_initialized()  # type: ignore[no-untyped-call]
+    devices = [torch.cuda.current_device()] if in_use else []
+    return torch.random.fork_rng(devices=devices)
 
 
 def _normalized(after: Distribution, entropy: float) -> float | None:

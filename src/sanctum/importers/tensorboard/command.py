@@ -359,6 +359,8 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
 MEASURED_BY: Final = {
     "stable-baselines3": "telemetry.integrations.sb3's SanctumCallback",
     "cleanrl": "telemetry.integrations.cleanrl's record_update",
+    "skrl": "telemetry.integrations.skrl's SkrlRecorder",
+    "torchrl": "telemetry.integrations.torchrl's TorchRLRecorder",
 }
 """A trainer (a substring of its mapping's name) -> the integration that records what its
 TensorBoard log lacks; any other PyTorch trainer: :data:`PROBE`."""
