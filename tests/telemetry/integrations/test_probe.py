@@ -22,6 +22,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal  
 
 from sanctum.cli import main as sanctum_main  # noqa: E402
 from telemetry import PPOUpdatePayload, Recorder, RunFinishedPayload, read_events  # noqa: E402
+from telemetry.events import AnomalyPayload  # noqa: E402
 from telemetry.integrations.probe import UpdateProbe  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
 from tests.sanctum.recorded import check_report  # noqa: E402
@@ -213,3 +214,51 @@ def test_nan_observations_end_the_run_failed_in_every_view(tmp_path: Path) -> No
     assert "FAIL" in once.stdout
     table = run_main(sanctum_main, "--once", tmp_path)
     assert "FAIL" in table.stdout
+
+
+def test_the_probe_draws_nothing_from_the_trainers_random_stream(tmp_path: Path) -> None:
+    """A policy that samples as it evaluates (skrl's act) and a Monte Carlo entropy leave
+    torch's generator where the trainer left it."""
+
+    class Sampling(Gaussian):
+        def forward(self, obs: torch.Tensor) -> Distribution:
+            dist = super().forward(obs)
+            dist.sample()  # as skrl's act() does
+            return dist
+
+    torch.manual_seed(3)
+    obs, actions = torch.randn(16, 3), torch.randn(16, 2)
+    policy = Sampling()
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)
+    probe = UpdateProbe(policy, optimizer)
+    state = torch.get_rng_state()
+    with (
+        Recorder(path=tmp_path / "events.jsonl") as rec,
+        probe.update(rec, obs, actions, global_step=16),
+    ):
+        pass
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_non_finite_observations_are_a_critical_anomaly(tmp_path: Path) -> None:
+    obs = torch.randn(8, 3)
+    obs[2, 1] = math.nan
+    obs[5, 0] = math.inf
+    policy = Softmax()
+    probe = UpdateProbe(policy, torch.optim.SGD(policy.parameters(), lr=0.1))
+    actions = Categorical(logits=torch.zeros(8, 4)).sample()
+
+    def update() -> None:
+        with (
+            Recorder(path=tmp_path / "events.jsonl") as rec,
+            probe.update(rec, obs, actions, global_step=8),
+        ):
+            pass
+
+    with pytest.raises(ValueError, match="invalid values"):  # torch's own check, after ours
+        update()
+    events = read_events(tmp_path / "events.jsonl").events
+    (anomaly,) = [e.payload for e in events if isinstance(e.payload, AnomalyPayload)]
+    assert (anomaly.severity, anomaly.metric, anomaly.update) == ("critical", "observations", 0)
+    assert "2 of the 8 samples the probe evaluated hold NaN or Inf" in anomaly.message
+    assert check_report(tmp_path / "events.jsonl")["exit_code"] == 1
