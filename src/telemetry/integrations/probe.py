@@ -378,12 +378,21 @@ def _is_tensordict(batch: Any) -> bool:
     return hasattr(batch, "batch_size") and hasattr(batch, "exclude")
 
 
+def as_tensor(values: Any, like: torch.nn.Module | torch.Tensor) -> torch.Tensor:
+    """``values`` (a numpy array, a list, a tensor) as a tensor on ``like``'s device (a
+    module's first parameter's): for integrations whose trainer keeps numpy batches."""
+    device = like.device if isinstance(like, torch.Tensor) else next(like.parameters()).device
+    return torch.as_tensor(values, device=device)
+
+
 def _nonfinite_rows(batch: Any) -> int:
-    """Samples of the batch holding a NaN or Inf in some floating-point tensor (a tensor,
-    a mapping of them, or a TensorDict's observation-like entries)."""
+    """Samples of the batch holding a NaN or Inf in some floating-point tensor (a tensor or
+    a numpy array, a mapping of them, or a TensorDict's observation-like entries)."""
     tensors: list[Any]
     if isinstance(batch, torch.Tensor):
         tensors = [batch]
+    elif hasattr(batch, "__array__") and not _is_tensordict(batch):
+        tensors = [torch.as_tensor(batch)]
     elif isinstance(batch, Mapping) and not _is_tensordict(batch):
         tensors = [v for v in batch.values() if isinstance(v, torch.Tensor)]
     else:  # a TensorDict: the entries a policy reads (not the rewards, not "next")

@@ -360,6 +360,7 @@ MEASURED_BY: Final = {
     "stable-baselines3": "telemetry.integrations.sb3's SanctumCallback",
     "cleanrl": "telemetry.integrations.cleanrl's record_update",
     "skrl": "telemetry.integrations.skrl's SkrlRecorder",
+    "tianshou": "telemetry.integrations.tianshou's TianshouRecorder",
     "torchrl": "telemetry.integrations.torchrl's TorchRLRecorder",
 }
 """A trainer (a substring of its mapping's name) -> the integration that records what its
