@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import VectorEnv
@@ -41,7 +42,7 @@ class Collector:
 
     def __init__(
         self,
-        envs: VectorEnv,
+        envs: VectorEnv[Any, Any, Any],
         spec: EnvSpec,
         policy: ActorCritic,
         num_steps: int,

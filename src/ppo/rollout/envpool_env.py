@@ -56,7 +56,7 @@ def make_pool(env_id: str, num_envs: int, seed: int) -> Any:
     return pool
 
 
-class EnvPoolVectorEnv(VectorEnv):
+class EnvPoolVectorEnv(VectorEnv[Any, Any, Any]):
     """``num_envs`` EnvPool environments of ``env_id`` that reset within the ending step."""
 
     def __init__(self, env_id: str, num_envs: int, seed: int = 0) -> None:

@@ -14,6 +14,7 @@ subprocess per environment) pays off for heavy environments; EnvPool
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -38,7 +39,7 @@ class EnvSpec:
 
 def make_vector_env(
     env_id: str, num_envs: int, kind: VectorKind = "sync"
-) -> tuple[VectorEnv, EnvSpec]:
+) -> tuple[VectorEnv[Any, Any, Any], EnvSpec]:
     """``num_envs`` copies of ``env_id`` that reset themselves within the ending step."""
     if kind == "envpool":
         envs = _envpool(env_id, num_envs)
@@ -63,7 +64,7 @@ def probe(env_id: str, kind: VectorKind = "sync") -> EnvSpec:
     return spec
 
 
-def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
+def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv[Any, Any, Any]:
     vector = SyncVectorEnv if kind == "sync" else AsyncVectorEnv
     try:
         return vector(
@@ -80,7 +81,7 @@ def _gymnasium(env_id: str, num_envs: int, kind: VectorKind) -> VectorEnv:
         ) from exc
 
 
-def _envpool(env_id: str, num_envs: int) -> VectorEnv:
+def _envpool(env_id: str, num_envs: int) -> VectorEnv[Any, Any, Any]:
     from ppo.rollout.envpool_env import EnvPoolVectorEnv, envpool_ids  # the extra is optional
 
     try:
@@ -95,7 +96,7 @@ def _envpool(env_id: str, num_envs: int) -> VectorEnv:
         raise EnvError(f"cannot create EnvPool {env_id!r}: {type(exc).__name__}: {exc}") from exc
 
 
-def _spec_of(env_id: str, envs: VectorEnv) -> EnvSpec:
+def _spec_of(env_id: str, envs: VectorEnv[Any, Any, Any]) -> EnvSpec:
     obs_space = envs.single_observation_space
     if not (isinstance(obs_space, spaces.Box) and len(obs_space.shape) == 1):
         raise EnvError(f"{env_id}: observation space {obs_space} is not supported (need a 1-D Box)")

@@ -91,7 +91,7 @@ def settings_of(model: Any) -> Settings:
     samples = model.n_steps * model.n_envs
     space = model.action_space
     log_actions = None
-    if isinstance(space, spaces.Discrete) and space.n > 1:
+    if isinstance(space, spaces.Discrete) and int(space.n) > 1:
         log_actions = math.log(int(space.n))
     elif isinstance(space, spaces.MultiDiscrete):
         log_actions = math.fsum(math.log(int(n)) for n in space.nvec.flat) or None
