@@ -149,6 +149,45 @@ def _scalar(value: float | torch.Tensor | None) -> float | None:
     return float(value.detach().item()) if isinstance(value, torch.Tensor) else float(value)
 
 
+class GradientNorms:
+    """The global norm of the gradients as backward leaves them, before any clipping (which
+    runs between backward and the step), taken once per backward pass and kept, on the
+    device, for the optimizer step that follows (read once, when the update is recorded).
+
+    A parameter's gradient hook only queues, once per backward pass, a callback that the
+    autograd engine runs when the pass ends, after every gradient was accumulated and before
+    ``backward()`` returns; it takes the norm of all the gradients in one fused call. Several
+    backward passes before a step (gradient accumulation) leave the norm of their sum."""
+
+    def __init__(self, measure: UpdateMeasure, params: Sequence[torch.Tensor]) -> None:
+        self.measure = measure
+        self.params = params
+        self.queued = False
+        self.latest: torch.Tensor | None = None
+        # the engine's end-of-pass callback, as torch's own DDP and FSDP use it
+        self._queue = torch.autograd.Variable._execution_engine.queue_callback
+
+    def keep(self, param: torch.Tensor) -> None:
+        """A parameter's gradient was accumulated (``register_post_accumulate_grad_hook``)."""
+        if not self.queued:
+            self.queued = True
+            self._queue(self.backward_done)
+
+    def backward_done(self) -> None:
+        """The backward pass ended: the norm of every gradient, as it stands (as
+        ``clip_grad_norm_`` takes it: a norm per tensor, then the norm of those)."""
+        self.queued = False
+        grads = [p.grad for p in self.params if p.grad is not None]
+        if grads:
+            self.latest = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+
+    def step(self, *_: Any) -> None:
+        """The optimizer is about to step (``register_step_pre_hook``)."""
+        if self.latest is not None:
+            self.measure._norms.append(self.latest)
+        self.latest = None
+
+
 class UpdateProbe:
     """Measures each PPO update of a torch policy (see the module doc).
 
@@ -268,23 +307,18 @@ class UpdateProbe:
         )
 
     def _hook(self, measure: UpdateMeasure) -> list[Any]:
-        """Keep each parameter's squared gradient norm as backward leaves it (before any
-        clipping, which runs between backward and the step), and sum them at each step."""
-        squares: dict[int, torch.Tensor] = {}
-
-        def keep(param: torch.Tensor) -> None:
-            if param.grad is not None:
-                squares[id(param)] = param.grad.detach().double().pow(2).sum()
-
-        def step(*_: Any) -> None:
-            if squares:
-                measure._norms.append(torch.stack(list(squares.values())).sum().sqrt())
-            squares.clear()
-
+        """Hook the optimizer's parameters and its step (see :class:`GradientNorms`)."""
         params = [p for g in self.optimizer.param_groups for p in g["params"] if p.requires_grad]
-        handles = [p.register_post_accumulate_grad_hook(keep) for p in params]
-        handles.append(self.optimizer.register_step_pre_hook(step))
+        norms = self.gradient_norms(measure, params)
+        handles = [p.register_post_accumulate_grad_hook(norms.keep) for p in params]
+        handles.append(self.optimizer.register_step_pre_hook(norms.step))
         return handles
+
+    def gradient_norms(
+        self, measure: UpdateMeasure, params: Sequence[torch.Tensor]
+    ) -> GradientNorms:
+        """What the hooks call during one update (a bench times a subclass)."""
+        return GradientNorms(measure, params)
 
     def _kl(self, before: Distribution, after: Distribution, taken: torch.Tensor) -> torch.Tensor:
         samples = _rows(taken)
@@ -319,7 +353,7 @@ class UpdateProbe:
         if self.clip_range is not None:
             outside = ((ratio - 1).abs() > self.clip_range).double().mean()
             clip_fraction = _float(outside) if ratio.isfinite().all() else math.nan
-        norms = [_float(n) for n in measure._norms]
+        norms = torch.stack(measure._norms).tolist() if measure._norms else []
         grad_norm, grad_norm_max, grad_clip_scale = _gradient(norms, self.max_grad_norm)
         critic = _Critic.of(measure.values, measure.returns)
         return PPOUpdatePayload(

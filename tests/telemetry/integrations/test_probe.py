@@ -263,3 +263,33 @@ def test_non_finite_observations_are_a_critical_anomaly(tmp_path: Path) -> None:
     assert (anomaly.severity, anomaly.metric, anomaly.update) == ("critical", "observations", 0)
     assert "2 of the 8 samples the probe evaluated hold NaN or Inf" in anomaly.message
     assert check_report(tmp_path / "events.jsonl")["exit_code"] == 1
+
+
+def test_accumulated_gradients_give_the_norm_of_their_sum_before_clipping(
+    tmp_path: Path,
+) -> None:
+    """Two backward passes before each step: the norm is the accumulated gradient's."""
+    torch.manual_seed(1)
+    policy = Gaussian()
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)
+    obs, actions = torch.randn(32, 3), torch.randn(32, 2)
+    probe = UpdateProbe(policy, optimizer, max_grad_norm=0.1)
+    returned = []
+    with (
+        Recorder(path=tmp_path / "events.jsonl") as rec,
+        probe.update(rec, obs, actions, global_step=32),
+    ):
+        for _ in range(2):
+            optimizer.zero_grad()
+            for half in (obs[:16], obs[16:]):
+                (-policy(half).log_prob(actions[:16]).mean()).backward()
+            returned.append(float(nn.utils.clip_grad_norm_(policy.parameters(), 0.1)))
+            optimizer.step()
+    (update,) = [
+        e.payload
+        for e in read_events(tmp_path / "events.jsonl").events
+        if isinstance(e.payload, PPOUpdatePayload)
+    ]
+    assert min(returned) > 0.1  # clipped after it was read
+    assert update.minibatches_completed == 2
+    assert update.grad_norm == pytest.approx(sum(returned) / 2, rel=1e-5)
