@@ -184,7 +184,12 @@ def test_default_out_is_runs_logdir_tb_and_an_import_replaces_only_its_own(
         ("unknown tags", "map them with --map FILE (scalar tags: my/kl)"),
         ("bad field", "tags.'my/kl': 'kl' is not a ppo_update or rollout field"),
         ("bad toml", "mapping file is not valid TOML"),
-        ("no update tag", "no tag holds a ppo_update field under mapping file map.toml"),
+        ("no update tag", "mapping file map.toml maps no tag to a ppo_update field, so no"),
+        (
+            "absent update tag",
+            "mapping file map.toml maps update/ent_loss; the log has no such tag (Tianshou's "
+            "logger writes update/* every update_interval updates, 1,000 by default",
+        ),
         ("actions", "--actions must be at least 2, got 1"),
         ("unwritable out", "cannot write the event log"),
         ("not an event", "TensorBoard cannot read its event files: DecodeError: "),
@@ -198,6 +203,8 @@ def test_unusable_input_is_one_line_and_exit_2(
         {
             "bad field": '[tags]\n"my/kl" = "kl"\n',
             "no update tag": '[tags]\n"my/kl" = "episode_return"\n',
+            "absent update tag": 'trainer = "tianshou"\n[tags]\n"my/kl" = "episode_return"\n'
+            '"update/ent_loss" = "entropy"\n',
         }.get(case, '[tags]\n"my/kl" = "approx_kl"\n')
     )
     if case == "empty":
@@ -210,7 +217,7 @@ def test_unusable_input_is_one_line_and_exit_2(
             write_tb(logdir / name, {"train/approx_kl": [(1, 0.0)]}, 0.0)
     elif case != "missing":
         write_tb(logdir, {"my/kl": [(1, 0.01)]}, 0.0)
-    if case in ("bad field", "bad toml", "no update tag"):
+    if case in ("bad field", "bad toml", "no update tag", "absent update tag"):
         extra = ["--map", str(tmp_path / "map.toml")]
     if case == "bad toml":
         (tmp_path / "map.toml").write_text("[tags\n")

@@ -145,6 +145,15 @@ def parse_hyperparameters(text: str) -> dict[str, Any]:
     return {row[0]: _literal(row[1]) for row in rows if len(row) == 2 and row[0]}
 
 
+MISSING_HINTS: Final = {
+    "tianshou": (
+        " (Tianshou's logger writes update/* every update_interval updates, 1,000 by "
+        "default: a short run has none; TianshouRecorder records every update)"
+    ),
+}
+"""Why a known trainer's log may lack the update tags a map names (by trainer name)."""
+
+
 def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
     """The table the tags name, with the mapping file over it; UsageError when the log
     holds no tag for a ppo_update field under it."""
@@ -160,9 +169,22 @@ def choose_mapping(log: TBLog, map_file: Path | None) -> TagMapping:
             f"(scalar tags: {tags})"
         )
     if not holds_update_field(mapping, log.scalars):
+        named = sorted(
+            tag
+            for tag, targets in mapping.tags.items()
+            if any(t.kind in ("update", "component") for t in targets)
+        )
+        lacking = ", ".join(visible(t) for t in named[:6]) + (" ..." if len(named) > 6 else "")
+        said = (
+            f"{mapping.name} maps {lacking}; the log has no such tag"
+            if named
+            else (f"{mapping.name} maps no tag to a ppo_update field")
+        )
+        hint = next((h for name, h in MISSING_HINTS.items() if name in mapping.trainer.lower()), "")
+        tags = ", ".join(visible(t) for t in sorted(log.scalars)[:8])
         raise UsageError(
-            f"{log.directory}: no tag holds a ppo_update field under {mapping.name}, so "
-            "no update would be imported: map one with --map"
+            f"{log.directory}: {said}{hint}, so no update would be imported (the log's "
+            f"scalar tags: {tags})"
         )
     step_tag = mapping.global_step_tag
     if step_tag is not None and step_tag not in log.scalars:
