@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lib import integration_runs
 from lib.calibration_cli import calibration_parser
 from lib.calibration_corpus import (
     DEFAULT_SEEDS,
@@ -154,7 +155,7 @@ def verdicts_shown(events: Path, thresholds_file: Path | None) -> dict[str, str]
 def record_all(cases: list[Case], run_dir: Path, jobs: int) -> None:
     started = time.monotonic()
     with ProcessPoolExecutor(jobs) as pool:
-        futures = [(case, pool.submit(record, case, run_dir)) for case in cases]
+        futures = [(case, pool.submit(record_case, case, run_dir)) for case in cases]
         for case, future in futures:
             try:
                 future.result()
@@ -218,7 +219,7 @@ def figures(verdicts: list[Verdict], rules: tuple[str, ...]) -> dict[str, Any]:
         "heldout_warn_runs": sum(bool(v.warned) for v in heldout),
         "not_reaching_score": {v.case.name: v.score for v in missed},
         "per_split": _group(verdicts, lambda c: c.split),
-        "per_trainer": _group(verdicts, lambda c: c.trainer),
+        "by_trainer": _group(verdicts, lambda c: c.trainer),
         "per_rule": per_rule,
         "per_run": {
             v.case.name: {
@@ -275,7 +276,7 @@ def print_summary(result: dict[str, Any]) -> None:
             f"{row['warn_runs']:>9} {row['detections']:>10}"
         )
         print(f"{name:<20} {counts}")
-    for title, groups in (("split", result["per_split"]), ("trainer", result["per_trainer"])):
+    for title, groups in (("split", result["per_split"]), ("trainer", result["by_trainer"])):
         print(
             f"\n{title:<10} {'healthy':>7} {'failed':>6} {'warned':>6} {'broken':>6} {'caught':>6}"
         )
@@ -307,15 +308,59 @@ QUICK = (
     "sb3-wide_clip",
     "sb3-entropy_collapse",
     "sb3-nan_obs",
+    "plain-cartpole-s1",
+    "torchrl-nan_obs",
+    "skrl-cartpole-s1",
+    "tianshou-nan_obs",
 )
 """``--quick``: a few runs of each kind and trainer, under 5 minutes on 2 cores (a smoke
 test of the rules and the bench; the figures to publish come from the whole corpus)."""
+
+
+INTEGRATED_HEALTHY = {
+    "plain": ("CartPole-v1", "Pendulum-v1"),
+    "torchrl": ("Pendulum-v1",),
+    "skrl": ("Pendulum-v1", "CartPole-v1"),
+    "tianshou": ("CartPole-v1", "Pendulum-v1"),
+}
+"""The environments each integrated trainer's healthy runs train on."""
+INTEGRATED_FAULTS = ("nan_obs", "value_scale", "lr_spike", "wide_clip", "lr_start")
+
+
+def integrated_cases() -> list[Case]:
+    """Runs of the trainers measured from outside (``integration_runs``), those whose extra
+    this machine has: healthy on each environment, and each fault on the first."""
+    cases = []
+    for trainer, envs in INTEGRATED_HEALTHY.items():
+        if not integration_runs.available(trainer):
+            continue
+        common = {"trainer": trainer, "setting": "example", "split": "heldout"}
+        for env_id in envs:
+            short = env_id.split("-")[0].lower()
+            config = {"env_id": env_id, "seed": 1}
+            cases.append(Case(f"{trainer}-{short}-s1", True, config, **common))
+        for fault in INTEGRATED_FAULTS:
+            onset = 0 if fault in ("wide_clip", "lr_start") else integration_runs.ONSET
+            config = {"env_id": envs[0], "seed": 1}
+            cases.append(Case(f"{trainer}-{fault}", False, config, onset, fault, **common))
+    return cases
+
+
+def record_case(case: Case, run_dir: Path) -> Path:
+    """Record ``case`` with the trainer it names."""
+    if case.trainer in integration_runs.TRAINERS:
+        c = case.config
+        return integration_runs.record(
+            case.name, case.trainer, c["env_id"], c["seed"], run_dir, case.fault, case.onset
+        )
+    return record(case, run_dir)
 
 
 def corpus(quick: bool, seeds: tuple[int, ...], stall_seconds: float) -> list[Case]:
     """Every case: healthy runs of each trainer, then broken ones."""
     cases = healthy_cases(seeds) + peer_cases()
     cases += broken_cases(stall_seconds) + peer_broken_cases(stall_seconds)
+    cases += integrated_cases()
     return [c for c in cases if c.name in QUICK] if quick else cases
 
 

@@ -107,6 +107,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--mini-batches", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--ratio-clip", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--run-dir", default="runs")
     p.add_argument("--run-id", default=None)
@@ -145,7 +146,7 @@ def build(args: argparse.Namespace) -> tuple[PPO, SequentialTrainer]:
         learning_rate_scheduler=KLAdaptiveLR,
         learning_rate_scheduler_kwargs={"kl_threshold": 0.008},
         grad_norm_clip=0.5,
-        ratio_clip=0.2,
+        ratio_clip=args.ratio_clip,
         value_clip=0.2,
         entropy_loss_scale=0.0,
         value_loss_scale=0.5,

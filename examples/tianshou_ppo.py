@@ -67,6 +67,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--num-envs", type=int, default=20)
     p.add_argument("--learning-rate", type=float, default=3e-4)
+    p.add_argument("--eps-clip", type=float, default=0.2)
     p.add_argument("--seed", type=int, default=1626)
     p.add_argument("--run-dir", default="runs")
     p.add_argument("--run-id", default=None)
@@ -124,7 +125,7 @@ def build(args: argparse.Namespace) -> tuple[PPO, Collector]:
         optim=AdamOptimizerFactory(lr=args.learning_rate),
         gamma=0.99,
         max_grad_norm=0.5,
-        eps_clip=0.2,
+        eps_clip=args.eps_clip,
         vf_coef=0.5,
         ent_coef=0.0,
         gae_lambda=0.95,
