@@ -10,6 +10,8 @@ scripts run as ``python bench/NAME.py``, which puts ``bench/`` on ``sys.path``, 
 - ``calibration_corpus``: the healthy and broken runs behind ``health_calibration.py``;
 - ``peer_runs``: those runs recorded by Stable-Baselines3 and CleanRL's structure;
 - ``env_faults``: the environment faults both kinds of corpus run inject;
+- ``integration_runs``: the corpus runs of the trainers measured from outside (the plain
+  PyTorch loop, TorchRL, skrl, Tianshou), through their examples;
 - ``learning_runs``: one training run for ``learning_bench.py``, ours, SB3's or CleanRL's;
 - ``trl_runs``: tiny TRL GRPO/RLOO runs on the CPU (the TRL callback's tests and benches);
 - ``llm_corpus``: the language-model RL runs behind ``llm_calibration.py``;
