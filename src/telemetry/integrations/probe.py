@@ -119,12 +119,25 @@ class UpdateMeasure:
     early_stopped: bool = False
     """Whether the trainer stopped the update early (on its KL target): the probe cannot
     see it, so a trainer that can stop says so here."""
-    _norms: list[torch.Tensor] = field(default_factory=list)
+    _norms: list[list[torch.Tensor]] = field(default_factory=list)
+    """Per optimizer step, the norm of each gradient tensor (0-d, on the device): the
+    step's global norm is theirs, taken once for the whole update (:meth:`step_norms`)."""
 
     @property
     def optimizer_steps(self) -> int:
         """Optimizer steps taken in the update so far."""
         return len(self._norms)
+
+    def step_norms(self) -> list[float]:
+        """Each optimizer step's global gradient norm before clipping (one device read)."""
+        parts = self._norms
+        if not parts:
+            return []
+        if len({len(p) for p in parts}) == 1:  # the same tensors each step: one stack
+            flat = torch.stack([t for part in parts for t in part]).view(len(parts), -1)
+            found: list[float] = torch.linalg.vector_norm(flat.double(), dim=1).tolist()
+            return found
+        return [float(torch.linalg.vector_norm(torch.stack(p).double())) for p in parts]
 
     def losses(
         self,
@@ -163,7 +176,7 @@ class GradientNorms:
         self.measure = measure
         self.params = params
         self.queued = False
-        self.latest: torch.Tensor | None = None
+        self.latest: list[torch.Tensor] | None = None
         # the engine's end-of-pass callback, as torch's own DDP and FSDP use it
         self._queue = torch.autograd.Variable._execution_engine.queue_callback
 
@@ -174,12 +187,12 @@ class GradientNorms:
             self._queue(self.backward_done)
 
     def backward_done(self) -> None:
-        """The backward pass ended: the norm of every gradient, as it stands (as
-        ``clip_grad_norm_`` takes it: a norm per tensor, then the norm of those)."""
+        """The backward pass ended: the norm of every gradient tensor, as it stands, in one
+        fused call (the global norm is theirs, as ``clip_grad_norm_`` takes it)."""
         self.queued = False
         grads = [p.grad for p in self.params if p.grad is not None]
         if grads:
-            self.latest = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+            self.latest = list(torch._foreach_norm(grads))
 
     def step(self, *_: Any) -> None:
         """The optimizer is about to step (``register_step_pre_hook``)."""
@@ -353,7 +366,7 @@ class UpdateProbe:
         if self.clip_range is not None:
             outside = ((ratio - 1).abs() > self.clip_range).double().mean()
             clip_fraction = _float(outside) if ratio.isfinite().all() else math.nan
-        norms = torch.stack(measure._norms).tolist() if measure._norms else []
+        norms = measure.step_norms()
         grad_norm, grad_norm_max, grad_clip_scale = _gradient(norms, self.max_grad_norm)
         critic = _Critic.of(measure.values, measure.returns)
         return PPOUpdatePayload(
