@@ -46,17 +46,16 @@ observation raises in ``train()``) ends the run ``failed`` with the error's firs
 from __future__ import annotations
 
 import functools
-import math
 import os
 import secrets
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any, Final
 
 from telemetry.events import AnomalyPayload, PPOUpdatePayload, TrainerInfo
 from telemetry.integrations import from_extra
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
 
 HINT: Final = (
@@ -100,7 +99,7 @@ def on_train_result(*, algorithm: Any, result: dict[str, Any], key: str, **_: An
         recorder.record(result)
 
 
-class RLlibRecorder:
+class RLlibRecorder(RecordedRun):
     """Records an RLlib PPO run whose ``config`` (a ``PPOConfig``, new API stack, torch) is
     built inside the ``with`` block (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s."""
@@ -143,24 +142,14 @@ class RLlibRecorder:
             trainer=TrainerInfo(name="rllib", version=_version()),
             policy_epochs=int(config.num_epochs),
         )
-        self.run_dir = self.recorder.run_dir
-        self.max_grad_norm = config.grad_clip if config.grad_clip_by == "global_norm" else None
         self._dropped = self._restarts = 0
         self.env_runners = int(config.num_env_runners)
 
-    def __enter__(self) -> RLlibRecorder:
-        self.recorder.start()
+    def attach(self) -> None:
         _RECORDING[self.key] = self
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def detach(self) -> None:
         _RECORDING.pop(self.key, None)
-        self.recorder.__exit__(exc_type, exc, tb)
 
     def record(self, result: dict[str, Any]) -> None:
         """Write one training iteration's rollout and update from its ``result``; fewer
@@ -229,9 +218,6 @@ class RLlibRecorder:
             figure(every, "sanctum_grad_norm_max"),
         )
         steps = figure(every, "sanctum_grad_steps")
-        scale = None
-        if self.max_grad_norm and grad_norm is not None and math.isfinite(grad_norm):
-            scale = min(1.0, self.max_grad_norm / grad_norm) if grad_norm > 0 else 1.0
         return PPOUpdatePayload(
             update=self.recorder.updates,
             global_step=step,
@@ -252,7 +238,7 @@ class RLlibRecorder:
             learning_rate=figure(module, "default_optimizer_learning_rate"),
             grad_norm=grad_norm,
             grad_norm_max=grad_max,
-            grad_clip_scale=scale,
+            grad_clip_scale=figure(every, "sanctum_grad_clip_scale"),
             minibatches_completed=None if steps is None else int(steps),
             early_stopped=False,
         )

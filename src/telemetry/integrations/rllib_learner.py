@@ -67,4 +67,8 @@ class SanctumPPOTorchLearner(PPOTorchLearner):
             log((ALL_MODULES, PREFIX + "grad_norm"), norm, reduce="mean")
             log((ALL_MODULES, PREFIX + "grad_norm_max"), norm, reduce="max")
             log((ALL_MODULES, PREFIX + "grad_steps"), 1, reduce="sum")
+            limit = getattr(self.config, "grad_clip", None)
+            if limit and getattr(self.config, "grad_clip_by", None) == "global_norm":
+                scale = torch.clamp(limit / norm, max=1.0)
+                log((ALL_MODULES, PREFIX + "grad_clip_scale"), scale, reduce="mean")
         return grads

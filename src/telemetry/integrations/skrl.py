@@ -48,13 +48,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
+from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
 
 
@@ -104,7 +104,7 @@ class _Episodes:
         return taken
 
 
-class SkrlRecorder:
+class SkrlRecorder(RecordedRun):
     """Records an skrl PPO agent's run (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s; ``batch_size``: rollout samples the probe evaluates."""
 
@@ -142,31 +142,22 @@ class SkrlRecorder:
             trainer=TrainerInfo(name="skrl", version=_version()),
             policy_epochs=int(cfg.learning_epochs),
         )
-        self.run_dir = self.recorder.run_dir
         self._episodes = _Episodes()
         self._update = agent.update
         self._record_transition = agent.record_transition
         self._own = {k: v for k, v in vars(agent).items() if k in ("update", "record_transition")}
         """What the instance itself held under those names (usually nothing: the class's)."""
 
-    def __enter__(self) -> SkrlRecorder:
-        self.recorder.start()
+    def attach(self) -> None:
         self.agent.update = self._wrapped_update
         self.agent.record_transition = self._wrapped_record_transition
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def detach(self) -> None:
         for name in ("update", "record_transition"):  # the agent as it was
             if name in self._own:
                 setattr(self.agent, name, self._own[name])
             else:
                 vars(self.agent).pop(name, None)
-        self.recorder.__exit__(exc_type, exc, tb)
 
     def _distribution(self, inputs: Mapping[str, Any]) -> Any:
         policy = self.agent.policy

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from types import TracebackType
 from typing import Any
 
 from telemetry.events import TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
+from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
 
 SETTINGS = (
@@ -109,7 +109,7 @@ class _Episodes:
         return returns, lengths
 
 
-class TianshouRecorder:
+class TianshouRecorder(RecordedRun):
     """Records a Tianshou PPO algorithm's run (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s; ``batch_size``: batch samples the probe evaluates."""
 
@@ -146,13 +146,11 @@ class TianshouRecorder:
             config={**config, **self.probe.settings(), "measured_by": "UpdateProbe"},
             trainer=TrainerInfo(name="tianshou", version=_version()),
         )
-        self.run_dir = self.recorder.run_dir
         self.steps = 0
         self._episodes = _Episodes()
         self._originals: dict[str, Any] = {}
 
-    def __enter__(self) -> TianshouRecorder:
-        self.recorder.start()
+    def attach(self) -> None:
         wrappers: dict[str, Callable[..., Any]] = {
             "update": self._wrapped_update,
             "_update_with_batch": self._wrapped_update_with_batch,
@@ -161,20 +159,13 @@ class TianshouRecorder:
             own = vars(self.algorithm).get(name)
             self._originals[name] = (own, getattr(self.algorithm, name))
             object.__setattr__(self.algorithm, name, wrapper)  # nn.Module's setattr, bypassed
-        return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def detach(self) -> None:
         for name, (own, _) in self._originals.items():  # the algorithm as it was
             if own is not None:
                 object.__setattr__(self.algorithm, name, own)
             else:
                 vars(self.algorithm).pop(name, None)
-        self.recorder.__exit__(exc_type, exc, tb)
 
     def _distribution(self, obs: Any) -> Any:
         from tianshou.data import Batch

@@ -45,13 +45,13 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
+from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def _clip_range(loss_module: Any) -> float | None:
     return None if eps is None else float(eps)
 
 
-class TorchRLRecorder:
+class TorchRLRecorder(RecordedRun):
     """Records a TorchRL PPO run whose loop calls ``loss_module`` (a ``ClipPPOLoss`` or
     another ``PPOLoss``) and steps ``optimizer`` (see the module doc).
 
@@ -114,21 +114,8 @@ class TorchRLRecorder:
             config={**settings, **self.probe.settings(), "measured_by": "UpdateProbe"},
             trainer=TrainerInfo(name="torchrl", version=_version()),
         )
-        self.run_dir = self.recorder.run_dir
         self.frames = 0
         self._losses: list[tuple[float, float | None]] = []
-
-    def __enter__(self) -> TorchRLRecorder:
-        self.recorder.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.recorder.__exit__(exc_type, exc, tb)
 
     def _distribution(self, batch: Any) -> Any:
         """The actor's distribution on ``batch``, with the loss module's parameters (as

@@ -3,9 +3,7 @@ PyTorch PPO loop (examples/probe_ppo.py) recorded through it and judged by ``san
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,18 +23,8 @@ from telemetry import PPOUpdatePayload, Recorder, RunFinishedPayload, read_event
 from telemetry.events import AnomalyPayload  # noqa: E402
 from telemetry.integrations.probe import UpdateProbe  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
+from tests.examples import load_example  # noqa: E402
 from tests.sanctum.recorded import check_report  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[3]
-
-
-def _example() -> Any:
-    spec = importlib.util.spec_from_file_location("probe_ppo", REPO / "examples" / "probe_ppo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("probe_ppo", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 class Gaussian(nn.Module):
@@ -161,7 +149,7 @@ def test_a_distribution_without_a_closed_form_is_told_to_declare_k3(tmp_path: Pa
 def test_a_plain_pytorch_run_is_judged_on_kl_clip_grad_and_entropy(
     tmp_path: Path, env_id: str
 ) -> None:
-    run = _example().main(
+    run = load_example("probe_ppo").main(
         [
             "--env-id",
             env_id,
@@ -186,7 +174,7 @@ def test_nan_observations_end_the_run_failed_in_every_view(tmp_path: Path) -> No
     # torch's Categorical refuses NaN logits, or (once skrl or TorchRL, imported in this
     # process, turned torch's argument checks off) its sampling refuses NaN probabilities
     with pytest.raises((ValueError, RuntimeError), match=r"invalid values|probability tensor"):
-        _example().main(
+        load_example("probe_ppo").main(
             [
                 "--updates",
                 "6",

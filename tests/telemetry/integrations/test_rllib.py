@@ -4,8 +4,6 @@ integration and judged by ``sanctum``. One Ray session serves the module's tests
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,6 @@ pytest.importorskip("ray.rllib", reason="needs the rllib extra: pip install 'san
 import ray
 
 from sanctum.cli import main as sanctum_main
-from telemetry import read_events
 from telemetry.events import (
     AnomalyPayload,
     PPOUpdatePayload,
@@ -26,13 +23,13 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # Ray's own, of its own APIs
 ]
-REPO = Path(__file__).resolve().parents[3]
 SMALL = ["--iterations", "3", "--train-batch-size", "1000", "--epochs", "2"]
 """3 iterations of 1,000 env steps (500 from each of 2 env runners), 2 epochs of 128."""
 
@@ -45,30 +42,16 @@ def local_ray() -> Iterator[None]:
     ray.shutdown()
 
 
-def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("rllib_ppo", REPO / "examples" / "rllib_ppo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("rllib_ppo", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _payloads(run: Path, kind: type[Any]) -> list[Any]:
-    events = read_events(run / "events.jsonl").events
-    return [e.payload for e in events if isinstance(e.payload, kind)]
-
-
 def test_an_rllib_run_is_judged_on_kl_clip_grad_and_entropy(
     tmp_path: Path, local_ray: None
 ) -> None:
-    run = _module().main([*SMALL, "--run-dir", str(tmp_path), "--run-id", "rllib"])
+    run = load_example("rllib_ppo").main([*SMALL, "--run-dir", str(tmp_path), "--run-id", "rllib"])
     report = check_report(run)
     rows = {row["name"]: row for row in report["rows"]}
     for metric in ("approx_kl", "clip_fraction", "grad_norm", "entropy_normalized", "entropy"):
         assert rows[metric]["updates_measured"] == 3, metric
     assert report["exit_code"] == 0, report["verdict_text"]
-    updates = _payloads(run, PPOUpdatePayload)
+    updates = payloads(run, PPOUpdatePayload)
     assert [u.global_step for u in updates] == [1000, 2000, 3000]
     for u in updates:
         assert u.approx_kl is not None and u.approx_kl_max is not None
@@ -76,10 +59,10 @@ def test_an_rllib_run_is_judged_on_kl_clip_grad_and_entropy(
         assert u.ratio_min is not None and u.ratio_max is not None
         assert u.ratio_min <= 1 <= u.ratio_max
         assert u.minibatches_completed is not None and u.minibatches_completed >= 14
-    rollouts = _payloads(run, RolloutPayload)
+    rollouts = payloads(run, RolloutPayload)
     assert all(r.episodes > 0 for r in rollouts)  # from both env runners, into one log
     assert all(r.episode_return_mean == r.episode_length_mean for r in rollouts)  # CartPole
-    (started,) = _payloads(run, RunStartedPayload)
+    (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "rllib" and started.policy_epochs == 2
     assert started.config["num_env_runners"] == 2 and started.config["clip_range"] == 0.3
 
@@ -98,7 +81,7 @@ def _train(config: Any, run_dir: Path, run_id: str) -> Path:
 
 
 def _nan_config(**fault_tolerance: Any) -> Any:
-    module = _module()
+    module = load_example("rllib_ppo")
     args = module.parse([*SMALL, "--nan-observations-from", "300"])
     return module.config_of(args).fault_tolerance(**fault_tolerance)
 
@@ -107,10 +90,10 @@ def test_nan_observations_fail_an_rllib_run_in_every_view(tmp_path: Path, local_
     """An env runner that raises on NaN is dropped and restarted by RLlib's fault tolerance,
     and train() goes on: the run is a critical anomaly, never OK."""
     run = _train(_nan_config(delay_between_env_runner_restarts_s=0.0), tmp_path, "nan")
-    anomaly = _payloads(run, AnomalyPayload)[0]
+    anomaly = payloads(run, AnomalyPayload)[0]
     assert (anomaly.severity, anomaly.metric) == ("critical", "env_runners")
     assert anomaly.message.startswith("RLlib's env runners: 0 of 2 healthy (")
-    assert not _payloads(run, PPOUpdatePayload)  # the learner updated nothing
+    assert not payloads(run, PPOUpdatePayload)  # the learner updated nothing
     report = check_report(run)
     assert report["exit_code"] == 1 and "anomaly" in report["verdict_text"]
     assert "FAIL" in run_main(sanctum_main, "summary", run).stdout
@@ -122,6 +105,6 @@ def test_a_raise_in_train_ends_the_run_failed(tmp_path: Path, local_ray: None) -
     config = _nan_config(restart_failed_env_runners=False)
     with pytest.raises(ray.exceptions.RayError):
         _train(config, tmp_path, "raised")
-    (finished,) = _payloads(tmp_path / "raised", RunFinishedPayload)
+    (finished,) = payloads(tmp_path / "raised", RunFinishedPayload)
     assert finished.status == "failed" and "\n" not in (finished.reason or "")
     assert check_report(tmp_path / "raised")["exit_code"] == 1

@@ -3,17 +3,13 @@ and CartPole), recorded through the shipped integration and judged by ``sanctum`
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("skrl", reason="needs the skrl extra: pip install 'sanctum-ppo[skrl]'")
 
 from sanctum.cli import main as sanctum_main
-from telemetry import read_events
 from telemetry.events import (
     AnomalyPayload,
     PPOUpdatePayload,
@@ -22,30 +18,16 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
 
-REPO = Path(__file__).resolve().parents[3]
 SMALL = ["--timesteps", "1100", "--rollouts", "256", "--epochs", "4", "--mini-batches", "8"]
 """4 envs x 1,100 steps in rollouts of 256: 4 updates of 4 x 8 optimizer steps."""
 
 
-def _module() -> Any:
-    spec = importlib.util.spec_from_file_location("skrl_ppo", REPO / "examples" / "skrl_ppo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("skrl_ppo", module)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _example(argv: list[str]) -> Path:
-    run: Path = _module().main(argv)
+    run: Path = load_example("skrl_ppo").main(argv)
     return run
-
-
-def _payloads(run: Path, kind: type[Any]) -> list[Any]:
-    events = read_events(run / "events.jsonl").events
-    return [e.payload for e in events if isinstance(e.payload, kind)]
 
 
 @pytest.mark.parametrize(
@@ -64,15 +46,15 @@ def test_an_skrl_run_is_judged_on_kl_clip_grad_and_entropy(
     for metric in (*judged, "explained_variance"):
         assert rows[metric]["updates_measured"] == 4, metric
     assert report["exit_code"] == 0, report["verdict_text"]
-    updates = _payloads(run, PPOUpdatePayload)
+    updates = payloads(run, PPOUpdatePayload)
     assert [u.global_step for u in updates] == [1024, 2048, 3072, 4096]
     assert all(u.minibatches_completed == 32 and not u.early_stopped for u in updates)
     assert all(u.policy_loss is not None and u.grad_clip_scale is not None for u in updates)
-    (started,) = _payloads(run, RunStartedPayload)
+    (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "skrl" and started.policy_epochs == 4
     assert (started.config["clip_range"], started.config["kl_estimator"]) == (0.2, "k3")
     if env_id == "Pendulum-v1":  # 200-step episodes: 4 finish in each rollout of 256 x 4
-        episodes = _payloads(run, RolloutPayload)
+        episodes = payloads(run, RolloutPayload)
         assert [r.episodes for r in episodes] == [4, 4, 4, 8]  # 800 and 1,000 in the last
         assert all(r.episode_length_mean == 200 for r in episodes)
 
@@ -81,7 +63,7 @@ def test_the_agent_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -
     """The recorder wraps the agent's methods on the instance only, and takes them back."""
     from telemetry.integrations.skrl import SkrlRecorder
 
-    module = _module()
+    module = load_example("skrl_ppo")
     agent, _ = module.build(module.parse([*SMALL, "--run-dir", str(tmp_path)]))
     with pytest.raises(TypeError, match="SkrlRecorder records skrl's PPO agent; got object"):
         SkrlRecorder(object())
@@ -95,7 +77,7 @@ def test_the_agent_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -
     with pytest.raises(RuntimeError, match="boom"):
         train()
     assert "update" not in vars(agent) and "record_transition" not in vars(agent)
-    (finished,) = _payloads(tmp_path / "boom", RunFinishedPayload)
+    (finished,) = payloads(tmp_path / "boom", RunFinishedPayload)
     assert (finished.status, finished.reason) == ("failed", "RuntimeError: boom (...)")
 
 
@@ -104,9 +86,9 @@ def test_nan_observations_fail_an_skrl_run_in_every_view(tmp_path: Path) -> None
     probe's critical anomaly and the NaN figures."""
     argv = [*SMALL, "--run-dir", str(tmp_path), "--run-id", "nan", "--nan-observations-from"]
     run = _example([*argv, "400"])
-    (finished,) = _payloads(run, RunFinishedPayload)
+    (finished,) = payloads(run, RunFinishedPayload)
     assert finished.status == "completed"  # what skrl did: the log says no more
-    anomaly = _payloads(run, AnomalyPayload)[0]
+    anomaly = payloads(run, AnomalyPayload)[0]
     assert (anomaly.severity, anomaly.metric, anomaly.update) == ("critical", "observations", 1)
     assert anomaly.message.startswith("non-finite observations in the rollout: ")
     report = check_report(run)

@@ -4,10 +4,7 @@ integration and judged by ``sanctum``."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +13,6 @@ pytest.importorskip(
 )
 
 from sanctum.cli import main as sanctum_main
-from telemetry import read_events
 from telemetry.events import (
     PPOUpdatePayload,
     RolloutPayload,
@@ -24,28 +20,12 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
 
-REPO = Path(__file__).resolve().parents[3]
 SMALL = ["--epochs", "1", "--epoch-num-steps", "2000", "--collection-steps", "500"]
 SMALL += ["--num-envs", "4", "--repetitions", "3", "--batch-size", "125"]
 """4 updates of 500 env steps, each 3 passes of 4 minibatches."""
-
-
-def _module() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "tianshou_ppo", REPO / "examples" / "tianshou_ppo.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("tianshou_ppo", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _payloads(run: Path, kind: type[Any]) -> list[Any]:
-    events = read_events(run / "events.jsonl").events
-    return [e.payload for e in events if isinstance(e.payload, kind)]
 
 
 @pytest.mark.parametrize(
@@ -54,20 +34,22 @@ def _payloads(run: Path, kind: type[Any]) -> list[Any]:
 def test_a_tianshou_run_is_judged_on_kl_clip_grad_and_entropy(
     tmp_path: Path, env_id: str, entropy: str
 ) -> None:
-    run = _module().main([*SMALL, "--env-id", env_id, "--run-dir", str(tmp_path), "--run-id", "t"])
+    run = load_example("tianshou_ppo").main(
+        [*SMALL, "--env-id", env_id, "--run-dir", str(tmp_path), "--run-id", "t"]
+    )
     report = check_report(run)
     rows = {row["name"]: row for row in report["rows"]}
     for metric in ("approx_kl", "clip_fraction", "grad_norm", entropy, "explained_variance"):
         assert rows[metric]["updates_measured"] == 4, metric
     assert report["exit_code"] == 0, report["verdict_text"]
-    updates = _payloads(run, PPOUpdatePayload)
+    updates = payloads(run, PPOUpdatePayload)
     assert [u.global_step for u in updates] == [500, 1000, 1500, 2000]
     assert all(u.minibatches_completed == 3 * 4 and u.epochs_completed == 3 for u in updates)
     assert all(u.policy_loss is not None and u.grad_clip_scale is not None for u in updates)
-    (started,) = _payloads(run, RunStartedPayload)
+    (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "tianshou"
     assert (started.config["clip_range"], started.config["max_grad_norm"]) == (0.2, 0.5)
-    rollouts = _payloads(run, RolloutPayload)
+    rollouts = payloads(run, RolloutPayload)
     if env_id == "CartPole-v1":  # a CartPole episode's return is its length
         finished = [r for r in rollouts if r.episodes]
         assert finished and all(
@@ -78,7 +60,7 @@ def test_a_tianshou_run_is_judged_on_kl_clip_grad_and_entropy(
 def test_the_algorithm_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -> None:
     from telemetry.integrations.tianshou import TianshouRecorder
 
-    module = _module()
+    module = load_example("tianshou_ppo")
     algorithm, _ = module.build(module.parse([*SMALL, "--run-dir", str(tmp_path)]))
     with pytest.raises(TypeError, match="TianshouRecorder records Tianshou's PPO; got object"):
         TianshouRecorder(object())
@@ -92,7 +74,7 @@ def test_the_algorithm_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Pat
     with pytest.raises(RuntimeError, match="boom"):
         train()
     assert "update" not in vars(algorithm) and "_update_with_batch" not in vars(algorithm)
-    (finished,) = _payloads(tmp_path / "boom", RunFinishedPayload)
+    (finished,) = payloads(tmp_path / "boom", RunFinishedPayload)
     assert (finished.status, finished.reason) == ("failed", "RuntimeError: boom")
 
 
@@ -101,9 +83,9 @@ def test_nan_observations_end_a_tianshou_run_failed_in_every_view(tmp_path: Path
     # torch's Categorical refuses NaN logits, or (once skrl or TorchRL, imported in this
     # process, turned torch's argument checks off) its sampling refuses NaN probabilities
     with pytest.raises((ValueError, RuntimeError), match=r"invalid values|probability tensor"):
-        _module().main([*argv, "300"])
+        load_example("tianshou_ppo").main([*argv, "300"])
     run = tmp_path / "nan"
-    (finished,) = _payloads(run, RunFinishedPayload)
+    (finished,) = payloads(run, RunFinishedPayload)
     assert finished.status == "failed"
     assert finished.reason.startswith(("ValueError: Expected", "RuntimeError: probability"))
     assert check_report(run)["exit_code"] == 1

@@ -3,10 +3,7 @@ Pendulum), recorded through the shipped integration and judged by ``sanctum``.""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,28 +17,15 @@ from sanctum.cli import main as sanctum_main  # noqa: E402
 from telemetry import read_events  # noqa: E402
 from telemetry.events import PPOUpdatePayload, RolloutPayload, RunFinishedPayload  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
+from tests.examples import load_example, payloads  # noqa: E402
 from tests.sanctum.recorded import check_report  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[3]
 SMALL = ["--batches", "6", "--frames-per-batch", "256", "--epochs", "3", "--minibatch", "64"]
 
 
 def _example(argv: list[str]) -> Path:
-    spec = importlib.util.spec_from_file_location(
-        "torchrl_ppo", REPO / "examples" / "torchrl_ppo.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("torchrl_ppo", module)
-    spec.loader.exec_module(module)
-    run: Path = module.main(argv)
+    run: Path = load_example("torchrl_ppo").main(argv)
     return run
-
-
-def _payloads(run: Path, kind: type[Any]) -> list[Any]:
-    return [
-        e.payload for e in read_events(run / "events.jsonl").events if isinstance(e.payload, kind)
-    ]
 
 
 def test_a_torchrl_run_is_judged_on_kl_clip_grad_and_entropy(tmp_path: Path) -> None:
@@ -51,12 +35,12 @@ def test_a_torchrl_run_is_judged_on_kl_clip_grad_and_entropy(tmp_path: Path) -> 
     for metric in ("approx_kl", "clip_fraction", "grad_norm", "entropy", "explained_variance"):
         assert rows[metric]["updates_measured"] == 6, metric
     assert report["exit_code"] == 0, report["verdict_text"]
-    updates = _payloads(run, PPOUpdatePayload)
+    updates = payloads(run, PPOUpdatePayload)
     assert [u.global_step for u in updates] == [256 * (i + 1) for i in range(6)]
     assert all(u.minibatches_completed == 3 * 4 for u in updates)  # 3 epochs of 256 / 64
     assert all(u.policy_loss is not None and u.value_loss is not None for u in updates)
     assert all(u.grad_norm_max is not None and u.grad_clip_scale is not None for u in updates)
-    episodes = [r for r in _payloads(run, RolloutPayload) if r.episodes]
+    episodes = [r for r in payloads(run, RolloutPayload) if r.episodes]
     assert episodes and all(r.episode_length_mean == 200 for r in episodes)  # Pendulum's cap
     (started,) = [e.payload for e in read_events(run / "events.jsonl").events[:1]]
     assert started.trainer.name == "torchrl" and started.config["kl_estimator"] == "k3"
@@ -76,7 +60,7 @@ def test_nan_observations_end_a_torchrl_run_failed_in_every_view(tmp_path: Path)
             ]
         )
     run = tmp_path / "nan"
-    (finished,) = _payloads(run, RunFinishedPayload)
+    (finished,) = payloads(run, RunFinishedPayload)
     assert finished.status == "failed" and finished.reason.startswith("RuntimeError: ")
     assert check_report(run)["exit_code"] == 1
     assert "FAIL" in run_main(sanctum_main, "summary", run).stdout
