@@ -12,9 +12,10 @@ measures them from outside, for any policy that maps observations to a
         with probe.update(rec, obs, actions, global_step=step):         # around the update
             trainer_update()                                            # unchanged
 
-Entering the block, the probe keeps the policy's distribution on (at most ``batch_size`` of)
-the rollout's observations, and hooks the optimizer; leaving it, it evaluates the policy
-again on the same batch and records:
+Entering the block, the probe keeps the policy's distribution on a batch of the rollout's
+observations (at most ``batch_size``, every k-th sample, spread over the rollout), and
+hooks the optimizer; leaving it, it evaluates the policy again on the same batch and
+records:
 
 ==========================  ====================================================================
 field                       what the probe measures (and how it differs from a trainer's own)
@@ -85,7 +86,7 @@ ProbeEstimator = Literal["full", "k3"]
 (r - 1) - log r on the batch's actions, for a distribution with no closed form."""
 
 BATCH_SIZE: Final = 1024
-"""Samples of the rollout the probe evaluates, by default (the first ones)."""
+"""Samples of the rollout the probe evaluates, by default (spread evenly over it)."""
 
 
 def _per_sample(values: torch.Tensor, samples: int) -> torch.Tensor:
@@ -281,8 +282,9 @@ class UpdateProbe:
         """Measure the update run inside the block and record it in ``recorder`` (as update
         ``recorder.updates``) when the block ends without an exception."""
         started = time.perf_counter()
-        batch = _head(observations, self.batch_size)
-        taken = _head(actions, self.batch_size)
+        stride = max(1, -(-_rows(actions) // self.batch_size))  # spread over the rollout
+        batch = _head(observations, stride, self.batch_size)
+        taken = _head(actions, stride, self.batch_size)
         bad = _nonfinite_rows(batch)
         if bad:
             recorder.emit(
@@ -301,8 +303,9 @@ class UpdateProbe:
         with torch.no_grad(), _own_rng():
             before = self.distribution(batch)
             old = _per_sample(before.log_prob(taken), _rows(taken))
-            if old_log_probs is not None:
-                old = old_log_probs.detach()[: _rows(taken)].reshape(-1)
+            if old_log_probs is not None:  # per sample, summed over action dimensions
+                picked = _head(old_log_probs.detach(), stride, self.batch_size)
+                old = _per_sample(picked, _rows(taken))
         measure = UpdateMeasure()
         handles = self._hook(measure)
         try:
@@ -412,12 +415,13 @@ def _rows(tensor: torch.Tensor) -> int:
     return int(tensor.shape[0]) if tensor.dim() > 0 else 1
 
 
-def _head(batch: Any, size: int) -> Any:
-    """The first ``size`` samples of a tensor, of anything sliceable (a TensorDict), or of
-    each tensor of a mapping (skrl's model inputs; None values kept)."""
+def _head(batch: Any, stride: int, size: int) -> Any:
+    """Every ``stride``-th sample, at most ``size`` of them, of a tensor, of anything
+    sliceable (a TensorDict, a numpy array), or of each tensor of a mapping (skrl's model
+    inputs; None values kept)."""
     if isinstance(batch, Mapping) and not _is_tensordict(batch):
-        return {k: None if v is None else v[:size] for k, v in batch.items()}
-    return batch[:size]
+        return {k: None if v is None else v[::stride][:size] for k, v in batch.items()}
+    return batch[::stride][:size]
 
 
 def _is_tensordict(batch: Any) -> bool:
