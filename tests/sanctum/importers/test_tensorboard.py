@@ -582,3 +582,75 @@ def test_outcome_and_exit_code_together_are_refused(
     done = run_main(sanctum_main, *args, "--exit-code", "0")
     assert (done.returncode, done.stdout) == (2, "")
     assert "argument --exit-code: not allowed with argument --outcome" in done.stderr
+
+
+TIANSHOU_MAP = """
+trainer = "tianshou"
+[tags]
+"update/ent_loss" = "entropy"
+"update/kl" = "approx_kl"
+"update/clip" = "clip_fraction"
+"train/returns_stat/mean" = "episode_return"
+"""
+
+
+def test_update_tags_at_update_counts_are_placed_by_wall_time_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tianshou's shape: train/* at env steps (2,000 a collection), update/* at gradient
+    steps (310 an update), each update logged right after its collection. Read by step,
+    every update would land before the first rollout; placed by wall time, each follows its
+    own rollout, and the import says so."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    t0 = time.time() - 3600
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for k in range(1, 7):
+        collected = t0 + 10 * k
+        writer.add_scalar("train/returns_stat/mean", 20.0 + k, 2000 * k, walltime=collected)
+        for tag, value in (("update/ent_loss", 0.6), ("update/kl", 0.01), ("update/clip", 0.1)):
+            writer.add_scalar(tag, value, 310 * k, walltime=collected + 5)
+    writer.close()
+    (tmp_path / "map.toml").write_text(TIANSHOU_MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out), "--exit-code", "0"]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert (
+        "placed: the update tags are not at the rollout tags' steps (their steps, 310..1860"
+        in printed
+    )
+    events = read_events(out / "events.jsonl").events
+    updates = [e.payload for e in events if isinstance(e, PPOUpdate)]
+    assert [u.global_step for u in updates] == [2000 * k for k in range(1, 7)]
+    order = [type(e).__name__ for e in events if isinstance(e, PPOUpdate | Rollout)]
+    assert order == ["Rollout", "PPOUpdate"] * 6  # each update after the rollout it learned on
+    started = events[0].payload
+    assert any(
+        n.startswith("the update tags are not at") for n in started.config["tensorboard_notes"]
+    )
+
+
+def test_logs_whose_tags_share_one_unit_are_not_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same tags, all at env steps: nothing is placed, nothing is said."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    t0 = time.time() - 3600
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for k in range(1, 7):
+        writer.add_scalar("train/returns_stat/mean", 20.0 + k, 2000 * k, walltime=t0 + 10 * k)
+        for tag in ("update/ent_loss", "update/kl", "update/clip"):
+            writer.add_scalar(tag, 0.1, 2000 * k, walltime=t0 + 10 * k + 5)
+    writer.close()
+    (tmp_path / "map.toml").write_text(TIANSHOU_MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out), "--exit-code", "0"]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert "placed:" not in printed
+    updates = [
+        e.payload for e in read_events(out / "events.jsonl").events if isinstance(e, PPOUpdate)
+    ]
+    assert [u.global_step for u in updates] == [2000 * k for k in range(1, 7)]

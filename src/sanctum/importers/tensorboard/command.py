@@ -35,8 +35,10 @@ from sanctum.importers.tensorboard.convert import (
     global_steps,
     ignored,
     mapped,
+    place_updates_by_time,
     step_events,
     unmapped,
+    update_steps_apart,
 )
 from sanctum.importers.tensorboard.mapping import (
     CLEANRL,
@@ -227,7 +229,11 @@ def header_of(log: TBLog, mapping: TagMapping) -> Header:
 
 
 def run_started(
-    log: TBLog, mapping: TagMapping, opts: ImportOptions, header: Header
+    log: TBLog,
+    mapping: TagMapping,
+    opts: ImportOptions,
+    header: Header,
+    placed: str | None = None,
 ) -> RunStartedPayload:
     """The header: the trainer's settings when the log holds them, and the import's record."""
     settings = dict(header.config) if mapping.header is None else {}
@@ -244,7 +250,10 @@ def run_started(
         "tensorboard_unmapped_tags": unmapped(log, mapping),
         "tensorboard_other_data": {kind: list(tags) for kind, tags in other_data(log, mapping)},
         "tensorboard_action_count": opts.action_count or header.action_count,
-        "tensorboard_notes": _notes(mapping, settings, opts.ending()),
+        "tensorboard_notes": [
+            *_notes(mapping, settings, opts.ending()),
+            *([placed] if placed else []),
+        ],
     }
     if opts.ending() is None:
         config[OUTCOME_UNKNOWN] = OUTCOME_NOT_SAID
@@ -357,6 +366,9 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
     _refuse_existing(path, opts.force)
     log = read_log(directory)
     mapping = choose_mapping(log, opts.map_file)
+    placed = None
+    if update_steps_apart(log, mapping):  # never misplaced in silence
+        log, placed = place_updates_by_time(log, mapping)
     header = header_of(log, mapping)
     expected = held_every_update(mapping, log.scalars)
     actions = opts.action_count or header.action_count
@@ -369,13 +381,16 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
         header.constants,
     )
     times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
-    started = Timed(min(times), run_started(log, mapping, opts, header))
+    started = Timed(min(times), run_started(log, mapping, opts, header, placed))
     try:
         out.mkdir(parents=True, exist_ok=True)
         finished = write_log(path, _run_id(out), started, events, ending)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
-    return ImportReport(report(log, mapping, events, finished, out, ending), log.unread)
+    lines = report(log, mapping, events, finished, out, ending)
+    if placed:
+        lines.insert(2, f"placed: {placed}")
+    return ImportReport(lines, log.unread)
 
 
 MEASURED_BY: Final = {

@@ -25,7 +25,8 @@ import math
 from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from sanctum.importers.tensorboard.mapping import (
@@ -92,6 +93,77 @@ def gather(log: TBLog, mapping: TagMapping) -> dict[int, Step]:
                     steps[p.step].update[name] = (value, p.wall_time)
     _place_episodes(steps, episodes)
     return dict(sorted(steps.items()))
+
+
+def _kinds(mapping: TagMapping, tag: str) -> set[str]:
+    return {t.kind for t in mapping.tags.get(tag, ())}
+
+
+def update_steps_apart(log: TBLog, mapping: TagMapping) -> bool:
+    """Whether the update tags' steps count something other than the rollout tags' (the
+    env steps): ordered by wall time, the steps of update and rollout points go back more
+    than once (Tianshou's logger writes ``update/*`` at gradient-step counts and ``train/*``
+    at env steps). Logs whose tags share one unit only ever move forward."""
+    points: list[tuple[float, int]] = []
+    rollout = update = False
+    for tag, series in log.scalars.items():
+        kinds = _kinds(mapping, tag)
+        if kinds & {"update", "component"}:
+            update = True
+        elif kinds & {"rollout", "episode"}:
+            rollout = True
+        else:
+            continue
+        points += [(p.wall_time, p.step) for p in series]
+    if not (rollout and update):
+        return False
+    points.sort()
+    backs = sum(later[1] < earlier[1] for earlier, later in pairwise(points))
+    return backs > 1
+
+
+def place_updates_by_time(log: TBLog, mapping: TagMapping) -> tuple[TBLog, str]:
+    """The log with each update's points moved to the env step of the last rollout or
+    episode point logged before them (by wall time; the k-th update after one rollout at
+    that step + k - 1), and what was done, in words."""
+    marks = sorted(
+        (p.wall_time, p.step)
+        for tag, series in log.scalars.items()
+        if _kinds(mapping, tag) & {"rollout", "episode"}
+        for p in series
+    )
+    times = [t for t, _ in marks]
+    update_tags = [t for t in log.scalars if _kinds(mapping, t) & {"update", "component"}]
+    # an update is the points of one original step; it is placed by its latest wall time
+    by_step: dict[int, float] = {}
+    for tag in update_tags:
+        for p in log.scalars[tag]:
+            by_step[p.step] = max(by_step.get(p.step, -math.inf), p.wall_time)
+    placed: dict[int, int] = {}
+    taken: set[int] = set()
+    for step, wall in sorted(by_step.items(), key=lambda item: item[1]):
+        i = bisect_left(times, wall + 1e-9) - 1
+        at = marks[i][1] if i >= 0 else 0
+        while at in taken:
+            at += 1
+        taken.add(at)
+        placed[step] = at
+    scalars = {
+        tag: (
+            tuple(Point(placed[p.step], p.wall_time, p.value) for p in series)
+            if tag in update_tags
+            else series
+        )
+        for tag, series in log.scalars.items()
+    }
+    lo, hi = min(by_step, default=0), max(by_step, default=0)
+    said = (
+        f"the update tags are not at the rollout tags' steps (their steps, {lo}..{hi}, go "
+        "back and forth against the rollouts' by wall time: Tianshou writes update/* at "
+        "gradient-step counts): each update is placed at the env step of the last rollout "
+        "logged before it, by wall time"
+    )
+    return replace(log, scalars=scalars), said
 
 
 def _place_episodes(steps: dict[int, Step], episodes: Sequence[tuple[str, Point]]) -> None:
