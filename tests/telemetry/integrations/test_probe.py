@@ -281,3 +281,25 @@ def test_accumulated_gradients_give_the_norm_of_their_sum_before_clipping(
     assert min(returned) > 0.1  # clipped after it was read
     assert update.minibatches_completed == 2
     assert update.grad_norm == pytest.approx(sum(returned) / 2, rel=1e-5)
+
+
+async def test_a_plain_run_failed_on_nan_reads_fail_in_the_run_table(tmp_path: Path) -> None:
+    """The run table of a sweep, beside a healthy run of the same loop."""
+    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.tui.runs_app import RunsApp
+    from sanctum.tui.widgets.runs import RunTable
+    from tests.sanctum.tui.test_runs_app import wait_for
+
+    example = load_example("probe_ppo")
+    small = ["--updates", "6", "--num-steps", "32", "--run-dir", str(tmp_path)]
+    example.main([*small, "--run-id", "healthy"])
+    with pytest.raises((ValueError, RuntimeError)):
+        example.main([*small, "--run-id", "nan", "--nan-observations-from", "3"])
+    app = RunsApp([tmp_path / n / "events.jsonl" for n in ("healthy", "nan")], DEFAULT_THRESHOLDS)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await wait_for(pilot, lambda a: all(r.update is not None for r in a.board.rows), "rows")
+        _, *lines = app.query_one(RunTable).text()
+        nan = next(line for line in lines if line.split()[1] == "nan")
+        assert "FAIL: run failed" in nan, nan
+        healthy = next(line for line in lines if line.split()[1] == "healthy")
+        assert "FAIL" not in healthy, healthy
