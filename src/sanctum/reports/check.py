@@ -130,10 +130,15 @@ REQUIRED: Final = "required"
 
 
 def rule_choices(rows: Sequence[CheckRow]) -> dict[str, str]:
-    """Every name ``--require`` takes for the run's rules, lower-case (a rule's label,
-    ``entropy shift``, or its metric, ``approx_kl``) -> the rule's label."""
+    """Every name ``--require`` takes for the run's rules -> the rule's label: each rule's
+    label and metric as written, then lower-case. A name as written wins, then a metric over
+    a label (``Entropy`` is the rule so labelled, on entropy_normalized; ``entropy`` the
+    shift rule's metric)."""
     rules = [row for row in rows if row.rule is not None]
-    return {**{r.name.lower(): r.label for r in rules}, **{r.label.lower(): r.label for r in rules}}
+    found = {r.label.lower(): r.label for r in rules}
+    found |= {r.name.lower(): r.label for r in rules}
+    found |= {r.label: r.label for r in rules}
+    return found | {r.name: r.label for r in rules}
 
 
 def required_row(rows: Sequence[CheckRow], required: Sequence[str]) -> CheckRow:
@@ -144,13 +149,13 @@ def required_row(rows: Sequence[CheckRow], required: Sequence[str]) -> CheckRow:
     by_label = {row.label: row for row in rows if row.rule is not None}
     wanted: list[str] = []
     unknown: list[str] = []
-    for name in required:
-        if name.strip().lower() == "all":
+    for name in (n.strip() for n in required):
+        if name.lower() == "all":
             wanted += [row.label for row in rows if row.covers]
-        elif name.strip().lower() in choices:
-            wanted.append(choices[name.strip().lower()])
+        elif name in choices or name.lower() in choices:
+            wanted.append(choices.get(name) or choices[name.lower()])
         else:
-            unknown.append(name.strip())
+            unknown.append(name)
     wanted = list(dict.fromkeys(wanted))
     missing = [label for label in wanted if not by_label[label].updates_measured]
     if not missing and not unknown:

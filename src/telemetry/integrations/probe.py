@@ -59,6 +59,7 @@ This module imports torch (it is the trainer here): the ``train`` extra provides
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -173,9 +174,13 @@ class GradientNorms:
     ``backward()`` returns; it takes the norm of all the gradients in one fused call. Several
     backward passes before a step (gradient accumulation) leave the norm of their sum."""
 
-    def __init__(self, measure: UpdateMeasure, params: Sequence[torch.Tensor]) -> None:
+    def __init__(
+        self, measure: UpdateMeasure, params: Sequence[torch.Tensor], scaler: Any = None
+    ) -> None:
         self.measure = measure
         self.params = params
+        self.scaler = scaler
+        """A ``torch.amp.GradScaler``: backward leaves its scale in the gradients."""
         self.queued = False
         self.latest: list[torch.Tensor] | None = None
         # the engine's end-of-pass callback, as torch's own DDP and FSDP use it
@@ -193,7 +198,10 @@ class GradientNorms:
         self.queued = False
         grads = [p.grad for p in self.params if p.grad is not None]
         if grads:
-            self.latest = list(torch._foreach_norm(grads))
+            norms = list(torch._foreach_norm(grads))
+            if self.scaler is not None and self.scaler.is_enabled():
+                norms = [n / self.scaler.get_scale() for n in norms]  # unscaled
+            self.latest = norms
 
     def step(self, *_: Any) -> None:
         """The optimizer is about to step (``register_step_pre_hook``)."""
@@ -211,7 +219,8 @@ class UpdateProbe:
     epsilon, for the clip fraction (None: not measured). ``max_grad_norm``: the trainer's
     clipping threshold, for ``grad_clip_scale``. ``batch_size``: rollout samples evaluated.
     ``kl_estimator``: ``full`` (exact; refused at the first update for a distribution with no
-    closed form) or ``k3``.
+    closed form) or ``k3``. ``grad_scaler``: the ``torch.amp.GradScaler`` of a mixed-precision
+    update (its scale is divided out of the gradient norms; a step it skips is not counted).
     """
 
     def __init__(
@@ -224,6 +233,7 @@ class UpdateProbe:
         batch_size: int = BATCH_SIZE,
         kl_estimator: ProbeEstimator = "full",
         entropy_coef: float | None = None,
+        grad_scaler: Any = None,
     ) -> None:
         if kl_estimator not in ("full", "k3"):
             raise ValueError(f"kl_estimator must be 'full' or 'k3', got {kl_estimator!r}")
@@ -238,6 +248,7 @@ class UpdateProbe:
         self.batch_size = batch_size
         self.kl_estimator: ProbeEstimator = kl_estimator
         self.entropy_coef = entropy_coef
+        self.grad_scaler = grad_scaler
 
     def settings(self) -> dict[str, Any]:
         """The probe's settings for ``run_started.config``: the KL estimator it measures
@@ -301,8 +312,10 @@ class UpdateProbe:
                 )
             )
         with torch.no_grad(), _own_rng():
-            before = self.distribution(batch)
-            old = _per_sample(before.log_prob(taken), _rows(taken))
+            before = _frozen(self.distribution(batch))
+            taken = _as_events(before, taken)
+            before_logp = _per_sample(before.log_prob(taken), _rows(taken))
+            old = before_logp
             if old_log_probs is not None:  # per sample, summed over action dimensions
                 picked = _head(old_log_probs.detach(), stride, self.batch_size)
                 old = _per_sample(picked, _rows(taken))
@@ -316,7 +329,7 @@ class UpdateProbe:
         with torch.no_grad(), _own_rng():
             after = self.distribution(batch)
             payload = self._payload(
-                recorder.updates, global_step, before, after, taken, old, measure
+                recorder.updates, global_step, before, after, taken, old, before_logp, measure
             )
         recorder.emit(
             msgspec.structs.replace(payload, update_seconds=time.perf_counter() - started)
@@ -334,9 +347,15 @@ class UpdateProbe:
         self, measure: UpdateMeasure, params: Sequence[torch.Tensor]
     ) -> GradientNorms:
         """What the hooks call during one update (a bench times a subclass)."""
-        return GradientNorms(measure, params)
+        return GradientNorms(measure, params, self.grad_scaler)
 
-    def _kl(self, before: Distribution, after: Distribution, taken: torch.Tensor) -> torch.Tensor:
+    def _kl(
+        self,
+        before: Distribution,
+        after: Distribution,
+        taken: torch.Tensor,
+        before_logp: torch.Tensor,
+    ) -> torch.Tensor:
         samples = _rows(taken)
         if self.kl_estimator == "full":
             try:
@@ -346,9 +365,7 @@ class UpdateProbe:
                     f"UpdateProbe: kl_divergence has no closed form for {type(before).__name__}"
                     "; pass kl_estimator='k3' (the estimator on the batch's actions)"
                 ) from exc
-        log_r = _per_sample(after.log_prob(taken), samples) - _per_sample(
-            before.log_prob(taken), samples
-        )
+        log_r = _per_sample(after.log_prob(taken), samples) - before_logp
         return log_r.exp() - 1 - log_r
 
     def _payload(
@@ -359,10 +376,11 @@ class UpdateProbe:
         after: Distribution,
         taken: torch.Tensor,
         old: torch.Tensor,
+        before_logp: torch.Tensor,
         measure: UpdateMeasure,
     ) -> PPOUpdatePayload:
         samples = _rows(taken)
-        kl = self._kl(before, after, taken)
+        kl = self._kl(before, after, taken, before_logp)
         ratio = (_per_sample(after.log_prob(taken), samples) - old).exp()
         entropy = _float(_entropy(after, samples).mean())
         clip_fraction = None
@@ -409,6 +427,25 @@ def _entropy(dist: Distribution, samples: int) -> torch.Tensor:
     except NotImplementedError:
         draw = dist.sample()
         return -_per_sample(dist.log_prob(draw), samples)
+
+
+def _frozen(dist: Distribution) -> Distribution:
+    """The distribution with its own copy of every tensor: one built on a view of a
+    parameter (``Normal(mu(o), self.std)``) would otherwise move with the optimizer's step.
+    As it is when it cannot be copied."""
+    try:
+        return copy.deepcopy(dist)
+    except (RuntimeError, TypeError):
+        return dist
+
+
+def _as_events(dist: Distribution, actions: torch.Tensor) -> torch.Tensor:
+    """Actions shaped as the distribution's samples: a discrete action stored as (N, 1)
+    for a distribution over scalars (N,) is squeezed (else log_prob broadcasts to (N, N))."""
+    expected = len(dist.batch_shape) + len(dist.event_shape)
+    if actions.dim() == expected + 1 and actions.shape[-1] == 1:
+        return actions.squeeze(-1)
+    return actions
 
 
 def _rows(tensor: torch.Tensor) -> int:

@@ -75,11 +75,13 @@ def learner_class() -> type:
 
 
 def _append(config: Any, name: str, callback: Callable[..., None]) -> list[Callable[..., Any]]:
-    """The config's callbacks of ``name`` (none, one or a list) with ``callback`` added."""
+    """The config's callbacks of ``name`` (none, one or a list) with ``callback`` added, in
+    place of one an earlier recorder added to the same config (a sweep reuses it)."""
     existing = getattr(config, f"callbacks_{name}", None)
-    if existing is None:
-        return [callback]
-    return [*(existing if isinstance(existing, list) else [existing]), callback]
+    found = [] if existing is None else existing if isinstance(existing, list) else [existing]
+    ours = (on_episode_end, on_train_result)
+    kept = [c for c in found if c not in ours and getattr(c, "func", None) not in ours]
+    return [*kept, callback]
 
 
 def on_episode_end(*, episode: Any, metrics_logger: Any = None, **_: Any) -> None:

@@ -132,6 +132,7 @@ class SkrlRecorder(RecordedRun):
             batch_size=batch_size,
             kl_estimator="k3",
             entropy_coef=float(cfg.entropy_loss_scale),
+            grad_scaler=getattr(agent, "scaler", None),  # cfg.mixed_precision's
         )
         self.recorder = Recorder(
             run_dir=run_dir,

@@ -76,7 +76,8 @@ class TorchRLRecorder(RecordedRun):
     """Records a TorchRL PPO run whose loop calls ``loss_module`` (a ``ClipPPOLoss`` or
     another ``PPOLoss``) and steps ``optimizer`` (see the module doc).
 
-    ``max_grad_norm``: the loop's ``clip_grad_norm_`` threshold (for ``grad_clip_scale``).
+    ``max_grad_norm``: the loop's ``clip_grad_norm_`` threshold (for ``grad_clip_scale``);
+    ``grad_scaler``: its ``GradScaler``, when it trains in mixed precision.
     ``batch_size``: frames of each batch the probe evaluates. The other keywords are the
     :class:`~telemetry.Recorder`'s.
     """
@@ -93,6 +94,7 @@ class TorchRLRecorder(RecordedRun):
         config: dict[str, Any] | None = None,
         max_grad_norm: float | None = None,
         batch_size: int = BATCH_SIZE,
+        grad_scaler: Any = None,
     ) -> None:
         self.loss_module = loss_module
         keys = loss_module.tensor_keys
@@ -104,6 +106,7 @@ class TorchRLRecorder(RecordedRun):
             max_grad_norm=max_grad_norm,
             batch_size=batch_size,
             kl_estimator="k3",
+            grad_scaler=grad_scaler,
         )
         settings = {str(k): plain(v) for k, v in (config or {}).items()}
         self.recorder = Recorder(
@@ -155,9 +158,11 @@ class TorchRLRecorder(RecordedRun):
                 values = [v for _, v in self._losses if v is not None]
                 value = math.fsum(values) / len(values) if values else None
                 measured.losses(policy=policy, value=value)
-            state_value, target = flat.get("state_value", None), flat.get("value_target", None)
+            # read from the batch itself: GAE writes there, and a batch of several dims
+            # (envs x time) reshapes into a copy that never sees those keys
+            state_value, target = data.get("state_value", None), data.get("value_target", None)
             if state_value is not None and target is not None:
-                measured.critic(state_value, target)
+                measured.critic(state_value.reshape(-1), target.reshape(-1))
 
     def _rollout(self, flat: Any) -> None:
         done = flat.get(("next", "done"), None)

@@ -654,3 +654,28 @@ def test_logs_whose_tags_share_one_unit_are_not_moved(
         e.payload for e in read_events(out / "events.jsonl").events if isinstance(e, PPOUpdate)
     ]
     assert [u.global_step for u in updates] == [2000 * k for k in range(1, 7)]
+
+
+def test_a_log_resumed_twice_is_not_taken_for_two_units(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A same-unit log whose run restarted from earlier steps twice: its rollouts go back
+    with its updates, so nothing is placed by wall time."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    t0 = time.time() - 3600
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    wall = t0
+    for start in (0, 4, 8):  # each restart goes back two updates
+        for k in range(start, start + 6):
+            wall += 10
+            writer.add_scalar("train/returns_stat/mean", 20.0, 1000 * k, walltime=wall)
+            for tag in ("update/ent_loss", "update/kl", "update/clip"):
+                writer.add_scalar(tag, 0.1, 1000 * k, walltime=wall + 5)
+    writer.close()
+    (tmp_path / "map.toml").write_text(TIANSHOU_MAP)
+    out = tmp_path / "imported"
+    args = ["import", "tensorboard", str(tmp_path / "tb"), "--out", str(out), "--exit-code", "0"]
+    code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
+    assert code == 0, err
+    assert "placed:" not in printed

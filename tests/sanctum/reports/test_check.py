@@ -736,3 +736,12 @@ def test_require_names_a_rule_this_run_has_not_and_refuses_a_typo(tmp_path: Path
     assert typo.stderr.count("\n") == 1
     empty = run_main(main, "check", run, "--require", ",")
     assert empty.returncode == 2 and "names no rule" in empty.stderr
+
+
+def test_require_takes_a_metrics_own_name_over_a_label_spelled_the_same(tmp_path: Path) -> None:
+    """``entropy`` is the shift rule's metric; the rule labelled Entropy reads
+    entropy_normalized, which these runs do not log."""
+    run = write_run(tmp_path / "e.jsonl")
+    done = run_main(main, "check", run, "--require", "entropy")
+    assert done.returncode == 0, done.stdout
+    assert "required rules each measured the run: Entropy shift" in done.stdout

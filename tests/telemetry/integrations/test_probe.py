@@ -23,7 +23,7 @@ from telemetry import PPOUpdatePayload, Recorder, RunFinishedPayload, read_event
 from telemetry.events import AnomalyPayload  # noqa: E402
 from telemetry.integrations.probe import UpdateProbe  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
-from tests.examples import load_example  # noqa: E402
+from tests.examples import load_example, payloads  # noqa: E402
 from tests.sanctum.recorded import check_report  # noqa: E402
 
 
@@ -303,3 +303,88 @@ async def test_a_plain_run_failed_on_nan_reads_fail_in_the_run_table(tmp_path: P
         assert "FAIL: run failed" in nan, nan
         healthy = next(line for line in lines if line.split()[1] == "healthy")
         assert "FAIL" not in healthy, healthy
+
+
+def test_a_grad_scalers_scale_is_divided_out_of_the_norm(tmp_path: Path) -> None:
+    """Mixed precision: backward leaves the loss scale in the gradients (skrl's update)."""
+    torch.manual_seed(2)
+    policy = Gaussian()
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16)
+    obs, actions = torch.randn(32, 3), torch.randn(32, 2)
+    probe = UpdateProbe(policy, optimizer, grad_scaler=scaler)
+    returned = []
+    with (
+        Recorder(path=tmp_path / "events.jsonl") as rec,
+        probe.update(rec, obs, actions, global_step=32),
+    ):
+        for _ in range(3):
+            optimizer.zero_grad()
+            scaler.scale(-policy(obs).log_prob(actions).mean()).backward()
+            scaler.unscale_(optimizer)
+            returned.append(float(nn.utils.clip_grad_norm_(policy.parameters(), 0.5)))
+            scaler.step(optimizer)
+            scaler.update()
+    (update,) = payloads(tmp_path, PPOUpdatePayload)
+    assert update.grad_norm == pytest.approx(sum(returned) / 3, rel=1e-4)
+
+
+def test_discrete_actions_stored_as_a_column_are_read_as_scalars(tmp_path: Path) -> None:
+    """(N, 1) actions for a Categorical over (N,): the same figures as (N,) actions, not a
+    log_prob broadcast to (N, N)."""
+    figures = []
+    for shape in ((64,), (64, 1)):
+        torch.manual_seed(0)
+        run = tmp_path / str(len(shape))
+        run.mkdir()
+        policy = Softmax()
+        obs = torch.randn(64, 3)
+        actions = Categorical(logits=torch.zeros(64, 4)).sample().reshape(shape)
+        optimizer = torch.optim.SGD(policy.parameters(), lr=0.3)
+        probe = UpdateProbe(policy, optimizer, clip_range=0.2, kl_estimator="k3")
+        with (
+            Recorder(path=run / "events.jsonl") as rec,
+            probe.update(rec, obs, actions, global_step=64),
+        ):
+            optimizer.zero_grad()
+            (-policy(obs).log_prob(actions.reshape(-1)).mean()).backward()
+            optimizer.step()
+        (update,) = payloads(run, PPOUpdatePayload)
+        figures.append((update.kl_final, update.clip_fraction, update.ratio_max))
+    assert figures[0] == pytest.approx(figures[1])
+    assert figures[0][0] < 1
+
+
+def test_a_policy_built_on_a_view_of_its_parameters_keeps_its_before(tmp_path: Path) -> None:
+    """``Normal(mu(obs), self.std)``: the distribution entered with holds a view of a
+    parameter the step moves; the probe's "before" is a copy, so the KL is the real one."""
+
+    class SharedStd(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mu = nn.Linear(3, 1)
+            self.std = nn.Parameter(torch.ones(1))
+
+        def forward(self, obs: torch.Tensor) -> Distribution:
+            return Independent(Normal(self.mu(obs), self.std), 1)
+
+    torch.manual_seed(0)
+    policy = SharedStd()
+    obs = torch.randn(64, 3)
+    with torch.no_grad():
+        before = Independent(Normal(policy.mu(obs).clone(), policy.std.clone()), 1)
+        actions = before.sample()
+    optimizer = torch.optim.SGD(policy.parameters(), lr=1.0)
+    probe = UpdateProbe(policy, optimizer)
+    with (
+        Recorder(path=tmp_path / "events.jsonl") as rec,
+        probe.update(rec, obs, actions, global_step=64),
+    ):
+        optimizer.zero_grad()
+        (-policy(obs).log_prob(actions).mean() - 3 * policy.std.sum()).backward()
+        optimizer.step()
+    with torch.no_grad():
+        after = Independent(Normal(policy.mu(obs), policy.std.detach()), 1)
+    (update,) = payloads(tmp_path, PPOUpdatePayload)
+    assert float(policy.std.detach()) > 2  # the step moved the shared std a long way
+    assert update.kl_final == pytest.approx(_gaussian_kl(before, after), abs=1e-6)

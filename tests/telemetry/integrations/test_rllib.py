@@ -108,3 +108,15 @@ def test_a_raise_in_train_ends_the_run_failed(tmp_path: Path, local_ray: None) -
     (finished,) = payloads(tmp_path / "raised", RunFinishedPayload)
     assert finished.status == "failed" and "\n" not in (finished.reason or "")
     assert check_report(tmp_path / "raised")["exit_code"] == 1
+
+
+def test_a_config_reused_for_a_second_run_carries_one_set_of_callbacks(tmp_path: Path) -> None:
+    """A seed sweep over one config: the second recorder replaces the first's callbacks."""
+    from telemetry.integrations.rllib import RLlibRecorder, on_episode_end
+
+    config = load_example("rllib_ppo").config_of(load_example("rllib_ppo").parse([]))
+    RLlibRecorder(config, run_dir=tmp_path, run_id="first")
+    second = RLlibRecorder(config, run_dir=tmp_path, run_id="second")
+    assert config.callbacks_on_episode_end == [on_episode_end]
+    (train_result,) = config.callbacks_on_train_result
+    assert train_result.keywords == {"key": second.key}

@@ -103,20 +103,25 @@ def update_steps_apart(log: TBLog, mapping: TagMapping) -> bool:
     """Whether the update tags' steps count something other than the rollout tags' (the
     env steps): ordered by wall time, the steps of update and rollout points go back more
     than once (Tianshou's logger writes ``update/*`` at gradient-step counts and ``train/*``
-    at env steps). Logs whose tags share one unit only ever move forward."""
+    at env steps), while the rollouts' own steps never do. Logs whose tags share one unit
+    only ever move forward, or (a run resumed from a checkpoint) go back together."""
     points: list[tuple[float, int]] = []
-    rollout = update = False
+    rollouts: list[tuple[float, int]] = []
+    update = False
     for tag, series in log.scalars.items():
         kinds = _kinds(mapping, tag)
         if kinds & {"update", "component"}:
             update = True
         elif kinds & {"rollout", "episode"}:
-            rollout = True
+            rollouts += [(p.wall_time, p.step) for p in series]
         else:
             continue
         points += [(p.wall_time, p.step) for p in series]
-    if not (rollout and update):
+    if not (rollouts and update):
         return False
+    rollouts.sort()
+    if any(later[1] < earlier[1] for earlier, later in pairwise(rollouts)):
+        return False  # the rollouts go back too: a run resumed from a checkpoint, one unit
     points.sort()
     backs = sum(later[1] < earlier[1] for earlier, later in pairwise(points))
     return backs > 1
