@@ -41,11 +41,10 @@ ends it ``interrupted``. The trainer is imported only through the objects given.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
@@ -53,9 +52,6 @@ from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
-
-if TYPE_CHECKING:
-    import torch
 
 
 def _version() -> str:
@@ -85,7 +81,7 @@ class TorchRLRecorder(RecordedRun):
     def __init__(
         self,
         loss_module: Any,
-        optimizer: torch.optim.Optimizer,
+        optimizer: Any,
         *,
         run_dir: str | os.PathLike[str] = "runs",
         run_id: str | None = None,
@@ -118,7 +114,8 @@ class TorchRLRecorder(RecordedRun):
             trainer=TrainerInfo(name="torchrl", version=_version()),
         )
         self.frames = 0
-        self._losses: list[tuple[float, float | None]] = []
+        self._losses: list[tuple[Any, Any]] = []
+        """Each minibatch's losses, 0-d tensors on the device."""
 
     def _distribution(self, batch: Any) -> Any:
         """The actor's distribution on ``batch``, with the loss module's parameters (as
@@ -132,10 +129,10 @@ class TorchRLRecorder(RecordedRun):
 
     def losses(self, loss_vals: Any) -> None:
         """One minibatch's ``loss_module`` output: its ``loss_objective`` and
-        ``loss_critic`` (read once per update, as their mean)."""
-        objective = float(loss_vals.get("loss_objective").detach().mean())
+        ``loss_critic``, kept on the device and read once per update, as their mean."""
+        objective = loss_vals.get("loss_objective").detach().mean()
         critic = loss_vals.get("loss_critic", None)
-        self._losses.append((objective, None if critic is None else float(critic.detach())))
+        self._losses.append((objective, None if critic is None else critic.detach().mean()))
 
     @contextmanager
     def update(self, data: Any) -> Iterator[None]:
@@ -154,10 +151,10 @@ class TorchRLRecorder(RecordedRun):
         ) as measured:
             yield
             if self._losses:
-                policy = math.fsum(p for p, _ in self._losses) / len(self._losses)
+                policy = sum(p for p, _ in self._losses) / len(self._losses)
                 values = [v for _, v in self._losses if v is not None]
-                value = math.fsum(values) / len(values) if values else None
-                measured.losses(policy=policy, value=value)
+                value = sum(values) / len(values) if values else None
+                measured.losses(policy=policy, value=value)  # one read each
             # read from the batch itself: GAE writes there, and a batch of several dims
             # (envs x time) reshapes into a copy that never sees those keys
             state_value, target = data.get("state_value", None), data.get("value_target", None)
