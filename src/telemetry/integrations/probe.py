@@ -62,7 +62,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -464,6 +464,12 @@ def _head(batch: Any, stride: int, size: int) -> Any:
 def _is_tensordict(batch: Any) -> bool:
     """A TensorDict (a Mapping too, but sliced as a whole)."""
     return hasattr(batch, "batch_size") and hasattr(batch, "exclude")
+
+
+def host_rows(tensors: Iterable[torch.Tensor]) -> list[list[float]]:
+    """Tensors of one shape as lists of numbers, read from the device in one copy."""
+    found: list[list[float]] = torch.stack(list(tensors)).tolist()
+    return found
 
 
 def as_tensor(values: Any, like: torch.nn.Module | torch.Tensor) -> torch.Tensor:

@@ -53,7 +53,7 @@ from typing import Any
 from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
-from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
+from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
 
@@ -77,31 +77,37 @@ def config_of(cfg: Any) -> dict[str, Any]:
 
 class _Episodes:
     """Each env's running return and length, and the episodes finished since the last
-    update (from what ``record_transition`` is given)."""
+    update, from what ``record_transition`` is given: each step's rewards and done flags
+    are kept on the device and read once, when the update drains them (no read a step)."""
 
     def __init__(self) -> None:
+        self.steps: list[tuple[Any, Any]] = []
         self.sums: list[float] = []
         self.lengths: list[int] = []
-        self.returns: list[float] = []
-        self.finished_lengths: list[float] = []
 
     def add(self, rewards: Any, done: Any) -> None:
-        rewards = [float(r) for r in rewards.reshape(-1).tolist()]
-        ended = [bool(d) for d in done.reshape(-1).tolist()]
-        if len(self.sums) != len(rewards):
-            self.sums, self.lengths = [0.0] * len(rewards), [0] * len(rewards)
-        for i, (r, d) in enumerate(zip(rewards, ended, strict=True)):
-            self.sums[i] += r
-            self.lengths[i] += 1
-            if d:
-                self.returns.append(self.sums[i])
-                self.finished_lengths.append(float(self.lengths[i]))
-                self.sums[i], self.lengths[i] = 0.0, 0
+        self.steps.append((rewards.detach().reshape(-1), done.reshape(-1).float()))
 
     def drain(self) -> tuple[list[float], list[float]]:
-        taken = (self.returns, self.finished_lengths)
-        self.returns, self.finished_lengths = [], []
-        return taken
+        """(returns, lengths) of the episodes that ended since the last call."""
+        if not self.steps:
+            return [], []
+        rewards = host_rows(r for r, _ in self.steps)
+        ended = host_rows(d for _, d in self.steps)
+        self.steps = []
+        returns: list[float] = []
+        lengths: list[float] = []
+        for step_rewards, step_done in zip(rewards, ended, strict=True):
+            if len(self.sums) != len(step_rewards):
+                self.sums, self.lengths = [0.0] * len(step_rewards), [0] * len(step_rewards)
+            for i, (r, d) in enumerate(zip(step_rewards, step_done, strict=True)):
+                self.sums[i] += r
+                self.lengths[i] += 1
+                if d:
+                    returns.append(self.sums[i])
+                    lengths.append(float(self.lengths[i]))
+                    self.sums[i], self.lengths[i] = 0.0, 0
+        return returns, lengths
 
 
 class SkrlRecorder(RecordedRun):
