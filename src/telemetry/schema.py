@@ -20,6 +20,7 @@ not list fails validation here, while readers skip and count it.
 
 from __future__ import annotations
 
+import inspect
 import json
 import types
 from importlib import resources
@@ -48,7 +49,7 @@ _KEPT_BESIDE = ("default", "description", "title")
 
 def event_schema() -> dict[str, Any]:
     """The JSON Schema of one event-log line (the tagged union of every event kind)."""
-    schema = _with_nonfinite_floats(msgspec.json.schema(Event))
+    schema = _with_nonfinite_floats(_clean_descriptions(msgspec.json.schema(Event)))
     return {
         "$schema": DRAFT,
         "title": f"sanctum-ppo event log line, schema {SCHEMA_MAJOR}.{SCHEMA_MINOR}",
@@ -58,6 +59,22 @@ def event_schema() -> dict[str, Any]:
             "absent field is 'not measured'; unknown fields are ignored by readers."
         ),
         **schema,
+    }
+
+
+def _clean_descriptions(node: Any) -> Any:
+    """``node`` with every description cleaned as ``inspect.cleandoc`` cleans a docstring
+    (msgspec 0.22 did so for the struct docstrings it copies in; 0.23 copies them as
+    written, indented): the same schema whichever msgspec generates it."""
+    if isinstance(node, list):
+        return [_clean_descriptions(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: inspect.cleandoc(value)
+        if key == "description" and isinstance(value, str)
+        else _clean_descriptions(value)
+        for key, value in node.items()
     }
 
 
