@@ -224,7 +224,7 @@ if __name__ == "__main__":
     next_done = torch.zeros(args.num_envs).to(device)
     episodes = Episodes()  # record
 
-    with recorder(args, run_name, args.run_dir) as rec:  # record: runs/<run_name>/events.jsonl
+    with recorder(args, run_name, args.run_dir, envs.single_action_space) as rec:  # record
         for iteration in range(1, args.num_iterations + 1):
             # Annealing the rate if instructed to do so.
             if args.anneal_lr:

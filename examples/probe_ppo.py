@@ -108,6 +108,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
         seed=args.seed,
         config={**vars(args), **probe.settings()},
         trainer=TrainerInfo(name="plain-pytorch"),
+        action_space=space,  # a Box has no normalised entropy for the Entropy rule to judge
     )
     obs, _ = envs.reset(seed=args.seed)
     step = 0

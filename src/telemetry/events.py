@@ -30,7 +30,7 @@ import msgspec
 
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
-SCHEMA_MINOR: Final = 6
+SCHEMA_MINOR: Final = 7
 """Minor version: additive changes only, always readable by a reader of the same major.
 
 1: ``approx_kl`` is the mean over the last epoch's minibatches (0: over every epoch's);
@@ -48,7 +48,8 @@ components, completion lengths and the truncated share, ``tokens``, the low/high
 clip fractions and ``logprob_gap`` appended to ``ppo_update``. A 1.0-1.4 log reads as
 before: no ``algorithm`` is ``ppo``, no ``kl`` the meanings the fields' definitions give.
 6: ``step_unit`` (what ``global_step`` counts) appended to ``run_started``; none is
-environment steps, as every earlier log counts (token-level PPO's, tokens)."""
+environment steps, as every earlier log counts (token-level PPO's, tokens). 7:
+``action_space`` (discrete or continuous) appended to ``run_started``; none is not declared."""
 
 STEP_UNIT_MAX: Final = 32
 """Characters of ``run_started.step_unit`` at most: a unit's name, never a paragraph (a
@@ -61,6 +62,53 @@ iterations are tens). A reader skips a line that declares more, or fewer than 1,
 malformed line: a hostile count never sizes a reader's window."""
 PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX)]
 """Optimisation passes over each batch, as ``run_started.policy_epochs`` declares them."""
+ActionSpace: TypeAlias = Literal["discrete", "continuous"]
+"""What a policy chooses (``run_started.action_space``): from a finite set, or a density."""
+_DISCRETE_SPACES: Final = frozenset(
+    {
+        "Discrete",
+        "MultiDiscrete",
+        "MultiBinary",  # Gymnasium (and gym)
+        "Categorical",
+        "OneHot",
+        "MultiCategorical",
+        "MultiOneHot",
+        "Binary",  # TorchRL specs
+        "DiscreteTensorSpec",
+        "OneHotDiscreteTensorSpec",
+        "MultiDiscreteTensorSpec",
+        "MultiOneHotDiscreteTensorSpec",
+        "BinaryDiscreteTensorSpec",
+    }
+)
+_CONTINUOUS_SPACES: Final = frozenset(
+    {
+        "Box",  # Gymnasium (and gym)
+        "Bounded",
+        "Unbounded",
+        "BoundedContinuous",
+        "UnboundedContinuous",  # TorchRL specs
+        "BoundedTensorSpec",
+        "UnboundedContinuousTensorSpec",
+    }
+)
+
+
+def action_space_of(space: object) -> ActionSpace | None:
+    """``run_started.action_space`` for a trainer's action space, read by its class's name so
+    no library is imported: Gymnasium's ``Discrete``, ``MultiDiscrete`` and ``MultiBinary``
+    (and TorchRL's categorical and one-hot specs) are discrete, ``Box`` (TorchRL's bounded
+    and unbounded specs) continuous; ``"discrete"`` and ``"continuous"`` are themselves.
+    Anything else (a ``Dict`` or ``Tuple`` of spaces, an unknown class) is None: not
+    declared, as a writer that says nothing."""
+    if isinstance(space, str) and space in ("discrete", "continuous"):
+        return "discrete" if space == "discrete" else "continuous"
+    name = type(space).__name__
+    if name in _DISCRETE_SPACES:
+        return "discrete"
+    if name in _CONTINUOUS_SPACES:
+        return "continuous"
+    return None
 
 
 def policy_epochs_of(value: object) -> int | None:
@@ -260,6 +308,16 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
             "optimizer steps (TRL's global_step), training steps (verl's and OpenRLHF's "
             "global_step)... (free text of 1 to 32 characters; schema 1.6). Absent: "
             "environment steps, all envs together, as every earlier log counts."
+        ),
+    ] = None
+    action_space: Annotated[
+        ActionSpace | None,
+        about(
+            "What the policy chooses: discrete (from a finite set, one choice or several: "
+            "Gymnasium's Discrete, MultiDiscrete, MultiBinary), where entropy_normalized is "
+            "defined; or continuous (a density over a Box, whose entropy in nats may be "
+            "negative), where it is not, so no Entropy rule expects it and Entropy shift "
+            "judges the entropy (schema 1.7). Absent: not declared."
         ),
     ] = None
 

@@ -30,6 +30,7 @@ from telemetry.events import (
     RunStartedPayload,
     RunStatus,
     TrainerInfo,
+    action_space_of,
 )
 from telemetry.text import visible
 
@@ -94,7 +95,10 @@ class Recorder:
     ``algorithm``, ``kl``, ``policy_epochs`` and ``step_unit`` go into ``run_started`` (see
     :class:`~telemetry.events.RunStartedPayload`): a GRPO run says ``algorithm="grpo"`` and
     what its ``ref_kl`` measures, a run whose ``global_step`` counts generated tokens
-    ``step_unit="tokens"`` (None: environment steps). A payload the readers would refuse raises
+    ``step_unit="tokens"`` (None: environment steps), a policy over a ``Box``
+    ``action_space="continuous"``, or the space itself (``env.action_space``: a Gymnasium
+    ``Box`` is continuous, ``Discrete`` discrete, a ``Dict`` not declared; see
+    ``telemetry.events.action_space_of``). A payload the readers would refuse raises
     :class:`~telemetry.codec.PayloadError` at :meth:`emit` and writes nothing.
 
     ``clock``: where event times come from (default ``time.time``); when given, the run's
@@ -118,7 +122,12 @@ class Recorder:
         kl: dict[str, KLMeasure] | None = None,
         policy_epochs: int | None = None,
         step_unit: str | None = None,
+        action_space: object = None,
     ) -> None:
+        if isinstance(action_space, str) and action_space_of(action_space) is None:
+            raise ValueError(
+                f"action_space must be 'discrete' or 'continuous', got {action_space!r}"
+            )
         self.run_id = check_run_id(run_id) if run_id is not None else new_run_id(env_id)
         self.path = Path(path) if path is not None else Path(run_dir) / self.run_id / EVENTS_FILE
         self.run_dir = self.path.parent
@@ -134,6 +143,7 @@ class Recorder:
             kl=kl,
             policy_epochs=policy_epochs,
             step_unit=step_unit,
+            action_space=action_space_of(action_space),
         )
         self._fsync_every = fsync_every
         self._append = append

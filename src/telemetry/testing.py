@@ -22,6 +22,7 @@ from telemetry.events import (
     RunStartedPayload,
     RunStatus,
     TrainerInfo,
+    action_space_of,
 )
 from telemetry.recorder import Recorder
 
@@ -93,9 +94,11 @@ class LogBuilder:
         seed: int | None = None,
         trainer: TrainerInfo | None = None,
         step_unit: str | None = None,
+        action_space: object = None,
     ) -> Event:
         """Write ``run_started`` (``schema``: a newer one makes the log unreadable;
-        ``step_unit``: what ``global_step`` counts, None for environment steps)."""
+        ``step_unit``: what ``global_step`` counts, None for environment steps;
+        ``action_space``: ``discrete``, ``continuous`` or a space, None undeclared)."""
         return self.emit(
             RunStartedPayload(
                 schema=schema,
@@ -104,6 +107,7 @@ class LogBuilder:
                 seed=seed,
                 config=dict(config or {}),
                 step_unit=step_unit,
+                action_space=action_space_of(action_space),
             )
         )
 

@@ -109,6 +109,7 @@ class RunLog(LogBuilder):
         schema: int = 1,
         env_id: str = "CartPole-v1",
         step_unit: str | None = None,
+        action_space: str | None = None,
     ) -> Event:
         return super().start(
             dict(CONFIG if config is None else config),
@@ -117,6 +118,7 @@ class RunLog(LogBuilder):
             seed=3,
             trainer=TrainerInfo(name="test-trainer", version="0.1"),
             step_unit=step_unit,
+            action_space=action_space,
         )
 
     def update(self, update: int | PPOUpdatePayload, **fields: Any) -> None:
@@ -153,14 +155,16 @@ def write_run(
     finish: RunStatus | None = "completed",
     config: Mapping[str, Any] | None = None,
     step_unit: str | None = None,
+    action_space: str | None = None,
 ) -> Path:
     """A whole run: start, ``updates`` rollout+update pairs, then finish (None: unfinished).
 
     ``overrides(u)`` returns fields to change in update ``u`` (e.g. a KL spike);
-    ``step_unit``: what its ``global_step`` counts (None: environment steps).
+    ``step_unit``: what its ``global_step`` counts (None: environment steps);
+    ``action_space``: ``run_started.action_space`` (None: not declared).
     """
     log = RunLog(path)
-    log.start(config, step_unit=step_unit)
+    log.start(config, step_unit=step_unit, action_space=action_space)
     for u in range(updates):
         log.update(u, **(overrides(u) if overrides else {}))
     if finish is not None:

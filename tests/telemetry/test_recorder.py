@@ -252,3 +252,25 @@ def test_a_step_unit_empty_or_past_32_characters_is_refused(tmp_path: Path, unit
     rec = Recorder(path=tmp_path / "e.jsonl", step_unit=unit)
     with pytest.raises(PayloadError, match=r"^run_started\.step_unit: expected str of length"):
         rec.start()
+
+
+def test_the_action_space_is_read_from_a_gymnasium_space_or_named(tmp_path: Path) -> None:
+    gym = pytest.importorskip("gymnasium", reason="needs gymnasium (the [test] extra)")
+    spaces = gym.spaces
+    cases = [
+        (spaces.Discrete(3), "discrete"),
+        (spaces.MultiDiscrete([2, 3]), "discrete"),
+        (spaces.MultiBinary(4), "discrete"),
+        (spaces.Box(-1.0, 1.0, (2,)), "continuous"),
+        (spaces.Dict({"a": spaces.Discrete(2)}), None),  # mixed: not declared
+        ("continuous", "continuous"),
+        (None, None),
+    ]
+    for i, (space, declared) in enumerate(cases):
+        with Recorder(path=tmp_path / f"{i}.jsonl", action_space=space) as rec:
+            pass
+        started = read_events(rec.path).events[0].payload
+        assert started.action_space == declared, space
+    with pytest.raises(ValueError, match="action_space must be 'discrete' or 'continuous'"):
+        Recorder(path=tmp_path / "typo.jsonl", action_space="continous")
+    assert not (tmp_path / "typo.jsonl").exists()

@@ -199,7 +199,7 @@ class Trainer:
         try:
             if self.on_start is not None and not self.on_start():
                 raise NotStarted
-            recorder = self._recorder(recorded)
+            recorder = self._recorder(recorded, collector.spec.action.discrete)
             if isinstance(recorder, Recorder):
                 try:
                     recorder.open()  # the run folder: checked before, but a race or root
@@ -234,7 +234,7 @@ class Trainer:
         finally:
             collector.envs.close()
 
-    def _recorder(self, recorded: dict[str, Any]) -> Any:
+    def _recorder(self, recorded: dict[str, Any], discrete: bool) -> Any:
         """Rank 0's :class:`Recorder`; a :class:`QuietRecorder` on every other rank."""
         cfg = self.config
         if not self.world.is_main:
@@ -248,6 +248,7 @@ class Trainer:
             config=recorded,
             trainer=TRAINER,
             world_size=self.world.size,
+            action_space="discrete" if discrete else "continuous",
         )
 
     def _loop(

@@ -160,6 +160,7 @@ class TokenTrainer:
             kl=figures.kl_declarations(cfg),
             policy_epochs=cfg.update_epochs,
             step_unit=TOKENS,
+            action_space="discrete",  # a vocabulary
         )
         if self.halt is not None:  # before run_started: the gate folds the whole run
             recorder.open()

@@ -378,7 +378,8 @@ class Thresholds:
         """The rules that fit the run ``run_started`` declares (see :class:`RunFacts`): the
         table itself for a PPO run with a critic that declares nothing more (the classic
         runs); for a language-model run the language-model forms of its rules
-        (LANGUAGE_MODEL_RULES); without the rules its algorithm makes meaningless."""
+        (LANGUAGE_MODEL_RULES); without the rules its algorithm or action space makes
+        meaningless."""
         rules = {r.metric: r for r in self.rules}
         if facts.language_model:
             for lm in LANGUAGE_MODEL_RULES:
@@ -387,6 +388,8 @@ class Thresholds:
                 rules["entropy_normalized"] = replace(
                     rules["entropy_normalized"], only_when_measured=True
                 )
+        if facts.action_space == "continuous":  # a density: no entropy over a set's size
+            rules.pop("entropy_normalized", None)
         if facts.critic_free:
             rules.pop("explained_variance", None)  # no critic, no value to explain
             epochs = facts.policy_epochs or 1
@@ -439,6 +442,9 @@ class RunFacts:
     kl: Mapping[str, KLMeasure] | None = None
     """What each KL field measures (schema 1.5); None: not declared (a classic run)."""
     policy_epochs: int | None = None
+    action_space: str | None = None
+    """``discrete``, ``continuous`` (no ``entropy_normalized``: the Entropy rule does not
+    apply; Entropy shift judges the entropy), or None: not declared."""
 
     @property
     def critic_free(self) -> bool:

@@ -461,7 +461,7 @@ class SanctumAggregator:
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
-        self._fit_rules(RunFacts(p.algorithm, p.kl, p.policy_epochs))
+        self._fit_rules(RunFacts(p.algorithm, p.kl, p.policy_epochs, p.action_space))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(
             f"{k} {v}"

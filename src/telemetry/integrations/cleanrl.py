@@ -103,9 +103,15 @@ def config_of(args: Any) -> dict[str, Any]:
     return config
 
 
-def recorder(args: Any, run_name: str, run_dir: str | os.PathLike[str] = "runs") -> Recorder:
+def recorder(
+    args: Any,
+    run_name: str,
+    run_dir: str | os.PathLike[str] = "runs",
+    action_space: object = None,
+) -> Recorder:
     """A :class:`~telemetry.Recorder` for ``<run_dir>/<run_name>/events.jsonl`` (beside
-    CleanRL's TensorBoard files in ``runs/<run_name>``) with ``args`` as its config."""
+    CleanRL's TensorBoard files in ``runs/<run_name>``) with ``args`` as its config;
+    ``action_space``: ``envs.single_action_space`` (``run_started.action_space``)."""
     return Recorder(
         run_dir=run_dir,
         run_id=run_name,
@@ -113,6 +119,7 @@ def recorder(args: Any, run_name: str, run_dir: str | os.PathLike[str] = "runs")
         seed=getattr(args, "seed", None),
         config=config_of(args),
         trainer=TrainerInfo(name="cleanrl-ppo"),
+        action_space=action_space,
     )
 
 

@@ -104,7 +104,8 @@ def on_train_result(*, algorithm: Any, result: dict[str, Any], key: str, **_: An
 class RLlibRecorder(RecordedRun):
     """Records an RLlib PPO run whose ``config`` (a ``PPOConfig``, new API stack, torch) is
     built inside the ``with`` block (see the module doc). The keywords are the
-    :class:`~telemetry.Recorder`'s."""
+    :class:`~telemetry.Recorder`'s; ``action_space`` defaults to the config's, or that of
+    its Gymnasium environment."""
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class RLlibRecorder(RecordedRun):
         run_id: str | None = None,
         env_id: str | None = None,
         seed: int | None = None,
+        action_space: object = None,
     ) -> None:
         if not hasattr(config, "clip_param") or not hasattr(config, "learner_class"):
             raise TypeError(f"RLlibRecorder records RLlib's PPOConfig; got {type(config).__name__}")
@@ -143,6 +145,7 @@ class RLlibRecorder(RecordedRun):
             config=config_of(config),
             trainer=TrainerInfo(name="rllib", version=_version()),
             policy_epochs=int(config.num_epochs),
+            action_space=action_space if action_space is not None else _action_space(config),
         )
         self._dropped = self._restarts = 0
         self.env_runners = int(config.num_env_runners)
@@ -267,6 +270,27 @@ def _numbers(values: Any) -> list[float]:
         return []
     items: Sequence[Any] = values if isinstance(values, list | tuple) else [values]
     return [float(v) for v in items]
+
+
+def _action_space(config: Any) -> Any:
+    """The config's ``action_space``, else that of one environment made from its Gymnasium
+    id and closed (what each env runner will make); None when neither says (an env creator
+    registered with Ray: pass ``action_space=``)."""
+    if getattr(config, "action_space", None) is not None:
+        return config.action_space
+    env_id = _env_id(config)
+    if env_id is None:
+        return None
+    import gymnasium as gym
+
+    try:
+        env: Any = gym.make(env_id, **(getattr(config, "env_config", None) or {}))
+    except Exception:  # noqa: BLE001 - not a Gymnasium id: RLlib resolves it (tune's registry)
+        return None
+    try:
+        return env.action_space
+    finally:
+        env.close()
 
 
 def _env_id(config: Any) -> str | None:

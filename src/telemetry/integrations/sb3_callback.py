@@ -185,6 +185,7 @@ class SanctumCallback(BaseCallback):
                 trainer=TrainerInfo(
                     name="stable-baselines3", version=stable_baselines3.__version__
                 ),
+                action_space=self.model.action_space,
             )
             self.recorder.start()
         self._mark = (self.model.num_timesteps, time.monotonic())

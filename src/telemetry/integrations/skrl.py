@@ -148,6 +148,7 @@ class SkrlRecorder(RecordedRun):
             config={**config_of(cfg), **self.probe.settings(), "measured_by": "UpdateProbe"},
             trainer=TrainerInfo(name="skrl", version=_version()),
             policy_epochs=int(cfg.learning_epochs),
+            action_space=agent.action_space,
         )
         self._episodes = _Episodes()
         self._update = agent.update

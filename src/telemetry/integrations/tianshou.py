@@ -145,6 +145,7 @@ class TianshouRecorder(RecordedRun):
             seed=seed,
             config={**config, **self.probe.settings(), "measured_by": "UpdateProbe"},
             trainer=TrainerInfo(name="tianshou", version=_version()),
+            action_space=getattr(algorithm.policy, "action_space", None),
         )
         self.steps = 0
         self._episodes = _Episodes()

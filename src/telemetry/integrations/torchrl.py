@@ -68,6 +68,18 @@ def _clip_range(loss_module: Any) -> float | None:
     return None if eps is None else float(eps)
 
 
+def _action_spec(loss_module: Any, action_key: Any) -> Any:
+    """The actor's action spec (a ``ProbabilisticActor`` built with ``spec=``), the
+    action's entry of a composite one; None when the actor was built without one."""
+    spec = getattr(loss_module.actor_network, "spec", None)
+    if spec is not None and type(spec).__name__ in ("Composite", "CompositeSpec"):
+        try:
+            return spec[action_key]
+        except KeyError:
+            return None
+    return spec
+
+
 class TorchRLRecorder(RecordedRun):
     """Records a TorchRL PPO run whose loop calls ``loss_module`` (a ``ClipPPOLoss`` or
     another ``PPOLoss``) and steps ``optimizer`` (see the module doc).
@@ -112,6 +124,7 @@ class TorchRLRecorder(RecordedRun):
             seed=seed,
             config={**settings, **self.probe.settings(), "measured_by": "UpdateProbe"},
             trainer=TrainerInfo(name="torchrl", version=_version()),
+            action_space=_action_spec(loss_module, self.action_key),
         )
         self.frames = 0
         self._losses: list[tuple[Any, Any]] = []

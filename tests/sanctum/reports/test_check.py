@@ -725,6 +725,27 @@ def test_require_fails_a_run_whose_trainer_did_not_log_a_named_rules_metric(
         )
 
 
+def test_a_continuous_run_is_not_judged_by_normalised_entropy_nor_called_less_covered(
+    tmp_path: Path,
+) -> None:
+    """Normalised entropy exists only over a finite set of actions: a run that declares a
+    continuous action space is covered by all 5 of its rules (Entropy shift judges its
+    entropy), and --require all passes it; the same log undeclared still says what it lacks."""
+    declared = write_run(tmp_path / "box" / "e.jsonl", action_space="continuous")
+    done = run_main(main, "check", declared, "--require", "all", "--json")
+    report = json.loads(done.stdout)
+    assert (done.returncode, report["verdict_text"]) == (0, "OK"), report["verdict_text"]
+    assert report["verdict_unmeasured"] == []
+    assert "Entropy shift" in report["verdict_judged_on"]
+    assert "entropy_normalized" not in {r["name"] for r in report["rows"]}
+    plain = run_main(main, "check", write_run(tmp_path / "undeclared" / "e.jsonl"))
+    assert "(5 of 6 rules; Entropy not measured)" in plain.stdout
+    discrete = run_main(
+        main, "check", write_run(tmp_path / "set" / "e.jsonl", action_space="discrete")
+    )
+    assert "(5 of 6 rules; Entropy not measured)" in discrete.stdout
+
+
 def test_require_names_a_rule_this_run_has_not_and_refuses_a_typo(tmp_path: Path) -> None:
     run = write_run(tmp_path / "e.jsonl")
     done = run_main(main, "check", run, "--require", "Reward")  # a language-model rule

@@ -168,6 +168,7 @@ def test_a_plain_pytorch_run_is_judged_on_kl_clip_grad_and_entropy(
     for metric in ("approx_kl", "clip_fraction", "grad_norm", "entropy"):
         assert rows[metric]["updates_measured"] == 8, metric
     assert report["exit_code"] == 0
+    assert report["verdict_unmeasured"] == []  # discrete: normalised entropy; a Box: none
 
 
 def test_nan_observations_end_the_run_failed_in_every_view(tmp_path: Path) -> None:

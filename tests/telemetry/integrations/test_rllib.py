@@ -64,6 +64,8 @@ def test_an_rllib_run_is_judged_on_kl_clip_grad_and_entropy(
     assert all(r.episode_return_mean == r.episode_length_mean for r in rollouts)  # CartPole
     (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "rllib" and started.policy_epochs == 2
+    assert started.action_space == "discrete"  # made from the config's Gymnasium id
+    assert report["verdict_unmeasured"] == []
     assert started.config["num_env_runners"] == 2 and started.config["clip_range"] == 0.3
 
 

@@ -46,12 +46,14 @@ def test_an_skrl_run_is_judged_on_kl_clip_grad_and_entropy(
     for metric in (*judged, "explained_variance"):
         assert rows[metric]["updates_measured"] == 4, metric
     assert report["exit_code"] == 0, report["verdict_text"]
+    assert report["verdict_unmeasured"] == []  # a Box: no Entropy rule expects a normalised one
     updates = payloads(run, PPOUpdatePayload)
     assert [u.global_step for u in updates] == [1024, 2048, 3072, 4096]
     assert all(u.minibatches_completed == 32 and not u.early_stopped for u in updates)
     assert all(u.policy_loss is not None and u.grad_clip_scale is not None for u in updates)
     (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "skrl" and started.policy_epochs == 4
+    assert started.action_space == ("continuous" if env_id == "Pendulum-v1" else "discrete")
     assert (started.config["clip_range"], started.config["kl_estimator"]) == (0.2, "k3")
     if env_id == "Pendulum-v1":  # 200-step episodes: 4 finish in each rollout of 256 x 4
         episodes = payloads(run, RolloutPayload)

@@ -48,6 +48,8 @@ def test_a_tianshou_run_is_judged_on_kl_clip_grad_and_entropy(
     assert all(u.policy_loss is not None and u.grad_clip_scale is not None for u in updates)
     (started,) = payloads(run, RunStartedPayload)
     assert started.trainer.name == "tianshou"
+    assert started.action_space == ("discrete" if env_id == "CartPole-v1" else "continuous")
+    assert report["verdict_unmeasured"] == []  # every rule its action space has measured
     assert (started.config["clip_range"], started.config["max_grad_norm"]) == (0.2, 0.5)
     rollouts = payloads(run, RolloutPayload)
     if env_id == "CartPole-v1":  # a CartPole episode's return is its length

@@ -44,6 +44,8 @@ def test_a_torchrl_run_is_judged_on_kl_clip_grad_and_entropy(tmp_path: Path) -> 
     assert episodes and all(r.episode_length_mean == 200 for r in episodes)  # Pendulum's cap
     (started,) = [e.payload for e in read_events(run / "events.jsonl").events[:1]]
     assert started.trainer.name == "torchrl" and started.config["kl_estimator"] == "k3"
+    assert started.action_space == "continuous"  # the actor's spec: Pendulum's Box
+    assert report["verdict_unmeasured"] == [] and report["verdict_text"] == "OK"
 
 
 def test_nan_observations_end_a_torchrl_run_failed_in_every_view(tmp_path: Path) -> None:
