@@ -129,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> Path:
                 policy_loss, value_loss = learn(agent, optimizer, batch, args)
                 measured.losses(policy=policy_loss, value=value_loss)  # record
                 measured.critic(batch["values"], batch["returns"])  # record
+        if (ending := probe.ending()) is not None:  # record: a policy of NaN is no result
+            recorder.finish(*ending)
     envs.close()
     return recorder.run_dir
 

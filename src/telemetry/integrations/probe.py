@@ -48,7 +48,8 @@ entered, unless ``old_log_probs`` (the rollout's) are given. Non-finite observat
 the batch are recorded as a critical anomaly (a trainer that does not raise on them trains
 on NaN), and a NaN in the policy shows as a NaN figure: the gate fails both; an exception inside the
 block records nothing for the update and leaves the run's end to the recorder's ``with``
-(``failed`` with the error's last line).
+(``failed`` with the error's last line); a trainer that returns with non-finite parameters
+ends it ``failed`` too (:meth:`UpdateProbe.ending`).
 
 Cost: one forward pass of the policy on the batch before the update and one after, without
 gradients, and a squared norm per parameter per backward pass (kept on the device and read
@@ -77,7 +78,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch
         "telemetry.integrations.probe needs torch: pip install 'sanctum-ppo[train]'"
     ) from exc
 
-from telemetry.events import AnomalyPayload, PPOUpdatePayload
+from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus
 from telemetry.integrations.cleanrl import Episodes
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
@@ -259,6 +260,20 @@ class UpdateProbe:
         if self.max_grad_norm is not None:
             found["max_grad_norm"] = self.max_grad_norm
         return found
+
+    def ending(self) -> tuple[RunStatus, str] | None:
+        """``("failed", reason)`` when a parameter the optimizer steps holds NaN or Inf once
+        the trainer returned (one that trains on NaN without raising, as skrl does, leaves a
+        policy of NaN: not a completed run); None otherwise (the run ends as the trainer
+        did). One check per tensor, once per run."""
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        bad = sum(1 for p in params if not bool(torch.isfinite(p.detach()).all()))
+        if not bad:
+            return None
+        return "failed", (
+            f"the policy's parameters hold NaN or Inf after training ({bad} of "
+            f"{len(params)} tensors the optimizer steps): the trainer returned without raising"
+        )
 
     def rollout(
         self,

@@ -1,7 +1,10 @@
 """What every integration that records a run as a ``with`` block shares: the run starts when
 the block is entered, the integration then attaches itself to its trainer, and when the
 block ends it detaches (the trainer as it was) and the run finishes as the block ended
-(``completed``; ``failed`` with the error's first line; ``interrupted`` on Ctrl-C)."""
+(``completed``; ``failed`` with the error's first line; ``interrupted`` on Ctrl-C). A
+trainer that returns need not have trained anything usable: an integration that sees so
+(:meth:`RecordedRun.ending`: a policy of NaN, no env runner left) ends the run ``failed``,
+saying what it saw, never ``completed``."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from telemetry.events import RunStatus
 from telemetry.recorder import Recorder
 
 if TYPE_CHECKING:
@@ -32,6 +36,11 @@ class RecordedRun:
     def detach(self) -> None:
         """Leave the trainer as it was, before the run finishes (nothing by default)."""
 
+    def ending(self) -> tuple[RunStatus, str] | None:
+        """How a run whose trainer returned ends, when not ``completed``: ``("failed",
+        reason)`` when what the trainer leaves cannot be used (None by default)."""
+        return None
+
     def __enter__(self) -> Self:
         self.recorder.start()
         self.attach()
@@ -45,5 +54,8 @@ class RecordedRun:
     ) -> None:
         try:
             self.detach()
+            ending = self.ending() if exc is None else None
+            if ending is not None:
+                self.recorder.finish(*ending)
         finally:
             self.recorder.__exit__(exc_type, exc, tb)

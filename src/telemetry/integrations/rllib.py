@@ -51,7 +51,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from telemetry.events import AnomalyPayload, PPOUpdatePayload, TrainerInfo
+from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus, TrainerInfo
 from telemetry.integrations import from_extra
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
@@ -148,6 +148,8 @@ class RLlibRecorder(RecordedRun):
             action_space=action_space if action_space is not None else _action_space(config),
         )
         self._dropped = self._restarts = 0
+        self._healthy: int | None = None
+        """Env runners healthy at the last iteration (None: not reported)."""
         self.env_runners = int(config.num_env_runners)
 
     def attach(self) -> None:
@@ -155,6 +157,18 @@ class RLlibRecorder(RecordedRun):
 
     def detach(self) -> None:
         _RECORDING.pop(self.key, None)
+
+    def ending(self) -> tuple[RunStatus, str] | None:
+        """``failed`` when no env runner was healthy at the last iteration: fault tolerance
+        kept train() returning, but nothing was left to sample (NaN observations kill each
+        restarted one)."""
+        if self._healthy != 0 or self.env_runners == 0:
+            return None
+        return "failed", (
+            f"RLlib's env runners: 0 of {self.env_runners} healthy at the end "
+            f"({self._dropped} dropped, {self._restarts} restarted): each raised (its error "
+            "is in Ray's worker logs)"
+        )
 
     def record(self, result: dict[str, Any]) -> None:
         """Write one training iteration's rollout and update from its ``result``; fewer
@@ -185,6 +199,7 @@ class RLlibRecorder(RecordedRun):
         dropped = int(faults.get("num_env_runners_dropped_lifetime") or 0)
         restarts = int(faults.get("num_remote_worker_restarts") or 0)
         healthy = faults.get("num_healthy_workers")
+        self._healthy = healthy if isinstance(healthy, int) else self._healthy
         short = isinstance(healthy, int) and healthy < self.env_runners
         if not short and dropped <= self._dropped and restarts <= self._restarts:
             return

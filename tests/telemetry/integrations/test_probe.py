@@ -389,3 +389,16 @@ def test_a_policy_built_on_a_view_of_its_parameters_keeps_its_before(tmp_path: P
     (update,) = payloads(tmp_path, PPOUpdatePayload)
     assert float(policy.std.detach()) > 2  # the step moved the shared std a long way
     assert update.kl_final == pytest.approx(_gaussian_kl(before, after), abs=1e-6)
+
+
+def test_a_policy_left_non_finite_is_a_failed_ending() -> None:
+    policy = Gaussian()
+    probe = UpdateProbe(policy, torch.optim.SGD(policy.parameters(), lr=0.1))
+    assert probe.ending() is None  # finite: the run ends as the trainer did
+    with torch.no_grad():
+        policy.mean.bias[1] = math.nan
+    assert probe.ending() == (
+        "failed",
+        "the policy's parameters hold NaN or Inf after training (1 of 3 tensors the optimizer "
+        "steps): the trainer returned without raising",
+    )

@@ -90,12 +90,16 @@ def _nan_config(**fault_tolerance: Any) -> Any:
 
 def test_nan_observations_fail_an_rllib_run_in_every_view(tmp_path: Path, local_ray: None) -> None:
     """An env runner that raises on NaN is dropped and restarted by RLlib's fault tolerance,
-    and train() goes on: the run is a critical anomaly, never OK."""
+    and train() goes on: the run is a critical anomaly, never OK, and with no env runner
+    left healthy at the end it ended ``failed``."""
     run = _train(_nan_config(delay_between_env_runner_restarts_s=0.0), tmp_path, "nan")
     anomaly = payloads(run, AnomalyPayload)[0]
     assert (anomaly.severity, anomaly.metric) == ("critical", "env_runners")
     assert anomaly.message.startswith("RLlib's env runners: 0 of 2 healthy (")
     assert not payloads(run, PPOUpdatePayload)  # the learner updated nothing
+    (finished,) = payloads(run, RunFinishedPayload)
+    assert finished.status == "failed"
+    assert (finished.reason or "").startswith("RLlib's env runners: 0 of 2 healthy at the end (")
     report = check_report(run)
     assert report["exit_code"] == 1 and "anomaly" in report["verdict_text"]
     assert "FAIL" in run_main(sanctum_main, "summary", run).stdout

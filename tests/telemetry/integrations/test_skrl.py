@@ -84,12 +84,14 @@ def test_the_agent_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -
 
 
 def test_nan_observations_fail_an_skrl_run_in_every_view(tmp_path: Path) -> None:
-    """skrl trains on NaN without raising: the run completes, and the gate fails it on the
-    probe's critical anomaly and the NaN figures."""
+    """skrl trains on NaN without raising: train() returns a policy of NaN, which the
+    integration ends ``failed``, and the gate fails it on that, the probe's critical
+    anomaly and the NaN figures."""
     argv = [*SMALL, "--run-dir", str(tmp_path), "--run-id", "nan", "--nan-observations-from"]
     run = _example([*argv, "400"])
     (finished,) = payloads(run, RunFinishedPayload)
-    assert finished.status == "completed"  # what skrl did: the log says no more
+    assert finished.status == "failed", finished
+    assert (finished.reason or "").startswith("the policy's parameters hold NaN or Inf after ")
     anomaly = payloads(run, AnomalyPayload)[0]
     assert (anomaly.severity, anomaly.metric, anomaly.update) == ("critical", "observations", 1)
     assert anomaly.message.startswith("non-finite observations in the rollout: ")
