@@ -57,6 +57,7 @@ from lib.calibration_corpus import (
     peer_cases,
     record,
 )
+from lib.heldout import Scored, leave_one_trainer_out, print_leave_one_out, worst_statistic
 from lib.peer_runs import final_return
 from sanctum.cli import main as sanctum_main
 from sanctum.health.levels import Level
@@ -324,7 +325,7 @@ INTEGRATED_HEALTHY = {
     "tianshou": ("CartPole-v1", "Pendulum-v1"),
 }
 """The environments each integrated trainer's healthy runs train on."""
-INTEGRATED_FAULTS = ("nan_obs", "value_scale", "lr_spike", "wide_clip", "lr_start")
+INTEGRATED_FAULTS = ("nan_obs", "value_scale", "lr_spike", "wide_clip", "lr_start", "output_scale")
 
 
 def integrated_cases() -> list[Case]:
@@ -402,6 +403,18 @@ def main() -> None:
             record_all(sorted(todo, key=_order), run_dir, args.jobs)
         cases = [c for c in cases if (run_dir / c.name / EVENTS_FILE).exists()]
         verdicts = [judge(c, run_dir / c.name / EVENTS_FILE, thresholds) for c in cases]
+        value_rule = thresholds.rule("value_loss")
+        scored = [
+            Scored(
+                v.case.name,
+                v.case.trainer,
+                v.case.healthy,
+                v.case.fault,
+                worst_statistic(run_dir / v.case.name / EVENTS_FILE, value_rule),
+            )
+            for v in verdicts
+            if value_rule is not None and (v.counted_healthy or not v.case.healthy)
+        ]
         disagree = {
             c.name: shown
             for c in cases
@@ -421,7 +434,9 @@ def main() -> None:
     result["quick"] = args.quick
     result["seeds"] = args.seeds
     result["views_disagree"] = disagree
+    result["value_loss_leave_one_trainer_out"] = leave_one_trainer_out(scored)
     print_summary(result)
+    print_leave_one_out("value_loss", result["value_loss_leave_one_trainer_out"])
     print(
         f"one verdict: check, summary, --once and the run table agree on "
         f"{len(cases) - len(disagree)} of {len(cases)} runs"

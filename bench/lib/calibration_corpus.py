@@ -351,6 +351,14 @@ def peer_broken_cases(stall_seconds: float) -> list[Case]:
         Case("sb3-nan_obs", False, base, 30, "nan_obs", **sb3),
         Case("sb3-entropy_collapse", False, base, 30, "entropy_collapse", {"factor": 1e3}, **sb3),
         Case("sb3-value_scale", False, base, 30, "value_scale", {"factor": 1e4}, **sb3),
+        # RL Zoo's schedule, lin_0.001, x100 from the first update
+        Case(
+            "sb3-lr_start",
+            False,
+            {**base, "sb3": {**base["sb3"], "learning_rate": "lin_0.1"}},
+            0,
+            **sb3,
+        ),
     ]
     pendulum = {
         "env_id": "Pendulum-v1",
@@ -376,6 +384,8 @@ def broken_cases(stall_seconds: float) -> list[Case]:
             0,
         ),
         Case("nan_obs", False, BROKEN_BASE, 30, "nan_obs"),
+        # the commonest user error: a bad setting from the first update, no healthy baseline
+        Case("lr_start", False, {**BROKEN_BASE, "learning_rate": 0.05}, 0),
         Case("entropy_collapse", False, BROKEN_BASE, 30, "entropy_collapse", {"factor": 1e3}),
         Case("value_scale", False, BROKEN_BASE, 30, "value_scale", {"factor": 1e4}),
         Case("reward_hack", False, FREE_FINETUNE, 20, "reward_hack"),

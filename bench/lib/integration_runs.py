@@ -15,7 +15,9 @@ Faults, each from a known update (the onset), or from the start:
   probe holds, right before that update;
 - ``wide_clip``: clip range 10 and 40 epochs, from the start;
 - ``lr_start``: the learning rate x100 from the start (the commonest user error: a bad
-  setting, with no healthy baseline before it).
+  setting, with no healthy baseline before it);
+- ``output_scale``: the policy's output layer (the last ``nn.Linear`` its distribution is
+  computed through) x1000 right before the onset update: logits or means blown up.
 """
 
 from __future__ import annotations
@@ -124,6 +126,37 @@ def _spiking(onset: int, factor: float) -> type[probe_module.UpdateProbe]:
     return Spiking
 
 
+def _scaling(onset: int, factor: float) -> type[probe_module.UpdateProbe]:
+    class Scaling(probe_module.UpdateProbe):
+        """The probe, which also multiplies the policy's output layer right before
+        ``onset``: the last ``nn.Linear`` a forward pass of its distribution goes through
+        (found by a global forward hook; its tensors as used, so TorchRL's functional
+        parameters are the ones scaled)."""
+
+        @contextlib.contextmanager
+        def update(self, recorder: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            if recorder.updates == onset:
+                used: list[tuple[torch.Tensor, ...]] = []
+
+                def keep(module: torch.nn.Module, *_: Any) -> None:
+                    if isinstance(module, torch.nn.Linear):
+                        used.append(tuple(p for p in (module.weight, module.bias) if p is not None))
+
+                handle = torch.nn.modules.module.register_module_forward_hook(keep)
+                try:
+                    with torch.no_grad():
+                        self.distribution(probe_module._head(args[0], 1, 4))
+                finally:
+                    handle.remove()
+                with torch.no_grad():
+                    for tensor in used[-1]:
+                        tensor.mul_(factor)
+            with super().update(recorder, *args, **kwargs) as measure:
+                yield measure
+
+    return Scaling
+
+
 def record(
     name: str,
     trainer: str,
@@ -162,6 +195,9 @@ def record(
     if fault == "lr_spike":
         assert onset is not None
         holder.UpdateProbe = _spiking(onset, 100.0)
+    elif fault == "output_scale":
+        assert onset is not None
+        holder.UpdateProbe = _scaling(onset, 1000.0)
     try:
         module.main(argv)
     except Exception as exc:  # noqa: BLE001 - a run its fault ended is recorded as failed

@@ -126,7 +126,7 @@ def test_one_kl_reads_the_same_in_the_banner_the_panel_and_the_run_table(tmp_pat
     assert format_kl(1.4e-05) == "1.4e-05"  # never a zero for a KL that is not
 
 
-UNRULED_SHOWN = ("approx_kl_max", "kl_final", "value_loss", "learning_rate")
+UNRULED_SHOWN = ("approx_kl_max", "kl_final", "policy_loss", "learning_rate")
 """Metrics no rule judges, shown by value in summary, diff, ``--once`` and the chart list."""
 
 

@@ -31,7 +31,7 @@ JUMP_BASELINE: Final = 3
 def values_needed(rule: Rule) -> int:
     """Values a rolling statistic needs before it judges: a jump's baseline, or half the
     window for a median (a median of one or two values is no smoother than the value)."""
-    if rule.statistic in ("start", "split"):
+    if rule.statistic in ("start", "split", "high"):
         return rule.window
     return JUMP_BASELINE if rule.statistic in ("jump", "shift") else (rule.window + 1) // 2
 
@@ -164,6 +164,10 @@ class RuleJudge:
         """The measured values before the latest, for the max over ``span``."""
         self._start: float | None = None
         """The median of the run's first ``window`` values (statistic ``start``)."""
+        self._high: float | None = None
+        """The largest value judged so far, none past critical (statistic ``high``)."""
+        self._counted = 0
+        """Values the ``high`` has seen."""
         self._rise = RiseTracker(rule) if rule.rise_with is not None else None
         self._seen = False
         self._missing = 0
@@ -307,6 +311,8 @@ class RuleJudge:
         if self.rule.statistic == "median":
             median = window.push_median(value)
             return median if len(window) >= self._need else None
+        if self.rule.statistic == "high":
+            return self._new_high(value)
         if self.rule.statistic == "start":
             if self._start is None:
                 window.push(value)
@@ -331,6 +337,17 @@ class RuleJudge:
             statistic = value / baseline
         if not self._past_critical(statistic):
             window.push(value)
+        return statistic
+
+    def _new_high(self, value: float) -> float | None:
+        """The value over the run's largest before it, once ``window`` values were seen; a
+        value past critical does not become the record (a fault keeps firing)."""
+        high, self._counted = self._high, self._counted + 1
+        statistic = None
+        if self._counted > self._need and high is not None and high > 0:
+            statistic = value / high
+        if statistic is None or not self._past_critical(statistic):
+            self._high = value if high is None else max(high, value)
         return statistic
 
     def _fire(

@@ -40,8 +40,10 @@ from telemetry.events import KLMeasure
 from telemetry.files import InputFileError, read_toml
 
 Direction = Literal["above", "below"]
-Statistic = Literal["value", "median", "jump", "shift", "start", "split"]
-STATISTICS: Final[tuple[str, ...]] = ("value", "median", "jump", "shift", "start", "split")
+Statistic = Literal["value", "median", "jump", "shift", "start", "split", "high"]
+STATISTICS: Final[tuple[str, ...]] = (
+    "value", "median", "jump", "shift", "start", "split", "high"
+)  # fmt: skip
 _TOP_KEYS: Final = ("stale_seconds", "stall_seconds", "stall_pace")
 """Settings of the table as a whole (the rest of a thresholds file is [metric] tables)."""
 
@@ -83,7 +85,11 @@ class Rule:
     the run's first ``window`` measured values (a gradual fall that no jump shows); or the
     ``split`` of the update's ``reward_components``: over the last ``window`` updates, how far
     one component rose while another fell (the smaller of the two moves, each the median of
-    the later half of the window less that of the earlier half), in reward units."""
+    the later half of the window less that of the earlier half), in reward units; or the
+    ``high``: the value over the largest the run measured before it, judged once ``window``
+    values were measured (a new high by orders of magnitude: a loss whose healthy values
+    swing by 1000x from one update to the next, as a converged critic's does, still never
+    goes far past its own record)."""
     window: int = 1
     """Updates in the rolling statistic (``median`` and ``jump``)."""
     persist: int = 1
@@ -173,7 +179,7 @@ class Rule:
         another metric, else the value at ``decimals`` (``NaN``/``+Inf`` spelled out; None
         is ``absent``)."""
         if value is not None and math.isfinite(value):
-            if self.statistic == "jump":
+            if self.statistic in ("jump", "high"):
                 return f"x{format_value(value, 1)}"
             if self.statistic == "shift":
                 return f"±{format_value(value, 2)}"
@@ -190,7 +196,7 @@ class Rule:
         """The rule in words, for tables and help, e.g. ``approx_kl > 0.02 / > 0.05, 2
         updates in a row (at once past 0.15)``."""
         sign = self.sign
-        unit = "x" if self.statistic == "jump" else ""
+        unit = "x" if self.statistic in ("jump", "high") else ""
         measure = self.metric
         if self.per is not None:
             measure = f"{self.metric} / {self.per} (at least {self.per_floor:g})"
@@ -204,6 +210,8 @@ class Rule:
             subject = f"reward_components: one rising while another falls, over {self.window}"
         elif self.statistic == "start":
             subject = f"{measure} / median of the run's first {self.window}"
+        elif self.statistic == "high":
+            subject = f"{measure} / largest before it (after {self.window})"
         else:
             subject = measure
             if self.statistic == "median":
@@ -392,6 +400,7 @@ class Thresholds:
             rules.pop("entropy_normalized", None)
         if facts.critic_free:
             rules.pop("explained_variance", None)  # no critic, no value to explain
+            rules.pop("value_loss", None)
             epochs = facts.policy_epochs or 1
             kl = facts.kl or {}
             if epochs == 1 and "approx_kl" not in kl:  # the ratio is 1 by construction
@@ -497,6 +506,16 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             min_return_spread=0.05,
         ),
         Rule(
+            "value_loss",
+            "Value loss",
+            "above",
+            100.0,
+            1000.0,
+            decimals=3,
+            statistic="high",
+            window=5,
+        ),
+        Rule(
             "entropy_normalized",
             "Entropy",
             "below",
@@ -554,8 +573,11 @@ updates at 10 nats, but in no healthy run does the policy move far while the cli
 nothing), pre-clip gradient norms and normalised entropy against their recent medians,
 a Gaussian policy's entropy by its shift from its recent median. Clip fraction and
 explained variance only warn: tuned healthy runs clip half their samples and keep critics
-below 0 for hundreds of updates. The reference KL and the length rate are judged in their
-own units (fine-tuning and token-level runs)."""
+below 0 for hundreds of updates. The value loss is judged by how far it passes its own
+record: a converged critic's loss swings by 1000x between updates (a failed CartPole episode
+after a run of perfect ones), but no healthy run of the corpus took it past 7x the largest
+before it, where rewards x1e4 take it 1e4 to 1e8x at once. The reference KL and the length
+rate are judged in their own units (fine-tuning and token-level runs)."""
 
 LANGUAGE_MODEL_RULES: Final = (
     Rule(

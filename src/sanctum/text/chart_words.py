@@ -110,6 +110,8 @@ def legend(
         parts.append(f"{rule.label} judges the shift from the median of {rule.window}")
     elif rule is not None and rule.statistic == "jump":
         parts.append(f"{rule.label} judges the jump over the median of {rule.window}")
+    elif rule is not None and rule.statistic == "high":
+        parts.append(f"{rule.label} judges each value over the largest before it")
     shown = [v for v in values if v is not None]
     if any(math.isnan(v) for v in shown):
         parts.append("× NaN")

@@ -23,11 +23,13 @@ WARMUP = 3
 VALUE_LOSS_RULE = f"""\
 [value_loss]
 direction = "above"
+statistic = "value"
 warning = 0.000001
 critical = 0.00001
 warmup_updates = {WARMUP}
 """
-"""A rule every CartPole run breaks at once: its value loss is far above 1e-5."""
+"""The value-loss rule made one every CartPole run breaks at once: its value loss is far
+above 1e-5."""
 
 
 def _ppo(*args: str, cwd: Path) -> Ran:
@@ -64,10 +66,10 @@ def _assert_halted(run: Path, rules: Path, fired_at: int) -> RunFinished:
     assert isinstance(finished, RunFinished)
     assert finished.payload.status == "failed"
     assert finished.payload.reason is not None
-    assert finished.payload.reason.startswith("halted: value_loss critical (value_loss reached")
+    assert finished.payload.reason.startswith("halted: Value loss critical (Value loss reached")
     check = _sanctum_check(run, rules)
     assert check.returncode == 1, check.stdout + check.stderr
-    assert "FAIL: value_loss" in check.stdout
+    assert "FAIL: Value loss" in check.stdout
     return finished
 
 
@@ -80,7 +82,7 @@ def test_a_run_halts_at_the_update_a_rule_goes_critical(tmp_path: Path, rules: P
     finished = _assert_halted(run, rules, fired_at=WARMUP)
     assert finished.payload.updates == WARMUP + 1  # of the 16 the run would have taken
     assert (run / "checkpoints" / f"update_{WARMUP + 1:06d}.pt").is_file()
-    assert "ppo train: halted: value_loss critical" in done.stderr
+    assert "ppo train: halted: Value loss critical" in done.stderr
     assert f"checkpoint saved to runs/r/checkpoints/update_{WARMUP + 1:06d}.pt" in done.stderr
 
 
@@ -144,7 +146,7 @@ def test_a_token_level_run_halts_too(tmp_path: Path, rules: Path) -> None:
     args = ["--config", str(config), "--run-dir", "runs", "--run-id", "t", *TOKENS_SHORT]
     done = _ppo(*args, "--halt-on", "critical", "--thresholds", str(rules), cwd=tmp_path)
     assert done.returncode == halt.EXIT_HALTED, done.stderr
-    assert "ppo train: halted: value_loss critical" in done.stderr
+    assert "ppo train: halted: Value loss critical" in done.stderr
     assert "stopped after 4 updates" in done.stderr
     finished = _assert_halted(tmp_path / "runs" / "t", rules, fired_at=WARMUP)
     assert finished.payload.updates == WARMUP + 1

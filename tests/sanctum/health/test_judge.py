@@ -41,6 +41,8 @@ WARN_ONLY = Rule(
     "clip_fraction", "Clip", "above", 0.4, None, statistic="median", window=10, persist=2
 )
 """A rule that only warns: no critical line."""
+VALUE = Rule("value_loss", "Value loss", "above", 100.0, 1000.0, statistic="high", window=5)
+"""The value loss over the largest before it, from the sixth value."""
 
 
 def levels(rule: Rule, values: Sequence[float | None], start: int = 0) -> list[Level]:
@@ -175,6 +177,8 @@ def test_tallies_count_fired_levels_and_keep_the_worst_statistic() -> None:
 def reference(rule: Rule, values: Sequence[float | None]) -> tuple[list[Level], int, int]:
     """The obvious loop, written apart from the judge: levels, judged count, critical count."""
     window: list[float] = []
+    top: float | None = None  # the record, for ``high``
+    seen = 0
     streak_w = streak_c = 0
     out, judged, critical = [], 0, 0
     for update, value in enumerate(values):
@@ -201,6 +205,11 @@ def reference(rule: Rule, values: Sequence[float | None]) -> tuple[list[Level], 
             band_now = None if stat is None else level_of(rule, stat, update)
             if band_now is not C:
                 window = [*window, value][-rule.window :]
+        elif rule.statistic == "high":
+            stat = value / top if seen >= rule.window and top is not None and top > 0 else None
+            if stat is None or level_of(rule, stat, update) is not C:
+                top = value if top is None else max(top, value)
+            seen += 1
         else:
             stat = value
         if stat is None:
@@ -224,6 +233,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
         "explained_variance": (-1, 1),
         "clip_fraction": (0.0, 1.0),
         "entropy": (-1.0, 1.5),
+        "value_loss": (1e-4, 50.0),
     }
     low, high = base[rule.metric]
     out: list[float | None] = []
@@ -231,7 +241,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
         r = rng.random()
         if r < 0.04:
             out.append(rng.choice([None, math.nan, math.inf]))
-        elif r < 0.08 and rule.statistic == "jump":
+        elif r < 0.08 and rule.statistic in ("jump", "high"):
             out.append(rng.uniform(5e3, 1e5))
         elif r < 0.12:
             out.append(rng.choice([rule.warning, rule.critical]))
@@ -240,7 +250,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
     return out
 
 
-@pytest.mark.parametrize("rule", [KL, GRAD, EV, WARN_ONLY, SHIFT], ids=lambda r: r.metric)
+@pytest.mark.parametrize("rule", [KL, GRAD, EV, WARN_ONLY, SHIFT, VALUE], ids=lambda r: r.metric)
 def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
     rng = random.Random(rule.metric)
     for trial in range(40):
@@ -253,6 +263,23 @@ def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
             start = end
         assert (judge.judged, judge.at_critical) == (judged, critical), trial
         assert levels(rule, values) == expected, trial  # value by value, too
+
+
+def test_a_new_high_over_the_runs_record() -> None:
+    """A converged critic's loss falls 1000x and swings back (a failed CartPole episode
+    after perfect ones): never past its record, so healthy. Rewards x1e4 take it 1e8x past
+    the record at once: critical, and the fault does not become the record, so it keeps
+    firing until the loss is back under it. Nothing is judged before 5 values."""
+    swings = [40.0, 55.0, 30.0, 20.0, 8.0, 1.0, 0.01, 0.002, 45.0, 0.001, 60.0]
+    assert levels(VALUE, swings) == [P] * 5 + [H] * 6
+    assert levels(VALUE, [*swings, 60.0 * 150, 2.0]) == [P] * 5 + [H] * 6 + [W, H]
+    scaled = [*swings[:6], 1e8, 5e7, 30.0]
+    assert levels(VALUE, scaled) == [P] * 5 + [H, C, C, H]
+    judge = RuleJudge(VALUE)
+    judge.fold(list(range(len(scaled))), scaled)
+    assert (judge.worst, judge.at_critical) == (1e8 / 55.0, 2)
+    assert VALUE.describe() == "value_loss / largest before it (after 5) > 100x / > 1000x"
+    assert VALUE.format(1e8 / 55.0) == "x1.82e+06"
 
 
 def test_a_shift_either_way_from_the_recent_median() -> None:

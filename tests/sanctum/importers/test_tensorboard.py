@@ -521,11 +521,12 @@ def test_an_import_without_its_outcome_says_so_in_every_view_and_fails_the_gate(
     code, printed, err = sanctum(*args, "--map", str(tmp_path / "map.toml"), capsys=capsys)
     assert code == 0, err
     assert "outcome: not recorded" in printed and "--exit-code N" in printed
-    assert "rules the mapped tags feed: KL, Clip, Entropy shift (3 of 6)\n" in printed
+    assert "rules the mapped tags feed: KL, Clip, Entropy shift (3 of 7)\n" in printed
     assert (
-        "not fed: Grad (grad_norm), EV (explained_variance), Entropy (entropy_normalized): "
-        "recording the run with telemetry.integrations.probe's UpdateProbe around its update "
-        "measures them (or --actions N for Entropy)\n"
+        "not fed: Grad (grad_norm), EV (explained_variance), Value loss (value_loss), Entropy "
+        "(entropy_normalized): recording the run with telemetry.integrations.probe's "
+        "UpdateProbe around its update measures them (the value loss as the trainer computes "
+        "it: measure.losses(value=...); or --actions N for Entropy)\n"
     ) in printed
     events = read_events(out / "events.jsonl").events
     assert not [e for e in events if isinstance(e, RunFinished)]  # nothing the log did not say

@@ -53,7 +53,9 @@ FIXTURES: dict[str, dict[str, Any]] = {
 }
 """Each KL breach lasts 3 updates or more: the KL rule's median of 5 per clip fraction is
 past a line from the third such update, and for 2 updates after it ends."""
-COVERAGE = " · judged: KL, Clip, Grad, EV, Entropy shift (5 of 6 rules; Entropy not measured)"
+COVERAGE = (
+    " · judged: KL, Clip, Grad, EV, Value loss, Entropy shift (6 of 7 rules; Entropy not measured)"
+)
 """What an OK or WARN of these runs rests on: they log no entropy_normalized."""
 EXPECTED = {
     "healthy": ("OK", "OK" + COVERAGE),
@@ -72,16 +74,16 @@ STRICT = {
 }
 """The same under ``--fail-on warning``: the warned run fails."""
 TABLE = {
-    "healthy": "OK · 5/6 rules",
-    "warned": "WARN: KL 3x · 5/6",
+    "healthy": "OK · 6/7 rules",
+    "warned": "WARN: KL 3x · 6/7",
     "failed": "FAIL: KL 3x",
     "recovered": "FAIL: KL 3x",
     "interrupted": "FAIL: interrupted",
 }
 """The verdict in the run table's column: the rules' count cut to fit."""
 BANNER = {
-    "healthy": "OK · 5/6 rules",
-    "warned": "WARN: KL 3x · 5/6 rules",
+    "healthy": "OK · 6/7 rules",
+    "warned": "WARN: KL 3x · 6/7 rules",
     "failed": "FAIL: KL 3x",
     "recovered": "FAIL: KL 3x",
     "interrupted": "FAIL: interrupted",

@@ -711,7 +711,7 @@ def test_require_fails_a_run_whose_trainer_did_not_log_a_named_rules_metric(
     run = write_run(tmp_path / "e.jsonl")
     plain = run_main(main, "check", run)
     assert plain.returncode == 0
-    assert "(5 of 6 rules; Entropy not measured)" in plain.stdout
+    assert "(6 of 7 rules; Entropy not measured)" in plain.stdout
     kept = run_main(main, "check", run, "--require", "kl,Grad,approx_kl, clip_fraction")
     assert kept.returncode == 0, kept.stdout
     assert "pass  required: required rules each measured the run: KL, Grad, Clip" in kept.stdout
@@ -739,11 +739,11 @@ def test_a_continuous_run_is_not_judged_by_normalised_entropy_nor_called_less_co
     assert "Entropy shift" in report["verdict_judged_on"]
     assert "entropy_normalized" not in {r["name"] for r in report["rows"]}
     plain = run_main(main, "check", write_run(tmp_path / "undeclared" / "e.jsonl"))
-    assert "(5 of 6 rules; Entropy not measured)" in plain.stdout
+    assert "(6 of 7 rules; Entropy not measured)" in plain.stdout
     discrete = run_main(
         main, "check", write_run(tmp_path / "set" / "e.jsonl", action_space="discrete")
     )
-    assert "(5 of 6 rules; Entropy not measured)" in discrete.stdout
+    assert "(6 of 7 rules; Entropy not measured)" in discrete.stdout
 
 
 def test_require_names_a_rule_this_run_has_not_and_refuses_a_typo(tmp_path: Path) -> None:

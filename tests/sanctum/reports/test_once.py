@@ -34,7 +34,7 @@ def test_the_text_is_the_banner_then_the_panels(tmp_path: Path) -> None:
     text = once_text(read_snapshot(path, DEFAULT_THRESHOLDS), path)
     lines = text.splitlines()
     assert lines[0].startswith("■ FINISHED  run-once  CartPole-v1  update 5")
-    assert lines[1].startswith("OK · 5/6 rules  KL 0.00")  # the rules it rests on
+    assert lines[1].startswith("OK · 6/7 rules  KL 0.00")  # the rules it rests on
     assert any(line.startswith("approx_kl ") and "healthy" in line for line in lines)
     assert "early stops   0" in text
     assert "finish     run completed" in text
@@ -124,18 +124,18 @@ def test_once_on_a_file_that_keeps_growing_shows_it_as_it_was_when_read(
 
 
 def test_unjudged_metrics_say_not_judged_and_absent_ones_not_measured(tmp_path: Path) -> None:
-    """No rule judges value_loss or learning_rate: never "healthy"; an update that did not
+    """No rule judges policy_loss or learning_rate: never "healthy"; an update that did not
     measure grad_norm: "not measured", not "pending"; in the text and in ``--json``."""
     path = tmp_path / "events.jsonl"
     write(path, 6, finish=True, grad_norm=None)
     snapshot = read_snapshot(path, DEFAULT_THRESHOLDS)
     rows = {line.split()[0]: line for line in once_text(snapshot, path).splitlines() if line}
-    for name in ("value_loss", "learning_rate"):
+    for name in ("policy_loss", "learning_rate"):
         assert "not judged" in rows[name] and "healthy" not in rows[name], rows[name]
     assert rows["grad_norm"].split()[:3] == ["grad_norm", "not", "measured"]  # then its history
     assert "healthy" in rows["approx_kl"]
     metrics = once_dict(snapshot)["metrics"]
-    assert metrics["value_loss"]["status"] == "not judged"
+    assert metrics["policy_loss"]["status"] == "not judged"
     assert metrics["grad_norm"]["status"] == "not measured"
     assert metrics["approx_kl"]["status"] == "healthy"
 
@@ -148,7 +148,7 @@ def test_json_level_is_null_where_nothing_judged(tmp_path: Path) -> None:
     done = run_main(main, path, "--once", "--json")
     assert done.returncode == 0, done.stderr
     metrics = json.loads(done.stdout)["metrics"]
-    for name in ("value_loss", "learning_rate", "grad_norm"):
+    for name in ("policy_loss", "learning_rate", "grad_norm"):
         assert metrics[name]["level"] is None, (name, metrics[name])
     assert metrics["approx_kl"]["level"] == "healthy"
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sanctum.formatting import plural
-from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT
+from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts
 from sanctum.importers.tensorboard.convert import (
     Timed,
     config_values,
@@ -270,6 +270,7 @@ def run_started(
         kl=dict(kl) if kl else None,
         policy_epochs=header.policy_epochs,
         step_unit=mapping.step_unit,
+        action_space="discrete" if (opts.action_count or header.action_count) else None,
     )
 
 
@@ -381,13 +382,14 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
         header.constants,
     )
     times = [e.ts for e in events[:1]] + [log.first_wall_time or math.inf]
-    started = Timed(min(times), run_started(log, mapping, opts, header, placed))
+    head = run_started(log, mapping, opts, header, placed)
+    started = Timed(min(times), head)
     try:
         out.mkdir(parents=True, exist_ok=True)
         finished = write_log(path, _run_id(out), started, events, ending)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the event log: {exc.strerror or exc}") from None
-    lines = report(log, mapping, events, finished, out, ending)
+    lines = report(log, mapping, head, events, finished, out, ending)
     if placed:
         lines.insert(2, f"placed: {placed}")
     return ImportReport(lines, log.unread)
@@ -405,11 +407,15 @@ TensorBoard log lacks; any other PyTorch trainer: :data:`PROBE`."""
 PROBE: Final = "telemetry.integrations.probe's UpdateProbe around its update"
 
 
-def coverage_lines(mapping: TagMapping, payloads: Sequence[object]) -> list[str]:
-    """Which rules the imported updates feed, and, when some are not fed, what would
-    measure them: what ``check`` will rest its verdict on, said before it is run."""
+def coverage_lines(
+    mapping: TagMapping, header: RunStartedPayload, payloads: Sequence[object]
+) -> list[str]:
+    """Which of the rules that fit the run (its algorithm, action space: ``header``) the
+    imported updates feed, and, when some are not fed, what would measure them: what
+    ``check`` will rest its verdict on, said before it is run."""
     updates = [p for p in payloads if isinstance(p, PPOUpdatePayload)]
-    rules = [r for r in DEFAULT_THRESHOLDS.rules if not r.only_when_measured]
+    facts = RunFacts(header.algorithm, header.kl, header.policy_epochs, header.action_space)
+    rules = [r for r in DEFAULT_THRESHOLDS.for_run(facts).rules if not r.only_when_measured]
 
     def fed(metric: str) -> bool:
         fields = (metric, SAME_CONCEPT.get(metric))
@@ -425,17 +431,19 @@ def coverage_lines(mapping: TagMapping, payloads: Sequence[object]) -> list[str]
     names = ", ".join(f"{r.label} ({r.metric})" for r in missing)
     trainer = mapping.trainer.lower()
     by = next((how for name, how in MEASURED_BY.items() if name in trainer), PROBE)
-    hint = (
-        " (or --actions N for Entropy)"
-        if any(r.metric == "entropy_normalized" for r in missing)
-        else ""
-    )
+    hints = []
+    if any(r.metric == "value_loss" for r in missing) and by == PROBE:
+        hints.append("the value loss as the trainer computes it: measure.losses(value=...)")
+    if any(r.metric == "entropy_normalized" for r in missing):
+        hints.append("or --actions N for Entropy")
+    hint = f" ({'; '.join(hints)})" if hints else ""
     return [line, f"not fed: {names}: recording the run with {by} measures them{hint}"]
 
 
 def report(
     log: TBLog,
     mapping: TagMapping,
+    header: RunStartedPayload,
     events: list[Timed],
     end: RunFinishedPayload,
     out: Path,
@@ -456,7 +464,7 @@ def report(
         lines.append(f"unmapped tags (named in the run's config): {', '.join(names)}")
     for kind, tags in other_data(log, mapping):
         lines.append(f"not imported ({kind}): {', '.join(tags)}")
-    lines += coverage_lines(mapping, [e.payload for e in events])
+    lines += coverage_lines(mapping, header, [e.payload for e in events])
     if ending is None:
         lines.append(
             "outcome: not recorded: sanctum check fails the run as unfinished "
