@@ -35,6 +35,7 @@ The last line printed is one JSON object with every figure.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import statistics
@@ -87,6 +88,15 @@ class Verdict:
     failing_rows: tuple[str, ...]
     score: float | None = None
     """The run's final return (mean of its last 20 episodes)."""
+    contained: bool = False
+    """A broken case whose fault did not harm it: it ended ``completed`` with a final return
+    at least the median of its trainer's healthy runs on that environment (a learning rate
+    x100 that our KL early stop contains and that solves CartPole sooner). It is listed,
+    not counted: a gate that failed it would fail a run its user would keep."""
+
+    @property
+    def counted_broken(self) -> bool:
+        return not self.case.healthy and not self.contained
 
     @property
     def reached(self) -> bool | None:
@@ -129,8 +139,29 @@ def judge(case: Case, events: Path, thresholds: Thresholds) -> Verdict:
     if result.status == "failed":  # the trainer stopped on an error, during this update
         critical["run_finished"] = result.updates
     failing = tuple(r.name for r in result.rows if not r.passed)
-    score = final_return(events) if case.healthy else None
+    score = final_return(events) if case.healthy or result.status == "completed" else None
     return Verdict(case, not result.passed, warned, critical, failing, score)
+
+
+def with_contained(verdicts: list[Verdict]) -> list[Verdict]:
+    """``verdicts`` with each broken run the fault did not harm marked ``contained``."""
+    out = []
+    for v in verdicts:
+        peers = [
+            p.score
+            for p in verdicts
+            if p.counted_healthy
+            and p.score is not None
+            and (p.case.trainer, p.case.env_id) == (v.case.trainer, v.case.env_id)
+        ]
+        harmless = (
+            not v.case.healthy
+            and v.score is not None
+            and bool(peers)
+            and v.score >= statistics.median(peers)
+        )
+        out.append(dataclasses.replace(v, contained=harmless) if harmless else v)
+    return out
 
 
 def verdicts_shown(events: Path, thresholds_file: Path | None) -> dict[str, str]:
@@ -184,7 +215,7 @@ def _tally(healthy: list[Verdict], broken: list[Verdict]) -> dict[str, Any]:
 
 def _group(verdicts: list[Verdict], key: Callable[[Case], str]) -> dict[str, dict[str, Any]]:
     healthy = [v for v in verdicts if v.counted_healthy]
-    broken = [v for v in verdicts if not v.case.healthy]
+    broken = [v for v in verdicts if v.counted_broken]
     names = sorted({key(v.case) for v in healthy + broken})
     return {
         name: _tally(
@@ -196,7 +227,7 @@ def _group(verdicts: list[Verdict], key: Callable[[Case], str]) -> dict[str, dic
 
 def figures(verdicts: list[Verdict], rules: tuple[str, ...]) -> dict[str, Any]:
     healthy = [v for v in verdicts if v.counted_healthy]
-    broken = [v for v in verdicts if not v.case.healthy]
+    broken = [v for v in verdicts if v.counted_broken]
     heldout = [v for v in healthy if v.case.split == "heldout"]
     missed = [v for v in verdicts if v.case.healthy and not v.counted_healthy]
     per_rule = {
@@ -219,6 +250,7 @@ def figures(verdicts: list[Verdict], rules: tuple[str, ...]) -> dict[str, Any]:
         "heldout_false_alarm_runs": sum(v.failed for v in heldout),
         "heldout_warn_runs": sum(bool(v.warned) for v in heldout),
         "not_reaching_score": {v.case.name: v.score for v in missed},
+        "contained": {v.case.name: v.score for v in verdicts if v.contained},
         "per_split": _group(verdicts, lambda c: c.split),
         "by_trainer": _group(verdicts, lambda c: c.trainer),
         "per_rule": per_rule,
@@ -256,8 +288,9 @@ def print_table(verdicts: list[Verdict]) -> None:
         onset = "-" if c.onset is None else str(c.onset)
         rows = ",".join(v.failing_rows) or "-"
         warned = ",".join(v.warned) or "-"
-        kind = "broken" if not c.healthy else "healthy" if v.counted_healthy else "MISSED"
-        score = "-" if v.score is None else f"{v.score:.1f}"
+        kind = "healthy" if v.counted_healthy else "MISSED" if c.healthy else "broken"
+        kind = "contain" if v.contained else kind
+        score = "-" if v.score is None else f"{v.score:.1f}"  # a broken run's too
         target = "-" if c.target is None or not c.healthy else f"{c.target.score:g}"
         check = "FAIL" if v.failed else "pass"
         row = (
@@ -288,6 +321,11 @@ def print_summary(result: dict[str, Any]) -> None:
             )
     for name, score in result["not_reaching_score"].items():
         print(f"left out of the healthy set: {name} did not reach its published score ({score})")
+    for name, score in result["contained"].items():
+        print(
+            f"left out of the broken set: {name}'s fault did not harm it (final return {score}, "
+            "at least its trainer's healthy median on that environment)"
+        )
     print(
         f"\nhealthy runs failed: {result['false_alarm_runs']}/{result['healthy_runs']} "
         f"(held out {result['heldout_false_alarm_runs']}/{result['heldout_healthy_runs']}), "
@@ -402,7 +440,9 @@ def main() -> None:
             print(f"recording {len(todo)} runs into {run_dir} ({args.jobs} at a time)")
             record_all(sorted(todo, key=_order), run_dir, args.jobs)
         cases = [c for c in cases if (run_dir / c.name / EVENTS_FILE).exists()]
-        verdicts = [judge(c, run_dir / c.name / EVENTS_FILE, thresholds) for c in cases]
+        verdicts = with_contained(
+            [judge(c, run_dir / c.name / EVENTS_FILE, thresholds) for c in cases]
+        )
         value_rule = thresholds.rule("value_loss")
         scored = [
             Scored(
@@ -413,7 +453,7 @@ def main() -> None:
                 worst_statistic(run_dir / v.case.name / EVENTS_FILE, value_rule),
             )
             for v in verdicts
-            if value_rule is not None and (v.counted_healthy or not v.case.healthy)
+            if value_rule is not None and (v.counted_healthy or v.counted_broken)
         ]
         disagree = {
             c.name: shown

@@ -192,6 +192,38 @@ def check_steps(
     return found
 
 
+FROZEN_UPDATES: Final = 3
+"""Updates in a row with a gradient norm and a KL of exactly 0 that make a frozen run."""
+
+
+def check_frozen(
+    streak: int,
+    updates: Sequence[int],
+    grad_norm: Sequence[float | None],
+    kl: Sequence[float | None],
+) -> tuple[list[Violation], int]:
+    """Updates that changed nothing: a pre-clip gradient norm and a KL to the old policy
+    both exactly 0, from the :data:`FROZEN_UPDATES`-th such update in a row on (a working
+    PPO update always has a gradient; a trainer that logs a placeholder 0 for the norm
+    still moves its policy). ``streak``: such updates just before these; returns the
+    violations and the streak after them."""
+    if 0.0 not in grad_norm:  # the common column: one C-speed scan
+        return [], 0
+    found = []
+    for update, g, k in zip(updates, grad_norm, kl, strict=True):
+        streak = streak + 1 if g == 0.0 and k == 0.0 else 0
+        if streak >= FROZEN_UPDATES:
+            found.append(
+                Violation(
+                    update,
+                    f"grad_norm and the KL 0 for {streak} updates in a row: the update changed "
+                    "nothing (no gradient reaches the parameters: a dead network, a detached "
+                    "loss, or an optimizer that skips every step)",
+                )
+            )
+    return found, streak
+
+
 def check_order(previous: int | None, updates: Sequence[int]) -> list[Violation]:
     """Update indices must be >= 0 and increase; ``previous`` is the last one seen."""
     found = []

@@ -128,6 +128,8 @@ class HealthJudge:
         """The range violations of the latest update (what the verdict shows now)."""
         self.last_update: int | None = None
         self.last_step: int | None = None
+        self._frozen = 0
+        """Updates in a row, up to the last, that changed nothing (contracts.check_frozen)."""
         self._splits: dict[str, ComponentSplit] = {}
         """The reward components' recent values, per ``split`` rule."""
 
@@ -260,6 +262,10 @@ class HealthJudge:
             if extreme is not None and contract.breached_by(*extreme):
                 found += contracts.check_column(contract, updates, columns[contract.metric])
         found += contracts.check_entropy(updates, columns["entropy"], columns["entropy_normalized"])
+        frozen, self._frozen = contracts.check_frozen(
+            self._frozen, updates, columns["grad_norm"], concept_column(columns, "approx_kl")
+        )
+        found += frozen
         if found:
             found.sort(key=lambda v: v.update)
             self.violations += len(found)

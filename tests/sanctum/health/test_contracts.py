@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
-from sanctum.health.contracts import CONTRACTS, KL_FIELDS, check_column, kl_contracts
+import json
+from pathlib import Path
+
+from sanctum.cli import main
+from sanctum.health.contracts import (
+    CONTRACTS,
+    KL_FIELDS,
+    check_column,
+    check_frozen,
+    kl_contracts,
+)
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure, PPOUpdatePayload, field_docs
+from tests.cli_runner import run_main
+from tests.sanctum.logs import write_run
 
 
 def test_every_bounded_metric_has_its_contract_and_no_other_has_one() -> None:
@@ -41,3 +53,29 @@ def test_what_run_started_declares_of_a_kl_field_wins_over_the_config() -> None:
     assert "approx_kl" not in bounded and {"approx_kl_max", "kl_final"} <= bounded
     assert "ref_kl" in {c.metric for c in kl_contracts({}, {"ref_kl": k3})}
     assert "ref_kl" not in {c.metric for c in kl_contracts({})}  # no setting: unbounded
+
+
+def test_updates_that_change_nothing_are_a_frozen_run() -> None:
+    """A gradient norm and a KL of exactly 0 from the third update in a row on; a zero norm
+    alone (a placeholder some trainers log) or a zero KL alone is not; batches carry the
+    streak."""
+    grad = [0.5, 0.0, 0.0, 0.0, 0.0, 0.3, 0.0]
+    kl = [0.01, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    found, streak = check_frozen(0, list(range(7)), grad, kl)
+    assert [v.update for v in found] == [3, 4] and streak == 1
+    assert found[0].message.startswith("grad_norm and the KL 0 for 3 updates in a row: ")
+    assert check_frozen(0, [0, 1, 2, 3], [0.0] * 4, [0.01] * 4) == ([], 0)
+    assert check_frozen(0, [0, 1, 2, 3], [0.2] * 4, [0.0] * 4) == ([], 0)
+    assert check_frozen(0, [0, 1, 2], [0.0, 0.0, None], [0.0, 0.0, 0.0]) == ([], 0)
+    carried, streak = check_frozen(2, [9], [0.0], [0.0])
+    assert [v.update for v in carried] == [9] and streak == 3
+
+
+def test_a_frozen_run_fails_the_check_as_a_bug(tmp_path: Path) -> None:
+    frozen = {"grad_norm": 0.0, "approx_kl": 0.0, "clip_fraction": 0.0}
+    run = write_run(tmp_path / "e.jsonl", updates=8, overrides=lambda u: frozen if u >= 4 else {})
+    report = json.loads(run_main(main, "check", run, "--json").stdout)
+    assert report["exit_code"] == 1
+    assert report["verdict_text"] == "FAIL: Bug 2x", report["verdict_text"]
+    (bug,) = [r for r in report["rows"] if r["name"] == "bug"]
+    assert "grad_norm and the KL 0 for 3 updates in a row" in bug["message"]
