@@ -76,6 +76,7 @@ def leave_one_trainer_out(scored: Sequence[Scored]) -> dict[str, dict[str, Any]]
             "false_alarm_runs": sum((s.worst or 0.0) > critical for s in healthy),
             "broken_runs": len(broken),
             "caught": sorted(s.name for s in broken if (s.worst or 0.0) > critical),
+            "broken_worst": {s.name: float(f"{s.worst:.3g}") for s in broken if s.worst},
         }
     return out
 
@@ -86,7 +87,7 @@ def print_leave_one_out(metric: str, table: dict[str, dict[str, Any]]) -> None:
     print(f"{head} {'failed':>6}  caught")
     for trainer, row in table.items():
         worst = "-" if row["healthy_worst"] is None else f"{row['healthy_worst']:.3g}"
-        caught = ", ".join(row["caught"]) or "-"
+        caught = ", ".join(f"{n} ({row['broken_worst'][n]:g}x)" for n in row["caught"]) or "-"
         print(
             f"{trainer:<10} {row['warning']:>8g} {row['critical']:>8g} {row['healthy_runs']:>7} "
             f"{worst:>8} {row['false_alarm_runs']:>6}  {caught}"

@@ -322,13 +322,13 @@ class RuleJudge:
             return value / self._start if self._start > 0 else None
         if len(window) < self._need:
             window.push(value)
-            return None
+            return self._under_floor(value)
         baseline = window.median()
-        floor = self.rule.min_baseline
-        self._low_baseline = floor is not None and baseline < floor
+        low = self.rule.min_baseline
+        self._low_baseline = low is not None and baseline < low
         if self._low_baseline:  # not judged; the value joins, so the baseline can recover
             window.push(value)
-            return None
+            return self._under_floor(value)
         if self.rule.statistic == "shift":
             statistic = abs(value - baseline)
         elif baseline <= 0:
@@ -338,6 +338,12 @@ class RuleJudge:
         if not self._past_critical(statistic):
             window.push(value)
         return statistic
+
+    def _under_floor(self, value: float) -> float | None:
+        """The value itself where no jump is judged, when it is under the rule's ``floor``
+        (a collapse before any baseline formed); else None (pending)."""
+        floor = self.rule.floor
+        return value if floor is not None and value < floor else None
 
     def _new_high(self, value: float) -> float | None:
         """The value over the run's largest before it, once ``window`` values were seen; a

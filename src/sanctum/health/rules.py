@@ -88,8 +88,8 @@ class Rule:
     the later half of the window less that of the earlier half), in reward units; or the
     ``high``: the value over the largest the run measured before it, judged once ``window``
     values were measured (a new high by orders of magnitude: a loss whose healthy values
-    swing by 1000x from one update to the next, as a converged critic's does, still never
-    goes far past its own record)."""
+    swing by orders of magnitude from one update to the next, as a converged critic's do,
+    still never goes far past its own record)."""
     window: int = 1
     """Updates in the rolling statistic (``median`` and ``jump``)."""
     persist: int = 1
@@ -103,6 +103,12 @@ class Rule:
     """A jump is judged only while the median it is measured against is at least this: a
     policy whose normalised entropy already sits near 0 (MountainCar converging to a
     deterministic policy) has nothing left to collapse, and its dips are noise."""
+    floor: float | None = None
+    """A ``below`` jump rule's line in the metric's own units: a value under it is judged as
+    itself wherever no jump is (no baseline yet, or one under ``min_baseline``), so a
+    policy that collapsed in its first updates, before any healthy baseline formed, still
+    fires. For a metric in [0, 1] such as normalised entropy the value is its share of the
+    maximum (under 1e-5: deterministic to float precision)."""
     only_when_measured: bool = False
     """The metric exists only in some runs (a reference KL only when fine-tuning): the
     dashboard shows its row only in runs that measure it."""
@@ -230,6 +236,8 @@ class Rule:
             text += ", when returns vary"
         if self.min_baseline is not None:
             text += f", while the median is at least {self.min_baseline:g}"
+        if self.floor is not None:
+            text += f"; without a jump to judge, a value under {self.floor:g} is judged as itself"
         if self.lost:
             text += f"; {self.metric} missing once measured is critical"
         if self.per_required and self.per is not None:
@@ -295,6 +303,16 @@ def _statistic_problem(rule: Rule) -> tuple[str, str] | None:
         rule.statistic != "jump" or not _is_number(low) or not 0 < low < math.inf
     ):
         return "min_baseline", f"needs statistic = 'jump' and a finite number > 0, got {low!r}"
+    floor = rule.floor
+    if floor is not None and (
+        rule.statistic != "jump"
+        or rule.direction != "below"
+        or not _is_number(floor)
+        or not 0 < floor < math.inf
+    ):
+        return "floor", (
+            f"needs statistic = 'jump', direction = 'below' and a finite number > 0, got {floor!r}"
+        )
     spread = rule.min_return_spread
     if spread is not None and (not _is_number(spread) or not 0 <= spread < math.inf):
         return "min_return_spread", f"must be a finite number >= 0, got {spread!r}"
@@ -526,6 +544,7 @@ DEFAULT_THRESHOLDS: Final = Thresholds(
             window=20,
             persist=2,
             min_baseline=0.05,
+            floor=1e-5,
         ),
         Rule(
             "entropy",
@@ -574,9 +593,10 @@ nothing), pre-clip gradient norms and normalised entropy against their recent me
 a Gaussian policy's entropy by its shift from its recent median. Clip fraction and
 explained variance only warn: tuned healthy runs clip half their samples and keep critics
 below 0 for hundreds of updates. The value loss is judged by how far it passes its own
-record: a converged critic's loss swings by 1000x between updates (a failed CartPole episode
-after a run of perfect ones), but no healthy run of the corpus took it past 7x the largest
-before it, where rewards x1e4 take it 1e4 to 1e8x at once. The reference KL and the length
+record: a converged critic's loss falls near 0 and leaps back by orders of magnitude when an
+episode fails (CartPole at 500), but no healthy run of the corpus took it past 8.4x the
+largest before it (SB3, MountainCarContinuous), where rewards x1e4 take it thousands to
+hundreds of millions of times past it at once. The reference KL and the length
 rate are judged in their own units (fine-tuning and token-level runs)."""
 
 LANGUAGE_MODEL_RULES: Final = (

@@ -265,6 +265,21 @@ def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
         assert levels(rule, values) == expected, trial  # value by value, too
 
 
+def test_a_collapse_before_any_baseline_is_judged_against_the_floor() -> None:
+    """Normalised entropy at 1e-14 from the second update (SB3's CartPole at 100x its
+    learning rate from the start): no healthy baseline ever forms, yet it fires after 2
+    updates; a converged policy near 0 (MountainCar's 1e-4 dips, baseline under 0.05) is
+    not judged, as before."""
+    rule = DEFAULT_THRESHOLDS.rule("entropy_normalized")
+    assert rule is not None and rule.floor == 1e-5
+    assert levels(rule, [0.23, 3.8e-10, 1.3e-14, 5e-15]) == [P, H, C, C]  # 2 in a row
+    converged = [0.04, 0.03, 0.02, 0.02, 0.01, 1e-4, 0.02, 8.7e-5, 0.01]
+    assert set(levels(rule, converged)) <= {P, H}
+    assert "a value under 1e-05 is judged as itself" in rule.describe()
+    with pytest.raises(ThresholdsError, match=r"\[grad_norm\] floor: needs statistic = 'jump', "):
+        Rule("grad_norm", "Grad", "above", 100.0, 1000.0, statistic="jump", window=5, floor=1.0)
+
+
 def test_a_new_high_over_the_runs_record() -> None:
     """A converged critic's loss falls 1000x and swings back (a failed CartPole episode
     after perfect ones): never past its record, so healthy. Rewards x1e4 take it 1e8x past
