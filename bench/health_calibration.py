@@ -89,10 +89,11 @@ class Verdict:
     score: float | None = None
     """The run's final return (mean of its last 20 episodes)."""
     contained: bool = False
-    """A broken case whose fault did not harm it: it ended ``completed`` with a final return
-    at least the median of its trainer's healthy runs on that environment (a learning rate
-    x100 that our KL early stop contains and that solves CartPole sooner). It is listed,
-    not counted: a gate that failed it would fail a run its user would keep."""
+    """A broken case whose fault did not harm it: a fault that leaves the reward as it was
+    (:data:`CONTAINABLE`), and the run ended ``completed`` with a final return at least the
+    median of its trainer's healthy runs on that environment (a learning rate x100 that our
+    KL early stop contains, solving CartPole). It is listed with its verdict and counted
+    neither way: not a detection to miss, nor a healthy run to fail."""
 
     @property
     def counted_broken(self) -> bool:
@@ -143,10 +144,16 @@ def judge(case: Case, events: Path, thresholds: Thresholds) -> Verdict:
     return Verdict(case, not result.passed, warned, critical, failing, score)
 
 
+CONTAINABLE = frozenset({"lr_spike", "lr_start", "wide_clip", "output_scale", "entropy_collapse"})
+"""Faults that change the training, not the reward: a run's final return still says whether
+it was harmed (rewards x1e4, a reward hack or a length bonus change what a return is)."""
+
+
 def with_contained(verdicts: list[Verdict]) -> list[Verdict]:
     """``verdicts`` with each broken run the fault did not harm marked ``contained``."""
     out = []
     for v in verdicts:
+        kind = v.case.fault or v.case.name.rsplit("-", 1)[-1]
         peers = [
             p.score
             for p in verdicts
@@ -156,6 +163,7 @@ def with_contained(verdicts: list[Verdict]) -> list[Verdict]:
         ]
         harmless = (
             not v.case.healthy
+            and kind in CONTAINABLE
             and v.score is not None
             and bool(peers)
             and v.score >= statistics.median(peers)
@@ -250,7 +258,9 @@ def figures(verdicts: list[Verdict], rules: tuple[str, ...]) -> dict[str, Any]:
         "heldout_false_alarm_runs": sum(v.failed for v in heldout),
         "heldout_warn_runs": sum(bool(v.warned) for v in heldout),
         "not_reaching_score": {v.case.name: v.score for v in missed},
-        "contained": {v.case.name: v.score for v in verdicts if v.contained},
+        "contained": {
+            v.case.name: {"score": v.score, "failed": v.failed} for v in verdicts if v.contained
+        },
         "per_split": _group(verdicts, lambda c: c.split),
         "by_trainer": _group(verdicts, lambda c: c.trainer),
         "per_rule": per_rule,
@@ -321,10 +331,11 @@ def print_summary(result: dict[str, Any]) -> None:
             )
     for name, score in result["not_reaching_score"].items():
         print(f"left out of the healthy set: {name} did not reach its published score ({score})")
-    for name, score in result["contained"].items():
+    for name, row in result["contained"].items():
         print(
-            f"left out of the broken set: {name}'s fault did not harm it (final return {score}, "
-            "at least its trainer's healthy median on that environment)"
+            f"left out of the broken set: {name}'s fault did not harm it (final return "
+            f"{row['score']:.1f}, at least its trainer's healthy median on that environment); "
+            f"the check {'failed' if row['failed'] else 'passed'} it"
         )
     print(
         f"\nhealthy runs failed: {result['false_alarm_runs']}/{result['healthy_runs']} "

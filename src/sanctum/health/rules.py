@@ -594,7 +594,7 @@ a Gaussian policy's entropy by its shift from its recent median. Clip fraction a
 explained variance only warn: tuned healthy runs clip half their samples and keep critics
 below 0 for hundreds of updates. The value loss is judged by how far it passes its own
 record: a converged critic's loss falls near 0 and leaps back by orders of magnitude when an
-episode fails (CartPole at 500), but no healthy run of the corpus took it past 8.4x the
+episode fails (CartPole at 500), but no healthy run of the corpus took it past 6.5x the
 largest before it (SB3, MountainCarContinuous), where rewards x1e4 take it thousands to
 hundreds of millions of times past it at once. The reference KL and the length
 rate are judged in their own units (fine-tuning and token-level runs)."""
