@@ -200,7 +200,9 @@ async def test_a_run_the_health_gate_halts_under_the_dashboard_says_why(
     start: Start, tmp_path: Path
 ) -> None:
     rules = tmp_path / "rules.toml"
-    rules.write_text('[value_loss]\ndirection = "above"\nwarning = 1e-6\ncritical = 1e-5\n')
+    rules.write_text(
+        '[value_loss]\ndirection = "above"\nstatistic = "value"\nwarning = 1e-6\ncritical = 1e-5\n'
+    )
     small = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
     run = start("--total-steps", LONG, *small, "--halt-on", "critical", "--thresholds", str(rules))
     async with run.app.run_test(size=SIZE) as pilot:
@@ -211,4 +213,4 @@ async def test_a_run_the_health_gate_halts_under_the_dashboard_says_why(
     assert finish_status(run) == "failed"
     code, said = reported(run)
     assert code == 1, said
-    assert "ppo train: halted: value_loss critical" in said and "died" not in said
+    assert "ppo train: halted: Value loss critical" in said and "died" not in said
