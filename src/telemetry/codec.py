@@ -2,7 +2,8 @@
 
 msgspec writes NaN and infinities as ``null``, which would be read back as "not measured".
 The contract writes them as the strings "NaN", "Infinity" and "-Infinity" (the protobuf
-JSON convention) and the decoder, in lax mode, turns those strings back into floats.
+JSON convention) and the decoder turns those strings back into floats, and only those: a
+number written as a string (``"0.5"``, ``"1"``) is refused, as the shipped schema refuses it.
 Payload fields left at their default (None: not measured) are omitted, so a ``null`` in a
 payload line can only come from a non-finite float: the fast path costs one search for
 ``null`` (about 0.6 us), and only a line that has one is re-encoded with the floats spelled
@@ -118,10 +119,17 @@ class ForeignFieldError(msgspec.ValidationError):
     its payload disagree, so what it is cannot be told."""
 
 
+_SPELLED: Final = re.compile(rb'"(?:NaN|-?Infinity)"(?!\s*:)')
+"""The contract's spellings of non-finite floats, as JSON string values (not keys)."""
+
+
 class LineDecoder:
-    """The reader's decoder of event lines: typed, lax (``"NaN"`` is a float, ``"0.5"`` too),
-    and refusing two kinds of line msgspec alone would read as an event, because it skips
-    a field it does not know without looking at it:
+    """The reader's decoder of event lines: typed and strict, but for the contract's
+    ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, which are floats (a number written as any
+    other string, ``"0.5"`` or ``"1"``, is refused: the shipped schema refuses it, and a
+    writer that quotes its numbers has a bug). It refuses two more kinds of line msgspec
+    alone would read as an event, because it skips a field it does not know without
+    looking at it:
 
     - a line that is not valid UTF-8 (``UnicodeDecodeError``), wherever the bad bytes are;
     - a line of an *unmarked* kind (:data:`UNMARKED`: no required field of its own, so a
@@ -138,14 +146,39 @@ class LineDecoder:
     """
 
     def __init__(self) -> None:
-        self._decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event, strict=False)
+        self._strict: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+        self._lax: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event, strict=False)
         self._foreign = msgspec.json.Decoder(_foreign_union())
+
+    def _one(self, line: bytes | bytearray | memoryview) -> Event:
+        try:
+            return self._strict.decode(line)
+        except msgspec.ValidationError:
+            data = bytes(line)
+            if _SPELLED.search(data) is None:
+                raise
+            event = self._lax.decode(data)
+            self._strict.decode(_SPELLED.sub(b"0", data))  # only the spellings were strings
+            return event
+
+    def _many(self, lines: bytes | bytearray | memoryview) -> list[Event]:
+        try:
+            return self._strict.decode_lines(lines)
+        except msgspec.ValidationError:
+            data = bytes(lines)
+            if _SPELLED.search(data) is None:
+                raise
+            events = self._lax.decode_lines(data)
+            self._strict.decode_lines(_SPELLED.sub(b"0", data))
+            return events
 
     def decode(self, line: bytes | bytearray | memoryview) -> Event:
         """The event of one line (DecodeError, UnicodeDecodeError or RecursionError if the
-        reader skips it)."""
+        reader skips it). Strict first; a line that fails it and holds a spelled non-finite
+        float is read lax, and kept only if, with each spelling read as a number, it passes
+        strict too (so nothing else was a string where a number belongs)."""
         _require_utf8(line)
-        event = self._decoder.decode(line)
+        event = self._one(line)
         if type(event) in _UNMARKED_TYPES:
             try:
                 self._foreign.decode(line)
@@ -157,7 +190,7 @@ class LineDecoder:
         """The events of newline-separated lines, all of them good (else an exception, and
         the caller decodes line by line to tell which)."""
         _require_utf8(lines)
-        events = self._decoder.decode_lines(lines)
+        events = self._many(lines)
         if not _UNMARKED_TYPES.isdisjoint(set(map(type, events))):
             self._foreign.decode_lines(lines)  # lines of marked kinds: skipped, not built
         return events
@@ -361,7 +394,7 @@ class EventCheck:
 
 @functools.cache
 def null_free_decoder(struct: type[msgspec.Struct]) -> msgspec.json.Decoder[Any] | None:
-    """A decoder that reads a line of ``struct`` as the reader's (lax) decoder does, except
+    """A decoder that reads a line of ``struct`` as the reader's (strict) decoder does, except
     that it refuses ``null`` wherever the line holds a value, or None if ``struct`` has no
     such twin (an ``Any`` somewhere, or a field whose null is written, not omitted).
 
@@ -370,7 +403,7 @@ def null_free_decoder(struct: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]
     a line the twin reads holds none: it is already the line the writer writes.
     """
     try:
-        return msgspec.json.Decoder(_null_free(struct), strict=False)
+        return msgspec.json.Decoder(_null_free(struct))
     except _NoTwin:
         return None
 

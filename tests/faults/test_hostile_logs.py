@@ -94,6 +94,45 @@ def test_an_update_line_with_invalid_utf8_is_unreadable(tmp_path: Path) -> None:
     assert code == 1 and "FAIL  unreadable" in out
 
 
+@pytest.mark.parametrize(
+    ("where", "field", "value"),
+    [
+        ("payload", "approx_kl", "0.5"),
+        ("payload", "update", "1"),
+        ("envelope", "seq", "5"),
+        ("payload", "entropy", "Infinity1"),
+    ],
+)
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_a_number_written_as_a_string_is_unreadable(
+    tmp_path: Path, where: str, field: str, value: str, with_nan: bool
+) -> None:
+    """The shipped schema refuses "0.5" where a number belongs, and so does the reader: only
+    "NaN", "Infinity" and "-Infinity" are numbers in a string (a NaN elsewhere in the line
+    lets nothing else through)."""
+
+    def quote(lines: list[Line]) -> None:
+        update = last_of(lines, "ppo_update")
+        (update if where == "envelope" else update["payload"])[field] = value
+        if with_nan:
+            update["payload"]["value_loss"] = "NaN"
+
+    code, out = check(corrupted(tmp_path, quote))
+    assert code == 1 and "FAIL  unreadable" in out, out
+
+
+def test_the_spellings_of_nonfinite_floats_still_read(tmp_path: Path) -> None:
+    """Beside a key named "NaN" (a reward component), a spelled NaN is a NaN: non-finite."""
+
+    def spelled(lines: list[Line]) -> None:
+        update = last_of(lines, "ppo_update")["payload"]
+        update["reward_components"] = {"NaN": 1.0, "Infinity": "-Infinity"}
+        update["value_loss"] = "NaN"
+
+    code, out = check(corrupted(tmp_path, spelled))
+    assert code == 1 and "FAIL  non-finite" in out and "unreadable" not in out.split("FAIL")[-1]
+
+
 @pytest.mark.parametrize("tag", ["rollout", "heartbeat"])
 def test_an_update_whose_tag_names_another_kind_is_not_passed(tmp_path: Path, tag: str) -> None:
     def retag(lines: list[Line]) -> None:

@@ -208,20 +208,23 @@ def test_emit_refuses_a_bad_nested_or_enum_value(tmp_path: Path) -> None:
 
 
 def test_emit_takes_what_the_reader_takes_though_spelled_otherwise(tmp_path: Path) -> None:
-    """The reader is lax: a number in a string, NaN, int keys written as strings."""
+    """The reader takes NaN and int keys written as strings; a number in a string it refuses
+    (as the shipped schema does), so emit refuses it too, naming the field."""
     payload = PPOUpdatePayload(
         update=0,
         global_step=1,
-        approx_kl="0.5",  # type: ignore[arg-type]
         entropy=math.nan,
         reward_components={1: math.inf},  # type: ignore[dict-item]
         early_stopped=False,
     )
     with Recorder(path=tmp_path / "e.jsonl") as rec:
         rec.emit(payload)
+        quoted = msgspec.structs.replace(payload, update=1, approx_kl="0.5")  # type: ignore[arg-type]
+        with pytest.raises(PayloadError, match=r"approx_kl"):
+            rec.emit(quoted)
     update = read_events(rec.path).events[1]
     assert isinstance(update, PPOUpdate)
-    assert update.payload.approx_kl == 0.5 and math.isnan(update.payload.entropy or 0.0)
+    assert math.isnan(update.payload.entropy or 0.0)
     assert update.payload.reward_components == {"1": math.inf}
 
 
