@@ -62,6 +62,12 @@ iterations are tens). A reader skips a line that declares more, or fewer than 1,
 malformed line: a hostile count never sizes a reader's window."""
 PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX)]
 """Optimisation passes over each batch, as ``run_started.policy_epochs`` declares them."""
+Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+"""A count or a 0-based index outside ``ppo_update`` (episodes, steps, updates): never
+negative; a reader skips a line with a negative one, as any malformed line. (Those of
+``ppo_update`` are judged by the range contracts and the update order instead.)"""
+WorldSize: TypeAlias = Annotated[int, msgspec.Meta(ge=1)]
+"""Processes that trained together: at least the one that wrote the log."""
 ActionSpace: TypeAlias = Literal["discrete", "continuous"]
 """What a policy chooses (``run_started.action_space``): from a finite set, or a density."""
 _DISCRETE_SPACES: Final = frozenset(
@@ -185,7 +191,8 @@ def field_docs(struct: type[msgspec.Struct]) -> tuple[FieldDoc, ...]:
     contract's definitions (the schema, the docs, the rules, the verl reader) share it."""
     docs = []
     for field in msgspec.structs.fields(struct):
-        meta = next((m for m in get_args(field.type)[1:] if isinstance(m, msgspec.Meta)), None)
+        metas = [m for m in get_args(field.type)[1:] if isinstance(m, msgspec.Meta)]
+        meta = next((m for m in metas if m.description is not None), None)  # about()'s
         docs.append(
             FieldDoc(
                 name=field.name,
@@ -264,7 +271,7 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
     pid: Annotated[int, about("Process id of the trainer.")] = 0
     schema_minor: Annotated[int, about("Minor schema version (additive changes).")] = SCHEMA_MINOR
     world_size: Annotated[
-        int,
+        WorldSize,
         about(
             "Processes that trained together (torch.distributed ranks); rank 0 wrote this "
             "log and every figure in it is over all ranks (schema 1.4)."
@@ -325,11 +332,11 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
 class RolloutPayload(Payload, frozen=True, kw_only=True):
     """One rollout collected before an update."""
 
-    update: Annotated[int, about("0-based index of the update this rollout feeds.")]
+    update: Annotated[Count, about("0-based index of the update this rollout feeds.")]
     global_step: Annotated[
-        int, about("Steps so far, all envs together, in run_started.step_unit's unit.")
+        Count, about("Steps so far, all envs together, in run_started.step_unit's unit.")
     ]
-    episodes: Annotated[int, about("Episodes finished during this rollout.")] = 0
+    episodes: Annotated[Count, about("Episodes finished during this rollout.")] = 0
     episode_return_mean: Annotated[
         float | None,
         about("Mean undiscounted return of those episodes; null when none finished."),
@@ -853,14 +860,16 @@ class AnomalyPayload(Payload, frozen=True, kw_only=True):
         None
     )
     message: Annotated[str, about("One sentence for a human.")]
-    update: Annotated[int | None, about("Update during which it happened.")] = None
-    global_step: Annotated[int | None, about("Steps at that time (run_started.step_unit).")] = None
+    update: Annotated[Count | None, about("Update during which it happened.")] = None
+    global_step: Annotated[Count | None, about("Steps at that time (run_started.step_unit).")] = (
+        None
+    )
 
 
 class HeartbeatPayload(Payload, frozen=True, kw_only=True):
     """Proof of life, at least every 5 s during long rollouts."""
 
-    global_step: Annotated[int, about("Steps so far (run_started.step_unit).")]
+    global_step: Annotated[Count, about("Steps so far (run_started.step_unit).")]
 
 
 RunStatus: TypeAlias = Literal["completed", "failed", "interrupted"]
@@ -877,8 +886,8 @@ class RunFinishedPayload(Payload, frozen=True, kw_only=True):
         str | None,
         about("Why it ended: the exception's summary, the signal, or null when completed."),
     ] = None
-    global_step: Annotated[int | None, about("Steps at the end (run_started.step_unit).")] = None
-    updates: Annotated[int | None, about("Updates completed.")] = None
+    global_step: Annotated[Count | None, about("Steps at the end (run_started.step_unit).")] = None
+    updates: Annotated[Count | None, about("Updates completed.")] = None
     duration_seconds: Annotated[
         float | None, about("Wall time from run_started to run_finished.", unit="s")
     ] = None

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from sanctum.cli import main as sanctum_main
+from tests.cli_runner import run_main
 from tests.faults.support import run
 from tests.sanctum.logs import write_run
 
@@ -29,6 +31,13 @@ def check(path: Path) -> tuple[int, str]:
     result = run(["-m", "sanctum", "check", str(path)])
     assert "Traceback" not in result.stderr
     return result.returncode, result.stdout
+
+
+def check_here(path: Path) -> tuple[int, str]:
+    """``check`` in this process (the same command, without a process's start-up)."""
+    done = run_main(sanctum_main, "check", path)
+    assert "Traceback" not in done.stderr
+    return done.returncode, done.stdout
 
 
 def last_of(lines: list[Line], kind: str) -> Line:
@@ -117,7 +126,7 @@ def test_a_number_written_as_a_string_is_unreadable(
         if with_nan:
             update["payload"]["value_loss"] = "NaN"
 
-    code, out = check(corrupted(tmp_path, quote))
+    code, out = check_here(corrupted(tmp_path, quote))
     assert code == 1 and "FAIL  unreadable" in out, out
 
 
@@ -129,8 +138,44 @@ def test_the_spellings_of_nonfinite_floats_still_read(tmp_path: Path) -> None:
         update["reward_components"] = {"NaN": 1.0, "Infinity": "-Infinity"}
         update["value_loss"] = "NaN"
 
-    code, out = check(corrupted(tmp_path, spelled))
+    code, out = check_here(corrupted(tmp_path, spelled))
     assert code == 1 and "FAIL  non-finite" in out and "unreadable" not in out.split("FAIL")[-1]
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        ("rollout", "episodes", -1),
+        ("rollout", "global_step", -64),
+        ("rollout", "update", -1),
+        ("heartbeat", "global_step", -5),
+        ("anomaly", "update", -3),
+        ("run_finished", "updates", -1),
+        ("run_started", "world_size", 0),
+    ],
+)
+def test_a_negative_count_outside_an_update_is_not_passed(
+    tmp_path: Path, kind: str, field: str, value: int
+) -> None:
+    """Counts and indices no event can hold: the line is unreadable (a run_started that is
+    one leaves no readable run at all: exit 2)."""
+
+    def spoil(lines: list[Line]) -> None:
+        if kind in ("heartbeat", "anomaly"):
+            at = next(i for i, line in enumerate(lines) if line["type"] == "ppo_update")
+            payload: dict[str, Any] = {"global_step": 10}
+            if kind == "anomaly":
+                payload = {"severity": "warning", "metric": "m", "message": "x"}
+            lines.insert(at, {**lines[at], "type": kind, "payload": payload})
+            for seq, line in enumerate(lines, 1):
+                line["seq"] = seq
+        last_of(lines, kind)["payload"][field] = value
+
+    code, out = check_here(corrupted(tmp_path, spoil))
+    if kind == "run_started":
+        assert code == 2, out
+    else:
+        assert code == 1 and "FAIL  unreadable" in out, out
 
 
 @pytest.mark.parametrize("tag", ["rollout", "heartbeat"])

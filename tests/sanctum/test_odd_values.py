@@ -300,7 +300,9 @@ def test_any_config_and_any_time_give_a_documented_exit(
     folder = tmp_path_factory.mktemp("odd")
     plain = write_log(folder / "plain" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
     odd = write_log(folder / "odd" / "events.jsonl", config, stamps, header)
-    if a_time(stamps[0]):
-        assert_views_survive(odd, plain)
-    else:
+    if not a_time(stamps[0]):
         assert_views_refuse(odd)
+    elif header.get("world_size", 1) < 1:  # no run was trained by fewer than one process
+        assert_views_refuse(odd, "$.payload.world_size")
+    else:
+        assert_views_survive(odd, plain)

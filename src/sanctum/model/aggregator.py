@@ -93,9 +93,12 @@ SOURCE_UNREAD_KEPT: Final = 100
 
 
 def may_be_an_update(skip: SkipClass) -> bool:
-    """A skipped line (of this class) that says it is a ``ppo_update``, or says nothing of
-    what it is."""
-    return skip == ("malformed", None) or skip == ("malformed", "ppo_update")
+    """A skipped line (of this class) that the gate cannot pass: a malformed line of any
+    kind, or one that says nothing of what it is. An update holds the rules' figures, a
+    rollout its returns (judged finite), an anomaly its severity, a heartbeat the time a
+    stall is judged by, a run_finished the outcome: none read is none judged. A line of a
+    kind this reader does not know (a newer minor schema's) is not among them."""
+    return skip[0] == "malformed"
 
 
 def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:

@@ -693,8 +693,8 @@ def _unreadable_row(agg: SanctumAggregator, allow_skipped: bool, tail: str | Non
         "skipped",
         "unreadable",
         allow_skipped,
-        f"{plural(total, 'line')} that may be a ppo_update could not be read, so "
-        f"{'its update was' if total == 1 else 'their updates were'} not judged{allowed}: "
+        f"{plural(total, 'line')} could not be read, so what "
+        f"{'it holds was' if total == 1 else 'they hold was'} not judged{allowed}: "
         f"{where}: {listed[0].detail}",
         updates_critical=total,
         counted=total,

@@ -152,13 +152,12 @@ def test_corrupt_lines_and_unknown_kinds_are_counted_not_fatal(
     corrupt = check(corrupt_log, allow_skipped=True)
     assert (corrupt.exit_code, corrupt.skipped_lines, corrupt.updates) == (0, 2, 3)
     assert "2 lines skipped" in format_text(corrupt)
-    # without --allow-skipped: neither line can be told not to be an update, so it fails
+    # without --allow-skipped: what a line that cannot be read holds is not judged: it fails
     strict = check(corrupt_log)
     assert strict.exit_code == 1
     assert rows(strict)["skipped"]["message"] == (
-        "2 lines that may be a ppo_update could not be read, so their updates were not "
-        "judged: lines 4, 7; the first: not a JSON event object: JSON is malformed: invalid "
-        "character (byte 4)"
+        "2 lines could not be read, so what they hold was not judged: lines 4, 7; the first: "
+        "not a JSON event object: JSON is malformed: invalid character (byte 4)"
     )
     unknown = check(unknown_kind_log)
     assert (unknown.exit_code, unknown.skipped_lines, unknown.updates) == (0, 2, 2)
