@@ -128,6 +128,10 @@ class HealthJudge:
         """The range violations of the latest update (what the verdict shows now)."""
         self.last_update: int | None = None
         self.last_step: int | None = None
+        self.index_gaps = 0
+        """Update indices the log jumps over (:meth:`_count_skipped_indices`)."""
+        self.first_index_gap: tuple[int, int] | None = None
+        """(before, after) of the first jump."""
         self._frozen = 0
         """Updates in a row, up to the last, that changed nothing (contracts.check_frozen)."""
         self._splits: dict[str, ComponentSplit] = {}
@@ -178,12 +182,24 @@ class HealthJudge:
         else:
             extremes = self._stats(updates, columns, [u for u, _ in elsewhere])
         found = self._violations(updates, columns, steps, extremes)
+        self._count_skipped_indices(updates)
         self.last_update = (
             max(updates) if self.last_update is None else max(self.last_update, *updates)
         )
         if steps:
             self.last_step = max(steps) if self.last_step is None else max(self.last_step, *steps)
         return found
+
+    def _count_skipped_indices(self, updates: Sequence[int]) -> None:
+        """Update indices the log jumps over (0, then 2: update 1 is not in it), however its
+        ``seq`` is numbered: updates the gate never saw."""
+        previous = self.last_update
+        for update in updates:
+            if previous is not None and update > previous + 1:
+                if self.first_index_gap is None:
+                    self.first_index_gap = (previous, update)
+                self.index_gaps += update - previous - 1
+            previous = update if previous is None else max(previous, update)
 
     def _split(self, metric: str, window: int) -> ComponentSplit:
         split = self._splits.get(metric)

@@ -354,8 +354,15 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
     run = agg.run
     lost, short = lost_counts(agg)
     mismatch = count_mismatch(agg)
-    if run.seq_back or mismatch:
+    skipped = agg.judge.index_gaps
+    if run.seq_back or mismatch or skipped:
         said = [mismatch] if mismatch else []
+        if skipped and agg.judge.first_index_gap is not None:
+            before, after = agg.judge.first_index_gap
+            said.append(
+                f"update indices skip {plural(skipped, 'update')} (first from {before} to "
+                f"{after}): updates the log does not hold"
+            )
         if run.seq_back:
             said.append(
                 f"seq did not increase {plural(run.seq_back, 'time')} (first at seq "
@@ -363,7 +370,7 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
             )
         if lost or short:
             said.append(f"{plural(max(lost, short), 'event')} missing")
-        count = max(lost, short, run.seq_back, 1)
+        count = max(lost, short, run.seq_back, skipped, 1)
         return CheckRow(
             "lost",
             "lost events",

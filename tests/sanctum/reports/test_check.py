@@ -765,3 +765,31 @@ def test_require_takes_a_metrics_own_name_over_a_label_spelled_the_same(tmp_path
     done = run_main(main, "check", run, "--require", "entropy")
     assert done.returncode == 0, done.stdout
     assert "required rules each measured the run: Entropy shift" in done.stdout
+
+
+@pytest.mark.parametrize("said", [None, 3])
+def test_update_indices_that_skip_are_lost_updates_whatever_seq_says(
+    tmp_path: Path, said: int | None
+) -> None:
+    """Updates 0, 2, 3 with a gap-free seq (a log renumbered, or a writer that dropped one):
+    update 1 was never judged. The lost row fails, with or without a run_finished.updates
+    that agrees with what the log holds."""
+    log = RunLog(tmp_path / "e.jsonl")
+    log.start()
+    for u in (0, 2, 3):
+        log.update(u)
+    log.emit(RunFinishedPayload(status="completed", updates=said))
+    log.close()
+    result = check(log.path)
+    assert result.exit_code == 1
+    assert (
+        "update indices skip 1 update (first from 0 to 2): updates the log does not hold"
+        in (rows(result)["lost"]["message"])
+    )
+    whole = RunLog(tmp_path / "whole.jsonl")
+    whole.start()
+    for u in (0, 1, 2):
+        whole.update(u)
+    whole.finish()
+    whole.close()
+    assert check(whole.path).exit_code == 0
