@@ -31,17 +31,17 @@ _FALSE_WORDS = frozenset({"false", "0", "no", "off"})
 class ConfigError(ValueError):
     """The configuration is unusable; ``errors`` lists every problem, in field order.
 
-    ``str()`` is a header naming the source, then one line per problem, each escaped
-    (:func:`telemetry.text.visible`): a key, a value or a file name from outside never
-    reaches the terminal raw, nor breaks a line where the message has none."""
+    ``str()`` is one line: the source, then each problem, separated by ``; `` and each
+    escaped (:func:`telemetry.text.visible`): a key, a value or a file name from outside
+    never reaches the terminal raw, nor breaks the line."""
 
     def __init__(self, errors: Iterable[str], source: str | None = None) -> None:
         self.errors = tuple(errors)
         self.source = source
         where = f" in {visible(source)}" if source else ""
         count = len(self.errors)
-        head = f"invalid PPO config{where} ({count} error{'s' if count != 1 else ''})"
-        super().__init__(head + ":\n" + "\n".join(f"  {visible(e)}" for e in self.errors))
+        head = f"invalid PPO config{where}" + (f" ({count} errors)" if count != 1 else "")
+        super().__init__(head + ": " + "; ".join(visible(e) for e in self.errors))
 
 
 _T = TypeVar("_T")

@@ -592,9 +592,10 @@ def test_a_misspelt_token_task_is_refused_before_the_run_folder_and_the_dashboar
     )
     assert code == 2
     assert "recording to" not in out and "warm start" not in out
-    assert err.splitlines()[-1] == (
-        "  task 'ppo.tokens.digit_sum:make_tsk': ppo.tokens.digit_sum has no function 'make_tsk'"
-    )
+    assert err.splitlines() == [
+        "ppo train: invalid PPO config: task 'ppo.tokens.digit_sum:make_tsk': "
+        "ppo.tokens.digit_sum has no function 'make_tsk'"
+    ]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -622,7 +623,8 @@ def test_a_token_task_that_refuses_its_config_never_announced_a_folder(tmp_path:
     code, out, err = ppo_with(
         "--headless", "--config", str(config), *settings, cwd=tmp_path, steps=False
     )
-    assert code == 2 and err.splitlines()[-1].startswith("  keep_prob has 2 entries")
+    (line,) = err.splitlines()  # one line
+    assert code == 2 and line.startswith("ppo train: invalid PPO config: keep_prob has 2 entries")
     assert out.splitlines() == ["warm start: 1 supervised steps"]
     assert list(tmp_path.iterdir()) == []
 
@@ -641,9 +643,10 @@ def test_cuda_without_a_device_is_refused_before_anything_starts(
     monkeypatch.setattr("ppo.cli.run.launch", launched)
     code, err = train(capsys, "--set", "device=cuda", "--run-dir", str(tmp_path), *nproc)
     assert code == 2 and err.startswith("ppo train: invalid PPO config")
-    assert err.splitlines()[-1].strip() == (
-        'device = "cuda" but torch finds no CUDA device (use "auto" or "cpu")'
-    )
+    assert err.splitlines() == [
+        'ppo train: invalid PPO config: device = "cuda" but torch finds no CUDA device (use '
+        '"auto" or "cpu")'
+    ]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -682,5 +685,6 @@ def test_a_task_that_is_no_task_factory_is_one_line_and_exit_2(
     config = ["--config", str(TOKEN_PPO), *settings]
     code, _, err = ppo_with("--headless", *config, cwd=tmp_path, steps=False)
     assert code == 2 and "Traceback" not in err
-    assert err.splitlines()[-1] == f"  task {task!r}" + (" " if "returned" in says else ": ") + says
+    said = f"task {task!r}" + (" " if "returned" in says else ": ") + says
+    assert err.splitlines() == [f"ppo train: invalid PPO config: {said}"]
     assert list(tmp_path.iterdir()) == []

@@ -71,12 +71,12 @@ def test_c01_kl_estimator_and_scope_invalid() -> None:
 def test_c01_every_error_reported_at_once_in_field_order() -> None:
     with pytest.raises(ConfigError) as info:
         PPOConfig(max_kl=math.nan, gamma=1.5, kl_penalty_coefficient=-1.0, clip_ratio_c=1.0)
-    assert str(info.value) == (
-        "invalid PPO config (4 errors):\n"
-        "  gamma must be finite and in [0, 1], got 1.5\n"
-        "  clip_ratio_c must be finite and > 1 (or none), got 1.0\n"
-        "  kl_penalty_coefficient must be finite and >= 0, got -1.0\n"
-        "  max_kl must be finite and > 0 (or none), got nan"
+    assert str(info.value) == (  # one line, every problem in field order
+        "invalid PPO config (4 errors): "
+        "gamma must be finite and in [0, 1], got 1.5; "
+        "clip_ratio_c must be finite and > 1 (or none), got 1.0; "
+        "kl_penalty_coefficient must be finite and >= 0, got -1.0; "
+        "max_kl must be finite and > 0 (or none), got nan"
     )
 
 
