@@ -62,11 +62,16 @@ iterations are tens). A reader skips a line that declares more, or fewer than 1,
 malformed line: a hostile count never sizes a reader's window."""
 PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX)]
 """Optimisation passes over each batch, as ``run_started.policy_epochs`` declares them."""
-Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+INT64_MAX: Final = 2**63 - 1
+"""No count of steps, updates or episodes passes this: a larger one is a hostile number."""
+Int64: TypeAlias = Annotated[int, msgspec.Meta(le=INT64_MAX)]
+"""``ppo_update``'s update index and step: a negative one is judged by the range contracts
+and the update order (a Bug row); one past :data:`INT64_MAX` makes the line unreadable."""
+Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 """A count or a 0-based index outside ``ppo_update`` (episodes, steps, updates): never
-negative; a reader skips a line with a negative one, as any malformed line. (Those of
-``ppo_update`` are judged by the range contracts and the update order instead.)"""
-WorldSize: TypeAlias = Annotated[int, msgspec.Meta(ge=1)]
+negative nor past :data:`INT64_MAX`; a reader skips a line that holds another, as any
+malformed line."""
+WorldSize: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=INT64_MAX)]
 """Processes that trained together: at least the one that wrote the log."""
 ActionSpace: TypeAlias = Literal["discrete", "continuous"]
 """What a policy chooses (``run_started.action_space``): from a finite set, or a density."""
@@ -399,9 +404,9 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
     ``run_started.config`` names the estimator and thresholds in force. Absent means not
     measured. r is the probability ratio pi_new/pi_old of a sample."""
 
-    update: Annotated[int, about("0-based update index.")]
+    update: Annotated[Int64, about("0-based update index.")]
     global_step: Annotated[
-        int,
+        Int64,
         about(
             "Steps so far in the unit run_started.step_unit names: environment steps, all "
             "envs together, when it names none; for a language model the tokens or "

@@ -152,13 +152,19 @@ def test_the_spellings_of_nonfinite_floats_still_read(tmp_path: Path) -> None:
         ("anomaly", "update", -3),
         ("run_finished", "updates", -1),
         ("run_started", "world_size", 0),
+        ("rollout", "episodes", 2**64),
+        ("run_finished", "global_step", 10**400),
+        ("ppo_update", "global_step", 10**400),
+        ("ppo_update", "update", 2**63),
+        ("run_started", "world_size", 2**64),
     ],
 )
-def test_a_negative_count_outside_an_update_is_not_passed(
+def test_a_count_no_event_can_hold_is_not_passed(
     tmp_path: Path, kind: str, field: str, value: int
 ) -> None:
-    """Counts and indices no event can hold: the line is unreadable (a run_started that is
-    one leaves no readable run at all: exit 2)."""
+    """Counts and indices no event can hold (negative outside ppo_update, or past 2**63 - 1
+    anywhere): the line is unreadable (a run_started that is one leaves no readable run at
+    all: exit 2)."""
 
     def spoil(lines: list[Line]) -> None:
         if kind in ("heartbeat", "anomaly"):

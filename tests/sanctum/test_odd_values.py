@@ -245,7 +245,8 @@ def test_rollouts_of_impossible_episode_counts_are_read_not_crashed_on(
     tmp_path: Path, plain: Path
 ) -> None:
     """An episode count of 10**400 used to overflow the final return's sum (a traceback in
-    check, summary and diff)."""
+    check, summary and diff); now its line is unreadable (no count passes 2**63 - 1), and
+    every view still survives it."""
     path = write_log(tmp_path / "episodes" / "events.jsonl", {}, [1.0, 2.0, 3.0, 4.0])
     text = path.read_text(encoding="utf-8").replace('"episodes": 1', f'"episodes": {10**400}')
     path.write_text(text, encoding="utf-8")
