@@ -274,7 +274,7 @@ class RunStartedPayload(Payload, frozen=True, kw_only=True, omit_defaults=False)
     ] = msgspec.field(default_factory=dict)
     host: Annotated[str, about("Host name of the machine that trained.")] = ""
     pid: Annotated[int, about("Process id of the trainer.")] = 0
-    schema_minor: Annotated[int, about("Minor schema version (additive changes).")] = SCHEMA_MINOR
+    schema_minor: Annotated[Count, about("Minor schema version (additive changes).")] = SCHEMA_MINOR
     world_size: Annotated[
         WorldSize,
         about(

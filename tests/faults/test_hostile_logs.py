@@ -157,6 +157,7 @@ def test_the_spellings_of_nonfinite_floats_still_read(tmp_path: Path) -> None:
         ("ppo_update", "global_step", 10**400),
         ("ppo_update", "update", 2**63),
         ("run_started", "world_size", 2**64),
+        ("run_started", "schema_minor", -1),
     ],
 )
 def test_a_count_no_event_can_hold_is_not_passed(

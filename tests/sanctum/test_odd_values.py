@@ -305,5 +305,7 @@ def test_any_config_and_any_time_give_a_documented_exit(
         assert_views_refuse(odd)
     elif header.get("world_size", 1) < 1:  # no run was trained by fewer than one process
         assert_views_refuse(odd, "$.payload.world_size")
+    elif header.get("schema_minor", 0) < 0:  # no version is below 0
+        assert_views_refuse(odd, "$.payload.schema_minor")
     else:
         assert_views_survive(odd, plain)
