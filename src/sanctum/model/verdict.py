@@ -354,7 +354,8 @@ def _lost_row(agg: SanctumAggregator) -> CheckRow:
     run = agg.run
     lost, short = lost_counts(agg)
     mismatch = count_mismatch(agg)
-    skipped = agg.judge.index_gaps
+    skipped = 0 if lost or short else max(0, agg.judge.index_gaps - agg.unreadable_total)
+    # skipped indices that neither missing events nor unreadable lines account for
     if run.seq_back or mismatch or skipped:
         said = [mismatch] if mismatch else []
         if skipped and agg.judge.first_index_gap is not None:
