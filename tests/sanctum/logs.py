@@ -9,6 +9,7 @@ unhealthy ones.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -65,6 +66,10 @@ returns' spread too, so the EV rule, gated on it, judges)."""
 def ppo_update(update: int, **fields: Any) -> PPOUpdatePayload:
     """A healthy update ``update``; keyword arguments override (None = not measured)."""
     values = {**HEALTHY, **fields}
+    kl, top = values.get("approx_kl"), values.get("approx_kl_max")
+    consistent = "approx_kl_max" in fields or not isinstance(kl, float)
+    if not consistent and isinstance(top, float) and math.isfinite(kl) and kl > top:
+        values["approx_kl_max"] = kl  # a mean is never above its maximum
     values.setdefault("global_step", (update + 1) * STEPS_PER_UPDATE)
     values.setdefault("early_stopped", False)
     return PPOUpdatePayload(update=update, **values)

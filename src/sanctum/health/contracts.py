@@ -192,6 +192,23 @@ def check_steps(
     return found
 
 
+def check_kl_max(
+    updates: Sequence[int], mean: Sequence[float | None], largest: Sequence[float | None]
+) -> list[Violation]:
+    """``approx_kl`` is a mean of minibatch KLs, ``approx_kl_max`` the largest of them (the
+    contract's definitions): a mean above its maximum is two numbers that cannot both be
+    right, and a KL spike written into only one of them is not a reading to judge."""
+    return [
+        Violation(u, f"approx_kl {m:.6g} above approx_kl_max {x:.6g}: a mean above its maximum")
+        for u, m, x in zip(updates, mean, largest, strict=True)
+        if m is not None
+        and x is not None
+        and math.isfinite(m)
+        and math.isfinite(x)
+        and m > x + TOLERANCE * max(1.0, abs(x))
+    ]
+
+
 FROZEN_UPDATES: Final = 3
 """Updates in a row with a gradient norm and a KL of exactly 0 that make a frozen run."""
 

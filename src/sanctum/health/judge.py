@@ -278,6 +278,8 @@ class HealthJudge:
             if extreme is not None and contract.breached_by(*extreme):
                 found += contracts.check_column(contract, updates, columns[contract.metric])
         found += contracts.check_entropy(updates, columns["entropy"], columns["entropy_normalized"])
+        if any(x is not None for x in columns["approx_kl_max"]):
+            found += contracts.check_kl_max(updates, columns["approx_kl"], columns["approx_kl_max"])
         frozen, self._frozen = contracts.check_frozen(
             self._frozen, updates, columns["grad_norm"], concept_column(columns, "approx_kl")
         )

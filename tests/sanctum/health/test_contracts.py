@@ -11,6 +11,7 @@ from sanctum.health.contracts import (
     KL_FIELDS,
     check_column,
     check_frozen,
+    check_kl_max,
     kl_contracts,
 )
 from sanctum.metrics import PPO_METRICS
@@ -79,3 +80,14 @@ def test_a_frozen_run_fails_the_check_as_a_bug(tmp_path: Path) -> None:
     assert report["verdict_text"] == "FAIL: Bug 2x", report["verdict_text"]
     (bug,) = [r for r in report["rows"] if r["name"] == "bug"]
     assert "grad_norm and the KL 0 for 3 updates in a row" in bug["message"]
+
+
+def test_a_kl_mean_above_its_maximum_is_a_bug(tmp_path: Path) -> None:
+    found = check_kl_max([0, 1, 2, 3], [0.01, 5.0, 0.02, None], [0.02, 2.6e-6, 0.02, 0.5])
+    assert [(v.update, v.message) for v in found] == [
+        (1, "approx_kl 5 above approx_kl_max 2.6e-06: a mean above its maximum")
+    ]
+    spike = {"approx_kl": 5.0, "approx_kl_max": 2.6e-6}  # the last update: no median sees it
+    run = write_run(tmp_path / "e.jsonl", updates=4, overrides=lambda u: spike if u == 3 else {})
+    report = json.loads(run_main(main, "check", run, "--json").stdout)
+    assert (report["exit_code"], report["verdict_text"]) == (1, "FAIL: Bug 1x")
