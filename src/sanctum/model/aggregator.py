@@ -92,7 +92,7 @@ SOURCE_UNREAD_KEPT: Final = 100
 """Entries of ``source_unread`` kept (a hostile config may hold millions)."""
 
 
-def may_be_an_update(skip: SkipClass) -> bool:
+def fails_the_gate(skip: SkipClass) -> bool:
     """A skipped line (of this class) that the gate cannot pass: a malformed line of any
     kind, or one that says nothing of what it is. An update holds the rules' figures, a
     rollout its returns (judged finite), an anomaly its severity, a heartbeat the time a
@@ -214,7 +214,7 @@ class SanctumAggregator:
             self._count_skipped(line.skip_class, 1)
             if len(self.skipped_lines) < SKIPPED_KEPT:
                 self.skipped_lines.append(line)
-            if may_be_an_update(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
+            if fails_the_gate(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
                 self.unreadable.append(line)
         for skip, count in batch.unlisted.items():  # past the reader's cap: counted only
             self._count_skipped(skip, count)
@@ -232,7 +232,7 @@ class SanctumAggregator:
         else:
             self.unknown_kind += count
         self.run.skipped_lines += count
-        if may_be_an_update(skip):
+        if fails_the_gate(skip):
             self.unreadable_total += count
 
     def judge_pending(self) -> None:
