@@ -134,7 +134,7 @@ class RunVerdict:
 
     @property
     def coverage(self) -> str:
-        """``judged: KL, Entropy (2 of 6 rules; Clip, Grad, EV, Entropy shift not
+        """``judged: KL, Entropy (2 of 7 rules; Clip, Grad, EV, Value loss, Entropy shift not
         measured)``; empty when every rule measured something, or for FAIL and PENDING (a
         failure rests on its rows; nothing was judged yet)."""
         if not self.unmeasured or self.word not in ("OK", "WARN"):
@@ -155,13 +155,13 @@ class RunVerdict:
     def text(self) -> str:
         """``FAIL: KL 22x, Stall 1x``; the word alone for OK and PENDING; an OK or WARN of
         a run some expected rule could not measure says what it rests on (``OK · judged:
-        KL, Entropy (2 of 6 rules; ...)``: :attr:`coverage`)."""
+        KL, Entropy (2 of 7 rules; ...)``: :attr:`coverage`)."""
         said = self.word if not self.items else f"{self.word}: {', '.join(self.items)}"
         return f"{said} · {self.coverage}" if self.coverage else said
 
     @property
     def rules_judged(self) -> str:
-        """``2/6 rules`` when :attr:`coverage` has something to say; else empty."""
+        """``2/7 rules`` when :attr:`coverage` has something to say; else empty."""
         if not self.coverage:
             return ""
         return f"{len(self.judged_on)}/{len(self.judged_on) + len(self.unmeasured)} rules"
@@ -169,7 +169,7 @@ class RunVerdict:
     @property
     def short(self) -> str:
         """``FAIL: KL 22x (+1)``: the first item and how many more, for a narrow column;
-        ``OK · 2/6 rules`` when some expected rule measured nothing."""
+        ``OK · 2/7 rules`` when some expected rule measured nothing."""
         said: str = self.word
         if self.items:
             more = len(self.items) - 1

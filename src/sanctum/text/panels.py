@@ -114,8 +114,8 @@ def fired_text(snapshot: SanctumSnapshot) -> str | None:
 
 
 def judged_text(snapshot: SanctumSnapshot) -> str | None:
-    """``judged        KL, Clip (2 of 6 rules; Grad, EV, ... not measured)``: the rules the
-    run's verdict rests on, which the banner's ``OK · 2/6 rules`` counts; None when every
+    """``judged        KL, Clip (2 of 7 rules; Grad, EV, ... not measured)``: the rules the
+    run's verdict rests on, which the banner's ``OK · 2/7 rules`` counts; None when every
     expected rule measured something (or the verdict is a FAIL or PENDING)."""
     coverage = snapshot.run_verdict.coverage
     return f"{'judged':<{FACT_LABEL}}{coverage.removeprefix('judged: ')}" if coverage else None
