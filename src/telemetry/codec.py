@@ -25,9 +25,9 @@ import functools
 import math
 import re
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
@@ -119,6 +119,7 @@ class ForeignFieldError(msgspec.ValidationError):
     its payload disagree, so what it is cannot be told."""
 
 
+_Read = TypeVar("_Read")
 _SPELLED: Final = re.compile(rb'"(?:NaN|-?Infinity)"(?!\s*:)')
 """The contract's spellings of non-finite floats, as JSON string values (not keys)."""
 
@@ -150,27 +151,24 @@ class LineDecoder:
         self._lax: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event, strict=False)
         self._foreign = msgspec.json.Decoder(_foreign_union())
 
-    def _one(self, line: bytes | bytearray | memoryview) -> Event:
+    @staticmethod
+    def _read(
+        data: bytes | bytearray | memoryview,
+        strict: Callable[[bytes | bytearray | memoryview], _Read],
+        lax: Callable[[bytes], _Read],
+    ) -> _Read:
+        """``strict(data)``; where it refuses a line that holds a spelled non-finite float,
+        ``lax(data)``, kept only if ``data`` with each spelling read as a number passes
+        ``strict`` (so nothing else was a string where a number belongs)."""
         try:
-            return self._strict.decode(line)
+            return strict(data)
         except msgspec.ValidationError:
-            data = bytes(line)
-            if _SPELLED.search(data) is None:
+            raw = bytes(data)
+            if _SPELLED.search(raw) is None:
                 raise
-            event = self._lax.decode(data)
-            self._strict.decode(_SPELLED.sub(b"0", data))  # only the spellings were strings
-            return event
-
-    def _many(self, lines: bytes | bytearray | memoryview) -> list[Event]:
-        try:
-            return self._strict.decode_lines(lines)
-        except msgspec.ValidationError:
-            data = bytes(lines)
-            if _SPELLED.search(data) is None:
-                raise
-            events = self._lax.decode_lines(data)
-            self._strict.decode_lines(_SPELLED.sub(b"0", data))
-            return events
+            read = lax(raw)
+            strict(_SPELLED.sub(b"0", raw))
+            return read
 
     def decode(self, line: bytes | bytearray | memoryview) -> Event:
         """The event of one line (DecodeError, UnicodeDecodeError or RecursionError if the
@@ -178,7 +176,7 @@ class LineDecoder:
         float is read lax, and kept only if, with each spelling read as a number, it passes
         strict too (so nothing else was a string where a number belongs)."""
         _require_utf8(line)
-        event = self._one(line)
+        event = self._read(line, self._strict.decode, self._lax.decode)
         if type(event) in _UNMARKED_TYPES:
             try:
                 self._foreign.decode(line)
@@ -190,7 +188,7 @@ class LineDecoder:
         """The events of newline-separated lines, all of them good (else an exception, and
         the caller decodes line by line to tell which)."""
         _require_utf8(lines)
-        events = self._many(lines)
+        events = self._read(lines, self._strict.decode_lines, self._lax.decode_lines)
         if not _UNMARKED_TYPES.isdisjoint(set(map(type, events))):
             self._foreign.decode_lines(lines)  # lines of marked kinds: skipped, not built
         return events
