@@ -4,6 +4,8 @@ Loads no torch: ``ppo --help`` and a mistyped option answer at once."""
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Sequence
 from pathlib import Path
 
 from ppo.cli.listing import CONFIGS, HelpConfig
@@ -78,9 +80,38 @@ exit codes: 0 listed; 2 a field name that is not one of the config's.
 """
 
 
+class PPOParser(argparse.ArgumentParser):
+    """The ``ppo`` parser: an option its command does not know is refused by that command,
+    with its usage and the closest option it has (argparse alone refuses it at the top,
+    with the top-level usage and no hint)."""
+
+    commands: dict[str, argparse.ArgumentParser]
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: None = None
+    ) -> argparse.Namespace:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            command = self.commands.get(getattr(parsed, "command", None) or "", self)
+            command.error(f"unrecognized arguments: {' '.join(extra)}{_closest(command, extra)}")
+        return parsed
+
+
+def _closest(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """`` (did you mean --total-steps?)`` for the first unknown option close to one of
+    ``parser``'s; empty when none is."""
+    known = [s for action in parser._actions for s in action.option_strings]
+    for word in extra:
+        if word.startswith("--"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.7)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``ppo`` argument parser (subcommands: ``train``, ``config``)."""
-    parser = argparse.ArgumentParser(
+    parser = PPOParser(
         prog="ppo", description="PPO with KL guardrails that records its health as telemetry."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -110,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         + ' (a TOML file that says algorithm = "NAME": the token-level config)',
     )
     config.add_argument("--json", action="store_true", help="one JSON document, for scripts")
+    parser.commands = {"train": train, "config": config}
     return parser
 
 

@@ -688,3 +688,24 @@ def test_a_task_that_is_no_task_factory_is_one_line_and_exit_2(
     said = f"task {task!r}" + (" " if "returned" in says else ": ") + says
     assert err.splitlines() == [f"ppo train: invalid PPO config: {said}"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage", "said"),
+    [
+        (["train", "--totl-steps", "1000"], "usage: ppo train", " (did you mean --total-steps?)"),
+        (["train", "--total-steps=10", "--bogus"], "usage: ppo train", ""),
+        (["config", "--jsn"], "usage: ppo config", " (did you mean --json?)"),
+    ],
+)
+def test_an_option_its_command_does_not_know_is_refused_by_that_command(
+    tmp_path: Path, argv: list[str], usage: str, said: str
+) -> None:
+    """argparse refused it at the top, with ppo's own usage and no hint."""
+    done = run_main(main, *argv, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(usage), done.stderr
+    unknown = " ".join(a for a in argv[1:] if a.startswith("--") and a != "--total-steps=10")
+    last = done.stderr.splitlines()[-1]
+    assert last.startswith(f"ppo {argv[0]}: error: unrecognized arguments: {unknown}")
+    assert last.endswith(said or unknown)
+    assert list(tmp_path.iterdir()) == []
