@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -61,6 +62,11 @@ def list_config(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         error(err, unknown_key(name, known, context=config().to_dict()), prefix=prefix)
     if unknown:
         return EXIT_USAGE
-    fields = [f for f in listing.fields_of(config) if not args.names or f.name in args.names]
+    fields = [
+        # the algorithm asked for is what its TOML file says, not the config class's default
+        dataclasses.replace(f, default=args.algorithm) if f.name == "algorithm" else f
+        for f in listing.fields_of(config)
+        if not args.names or f.name in args.names
+    ]
     text = listing.as_json(config, fields) if args.json else _listing(config, fields)
     return listed(text, out, err, prefix)
