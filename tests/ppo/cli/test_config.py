@@ -41,7 +41,10 @@ def test_json_lists_every_field_with_its_default_allowed_values_and_doc(
     doc = json.loads(result.stdout)
     fields = dataclasses.fields(config)  # type: ignore[arg-type]
     assert [f["name"] for f in doc["fields"]] == [f.name for f in fields]
-    assert [f["default"] for f in doc["fields"]] == list(config().to_dict().values())
+    defaults = config().to_dict()
+    if "algorithm" in defaults:  # the one asked for: a TOML file that names it says so
+        defaults["algorithm"] = args[1]
+    assert [f["default"] for f in doc["fields"]] == list(defaults.values())
     assert [f["doc"] for f in doc["fields"]] == [f.metadata["doc"] for f in fields]
     assert [f["allowed"] for f in doc["fields"]] == [
         f.metadata["validator"].allowed for f in fields
