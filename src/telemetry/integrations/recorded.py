@@ -10,13 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from telemetry.events import RunStatus
 from telemetry.recorder import Recorder
 
 if TYPE_CHECKING:
     from typing import Self  # Python 3.11; only read by the type checker
+
+
+class Ending(Protocol):
+    """What says how a run whose trainer returned ends (an ``UpdateProbe``)."""
+
+    def ending(self) -> tuple[RunStatus, str] | None: ...
 
 
 class RecordedRun:
@@ -38,8 +44,10 @@ class RecordedRun:
 
     def ending(self) -> tuple[RunStatus, str] | None:
         """How a run whose trainer returned ends, when not ``completed``: ``("failed",
-        reason)`` when what the trainer leaves cannot be used (None by default)."""
-        return None
+        reason)`` when what the trainer leaves cannot be used. By default the probe's say,
+        for an integration built on one (kept as ``probe``: a policy of NaN), else None."""
+        probe: Ending | None = getattr(self, "probe", None)
+        return None if probe is None else probe.ending()
 
     def __enter__(self) -> Self:
         self.recorder.start()

@@ -50,7 +50,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from telemetry.events import RunStatus, TrainerInfo
+from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
@@ -155,9 +155,6 @@ class SkrlRecorder(RecordedRun):
         self._record_transition = agent.record_transition
         self._own = {k: v for k, v in vars(agent).items() if k in ("update", "record_transition")}
         """What the instance itself held under those names (usually nothing: the class's)."""
-
-    def ending(self) -> tuple[RunStatus, str] | None:
-        return self.probe.ending()  # a policy of NaN is a failed run
 
     def attach(self) -> None:
         self.agent.update = self._wrapped_update

@@ -40,7 +40,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from telemetry.events import RunStatus, TrainerInfo
+from telemetry.events import TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
 from telemetry.integrations.recorded import RecordedRun
@@ -150,9 +150,6 @@ class TianshouRecorder(RecordedRun):
         self.steps = 0
         self._episodes = _Episodes()
         self._originals: dict[str, Any] = {}
-
-    def ending(self) -> tuple[RunStatus, str] | None:
-        return self.probe.ending()  # a policy of NaN is a failed run
 
     def attach(self) -> None:
         wrappers: dict[str, Callable[..., Any]] = {

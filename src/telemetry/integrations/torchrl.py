@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from telemetry.events import RunStatus, TrainerInfo
+from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
@@ -129,9 +129,6 @@ class TorchRLRecorder(RecordedRun):
         self.frames = 0
         self._losses: list[tuple[Any, Any]] = []
         """Each minibatch's losses, 0-d tensors on the device."""
-
-    def ending(self) -> tuple[RunStatus, str] | None:
-        return self.probe.ending()  # a policy of NaN is a failed run
 
     def _distribution(self, batch: Any) -> Any:
         """The actor's distribution on ``batch``, with the loss module's parameters (as
