@@ -83,11 +83,7 @@ def _one_update(
                 optimizer.step()
         with torch.no_grad():
             after = policy(obs)
-    (update,) = [
-        e.payload
-        for e in read_events(tmp_path / "events.jsonl").events
-        if isinstance(e.payload, PPOUpdatePayload)
-    ]
+    (update,) = payloads(tmp_path, PPOUpdatePayload)
     return update, before, after, returned, actions
 
 
@@ -274,11 +270,7 @@ def test_accumulated_gradients_give_the_norm_of_their_sum_before_clipping(
                 (-policy(half).log_prob(actions[:16]).mean()).backward()
             returned.append(float(nn.utils.clip_grad_norm_(policy.parameters(), 0.1)))
             optimizer.step()
-    (update,) = [
-        e.payload
-        for e in read_events(tmp_path / "events.jsonl").events
-        if isinstance(e.payload, PPOUpdatePayload)
-    ]
+    (update,) = payloads(tmp_path, PPOUpdatePayload)
     assert min(returned) > 0.1  # clipped after it was read
     assert update.minibatches_completed == 2
     assert update.grad_norm == pytest.approx(sum(returned) / 2, rel=1e-5)
