@@ -52,7 +52,7 @@ from typing import Any
 
 from telemetry.events import TrainerInfo
 from telemetry.integrations.cleanrl import plain
-from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
@@ -82,32 +82,21 @@ class _Episodes:
 
     def __init__(self) -> None:
         self.steps: list[tuple[Any, Any]] = []
-        self.sums: list[float] = []
-        self.lengths: list[int] = []
+        self.running = RunningEpisodes()
 
     def add(self, rewards: Any, done: Any) -> None:
         self.steps.append((rewards.detach().reshape(-1), done.reshape(-1).float()))
 
     def drain(self) -> tuple[list[float], list[float]]:
         """(returns, lengths) of the episodes that ended since the last call."""
-        if not self.steps:
-            return [], []
-        rewards = host_rows(r for r, _ in self.steps)
-        ended = host_rows(d for _, d in self.steps)
-        self.steps = []
-        returns: list[float] = []
-        lengths: list[float] = []
-        for step_rewards, step_done in zip(rewards, ended, strict=True):
-            if len(self.sums) != len(step_rewards):
-                self.sums, self.lengths = [0.0] * len(step_rewards), [0] * len(step_rewards)
-            for i, (r, d) in enumerate(zip(step_rewards, step_done, strict=True)):
-                self.sums[i] += r
-                self.lengths[i] += 1
-                if d:
-                    returns.append(self.sums[i])
-                    lengths.append(float(self.lengths[i]))
-                    self.sums[i], self.lengths[i] = 0.0, 0
-        return returns, lengths
+        if self.steps:
+            rewards = host_rows(r for r, _ in self.steps)
+            ended = host_rows(d for _, d in self.steps)
+            self.steps = []
+            for step_rewards, step_done in zip(rewards, ended, strict=True):
+                for env, (reward, done) in enumerate(zip(step_rewards, step_done, strict=True)):
+                    self.running.step(env, reward, bool(done))
+        return self.running.drain()
 
 
 class SkrlRecorder(RecordedRun):

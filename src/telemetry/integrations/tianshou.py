@@ -41,7 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from telemetry.events import TrainerInfo
-from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
@@ -79,34 +79,18 @@ def config_of(algorithm: Any) -> dict[str, Any]:
     return config
 
 
-class _Episodes:
-    """Each env's running return and length across updates, from the buffer's rewards."""
-
-    def __init__(self) -> None:
-        self.partial: dict[int, tuple[float, int]] = {}
-
-    def ended(self, buffer: Any) -> tuple[list[float], list[float]]:
-        """Returns and lengths of the episodes that ended in ``buffer`` (one sub-buffer per
-        env, each in the order its env stepped)."""
-        returns: list[float] = []
-        lengths: list[float] = []
-        found = getattr(buffer, "buffers", None)  # a VectorReplayBuffer's, one per env
-        subs = [buffer] if found is None else list(found)
-        for env, sub in enumerate(subs):
-            size = len(sub)
-            if not size:
-                continue
-            total, steps = self.partial.get(env, (0.0, 0))
-            rewards = sub.rew[:size].tolist()
-            done = (sub.terminated[:size] | sub.truncated[:size]).tolist()
-            for reward, end in zip(rewards, done, strict=True):
-                total, steps = total + float(reward), steps + 1
-                if end:
-                    returns.append(total)
-                    lengths.append(float(steps))
-                    total, steps = 0.0, 0
-            self.partial[env] = (total, steps)
-        return returns, lengths
+def _ended(buffer: Any, running: RunningEpisodes) -> tuple[list[float], list[float]]:
+    """Returns and lengths of the episodes that ended in ``buffer`` (one sub-buffer per
+    env, each in the order its env stepped), with each env's episode carried across
+    updates in ``running``."""
+    found = getattr(buffer, "buffers", None)  # a VectorReplayBuffer's, one per env
+    for env, sub in enumerate([buffer] if found is None else list(found)):
+        size = len(sub)
+        rewards = sub.rew[:size].tolist()
+        done = (sub.terminated[:size] | sub.truncated[:size]).tolist()
+        for reward, end in zip(rewards, done, strict=True):
+            running.step(env, float(reward), bool(end))
+    return running.drain()
 
 
 class TianshouRecorder(RecordedRun):
@@ -148,7 +132,7 @@ class TianshouRecorder(RecordedRun):
             action_space=getattr(algorithm.policy, "action_space", None),
         )
         self.steps = 0
-        self._episodes = _Episodes()
+        self._episodes = RunningEpisodes()
         self._originals: dict[str, Any] = {}
 
     def attach(self) -> None:
@@ -176,7 +160,7 @@ class TianshouRecorder(RecordedRun):
     def _wrapped_update(self, buffer: Any, *args: Any, **kwargs: Any) -> Any:
         collected = len(buffer) if buffer is not None else 0
         self.steps += collected
-        returns, lengths = self._episodes.ended(buffer) if collected else ([], [])
+        returns, lengths = _ended(buffer, self._episodes) if collected else ([], [])
         self.recorder.emit(
             rollout_payload(
                 update=self.recorder.updates,
