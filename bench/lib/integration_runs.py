@@ -26,7 +26,7 @@ import contextlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,50 +111,54 @@ def _load(example: str) -> Any:
     return module
 
 
-def _spiking(onset: int, factor: float) -> type[probe_module.UpdateProbe]:
-    class Spiking(probe_module.UpdateProbe):
-        """The probe, which also multiplies the learning rate right before ``onset``."""
+Fault = Callable[[probe_module.UpdateProbe, Any], None]
+"""What a fault does to the trainer right before its onset update (given the probe and the
+update's observations)."""
+
+
+def _spike_lr(probe: probe_module.UpdateProbe, _: Any) -> None:
+    """The learning rate x100, on the optimizer the probe holds."""
+    for group in probe.optimizer.param_groups:
+        group["lr"] = group["lr"] * 100.0
+
+
+def _scale_output(probe: probe_module.UpdateProbe, observations: Any) -> None:
+    """The policy's output layer x1000: the last ``nn.Linear`` a forward pass of its
+    distribution goes through (found by a global forward hook; its tensors as used, so
+    TorchRL's functional parameters are the ones scaled)."""
+    used: list[tuple[torch.Tensor, ...]] = []
+
+    def keep(module: torch.nn.Module, *_: Any) -> None:
+        if isinstance(module, torch.nn.Linear):
+            used.append(tuple(p for p in (module.weight, module.bias) if p is not None))
+
+    handle = torch.nn.modules.module.register_module_forward_hook(keep)
+    try:
+        with torch.no_grad():
+            probe.distribution(probe_module._head(observations, 1, 4))
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        for tensor in used[-1]:
+            tensor.mul_(1000.0)
+
+
+FAULTS: dict[str, Fault] = {"lr_spike": _spike_lr, "output_scale": _scale_output}
+"""The faults a probe injects, by name."""
+
+
+def _faulty(onset: int, fault: Fault) -> type[probe_module.UpdateProbe]:
+    class Faulty(probe_module.UpdateProbe):
+        """The probe, which also applies ``fault`` right before update ``onset``."""
 
         @contextlib.contextmanager
         def update(self, recorder: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
             if recorder.updates == onset:
-                for group in self.optimizer.param_groups:
-                    group["lr"] = group["lr"] * factor
+                fault(self, args[0])
             with super().update(recorder, *args, **kwargs) as measure:
                 yield measure
 
-    return Spiking
-
-
-def _scaling(onset: int, factor: float) -> type[probe_module.UpdateProbe]:
-    class Scaling(probe_module.UpdateProbe):
-        """The probe, which also multiplies the policy's output layer right before
-        ``onset``: the last ``nn.Linear`` a forward pass of its distribution goes through
-        (found by a global forward hook; its tensors as used, so TorchRL's functional
-        parameters are the ones scaled)."""
-
-        @contextlib.contextmanager
-        def update(self, recorder: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
-            if recorder.updates == onset:
-                used: list[tuple[torch.Tensor, ...]] = []
-
-                def keep(module: torch.nn.Module, *_: Any) -> None:
-                    if isinstance(module, torch.nn.Linear):
-                        used.append(tuple(p for p in (module.weight, module.bias) if p is not None))
-
-                handle = torch.nn.modules.module.register_module_forward_hook(keep)
-                try:
-                    with torch.no_grad():
-                        self.distribution(probe_module._head(args[0], 1, 4))
-                finally:
-                    handle.remove()
-                with torch.no_grad():
-                    for tensor in used[-1]:
-                        tensor.mul_(factor)
-            with super().update(recorder, *args, **kwargs) as measure:
-                yield measure
-
-    return Scaling
+    return Faulty
 
 
 def record(
@@ -192,12 +196,9 @@ def record(
         else importlib.import_module(f"telemetry.integrations.{spec.needs}")
     )
     kept = holder.UpdateProbe
-    if fault == "lr_spike":
+    if fault in FAULTS:
         assert onset is not None
-        holder.UpdateProbe = _spiking(onset, 100.0)
-    elif fault == "output_scale":
-        assert onset is not None
-        holder.UpdateProbe = _scaling(onset, 1000.0)
+        holder.UpdateProbe = _faulty(onset, FAULTS[fault])
     try:
         module.main(argv)
     except Exception as exc:  # noqa: BLE001 - a run its fault ended is recorded as failed
