@@ -86,6 +86,27 @@ def format_value(
     return _significant(value, digits=4)
 
 
+def format_ratio(value: float | None, absent: str = NOT_MEASURED) -> str:
+    """A quantity per another (KL per clip fraction): always 3 significant digits, ``1.60``,
+    ``0.00860``, ``1.80e-13``, ``0``, so the figure keeps one form as it moves."""
+    if value is None or not math.isfinite(value):
+        return format_value(value, None, absent)
+    return _significant(value, digits=3)
+
+
+def format_range(low: float | None, high: float | None, absent: str = NOT_MEASURED) -> str:
+    """``37.0…163.0``: a range at one precision, 4 significant digits of its larger end
+    (two ends at two precisions, ``37.00…163.0``, read as if they were measured apart).
+    Ends past that fixed form (non-finite, 1e4 or more, under 1e-3) are each spelled by
+    :func:`format_value`."""
+    ends = [v for v in (low, high) if v is not None]
+    largest = max((abs(v) for v in ends), default=math.nan)
+    if len(ends) < 2 or not math.isfinite(largest) or not 1e-3 <= largest < FIXED_BELOW:
+        return f"{format_value(low, None, absent)}…{format_value(high, None, absent)}"
+    places = max(0, 3 - math.floor(math.log10(largest)))
+    return f"{low:.{places}f}…{high:.{places}f}"
+
+
 KL_DECIMALS: Final = 4
 """Decimals of a KL figure when no KL rule sets them."""
 

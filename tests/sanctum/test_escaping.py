@@ -25,13 +25,13 @@ from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
 from sanctum.tui.app import SanctumApp
-from sanctum.tui.widgets import KLChart, StatusBanner, TimelinePanel
+from sanctum.tui.widgets import HealthStatusPanel, KLChart, StatusBanner, TimelinePanel
 from sanctum.tui.widgets.help import HelpScreen
 from telemetry.events import AnomalyPayload
 from telemetry.rollouts import ROLLOUTS_FILE
 from telemetry.text import HIDDEN_CATEGORIES, visible
 from tests.cli_runner import run_main
-from tests.sanctum.app_support import lively, wait_until
+from tests.sanctum.app_support import lively, screen_lines, wait_until
 from tests.sanctum.logs import RunLog
 from tests.sanctum.reports.test_rollouts_view import record
 
@@ -172,7 +172,7 @@ async def test_the_dashboard_shows_a_hostile_run_id_and_reason_escaped(tmp_path:
 
 
 async def test_a_rule_label_with_markup_is_shown_as_typed(tmp_path: Path) -> None:
-    """A label from a thresholds file names its rule in the KL chart's title and the help:
+    """A label from a thresholds file names its rule's row in the panel and the help:
     shown as typed, never read as markup (``[/]`` closed nothing and stopped the app)."""
     toml = tmp_path / "thresholds.toml"
     toml.write_text('[approx_kl]\nlabel = "[/]K[red]"\n')
@@ -185,8 +185,10 @@ async def test_a_rule_label_with_markup_is_shown_as_typed(tmp_path: Path) -> Non
     app = SanctumApp(path, load_thresholds(toml), clock=lambda: 1_700_000_100.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_until(pilot, lambda s: s.run.status == "completed", "the finished run")
+        assert app.query_one(HealthStatusPanel).row("approx_kl").label == "[/]K[red]/clip"
+        assert any("[/]K[red]/clip" in line for line in screen_lines(app))  # the row's name
         subtitle = Content.from_markup(app.query_one(KLChart).border_subtitle or "")
-        assert "[/]K[red] judged per" in subtitle.plain
+        assert "5×clip" in subtitle.plain  # the chart's lines, named after the other metric
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)

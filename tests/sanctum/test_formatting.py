@@ -16,6 +16,8 @@ from sanctum.formatting import (
     format_count,
     format_duration,
     format_kl,
+    format_range,
+    format_ratio,
     format_value,
     plural,
     steps_count,
@@ -180,3 +182,30 @@ def test_a_count_of_steps_says_what_it_counts() -> None:
         "2,345 steps/s",
     )
     assert steps_rate("812", "tokens", short=True) == "812 tokens/s"
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "text"),
+    [
+        (37.0, 163.0, "37.0…163.0"),  # one precision: 4 digits of the larger end
+        (0.375, 1.0, "0.375…1.000"),
+        (-12.5, 3.25, "-12.50…3.25"),
+        (500.0, 500.0, "500.0…500.0"),
+        (None, 2.0, "not measured…2.000"),
+        (-math.inf, 3.0, "-Inf…3.000"),
+        (1.0, 25_000.0, "1…25000"),
+        (1.0, 2.5e7, "1.000…2.50e+07"),  # past the fixed form: each end on its own
+    ],
+)
+def test_a_range_is_written_at_one_precision(
+    low: float | None, high: float | None, text: str
+) -> None:
+    assert format_range(low, high) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(1.6, "1.60"), (0.0086, "0.00860"), (1.8e-13, "1.8e-13"), (0.0, "0"), (50.0, "50.0")],
+)
+def test_a_ratio_keeps_one_form_as_it_moves(value: float, text: str) -> None:
+    assert format_ratio(value) == text

@@ -115,6 +115,13 @@ class ThresholdChart:
     styles: ChartStyles = field(default_factory=ChartStyles)
     log: bool = False
     """A logarithmic scale (positive values only; others sit below it)."""
+    warning_at: Sequence[float | None] | None = None
+    """Per value (aligned with ``values``), a warning line that moves with the update, for
+    a rule judged per another metric: KL per clip fraction draws warning x that update's
+    clip fraction. None in it: no line in that column. Such lines are drawn in their
+    columns, not labelled on the axis (the caller names them)."""
+    critical_at: Sequence[float | None] | None = None
+    """Per value, the moving critical line (see ``warning_at``)."""
     memo: dict[tuple[float, float, float, int], list[Cell | None]] | None = field(
         default=None, compare=False
     )
@@ -124,7 +131,9 @@ class ThresholdChart:
 
     @property
     def _thresholds(self) -> list[float]:
-        return [t for t in (self.warning, self.critical) if t is not None and t > 0]
+        moving = [*(self.warning_at or ()), *(self.critical_at or ())]
+        lines = (self.warning, self.critical, *moving)
+        return [t for t in lines if t is not None and math.isfinite(t) and t > 0]
 
     @property
     def scale_top(self) -> float:
@@ -181,15 +190,42 @@ class ThresholdChart:
         bar = max(1, min(self.MAX_BAR_WIDTH, plot_width // max(1, len(shown))))
         bars = [self._column(v, top) for v in shown for _ in range(bar)]
         columns = [None] * (plot_width - len(bars)) + bars
-        rule_rows = self._rule_rows(top)
+        rule_rows = self._rule_rows(self.warning, self.critical, top)
+        moving = self._moving_rows(len(shown), bar, plot_width, top)
         rows = []
         for row in range(self.height):
             from_bottom = self.height - 1 - row
             axis = f"{labels.get(row, ''):>{label_width}}" + ("┤" if row in labels else "│")
             background = rule_rows.get(from_bottom, (" ", ""))
-            cells = [(column and column[from_bottom]) or background for column in columns]
+            if moving is None:
+                cells = [(column and column[from_bottom]) or background for column in columns]
+            else:
+                cells = [
+                    (column and column[from_bottom]) or lines.get(from_bottom, background)
+                    for column, lines in zip(columns, moving, strict=True)
+                ]
             rows.append([(axis, self.styles.axis), *style_spans(cells)])
         return rows
+
+    def _moving_rows(
+        self, shown: int, bar: int, plot_width: int, top: float
+    ) -> list[dict[int, Cell]] | None:
+        """Per plot column, the cells of its moving lines (None when the chart has none)."""
+        if self.warning_at is None and self.critical_at is None:
+            return None
+        start = len(self.values) - shown
+        per_value = [
+            self._rule_rows(
+                None if self.warning_at is None else self.warning_at[start + i],
+                None if self.critical_at is None else self.critical_at[start + i],
+                top,
+            )
+            for i in range(shown)
+        ]
+        blank: dict[int, Cell] = {}
+        return [blank] * (plot_width - shown * bar) + [
+            lines for lines in per_value for _ in range(bar)
+        ]
 
     def drawn(self, width: int) -> int:
         """How many of the values (the newest) :meth:`rows` draws at ``width`` cells."""
@@ -217,18 +253,20 @@ class ThresholdChart:
         else:
             labels = {self.height - 1: format_value(0.0, self.decimals)}
             labels[0] = format_value(top, self.decimals)
-        for threshold, row in self._threshold_rows(top):  # as short as the decades beside them
+        for threshold, row in self._line_rows(self.warning, self.critical, top):  # short labels
             shown = log_label(threshold) if self.log else format_value(threshold, self.decimals)
             labels[self.height - 1 - row] = shown
         return labels
 
-    def _threshold_rows(self, top: float) -> list[tuple[float, int]]:
+    def _line_rows(
+        self, warning: float | None, critical: float | None, top: float
+    ) -> list[tuple[float, int]]:
         """(threshold, row from the bottom) of the lines on the plot, warning first. Two
         lines that fall in one row are drawn a row apart, the lower value below, so both
         stay visible and labelled on a short chart."""
         placed = [
             (t, row)
-            for t in (self.warning, self.critical)
+            for t in (warning, critical)
             if t is not None and (row := self._row_of(t, top)) is not None
         ]
         if len(placed) == 2 and placed[0][1] == placed[1][1]:
@@ -237,7 +275,7 @@ class ThresholdChart:
                 placed = [(low, row - 1), (high, row)]
             elif row < self.height - 1:
                 placed = [(low, row), (high, row + 1)]
-            placed.sort(key=lambda p: p[0] != self.warning)
+            placed.sort(key=lambda p: p[0] != warning)
         return placed
 
     def _row_of(self, value: float | None, top: float) -> int | None:
@@ -248,10 +286,12 @@ class ThresholdChart:
             return None
         return min(self.height - 1, math.floor(self._fraction(value, top) * self.height))
 
-    def _rule_rows(self, top: float) -> dict[int, tuple[str, Style | str]]:
-        rows: dict[int, tuple[str, Style | str]] = {}
-        for threshold, row in self._threshold_rows(top):
-            is_warning = threshold == self.warning and threshold != self.critical
+    def _rule_rows(
+        self, warning: float | None, critical: float | None, top: float
+    ) -> dict[int, Cell]:
+        rows: dict[int, Cell] = {}
+        for threshold, row in self._line_rows(warning, critical, top):
+            is_warning = threshold == warning and threshold != critical
             rows[row] = (
                 (WARNING_LINE, self.styles.warning)
                 if is_warning

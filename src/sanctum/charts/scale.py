@@ -91,6 +91,27 @@ def rule_lines(rule: Rule | None) -> tuple[float | None, float | None]:
     return rule.warning, rule.critical
 
 
+def moving_lines(
+    rule: Rule | None, others: Sequence[float | None]
+) -> tuple[list[float | None], list[float | None]] | None:
+    """Per update, the (warning, critical) lines in the metric's own units that a rule
+    judged per another metric implies: KL per clip fraction warns at KL = warning x
+    max(clip fraction, floor) of that update. ``others`` is the other metric, aligned with
+    the charted values; an update without it has no line where the rule then does not
+    judge (``per_required``). None for a rule without ``per`` (its lines, if any, are
+    :func:`rule_lines`) or whose statistic is a ratio to the run's own past (a jump)."""
+    if rule is None or rule.per is None or rule.statistic not in ("value", "median"):
+        return None
+    floor = rule.per_floor
+
+    def at(threshold: float, other: float | None) -> float | None:
+        if other is None:
+            return None if rule.per_required else threshold * floor
+        return threshold * max(other, floor) if math.isfinite(other) else None
+
+    return [at(rule.warning, o) for o in others], [at(rule.critical, o) for o in others]
+
+
 def fit(
     values: Iterable[float],
     lines: Sequence[float | None] = (),

@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from sanctum.formatting import KL_DECIMALS, NOT_MEASURED, format_value, visible
+from sanctum.formatting import KL_DECIMALS, NOT_MEASURED, format_ratio, format_value, visible
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure
 from telemetry.files import InputFileError, read_toml
@@ -190,7 +190,7 @@ class Rule:
             if self.statistic == "shift":
                 return f"±{format_value(value, 2)}"
             if self.per is not None:
-                return format_value(value, 1)
+                return format_ratio(value)
         return format_value(value, self.decimals, absent)
 
     @property

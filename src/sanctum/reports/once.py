@@ -85,7 +85,8 @@ def once_text(snapshot: SanctumSnapshot, path: Path) -> str:
         row, word = metric_row(snapshot, name), level_word(snapshot, name)
         if row.display:
             value = "" if word == NOT_MEASURED else row.value  # the word says it once
-            table.append(f"{name:<22} {value:>12}  {word:<12} {row.note:<11} {row.arrow}".rstrip())
+            line = f"{row.label:<22} {value:>12}  {word:<12} {row.note:<11} {row.arrow}"
+            table.append(line.rstrip())
     returns = returns_lines(snapshot, SPARK_WIDTH)
     events = [entry_text(e, snapshot.run.started_ts) for e in snapshot.timeline[-TIMELINE_LINES:]]
     lines = [*banner, "", *table, "", *facts_lines(snapshot), "", "return  " + returns[0]]

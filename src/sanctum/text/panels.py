@@ -22,14 +22,15 @@ from sanctum.formatting import (
     format_duration,
     format_kl,
     format_metric,
+    format_range,
     format_value,
     steps_count,
     steps_rate,
     visible,
 )
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
-from sanctum.metrics import KL_METRIC
+from sanctum.health.rules import Rule, Thresholds
+from sanctum.metrics import KL_METRIC, short_name
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
 from telemetry.returns import BEST_ROLLOUT_MEAN, ROLLOUT_MEAN
 
@@ -221,6 +222,16 @@ class MetricRow:
     narrow_value: str
     """The value cell of a table without its note column: :func:`pending_note`, else the
     value (other notes are then fact lines: :func:`rule_notes`)."""
+    label: str
+    """The row's name as shown: what the value is (:func:`row_label`)."""
+
+
+def row_label(rule: Rule | None, metric: str) -> str:
+    """What a row's value is: ``KL/clip`` where the rule judges the metric per another (a
+    ratio, not the metric in its units), else the metric's (short) name."""
+    if rule is not None and rule.per is not None:
+        return f"{rule.label}/{rule.per.split('_')[0]}"
+    return short_name(metric)
 
 
 def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
@@ -240,6 +251,7 @@ def metric_row(snapshot: SanctumSnapshot, name: str) -> MetricRow:
         metric.level,
         display,
         pending_note(metric) or value,
+        row_label(rule, name),
     )
 
 
@@ -263,7 +275,7 @@ def level_word(snapshot: SanctumSnapshot, name: str) -> str:
 
 def pending_row(name: str) -> MetricRow:
     """A row before the first snapshot."""
-    return MetricRow(name, "pending", "", "", Level.PENDING, True, "pending")
+    return MetricRow(name, "pending", "", "", Level.PENDING, True, "pending", short_name(name))
 
 
 def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
@@ -279,9 +291,7 @@ def value_text(snapshot: SanctumSnapshot, metric: MetricSnapshot) -> str:
     if rule is None:
         return format_metric(metric.name, metric.value)
     if (rule.statistic != "value" or rule.per is not None) and metric.statistic is not None:
-        text = rule.format(metric.statistic)
-        if rule.per is not None:  # 3.1/clip: the KL per clip fraction, not nats
-            return f"{text}/{rule.per.split('_')[0]}"
+        text = rule.format(metric.statistic)  # per another: the row's label says so
         return f"med {text}" if rule.statistic == "median" else text
     return format_value(metric.value, rule.decimals)
 
@@ -350,20 +360,32 @@ def facts_lines(snapshot: SanctumSnapshot, *, short_notes: bool = False) -> list
     return lines
 
 
-def returns_lines(snapshot: SanctumSnapshot, width: int) -> list[str]:
+def returns_lines(
+    snapshot: SanctumSnapshot, width: int, line_width: int | None = None
+) -> list[str]:
     """The latest rollout's mean return with its trend and its episodes' min..max, a
-    sparkline of the longer series, counts and the run's best rollout mean (the labels of
-    :mod:`telemetry.returns`, the same in every view)."""
+    sparkline ``width`` cells wide, counts and the run's best rollout mean (the labels of
+    :mod:`telemetry.returns`, the same in every view): three lines, or up to five laid out
+    for ``line_width`` cells (a figure moves to a line of its own rather than wrap)."""
     run = snapshot.run
     if run.episode_return is None:
         return ["no episode finished yet", f"episodes {format_count(run.episodes)}"]
-    low, high = format_value(run.episode_return_min), format_value(run.episode_return_max)
-    return [
-        f"{ROLLOUT_MEAN} {format_value(run.episode_return)} {ARROWS[snapshot.return_direction]}"
-        f"  min…max {low}…{high}",
+
+    def pair(first: str, second: str) -> list[str]:  # one line where both fit, else two
+        fits = line_width is None or len(first) + 2 + len(second) <= line_width
+        return [f"{first}  {second}"] if fits else [first, second]
+
+    return [  # laid out for the width, never wrapped: a wrap pushes the last line off
+        *pair(
+            f"{ROLLOUT_MEAN} {format_value(run.episode_return)} "
+            f"{ARROWS[snapshot.return_direction]}",
+            f"min…max {format_range(run.episode_return_min, run.episode_return_max)}",
+        ),
         sparkline(run.episode_return_series, width),
-        f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}"
-        f"  {BEST_ROLLOUT_MEAN} {format_value(run.episode_return_best)}",
+        *pair(
+            f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}",
+            f"{BEST_ROLLOUT_MEAN} {format_value(run.episode_return_best)}",
+        ),
     ]
 
 

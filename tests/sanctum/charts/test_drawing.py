@@ -199,3 +199,41 @@ def test_a_log_chart_labels_each_decade_it_has_room_for() -> None:
     chart = ThresholdChart(values, None, None, height=13, level_of=kl_level, log=True)
     labels = [row.split("┤")[0].strip() for row in render(chart, 30).splitlines() if "┤" in row]
     assert labels == ["0.1", "0.01", "0.001", "1e-04", "1e-05"]
+
+
+def test_moving_lines_are_drawn_in_their_own_columns_and_not_labelled() -> None:
+    """A rule per another metric (KL per clip fraction) implies a line in KL's units that
+    moves with each update: each column draws its own, the axis labels only decades."""
+    chart = ThresholdChart(
+        [1e-4, 1e-4, 1e-4],
+        warning=None,
+        critical=None,
+        warning_at=[0.001, 0.01, None],  # the last update: no line (not measured)
+        critical_at=[0.01, 0.1, None],
+        height=4,
+        log=True,
+        level_of=lambda v: "healthy",
+    )
+    lines = render(chart, 9).splitlines()
+    assert lines == [  # 1e-5 (two decades under the lowest line) to 1 (3 x 0.1, rounded up)
+        "    1┤ ━ ",
+        "     │━┄ ",
+        "     │┄  ",
+        "1e-05┤▆▆▆",
+    ]
+
+
+def test_moving_lines_follow_the_newest_values_a_chart_keeps() -> None:
+    values = [1e-4] * 6
+    chart = ThresholdChart(
+        values,
+        warning=None,
+        critical=None,
+        warning_at=[None] * 5 + [0.01],
+        critical_at=None,
+        height=3,
+        log=True,
+        level_of=lambda v: "healthy",
+    )
+    rows = render(chart, 8).splitlines()  # the newest 2 of 6 values shown
+    assert rows == ["  0.1┤ ┄", "     │  ", "1e-04┤▁▁"]

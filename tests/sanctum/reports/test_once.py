@@ -35,7 +35,7 @@ def test_the_text_is_the_banner_then_the_panels(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert lines[0].startswith("■ FINISHED  run-once  CartPole-v1  update 5")
     assert lines[1].startswith("OK · 6/7 rules  KL 0.00")  # the rules it rests on
-    assert any(line.startswith("approx_kl ") and "healthy" in line for line in lines)
+    assert any(line.startswith("KL/clip ") and "healthy" in line for line in lines)  # its row
     assert "early stops   0" in text
     assert "finish     run completed" in text
 
@@ -133,7 +133,7 @@ def test_unjudged_metrics_say_not_judged_and_absent_ones_not_measured(tmp_path: 
     for name in ("policy_loss", "learning_rate"):
         assert "not judged" in rows[name] and "healthy" not in rows[name], rows[name]
     assert rows["grad_norm"].split()[:3] == ["grad_norm", "not", "measured"]  # then its history
-    assert "healthy" in rows["approx_kl"]
+    assert "healthy" in rows["KL/clip"]  # approx_kl's row says what it shows
     metrics = once_dict(snapshot)["metrics"]
     assert metrics["policy_loss"]["status"] == "not judged"
     assert metrics["grad_norm"]["status"] == "not measured"

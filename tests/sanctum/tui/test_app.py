@@ -73,7 +73,8 @@ async def test_banner_goes_from_ok_to_fail_as_the_log_grows(tmp_path: Path) -> N
         assert banner_text(app, "kl") == "KL 0.5000↑!"  # at the KL rule's decimals
         assert kl_row_level(app) is Level.CRITICAL
         row = app.query_one(HealthStatusPanel).row("approx_kl")
-        assert row.value == "50.0/clip"  # what the rule judges: KL per clip fraction
+        assert row.value == "med 50.0"  # what the rule judges: KL per clip fraction,
+        assert row.label == "KL/clip"  # named for what it is, not approx_kl
         facts = str(app.query_one("#health-facts", Static).content)
         assert "early stops   1, last at update 3" in facts
     log.close()

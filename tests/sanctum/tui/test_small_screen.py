@@ -13,14 +13,21 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.formatting import format_value
 from sanctum.health.rules import DEFAULT_THRESHOLDS
-from sanctum.metrics import short_name
+from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import figures_at
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.health_panel import HealthStatusPanel
-from sanctum.tui.widgets.kl_chart import MIN_WIDTH, POLICY_CAPTION, REFERENCE_CAPTION, KLChart
+from sanctum.tui.widgets.kl_chart import (
+    MIN_WIDTH,
+    POLICY_ALONE_CAPTION,
+    POLICY_CAPTION,
+    REFERENCE_CAPTION,
+    KLChart,
+)
 from sanctum.tui.widgets.returns import EpisodeReturnPanel
 from sanctum.tui.widgets.rollouts_screen import HealthStrip, RolloutsScreen
 from telemetry.returns import BEST_ROLLOUT_MEAN
@@ -105,7 +112,7 @@ async def test_nothing_on_the_main_screen_of_a_token_run_is_cut(
         row_names = {line.split()[0] for line in health if line.strip()}
         for row in app.query_one(HealthStatusPanel).query_one("#health-table").rows:
             if row.display:
-                assert short_name(row.metric) in row_names  # completion_truncated_frac
+                assert row.label in row_names  # completion_truncated_frac
         assert "anomalies" in words(health)
         assert "completion_truncat " not in "\n".join(health)
         returns = region_lines(app, app.query_one(EpisodeReturnPanel))
@@ -113,6 +120,11 @@ async def test_nothing_on_the_main_screen_of_a_token_run_is_cut(
         assert f"{BEST_ROLLOUT_MEAN} {best}" in words(returns)
         assert not any(line.rstrip().endswith("…") for line in returns)
         chart = region_lines(app, app.query_one(KLChart))
+        if any(POLICY_ALONE_CAPTION in line for line in chart):  # too short for two: one
+            plotted = [line for line in chart if "┤" in line or "│" in line]
+            assert len(plotted) == len(chart) - 1  # every row under the caption is the chart
+            assert not any(REFERENCE_CAPTION in line for line in chart)
+            return
         policy = next(line for line in chart if POLICY_CAPTION in line)
         reference = next(line for line in chart if REFERENCE_CAPTION in line)
         if policy is reference:  # side by side: each half wide enough
@@ -166,3 +178,21 @@ async def test_the_rollouts_strip_shows_every_figure_whole(
         assert len(figures) > 4
         for figure, _ in figures:
             assert any(figure in line for line in lines), figure
+
+
+@pytest.mark.parametrize("size", SIZES, ids=IDS)
+@pytest.mark.parametrize("kind", ["classic", "token-level"])
+async def test_the_kl_chart_draws_the_lines_of_the_rule_in_force(
+    tmp_path: Path, size: tuple[int, int], kind: str
+) -> None:
+    """Under the default rule (KL per clip fraction) the lines are the KL each update's
+    clip fraction allows: drawn in every column that has one, and named in the border."""
+    path = spiked_run(tmp_path) if kind == "classic" else token_run(tmp_path)
+    async with opened(path, size) as (app, _):
+        chart = app.query_one(KLChart)
+        plotted = "\n".join(region_lines(app, chart))
+        assert WARNING_LINE in plotted and CRITICAL_LINE in plotted
+        rule = DEFAULT_THRESHOLDS.rule(KL_METRIC)
+        assert rule is not None and rule.per == "clip_fraction"
+        named = f"{WARNING_LINE} {rule.warning:g}×clip {CRITICAL_LINE} {rule.critical:g}×clip"
+        assert named in (chart.border_subtitle or "")

@@ -33,7 +33,6 @@ from textual.widgets import Static
 
 from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds
-from sanctum.metrics import short_name
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.panels import (
     FACT_LABEL,
@@ -132,7 +131,7 @@ class MetricTable(Widget):
 
     def _line(self, row: MetricRow) -> Spans:
         value = row.narrow_value if self.compact else row.value
-        name, *rest = self._cells(short_name(row.metric), value, row.note, row.arrow)
+        name, *rest = self._cells(row.label, value, row.note, row.arrow)
         tail = "".join(rest)
         if row.level is Level.PENDING:
             return [(name + tail, self._style("pending"))]

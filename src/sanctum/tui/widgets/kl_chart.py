@@ -18,7 +18,6 @@ or says that neither KL is measured.
 
 from __future__ import annotations
 
-import math
 from functools import cached_property
 from typing import ClassVar
 
@@ -27,6 +26,7 @@ from textual.strip import Strip
 
 from sanctum.charts.drawing import Cell, ChartStyles, ThresholdChart
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
+from sanctum.charts.scale import moving_lines, rule_lines
 from sanctum.formatting import NOT_MEASURED
 from sanctum.health.levels import level_of, unruled_level
 from sanctum.metrics import KL_METRIC, REF_KL_METRIC
@@ -41,7 +41,13 @@ GAP = 2
 MIN_WIDTH = 30
 """Cells each chart needs side by side; narrower (80x24), one goes over the other."""
 
+MIN_STACKED_ROWS = 4
+"""Rows each chart needs one over the other; lower (a fine-tuning run at 80x24) the policy's
+chart is drawn alone at full height and its caption sends the reader to the reference KL's
+row in the Health panel: two charts of 2 rows each read as solid bars at their lines."""
+
 POLICY_CAPTION = "policy  (old ‖ new)"
+POLICY_ALONE_CAPTION = "policy (old ‖ new) · ref_kl: Health row"
 REFERENCE_CAPTION = "reference  (θ ‖ ref)"
 
 
@@ -107,9 +113,13 @@ class KLChart(SnapshotView):
         subtitle = "log"
         if rule is not None and rule.in_metric_units:
             subtitle = f"log · {WARNING_LINE} warning {CRITICAL_LINE} critical"
-        elif rule is not None and rule.per is not None:  # the lines are not in nats
-            label = escape(rule.label)  # from a thresholds file: a title is read as markup
-            subtitle = f"log · {label} judged per {rule.per.split('_')[0]}"
+        elif rule is not None and rule.per is not None:  # lines that move with the other
+            per = escape(rule.per.split("_")[0])  # from a thresholds file: read as markup
+            if moving_lines(rule, ()) is None:  # a jump per the other: no line in nats
+                subtitle = f"log · {escape(rule.label)} judged per {per}"
+            else:
+                warning, critical = (f"{t:g}" for t in (rule.warning, rule.critical))
+                subtitle = f"log · {WARNING_LINE} {warning}×{per} {CRITICAL_LINE} {critical}×{per}"
         title = "KL"
         panes = self._panes(snapshot, *self._extent())
         if panes and snapshot.metric(KL_METRIC).series:
@@ -140,8 +150,8 @@ class KLChart(SnapshotView):
         if not panes:  # GRPO without a reference KL
             return [[(f"KL {NOT_MEASURED}", axis)]]
         if len(panes) == 1:
-            _, _, chart, _ = panes[0]
-            return chart.rows(width)
+            caption, _, chart, _ = panes[0]
+            return [[(caption, axis)], *chart.rows(width)] if caption else chart.rows(width)
         (left_caption, _, left, left_width), (right_caption, _, right, right_width) = panes
         if left_width == right_width == width:  # stacked: each its own caption line
             return [
@@ -173,6 +183,11 @@ class KLChart(SnapshotView):
             left_width = (width - GAP) // 2
             widths = (left_width, width - GAP - left_width)
             heights = (height - 1, height - 1)
+        elif (height - 2) // 2 < MIN_STACKED_ROWS:  # too short to stack: the policy's alone
+            caption = POLICY_ALONE_CAPTION[:width]
+            return [
+                (caption, KL_METRIC, self._chart(snapshot, KL_METRIC, width, height - 1), width)
+            ]
         else:
             widths = (width, width)
             heights = ((height - 2) // 2, height - 2 - (height - 2) // 2)
@@ -187,19 +202,28 @@ class KLChart(SnapshotView):
     ) -> ThresholdChart:
         rule = snapshot.thresholds.rule(metric)
         # an update that did not measure it is no bar
-        series = tuple(v for v in snapshot.metric(metric).series if v is not None)
-        values = [math.nan if v is None else v for v in series]
+        full = snapshot.metric(metric).series
+        measured = [i for i, v in enumerate(full) if v is not None]
+        values = [v for v in full if v is not None]
+        others = (
+            snapshot.metrics[rule.per].series
+            if rule is not None and rule.per in snapshot.metrics
+            else (None,) * len(full)
+        )
+        moving = moving_lines(rule, [others[i] for i in measured])
 
         def level(value: float) -> str:
             if rule is None or not rule.in_metric_units:  # lines in other units: none here
                 return unruled_level(value).value
             return level_of(rule, value, rule.warmup_updates).value  # judged as past warm-up
 
-        lines = rule is not None and rule.in_metric_units
+        warning, critical = rule_lines(rule)
         return ThresholdChart(
             values,
-            warning=rule.warning if lines and rule is not None else None,
-            critical=rule.critical if lines and rule is not None else None,
+            warning=warning,
+            critical=critical,
+            warning_at=None if moving is None else moving[0],
+            critical_at=None if moving is None else moving[1],
             height=height,
             width=width,
             decimals=None if rule is None else rule.decimals,

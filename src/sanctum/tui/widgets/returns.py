@@ -1,8 +1,9 @@
 """EpisodeReturnPanel: is the policy getting better? Mean return, its range, and its trend.
 
 Fed only by rollouts that finished an episode; until one does, it says so instead of
-showing a zero return. A line too long for the panel (80x24) wraps: the panel grows a
-line and the KL chart above gives it up.
+showing a zero return. Where two figures do not fit on one line (80x24) the second takes a
+line of its own, never a wrap that cuts a figure: the panel grows a line and the KL chart
+above gives it up.
 """
 
 from __future__ import annotations
@@ -23,5 +24,5 @@ class EpisodeReturnPanel(SnapshotView):
     def render(self) -> RenderableType:
         if self.snapshot is None:
             return ""
-        lines = returns_lines(self.snapshot, max(1, self.content_size.width))
-        return Text("\n".join(lines))  # a line too long wraps at a space, never cut
+        width = max(1, self.content_size.width)
+        return Text("\n".join(returns_lines(self.snapshot, width, line_width=width)))
