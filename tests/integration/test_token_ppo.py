@@ -111,7 +111,8 @@ def test_update_figures_recomputed_from_the_file_match(run: Path) -> None:
         stopped = sum(r.terminated_by == "max_new_tokens" for r in rs) / len(rs)
         assert u.max_new_tokens_rate == pytest.approx(stopped)
         assert u.full_reward_rate == pytest.approx(sum(r.reward_full for r in rs) / len(rs))
-        assert u.ref_kl is not None and u.ref_kl_coef == 0.0
+        # ref_kl_loss_coef 0: the reference KL is measured, its loss term is off (absent)
+        assert u.ref_kl is not None and u.ref_kl_coef is None and u.ref_kl_loss is None
 
 
 def test_sanctum_reads_the_run(run: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ppo.config import kl_settings as shared
 from ppo.config import validators as valid
 from ppo.config.limits import (
     MAX_ASYNC_ENVS,
@@ -25,7 +26,6 @@ from ppo.config.limits import (
     MAX_UPDATE_EPOCHS,
 )
 from ppo.config.settings import Settings, setting
-from ppo.core import kl
 from ppo.core.choices import DeviceName
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
@@ -35,10 +35,6 @@ AdvantageMode: TypeAlias = Literal["gae", "episodic"]
 Activation: TypeAlias = Literal["tanh", "relu"]
 VectorKind: TypeAlias = Literal["sync", "async", "envpool"]
 """How the environments are stepped (``ppo.rollout.envs``)."""
-
-
-estimator_name = valid.choice(kl.ESTIMATORS, kl.ESTIMATORS_LISTED)
-"""The validator of an estimator field: a name registered in :mod:`ppo.core.kl`."""
 
 
 @dataclass(frozen=True)
@@ -194,10 +190,8 @@ class PPOConfig(Settings):
     min_entropy_coef: float = setting(1.0, valid.non_negative, "Weight of the min-entropy penalty.")
 
     # --- KL controls ---
-    kl_estimator: KLEstimator = setting(  # noqa: RUF009
-        "k3",
-        estimator_name,
-        "Estimator of KL(pi_old || pi_new) for approx_kl, penalty and early stop.",
+    kl_estimator: KLEstimator = shared.kl_estimator(  # noqa: RUF009
+        reads="approx_kl, penalty and early stop"
     )
     kl_penalty_coefficient: float = setting(
         0.0, valid.non_negative, "Total loss += coefficient * approx_kl (0: no penalty)."
@@ -208,18 +202,12 @@ class PPOConfig(Settings):
         "If set, adapt the penalty coefficient toward this KL (the x2 / /2 update of the PPO "
         f"paper), within [{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
     )
-    max_kl: float | None = setting(
-        None,
-        valid.positive_or_none,
-        "Stop the update early when approx_kl exceeds this (none: never). No hidden 1.5 factor.",
-    )
+    max_kl: float | None = shared.max_kl(when="early when", aside=" No hidden 1.5 factor.")
     early_stop_scope: EarlyStopScope = setting(  # noqa: RUF009
         "minibatch",
         doc="`minibatch`: check before each step, skip it (SB3); `epoch`: check the epoch mean.",
     )
-    log_ratio_clamp: float = setting(
-        kl.LOG_RATIO_CLAMP, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
-    )
+    log_ratio_clamp: float = shared.log_ratio_clamp()
     kl_final: bool = setting(
         True, doc="Also measure the estimator on the whole batch after the last step (one forward)."
     )
@@ -237,38 +225,30 @@ class PPOConfig(Settings):
         "The frozen reference policy: `init` (a copy of the policy training starts from) or a "
         "checkpoint (a .pt file or a run folder). Used only when a reference KL is on.",
     )
-    ref_kl_loss_coef: float = setting(
-        0.0,
-        valid.non_negative,
-        "Total loss += this * mean per-sample KL(pi_theta || pi_ref) (0: off; verl's kl_loss).",
-    )
-    ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
-        "low_var_kl",
-        estimator_name,
-        "Estimator of the reference KL in the loss, and of the reported ref_kl.",
+    ref_kl_loss_coef: float = shared.ref_kl_loss_coef(per="sample", aside="; verl's kl_loss")
+    ref_kl_loss_estimator: KLEstimator = shared.ref_kl_loss_estimator(  # noqa: RUF009
+        what="reference KL in the loss,"
     )
     ref_kl_in_reward: bool = setting(
         False, doc="Subtract ref_kl_reward_coef * KL(pi_old || pi_ref) per sample from the rewards."
     )
     ref_kl_reward_estimator: KLEstimator = setting(  # noqa: RUF009
-        "k1", estimator_name, "Estimator of the per-sample reward penalty (verl's default: k1)."
+        "k1",
+        shared.estimator_name,
+        "Estimator of the per-sample reward penalty (verl's default: k1).",
     )
     ref_kl_reward_coef: float = setting(
         0.001,
         valid.non_negative,
         "Coefficient of the reward penalty at the start (verl's default 0.001).",
     )
-    ref_kl_target: float | None = setting(
-        None,
-        valid.positive_or_none,
-        "If set, adapt the reference-KL coefficients in force toward this ref_kl (the "
-        "proportional controller of Ziegler et al. 2019), within "
-        f"[{KL_COEF_MIN:g}, {KL_COEF_MAX:g}].",
+    ref_kl_target: float | None = shared.ref_kl_target(
+        adapts="the reference-KL coefficients in force",
+        controller="the proportional controller of Ziegler et al. 2019",
+        bounded=True,
     )
-    ref_kl_horizon: int = setting(
-        10_000,
-        valid.integer(1),
-        "Environment steps over which the controller closes a 20% error (verl's default).",
+    ref_kl_horizon: int = shared.ref_kl_horizon(
+        steps="Environment steps", aside=" (verl's default)"
     )
 
     # --- normalisation (continuous control) ---

@@ -13,11 +13,10 @@ import typing
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
+from ppo.config import kl_settings as shared
 from ppo.config import validators as valid
 from ppo.config.limits import MAX_MINIBATCH_STEPS, MAX_SEED, MAX_TORCH_THREADS, MAX_UPDATE_EPOCHS
-from ppo.config.ppo_config import estimator_name
 from ppo.config.settings import Settings, setting
-from ppo.core import kl
 from ppo.core.choices import DeviceName, LossAggMode, Precision
 from ppo.core.kl import KLEstimator
 from ppo.core.kl_control import KL_COEF_MAX, KL_COEF_MIN
@@ -153,37 +152,21 @@ class TokenPPOConfig(Settings):
         0.5, valid.non_negative, "token_ppo: weight of the value loss mean (V_t - R)^2."
     )
     ent_coef: float = setting(0.0, valid.non_negative, "Entropy bonus coefficient.")
-    kl_estimator: KLEstimator = setting(  # noqa: RUF009
-        "k3", estimator_name, "Estimator of KL(pi_old || pi_new) for approx_kl and the early stop."
+    kl_estimator: KLEstimator = shared.kl_estimator(  # noqa: RUF009
+        reads="approx_kl and the early stop"
     )
-    max_kl: float | None = setting(
-        None,
-        valid.positive_or_none,
-        "Stop the update before a minibatch whose approx_kl exceeds this (none: never).",
-    )
-    log_ratio_clamp: float = setting(
-        kl.LOG_RATIO_CLAMP, valid.positive, "Clamp log(pi_new / pi_old) to +- this before exp()."
-    )
+    max_kl: float | None = shared.max_kl(when="before a minibatch whose")
+    log_ratio_clamp: float = shared.log_ratio_clamp()
 
     # --- reference KL (a frozen copy of the warm-started model) ---
-    ref_kl_loss_coef: float = setting(
-        0.0,
-        valid.non_negative,
-        "Total loss += this * mean per-token KL(pi_theta || pi_ref) (0: off).",
+    ref_kl_loss_coef: float = shared.ref_kl_loss_coef(per="token")
+    ref_kl_loss_estimator: KLEstimator = shared.ref_kl_loss_estimator(  # noqa: RUF009
+        what="per-token reference KL in the loss"
     )
-    ref_kl_loss_estimator: KLEstimator = setting(  # noqa: RUF009
-        "low_var_kl",
-        estimator_name,
-        "Estimator of the per-token reference KL in the loss and of the reported ref_kl.",
+    ref_kl_target: float | None = shared.ref_kl_target(
+        adapts="ref_kl_loss_coef", controller="Ziegler et al.'s controller"
     )
-    ref_kl_target: float | None = setting(
-        None,
-        valid.positive_or_none,
-        "If set, adapt ref_kl_loss_coef toward this ref_kl (Ziegler et al.'s controller).",
-    )
-    ref_kl_horizon: int = setting(
-        10_000, valid.integer(1), "Generated tokens over which the controller closes a 20% error."
-    )
+    ref_kl_horizon: int = shared.ref_kl_horizon(steps="Generated tokens")
 
     # --- the Hugging Face task (task = "hf", ppo.tokens.hf) ---
     hf_model: str | None = setting(

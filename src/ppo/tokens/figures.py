@@ -2,23 +2,24 @@
 
 One generated sequence is one episode (its return is ``reward_final``, its length the
 tokens generated) and a step is a generated token, so Sanctum's rollout panel, charts and
-health rules read a token run as they read any other.
+health rules read a token run as they read any other. The update's figures are the classic
+update's (:func:`ppo.update.payload.summarise` over the same minibatch table); what is
+token-level here is what the run measures and its rollout's figures, per generated token.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from statistics import fmean
 
 from torch import Tensor
 
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation
 from ppo.tokens.reward import RewardTerms
-from ppo.tokens.update import MinibatchFigures, TokenBatch, UpdateResult
-from ppo.update.state import stop_fields
-from telemetry.events import KLMeasure, PPOUpdatePayload, RolloutPayload
+from ppo.tokens.update import TokenBatch, UpdateResult
+from ppo.update.payload import Measured, PayloadContext, RolloutFields, UpdateSummary, summarise
+from telemetry.events import KLMeasure, RolloutPayload
 
 
 def rollout_payload(
@@ -38,12 +39,6 @@ def rollout_payload(
     )
 
 
-def _mean(rows: list[MinibatchFigures], name: str) -> float | None:
-    values = [getattr(r, name) for r in rows]
-    present = [v for v in values if v is not None]
-    return fmean(present) if present else None
-
-
 def _explained_variance(batch: TokenBatch) -> float | None:
     """1 - Var(R - V) / Var(R) over generated tokens; None when Var(R) is 0."""
     returns = batch.returns.unsqueeze(1).expand_as(batch.valid)[batch.valid]
@@ -56,10 +51,9 @@ def _explained_variance(batch: TokenBatch) -> float | None:
 
 @dataclass(frozen=True)
 class UpdateContext:
-    """Where an update sits in the run, and what was in force."""
+    """What an update's payload records beside its table: what was in force, its time and
+    its rollout's figures."""
 
-    update: int
-    global_step: int
     ref_coef: float
     allowed_count: int
     """How many ids generation may choose from (entropy_normalized divides by its log)."""
@@ -92,52 +86,31 @@ def kl_declarations(config: TokenPPOConfig) -> dict[str, KLMeasure]:
     return declared
 
 
-def update_payload(
-    result: UpdateResult, batch: TokenBatch, config: TokenPPOConfig, ctx: UpdateContext
-) -> PPOUpdatePayload:
-    """The ``ppo_update`` payload: means over applied minibatches (approx_kl: over the
-    last epoch's, as for PPOConfig runs)."""
-    rows, stop = result.rows, result.early_stop
-    last = [r for r in rows if r.epoch == rows[-1].epoch] if rows else []
-    kl = _mean(last, "approx_kl") if last else None
-    entropy = _mean(rows, "entropy")
-    measured_ref = batch.logp_ref is not None
+def measured(config: TokenPPOConfig, batch: TokenBatch) -> Measured:
+    """Which of the update table's figures a token-level run measures."""
+    return Measured(
+        old_policy_kl=measures_old_policy_kl(config),
+        critic=config.algorithm != "grpo",
+        kl_penalty=False,
+        dual_clip=False,
+        split_clip=True,
+        grouped=False,
+        clipped=config.max_grad_norm is not None,
+        entropy_floor=None,
+        reference=batch.logp_ref is not None,
+    )
+
+
+def rollout_fields(batch: TokenBatch, config: TokenPPOConfig, ctx: UpdateContext) -> RolloutFields:
+    """The rollout's figures: returns per sample, values and explained variance per
+    generated token (token_ppo's critic), rewards and completions."""
     critic = config.algorithm != "grpo"
-    old_kl = measures_old_policy_kl(config)
-    low, high = _mean(rows, "clip_fraction_low"), _mean(rows, "clip_fraction_high")
     lengths = ctx.lengths.float()
-    return PPOUpdatePayload(
-        update=ctx.update,
-        global_step=ctx.global_step,
-        approx_kl=(kl if kl is not None else (stop.kl if stop else math.nan)) if old_kl else None,
-        approx_kl_max=max((r.approx_kl for r in rows), default=None) if old_kl else None,
-        clip_fraction=_mean(rows, "clip_fraction") or 0.0,
-        ratio_min=min((r.ratio_min for r in rows), default=None),
-        ratio_max=max((r.ratio_max for r in rows), default=None),
-        entropy=entropy,
-        entropy_normalized=None if entropy is None else entropy / math.log(ctx.allowed_count),
-        entropy_coef=config.ent_coef,
+    return RolloutFields(
         explained_variance=_explained_variance(batch) if critic else None,
-        grad_norm_max=max((r.grad_norm for r in rows), default=None),
-        learning_rate=config.learning_rate,
         return_mean=float(batch.returns.mean()),
         return_std=float(batch.returns.std(correction=0)),
         value_mean=float(batch.values_old[batch.valid].mean()) if critic else None,
-        epochs_completed=len({r.epoch for r in rows}),
-        minibatches_completed=len(rows),
-        minibatches_planned=result.planned,
-        skipped_steps=result.skipped,
-        **stop_fields(stop),
-        update_seconds=ctx.seconds,
-        ref_kl=_mean(rows, "ref_kl") if measured_ref else None,
-        ref_kl_coef=ctx.ref_coef if measured_ref else None,
-        ref_kl_loss=_mean(rows, "ref_kl_loss") if measured_ref else None,
-        ratio_mean=_mean(rows, "ratio_mean"),
-        ratio_std=_mean(rows, "ratio_std"),
-        policy_loss=_mean(rows, "policy_loss"),
-        value_loss=_mean(rows, "value_loss") if critic else None,
-        total_loss=_mean(rows, "total_loss"),
-        grad_norm=_mean(rows, "grad_norm"),
         full_reward_rate=ctx.full_reward_rate,
         max_new_tokens_rate=ctx.max_new_tokens_rate,
         max_length_rate=ctx.max_length_rate,
@@ -149,7 +122,20 @@ def update_payload(
         completion_length_max=float(lengths.max()),
         completion_truncated_frac=ctx.max_new_tokens_rate,
         tokens=int(ctx.lengths.sum()),
-        clip_fraction_low=low,
-        clip_fraction_high=high,
-        clip_fraction_region=None if low is None or high is None else low + high,
     )
+
+
+def update_summary(
+    result: UpdateResult, batch: TokenBatch, config: TokenPPOConfig, ctx: UpdateContext
+) -> UpdateSummary:
+    """The ``ppo_update`` payload and the anomalies beside it, built as the classic
+    update's are."""
+    in_loss = batch.logp_ref is not None and config.ref_kl_loss_coef > 0.0
+    context = PayloadContext(
+        seconds=ctx.seconds,
+        entropy_normalized=result.stats.entropy / math.log(ctx.allowed_count),
+        ref_kl_loss_coef=ctx.ref_coef if in_loss else None,
+        ref_kl_reward_coef=None,
+    )
+    fields = rollout_fields(batch, config, ctx)
+    return summarise(result.stats, result.state, measured(config, batch), context, fields)

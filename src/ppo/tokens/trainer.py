@@ -200,10 +200,10 @@ class TokenTrainer:
             tps = tokens / max(time.perf_counter() - started, 1e-9)
             rec.emit(figures.rollout_payload(update, self.global_step, gen, terms, tps))
             t0 = time.perf_counter()
-            result = updater.update(batch, allowed, self.ref_coef)
+            result = updater.update(
+                batch, allowed, self.ref_coef, update=update, global_step=self.global_step
+            )
             ctx = figures.UpdateContext(
-                update=update,
-                global_step=self.global_step,
                 ref_coef=self.ref_coef,
                 allowed_count=len(task.vocab.allowed_ids),
                 seconds=time.perf_counter() - t0,
@@ -213,9 +213,11 @@ class TokenTrainer:
                 lengths=gen.num_generated,
                 zero_std_frac=None if equal is None else float(equal.float().mean()),
             )
-            payload = figures.update_payload(result, batch, cfg, ctx)
-            rec.emit(payload)
-            self._adapt(payload.ref_kl, tokens)
+            summary = figures.update_summary(result, batch, cfg, ctx)
+            rec.emit(summary.payload)
+            for anomaly in summary.anomalies:
+                rec.emit(anomaly)
+            self._adapt(summary.payload.ref_kl, tokens)
             self.reward_means.append(float(terms.reward_final.mean()))
             if self.on_progress is not None:
                 elapsed = time.perf_counter() - started

@@ -20,17 +20,13 @@ from torch import Tensor, nn
 
 from ppo.core.advantages import normalize
 from ppo.core.device import autocast
+from ppo.core.gradients import GradNorms, clip_grad_norm
 from ppo.core.kl import estimate_from_log_ratio, guarded_log_ratio
-from ppo.core.losses import (
-    SurrogateStats,
-    aggregate,
-    reference_kl_terms,
-    surrogate_terms,
-)
+from ppo.core.losses import LossBreakdown, aggregate, reference_kl_terms, surrogate_terms
 from ppo.tokens import masking
 from ppo.tokens.config import TokenPPOConfig
-from ppo.update.agent import exceeds
-from telemetry.events import EarlyStop
+from ppo.update.state import InForce, UpdateState
+from ppo.update.stats import MinibatchStats, UpdateStats, reduce_update
 
 
 @dataclass(frozen=True)
@@ -54,36 +50,12 @@ class TokenBatch:
 
 
 @dataclass(frozen=True)
-class MinibatchFigures:
-    """What one applied minibatch measured (floats, read for every minibatch at once when
-    the update ends)."""
-
-    epoch: int
-    policy_loss: float
-    value_loss: float | None
-    entropy: float
-    approx_kl: float
-    ref_kl: float | None
-    ref_kl_loss: float
-    total_loss: float
-    clip_fraction: float
-    clip_fraction_low: float
-    clip_fraction_high: float
-    ratio_mean: float
-    ratio_min: float
-    ratio_max: float
-    ratio_std: float
-    grad_norm: float = math.nan
-
-
-@dataclass(frozen=True)
 class UpdateResult:
-    rows: list[MinibatchFigures]
-    """Applied minibatches, in order."""
-    early_stop: EarlyStop | None
-    planned: int
-    skipped: int = 0
-    """Steps not applied because the loss or the gradient norm was not finite."""
+    """What one token-level update measured and decided (its payload is built from them
+    by :func:`ppo.tokens.figures.update_summary`, as the classic update's is)."""
+
+    stats: UpdateStats
+    state: UpdateState
 
 
 def evaluate(
@@ -106,12 +78,15 @@ def minibatch_loss(
     idx: Tensor,
     config: TokenPPOConfig,
     ref_coef: float,
-) -> tuple[Tensor, dict[str, Tensor | None]]:
-    """The total loss of one minibatch and its detached parts."""
+) -> tuple[Tensor, LossBreakdown]:
+    """The total loss of one minibatch and its detached parts (the classic loss's record:
+    no KL penalty or entropy floor here, so those terms are 0; GRPO's value loss is NaN,
+    which its payload leaves absent)."""
     valid = batch.valid[idx]
     logp_new, ent, values = (t[valid] for t in outputs)
     returns = batch.returns[idx].unsqueeze(1).expand_as(valid)[valid]
-    value: Tensor | None = None
+    zero = torch.zeros((), device=logp_new.device)
+    value = torch.full((), math.nan, device=logp_new.device)
     if batch.advantages is not None:
         advantages = batch.advantages[idx].unsqueeze(1).expand_as(valid)[valid]
     else:
@@ -119,15 +94,17 @@ def minibatch_loss(
         if config.norm_adv:
             advantages = normalize(advantages, config.adv_std_min)
         value = (values - returns).square().mean()
-    log_ratio, _ = guarded_log_ratio(logp_new, batch.logp_old[idx][valid], config.log_ratio_clamp)
+    log_ratio, nonfinite = guarded_log_ratio(
+        logp_new, batch.logp_old[idx][valid], config.log_ratio_clamp
+    )
     per_token, surrogate = surrogate_terms(log_ratio, advantages, config.clip_range)
     policy = aggregate(_matrix(per_token, valid), valid, config.loss_agg_mode)
     entropy = ent.mean()
     total = policy - config.ent_coef * entropy
-    if value is not None:
+    if batch.advantages is None:
         total = total + config.vf_coef * value
     ref_kl: Tensor | None = None
-    ref_term = torch.zeros((), device=total.device)
+    ref_term = zero
     if batch.logp_ref is not None:
         kl = reference_kl_terms(
             logp_new,
@@ -140,16 +117,19 @@ def minibatch_loss(
         ref_term = ref_coef * aggregate(_matrix(kl, valid), valid, config.loss_agg_mode)
         total = total + ref_term
     approx_kl = estimate_from_log_ratio(log_ratio.detach(), config.kl_estimator).mean()
-    parts: dict[str, Tensor | None] = {
-        "policy_loss": policy,
-        "value_loss": value,
-        "entropy": entropy,
-        "approx_kl": approx_kl,
-        "ref_kl": ref_kl,
-        "ref_kl_loss": ref_term,
-        "total_loss": total,
-    }
-    return total, {**parts, **_surrogate_parts(surrogate)}
+    return total, LossBreakdown(
+        policy_loss=policy.detach(),
+        value_loss=value.detach(),
+        entropy=entropy.detach(),
+        entropy_penalty=zero,
+        approx_kl=approx_kl,
+        kl_penalty=zero,
+        ref_kl=ref_kl,
+        ref_kl_loss=ref_term.detach(),
+        total_loss=total.detach(),
+        surrogate=surrogate,
+        nonfinite_ratios=nonfinite,
+    )
 
 
 def _matrix(flat: Tensor, valid: Tensor) -> Tensor:
@@ -158,37 +138,6 @@ def _matrix(flat: Tensor, valid: Tensor) -> Tensor:
     return torch.zeros(valid.shape, dtype=flat.dtype, device=flat.device).masked_scatter(
         valid, flat
     )
-
-
-def _surrogate_parts(s: SurrogateStats) -> dict[str, Tensor | None]:
-    return {
-        "clip_fraction": s.clip_fraction,
-        "ratio_mean": s.ratio_mean,
-        "ratio_min": s.ratio_min,
-        "ratio_max": s.ratio_max,
-        "ratio_std": s.ratio_std,
-        "clip_fraction_low": s.clip_fraction_low,
-        "clip_fraction_high": s.clip_fraction_high,
-    }
-
-
-_Applied = tuple[int, dict[str, Tensor | None]]
-"""An applied minibatch: its epoch and its measurements, still tensors."""
-
-
-def _read(applied: list[_Applied]) -> list[MinibatchFigures]:
-    """Every applied minibatch's measurements as floats, in one host read."""
-    if not applied:
-        return []
-    names = [k for k, v in applied[0][1].items() if v is not None]
-    absent = dict.fromkeys(k for k, v in applied[0][1].items() if v is None)
-    table = torch.stack(
-        [torch.stack([parts[k].detach().double() for k in names]) for _, parts in applied]  # type: ignore[union-attr]
-    ).tolist()
-    return [
-        MinibatchFigures(epoch=epoch, **absent, **dict(zip(names, row, strict=True)))  # type: ignore[arg-type]
-        for (epoch, _), row in zip(applied, table, strict=True)
-    ]
 
 
 class TokenUpdater:
@@ -203,46 +152,56 @@ class TokenUpdater:
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.Adam(self.params, lr=config.learning_rate, eps=config.adam_eps)
 
-    def update(self, batch: TokenBatch, allowed: Tensor, ref_coef: float) -> UpdateResult:
-        """One PPO update on ``batch``. As in :class:`ppo.update.agent.PPOAgent`, each minibatch has
-        one host read (its KL, loss and gradient norm) for the decision: stop before a
-        minibatch whose KL is past max_kl, skip a step whose loss or norm is not finite."""
+    def update(
+        self,
+        batch: TokenBatch,
+        allowed: Tensor,
+        ref_coef: float,
+        *,
+        update: int = 0,
+        global_step: int = 0,
+    ) -> UpdateResult:
+        """One PPO update on ``batch``, through the classic update's table and decisions
+        (:class:`ppo.update.state.UpdateState`): each minibatch has one host read (its KL,
+        loss and gradient norm) for the decision to stop before a minibatch whose KL is past
+        max_kl or to skip a step whose loss or norm is not finite; the table is read once,
+        at the end. Minibatches are of whole sequences, sizes differing by at most one."""
         c = self.config
-        planned = c.update_epochs * c.num_minibatches
-        applied: list[_Applied] = []
-        skipped = 0
+        in_force = InForce(
+            update=update,
+            global_step=global_step,
+            learning_rate=c.learning_rate,
+            entropy_coef=c.ent_coef,
+        )
+        device = batch.valid.device
+        state = UpdateState.start(in_force, c.update_epochs, c.num_minibatches, device)
         for epoch in range(c.update_epochs):
+            state.epochs_started += 1
             order = torch.randperm(
                 batch.returns.shape[0], generator=self.generator, device=self.generator.device
             )
-            for i, idx in enumerate(order.chunk(c.num_minibatches)):
-                with autocast(batch.valid.device, c.precision):
-                    outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
-                    total, parts = minibatch_loss(outputs, batch, idx, c, ref_coef)
-                norm = self._backward(total)
-                decide = torch.stack([parts["approx_kl"], total.detach(), norm])  # type: ignore[list-item]
-                kl, loss, grad = decide.tolist()
-                if exceeds(kl, c.max_kl):
-                    assert c.max_kl is not None
-                    stop = EarlyStop(
-                        epoch=epoch,
-                        minibatch=i,
-                        kl=kl,
-                        threshold=c.max_kl,
-                        scope="minibatch",
-                        applied=False,
-                    )
-                    return UpdateResult(_read(applied), stop, planned, skipped)
-                if not (math.isfinite(loss) and math.isfinite(grad)):
-                    skipped += 1
-                    continue
-                self.optimizer.step()
-                applied.append((epoch, {**parts, "grad_norm": norm}))
-        return UpdateResult(_read(applied), None, planned, skipped)
+            for minibatch, idx in enumerate(order.tensor_split(c.num_minibatches)):
+                breakdown, norms = self._forward_backward(batch, idx, allowed, ref_coef)
+                state.record(epoch, minibatch, MinibatchStats.measure(breakdown, norms))
+                decide = torch.stack([breakdown.approx_kl, breakdown.total_loss, norms.total])
+                if state.settle(epoch, minibatch, decide.tolist(), c.max_kl):
+                    self.optimizer.step()
+                if state.stop is not None:
+                    break
+            if state.stop is not None:
+                break
+        rows = state.stats[: state.evaluated]
+        return UpdateResult(reduce_update(rows, state.applied_rows, state.last_epoch), state)
 
-    def _backward(self, total: Tensor) -> Tensor:
-        """Gradients of ``total``, clipped; returns the pre-clip norm (0-d, not read)."""
+    def _forward_backward(
+        self, batch: TokenBatch, idx: Tensor, allowed: Tensor, ref_coef: float
+    ) -> tuple[LossBreakdown, GradNorms]:
+        """Loss, gradients (clipped) and the pre-clip gradient norm of the sequences
+        ``idx``."""
+        c = self.config
+        with autocast(batch.valid.device, c.precision):
+            outputs = evaluate(self.model, batch, idx, allowed, c.temperature)
+            total, breakdown = minibatch_loss(outputs, batch, idx, c, ref_coef)
         self.optimizer.zero_grad(set_to_none=True)
         torch.autograd.backward(total)
-        limit = self.config.max_grad_norm if self.config.max_grad_norm is not None else math.inf
-        return torch.nn.utils.clip_grad_norm_(self.params, limit)
+        return breakdown, clip_grad_norm({"model": self.params}, c.max_grad_norm)

@@ -18,7 +18,6 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -34,17 +33,15 @@ from ppo.core.losses import LossBreakdown, ppo_loss
 from ppo.distributed.world import SINGLE, World
 from ppo.model.policy import ActorCritic
 from ppo.rollout.buffer import Batch
-from ppo.update.payload import PayloadContext, build_payload
-from ppo.update.state import InForce, SkippedStep, UpdateState, anomalies
-from ppo.update.stats import (
-    COLUMNS,
-    WIDTH,
-    MinibatchStats,
-    RolloutStats,
-    UpdateStats,
-    reduce_update,
+from ppo.update.payload import (
+    Measured,
+    PayloadContext,
+    UpdateSummary,
+    rollout_fields,
+    summarise,
 )
-from telemetry.events import AnomalyPayload, EarlyStop, PPOUpdatePayload
+from ppo.update.state import InForce, UpdateState, early_stop, exceeds
+from ppo.update.stats import COLUMNS, MinibatchStats, RolloutStats, UpdateStats, reduce_update
 
 _REDUCED_BY = (
     (COLUMNS["ratio_min"], "min"),
@@ -52,14 +49,6 @@ _REDUCED_BY = (
     (COLUMNS["nonfinite_ratios"], "sum"),
 )
 """Columns of the statistics table reduced over ranks otherwise than by their mean."""
-
-
-@dataclass(frozen=True)
-class UpdateSummary:
-    """What one update did: the telemetry payload plus anomalies for the trainer to emit."""
-
-    payload: PPOUpdatePayload
-    anomalies: tuple[AnomalyPayload, ...] = ()
 
 
 def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.Adam:
@@ -73,11 +62,6 @@ def make_adam(params: list[nn.Parameter], lr: float, eps: float) -> torch.optim.
         return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
     except RuntimeError:
         return torch.optim.Adam(params, lr=lr, eps=eps)
-
-
-def exceeds(kl: float, max_kl: float | None) -> bool:
-    """Whether ``kl`` breaks the threshold; a non-finite KL always does."""
-    return max_kl is not None and not kl <= max_kl
 
 
 class PPOAgent:
@@ -126,13 +110,7 @@ class PPOAgent:
             entropy_coef=cfg.ent_coef_at(update),
             kl_coef=self.kl_coef,
         )
-        state = UpdateState(
-            in_force,
-            stats=torch.full(
-                (cfg.update_epochs * cfg.num_minibatches, WIDTH), math.nan, device=self.device
-            ),
-            planned=cfg.update_epochs * cfg.num_minibatches,
-        )
+        state = UpdateState.start(in_force, cfg.update_epochs, cfg.num_minibatches, self.device)
         for group in self.optimizer.param_groups:
             group["lr"] = in_force["learning_rate"]
         rollout = RolloutStats.measure(self._global_rollout(batch))
@@ -147,18 +125,35 @@ class PPOAgent:
                 break
         kl_final = self.world.mean(self.measure_kl(batch), "kl_final") if cfg.kl_final else None
         rows = self._global_rows(state.stats[: state.evaluated])
-        last_epoch = range((state.epochs_started - 1) * cfg.num_minibatches, state.evaluated)
-        stats = reduce_update(rows, state.applied_rows, last_epoch, rollout, kl_final)
+        stats = reduce_update(rows, state.applied_rows, state.last_epoch, rollout, kl_final)
+        reference = batch.logp_ref is not None
+        in_loss, in_reward = reference and cfg.ref_kl_loss_coef > 0.0, cfg.ref_kl_in_reward
         context = PayloadContext(
             seconds=time.perf_counter() - started,
             entropy_normalized=self._normalized_entropy(stats.entropy, batch),
-            grouped="actor" in self._groups,
-            ref_kl_loss_coef=self.ref_kl_loss_coef,
-            ref_kl_reward_coef=self.ref_kl_reward_coef,
+            ref_kl_loss_coef=self.ref_kl_loss_coef if in_loss else None,
+            ref_kl_reward_coef=self.ref_kl_reward_coef if reference and in_reward else None,
         )
-        payload = build_payload(self.config, stats, state, batch, context)
+        assert stats.rollout is not None  # measured above
+        rollout_figures = rollout_fields(stats.rollout, batch, reference and in_reward)
+        summary = summarise(stats, state, self._measured(reference), context, rollout_figures)
         self._adapt(stats, batch.size)
-        return UpdateSummary(payload, anomalies(payload, state))
+        return summary
+
+    def _measured(self, reference: bool) -> Measured:
+        """Which of the table's figures this agent's updates measure."""
+        cfg = self.config
+        return Measured(
+            old_policy_kl=True,
+            critic=True,
+            kl_penalty=True,
+            dual_clip=cfg.clip_ratio_c is not None,
+            split_clip=False,
+            grouped="actor" in self._groups,
+            clipped=cfg.max_grad_norm is not None,
+            entropy_floor=cfg.min_entropy,
+            reference=reference,
+        )
 
     @property
     def reward_kl_coef(self) -> float | None:
@@ -195,30 +190,22 @@ class PPOAgent:
     def _minibatch(self, mb: Batch, epoch: int, minibatch: int, state: UpdateState) -> float:
         """Evaluate one minibatch, then stop before it, skip it or step; returns its KL."""
         cfg = self.config
-        row = epoch * cfg.num_minibatches + minibatch
         if self.on_minibatch is not None:
             self.on_minibatch()
         update = state.in_force["update"]
         with self.world.guarded(f"update {update} gradients"):
             breakdown, norms = self._forward_backward(mb, state.in_force)
-        state.stats[row] = MinibatchStats.measure(breakdown, norms).row()
-        state.evaluated = row + 1
+        state.record(epoch, minibatch, MinibatchStats.measure(breakdown, norms))
         # Across processes the KL, loss and norm are means over ranks (a NaN anywhere is NaN
         # everywhere), so every rank takes the same decision below and none waits alone.
         local = torch.stack(
             [breakdown.approx_kl.detach(), breakdown.total_loss.detach(), norms.total]
         )
         decide: list[float] = self.world.mean(local, f"update {update} decision").tolist()
-        kl, loss, norm = decide
-        if cfg.early_stop_scope == "minibatch" and exceeds(kl, cfg.max_kl):
-            state.stop = self._early_stop(epoch, minibatch, kl)
-        elif not (math.isfinite(loss) and math.isfinite(norm)):
-            bad = ("total_loss", loss) if not math.isfinite(loss) else ("grad_norm", norm)
-            state.skipped.append(SkippedStep(epoch, minibatch, *bad))
-        else:
+        max_kl = cfg.max_kl if cfg.early_stop_scope == "minibatch" else None
+        if state.settle(epoch, minibatch, decide, max_kl):
             self.optimizer.step()
-            state.applied_rows.append(row)
-        return kl
+        return decide[0]
 
     def _check_epoch(self, kls: list[float], epoch: int, state: UpdateState) -> None:
         """Epoch scope: stop when the epoch's mean KL broke the threshold (steps applied)."""
@@ -227,21 +214,8 @@ class PPOAgent:
             return  # after the last epoch there is nothing left to stop
         mean_kl = sum(kls) / len(kls)
         if exceeds(mean_kl, cfg.max_kl):
-            state.stop = self._early_stop(epoch, len(kls) - 1, mean_kl)
-
-    def _early_stop(self, epoch: int, minibatch: int, kl: float) -> EarlyStop:
-        """The stop record; minibatch scope stops before its step, epoch scope after them."""
-        cfg = self.config
-        assert cfg.max_kl is not None  # exceeds() is never true without a threshold
-        scope = cfg.early_stop_scope
-        return EarlyStop(
-            epoch=epoch,
-            minibatch=minibatch,
-            kl=kl,
-            threshold=cfg.max_kl,
-            scope=scope,
-            applied=scope == "epoch",
-        )
+            assert cfg.max_kl is not None  # exceeds() is never true without a threshold
+            state.stop = early_stop(epoch, len(kls) - 1, mean_kl, cfg.max_kl, "epoch")
 
     def _forward_backward(self, mb: Batch, in_force: InForce) -> tuple[LossBreakdown, GradNorms]:
         """Loss, gradients (clipped) and the pre-clip gradient norms of one minibatch."""

@@ -1,28 +1,30 @@
-"""An update's statistics, typed from the loss to the payload, read back once per update.
+"""An update's minibatch table and its reductions, typed from the loss to the payload.
 
 :class:`MinibatchStats` is one minibatch's measurements: 0-d tensors while training, kept
 as a row of a preallocated device table, and floats once :func:`reduce_update` has read
-the whole table back with a single ``tolist()``. :class:`RolloutStats` is the same for the
-rollout before the update. :func:`reduce_update` applies each field's definition
-(docs/design.md, section 4) and returns :class:`UpdateStats`:
+the whole table back with a single ``tolist()``. The classic update and the token-level one
+fill the same table. Each column declares, beside it, the figures of the update it is
+reduced to (:class:`Figure`: the payload field, the minibatches it is reduced over, and
+how), so that each figure's definition (docs/design.md, section 4) is written once:
 
 - ``approx_kl`` over the minibatches evaluated in the *last epoch* that ran (the number
   Stable-Baselines3 logs; the mean over every epoch would include epoch 0, where the
   policy has barely moved, and read several times lower than the thresholds peers set);
-- clip fraction, ratios, entropy and gradient norms over every minibatch *evaluated*
-  (gradient norms include the steps the non-finite guard skipped on purpose: those are
-  exactly the NaN/inf norms the health rules must see);
-- losses over the minibatches *applied*.
+- clip fractions, ratios, entropy and gradient norms over every minibatch *evaluated*,
+  the one an early stop refused included (gradient norms include the steps the non-finite
+  guard skipped on purpose: those are exactly the NaN/inf norms the health rules must see);
+- losses over the minibatches *applied* (None when none was).
 
-A non-finite value propagates into a mean, min or max as NaN/inf rather than being hidden.
+:class:`RolloutStats` is the classic rollout before the update. A non-finite value
+propagates into a mean, min or max as NaN/inf rather than being hidden.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass, fields
-from typing import Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeAlias, TypeVar, get_type_hints
 
 import torch
 from torch import Tensor
@@ -33,34 +35,81 @@ from ppo.rollout.buffer import Batch
 
 T = TypeVar("T", Tensor, float)
 
+Over: TypeAlias = Literal["evaluated", "applied", "last_epoch"]
+"""The minibatches a figure is reduced over: every one evaluated (the one an early stop
+refused and the skipped ones included), those whose step was applied, or those evaluated
+in the last epoch that ran."""
+
+
+def mean(xs: Sequence[float]) -> float:
+    """The mean; exact (fsum) when every value is finite, else NaN or inf as it comes."""
+    if all(math.isfinite(x) for x in xs):
+        return math.fsum(xs) / len(xs)
+    return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
+
+
+def largest(xs: Sequence[float]) -> float:
+    return math.nan if any(math.isnan(x) for x in xs) else max(xs)
+
+
+def smallest(xs: Sequence[float]) -> float:
+    return math.nan if any(math.isnan(x) for x in xs) else min(xs)
+
+
+def count(xs: Sequence[float]) -> int:
+    """A count summed over minibatches (each row holds a whole number)."""
+    return int(math.fsum(xs))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of an update: over which minibatches its column is reduced, how, and
+    the payload field it fills (None: the column's own name)."""
+
+    over: Over
+    reduce: Callable[[Sequence[float]], float]
+    name: str | None = None
+
+
+MEAN = Figure("evaluated", mean)
+"""The column's mean over every evaluated minibatch."""
+APPLIED_MEAN = Figure("applied", mean)
+"""A loss term's mean over the applied minibatches."""
+
 
 @dataclass(frozen=True)
 class MinibatchStats(Generic[T]):
     """One minibatch: tensors in a row of the device table, floats once read back.
 
-    The field order is the table's column order. A measurement that does not apply (no
-    dual clip, no separate actor and critic) is NaN in the table and dropped later."""
+    The field order is the table's column order; each column's annotation holds the
+    figures it is reduced to. A measurement that does not apply (no dual clip, no
+    separate actor and critic, no critic) is NaN in the table and the payload leaves it
+    absent (:class:`ppo.update.payload.Measured`)."""
 
-    approx_kl: T
-    clip_fraction: T
-    clip_fraction_lower: T
-    ratio_mean: T
-    ratio_min: T
-    ratio_max: T
-    ratio_std: T
-    entropy: T
-    policy_loss: T
-    value_loss: T
-    kl_penalty: T
-    entropy_penalty: T
-    ref_kl: T
-    ref_kl_loss: T
-    total_loss: T
-    grad_norm: T
-    grad_norm_actor: T
-    grad_norm_critic: T
-    grad_clip_scale: T
-    nonfinite_ratios: T
+    approx_kl: Annotated[
+        T, Figure("last_epoch", mean), Figure("evaluated", largest, "approx_kl_max")
+    ]
+    clip_fraction: Annotated[T, MEAN]
+    clip_fraction_lower: Annotated[T, MEAN]
+    clip_fraction_low: Annotated[T, MEAN]
+    clip_fraction_high: Annotated[T, MEAN]
+    ratio_mean: Annotated[T, MEAN]
+    ratio_min: Annotated[T, Figure("evaluated", smallest)]
+    ratio_max: Annotated[T, Figure("evaluated", largest)]
+    ratio_std: Annotated[T, MEAN]
+    entropy: Annotated[T, MEAN]
+    policy_loss: Annotated[T, APPLIED_MEAN]
+    value_loss: Annotated[T, APPLIED_MEAN]
+    kl_penalty: Annotated[T, APPLIED_MEAN]
+    entropy_penalty: Annotated[T, APPLIED_MEAN]
+    ref_kl: Annotated[T, MEAN]
+    ref_kl_loss: Annotated[T, APPLIED_MEAN]
+    total_loss: Annotated[T, APPLIED_MEAN]
+    grad_norm: Annotated[T, MEAN, Figure("evaluated", largest, "grad_norm_max")]
+    grad_norm_actor: Annotated[T, MEAN]
+    grad_norm_critic: Annotated[T, MEAN]
+    grad_clip_scale: Annotated[T, MEAN]
+    nonfinite_ratios: Annotated[T, Figure("evaluated", count)]
 
     @classmethod
     def measure(cls, loss: LossBreakdown, norms: GradNorms) -> MinibatchStats[Tensor]:
@@ -71,6 +120,8 @@ class MinibatchStats(Generic[T]):
             approx_kl=loss.approx_kl,
             clip_fraction=s.clip_fraction,
             clip_fraction_lower=nan if s.clip_fraction_lower is None else s.clip_fraction_lower,
+            clip_fraction_low=s.clip_fraction_low,
+            clip_fraction_high=s.clip_fraction_high,
             ratio_mean=s.ratio_mean,
             ratio_min=s.ratio_min,
             ratio_max=s.ratio_max,
@@ -99,6 +150,13 @@ WIDTH = len(fields(MinibatchStats))
 """Columns of the device table: one per field of :class:`MinibatchStats`."""
 COLUMNS = {f.name: i for i, f in enumerate(fields(MinibatchStats))}
 """Each field's column in the device table."""
+FIGURES: dict[str, tuple[str, Figure]] = {
+    figure.name or name: (name, figure)
+    for name, hint in get_type_hints(MinibatchStats, include_extras=True).items()
+    for figure in hint.__metadata__
+}
+"""Every figure of an update reduced from the table, by name: the column it reads and its
+reduction."""
 
 
 @dataclass(frozen=True)
@@ -150,76 +208,57 @@ class RolloutStats(Generic[T]):
 
 
 @dataclass(frozen=True)
-class LossMeans:
-    """The loss terms, each a mean over the applied minibatches (None: none was applied)."""
-
-    policy_loss: float | None
-    value_loss: float | None
-    kl_penalty: float | None
-    entropy_penalty: float | None
-    ref_kl_loss: float | None
-    total_loss: float | None
-
-    @classmethod
-    def over(cls, applied: Sequence[MinibatchStats[float]]) -> LossMeans:
-        return cls(*(mean(over(applied, f.name)) if applied else None for f in fields(cls)))
-
-
-@dataclass(frozen=True)
 class UpdateStats:
-    """One update's statistics by their payload definitions (None: nothing to measure)."""
+    """One update's figures as :data:`FIGURES` defines them (None: no minibatch applied),
+    and what it measured beside the table."""
 
     approx_kl: float
     approx_kl_max: float
     clip_fraction: float
     clip_fraction_lower: float
+    clip_fraction_low: float
+    clip_fraction_high: float
     ratio_mean: float
     ratio_min: float
     ratio_max: float
     ratio_std: float
     entropy: float
+    policy_loss: float | None
+    value_loss: float | None
+    kl_penalty: float | None
+    entropy_penalty: float | None
     ref_kl: float
     """Mean over the evaluated minibatches (NaN: no reference)."""
-    losses: LossMeans
+    ref_kl_loss: float | None
+    total_loss: float | None
     grad_norm: float
     grad_norm_max: float
     grad_norm_actor: float
     grad_norm_critic: float
     grad_clip_scale: float
     nonfinite_ratios: int
-    rollout: RolloutStats[float]
+    rollout: RolloutStats[float] | None
+    """The classic rollout's statistics (None: the update measured its own)."""
     kl_final: float | None
 
 
-def mean(xs: Sequence[float]) -> float:
-    """The mean; exact (fsum) when every value is finite, else NaN or inf as it comes."""
-    if all(math.isfinite(x) for x in xs):
-        return math.fsum(xs) / len(xs)
-    return sum(xs) / len(xs)  # inf stays inf; NaN or inf - inf is NaN (fsum would raise)
-
-
-def largest(xs: Sequence[float]) -> float:
-    return math.nan if any(math.isnan(x) for x in xs) else max(xs)
-
-
-def smallest(xs: Sequence[float]) -> float:
-    return math.nan if any(math.isnan(x) for x in xs) else min(xs)
-
-
 def _read_host(
-    rows: Tensor, rollout: RolloutStats[Tensor], kl_final: Tensor | None
-) -> tuple[list[MinibatchStats[float]], RolloutStats[float], float | None]:
+    rows: Tensor, rollout: RolloutStats[Tensor] | None, kl_final: Tensor | None
+) -> tuple[list[MinibatchStats[float]], RolloutStats[float] | None, float | None]:
     """Every row, the rollout's statistics and the final KL as Python floats, in one host
     read (float32 -> float64 is exact)."""
     n_rows = rows.shape[0]
-    tail = [torch.stack(list(astuple(rollout)))]
+    tail = [] if rollout is None else [torch.stack(list(astuple(rollout)))]
     if kl_final is not None:
         tail.append(kl_final.reshape(1).double())
     flat = torch.cat([rows.reshape(-1).double(), *tail]).tolist()
     every = [MinibatchStats[float](*flat[i * WIDTH : (i + 1) * WIDTH]) for i in range(n_rows)]
     after = flat[n_rows * WIDTH :]
-    host_rollout = RolloutStats[float](*after[: len(fields(RolloutStats))])
+    host_rollout = None if rollout is None else RolloutStats[float](*after[:_ROLLOUT_WIDTH])
     return every, host_rollout, after[-1] if kl_final is not None else None
+
+
+_ROLLOUT_WIDTH = len(fields(RolloutStats))
 
 
 def over(rows: Sequence[MinibatchStats[float]], name: str) -> list[float]:
@@ -231,32 +270,20 @@ def reduce_update(
     rows: Tensor,
     applied: Sequence[int],
     last_epoch: Sequence[int],
-    rollout: RolloutStats[Tensor],
-    kl_final: Tensor | None,
+    rollout: RolloutStats[Tensor] | None = None,
+    kl_final: Tensor | None = None,
 ) -> UpdateStats:
-    """The update's statistics from the evaluated rows, in one host read. ``applied`` and
+    """The update's figures from the evaluated rows, in one host read. ``applied`` and
     ``last_epoch`` are row indices: the applied minibatches, the last epoch's evaluated ones.
     ``rows`` holds at least one row (an update evaluates at least one minibatch)."""
     every, host_rollout, host_kl_final = _read_host(rows, rollout, kl_final)
-    last = [every[i] for i in last_epoch]
-    return UpdateStats(
-        approx_kl=mean(over(last, "approx_kl")),
-        approx_kl_max=largest(over(every, "approx_kl")),
-        clip_fraction=mean(over(every, "clip_fraction")),
-        clip_fraction_lower=mean(over(every, "clip_fraction_lower")),
-        ratio_mean=mean(over(every, "ratio_mean")),
-        ratio_min=smallest(over(every, "ratio_min")),
-        ratio_max=largest(over(every, "ratio_max")),
-        ratio_std=mean(over(every, "ratio_std")),
-        entropy=mean(over(every, "entropy")),
-        ref_kl=mean(over(every, "ref_kl")),
-        losses=LossMeans.over([every[i] for i in applied]),
-        grad_norm=mean(over(every, "grad_norm")),
-        grad_norm_max=largest(over(every, "grad_norm")),
-        grad_norm_actor=mean(over(every, "grad_norm_actor")),
-        grad_norm_critic=mean(over(every, "grad_norm_critic")),
-        grad_clip_scale=mean(over(every, "grad_clip_scale")),
-        nonfinite_ratios=int(math.fsum(over(every, "nonfinite_ratios"))),
-        rollout=host_rollout,
-        kl_final=host_kl_final,
-    )
+    chosen: dict[Over, list[MinibatchStats[float]]] = {
+        "evaluated": every,
+        "applied": [every[i] for i in applied],
+        "last_epoch": [every[i] for i in last_epoch],
+    }
+    figures: dict[str, Any] = {}
+    for name, (source, figure) in FIGURES.items():
+        values = over(chosen[figure.over], source)
+        figures[name] = figure.reduce(values) if values else None
+    return UpdateStats(**figures, rollout=host_rollout, kl_final=host_kl_final)

@@ -72,10 +72,10 @@ def test_the_advantage_is_episodic_and_the_value_loss_unclipped() -> None:
     total, parts = minibatch_loss(outputs, batch, torch.arange(2), config, 0.0)
     advantages = torch.tensor([1.0 - 0.2, 1.0 - 0.4, -0.5 - 0.1, -0.5 - 0.3, -0.5 - 0.5])
     # ratio 1 everywhere: the clipped objective is -mean(A) over generated tokens
-    assert parts["policy_loss"].item() == pytest.approx(-advantages.mean().item())
+    assert parts.policy_loss.item() == pytest.approx(-advantages.mean().item())
     squared = torch.tensor([0.5, 1.0, 0.5, 1.5, 0.5]) ** 2  # (V - R)^2, padding left out
-    assert parts["value_loss"].item() == pytest.approx(squared.mean().item())
-    assert total.item() == pytest.approx(parts["policy_loss"].item() + squared.mean().item())
+    assert parts.value_loss.item() == pytest.approx(squared.mean().item())
+    assert total.item() == pytest.approx(parts.policy_loss.item() + squared.mean().item())
 
 
 def test_reference_kl_per_token_enters_the_loss_with_its_coefficient() -> None:
@@ -88,8 +88,8 @@ def test_reference_kl_per_token_enters_the_loss_with_its_coefficient() -> None:
     outputs = (logp_new, torch.zeros(1, 2), torch.zeros(1, 2))
     _, parts = minibatch_loss(outputs, batch, torch.arange(1), config, 0.5)
     k1 = (logp_new - ref).mean().item()  # log pi_theta - log pi_ref, sampled from pi_theta
-    assert parts["ref_kl"].item() == pytest.approx(k1)
-    assert parts["ref_kl_loss"].item() == pytest.approx(0.5 * k1)
+    assert parts.ref_kl is not None and parts.ref_kl.item() == pytest.approx(k1)
+    assert parts.ref_kl_loss.item() == pytest.approx(0.5 * k1)
 
 
 def _update_batch(returns: Tensor) -> TokenBatch:
@@ -109,9 +109,10 @@ def test_a_non_finite_loss_is_skipped_and_counted_never_applied() -> None:
     updater = TokenUpdater(model, config, torch.Generator().manual_seed(0))
     allowed = masking.allowed_mask(6, VOCAB.allowed_ids, torch.device("cpu"))
     result = updater.update(_update_batch(torch.full((4,), math.nan)), allowed, 0.0)
-    assert (result.skipped, result.rows) == (2, [])
+    assert (len(result.state.skipped), result.state.applied_rows) == (2, [])
+    assert result.stats.total_loss is None  # nothing applied: absent, not 0
     assert torch.equal(model.bias, torch.zeros(6))
     result = updater.update(_update_batch(torch.ones(4)), allowed, 0.0)  # finite: applied
-    assert result.skipped == 0 and len(result.rows) == 2
-    assert all(math.isfinite(r.total_loss) and r.epoch == 0 for r in result.rows)
+    assert not result.state.skipped and result.state.applied_rows == [0, 1]
+    assert result.stats.total_loss is not None and math.isfinite(result.stats.total_loss)
     assert not torch.equal(model.bias, torch.zeros(6))

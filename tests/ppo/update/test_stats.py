@@ -36,14 +36,14 @@ def test_grad_norm_covers_skipped_steps_so_nan_reaches_the_payload() -> None:
     table = rows(grad_norm=[1.0, math.nan, 3.0], total_loss=[2.0, 5.0, 4.0])
     out = reduce_update(table, [0, 2], range(3), RolloutStats.measure(flat_batch()), None)
     assert math.isnan(out.grad_norm) and math.isnan(out.grad_norm_max)
-    assert out.losses.total_loss == 3.0  # losses: applied minibatches only
+    assert out.total_loss == 3.0  # losses: applied minibatches only
 
 
 def test_every_step_skipped_still_reports_the_nonfinite_grad_norm() -> None:
     table = rows(grad_norm=[math.inf, math.inf])
     out = reduce_update(table, [], range(2), RolloutStats.measure(flat_batch()), None)
     assert out.grad_norm == math.inf and out.grad_norm_max == math.inf
-    assert out.losses.total_loss is None and out.losses.policy_loss is None  # nothing applied
+    assert out.total_loss is None and out.policy_loss is None  # nothing applied
 
 
 def test_finite_grad_norms_mean_and_max_over_evaluated_minibatches() -> None:
@@ -55,7 +55,7 @@ def test_finite_grad_norms_mean_and_max_over_evaluated_minibatches() -> None:
 def test_opposite_infinities_average_to_nan_instead_of_raising() -> None:
     table = rows(policy_loss=[math.inf, -math.inf], ratio_mean=[math.inf, 1.0])
     out = reduce_update(table, [0, 1], range(len(table)), RolloutStats.measure(flat_batch()), None)
-    assert math.isnan(out.losses.policy_loss) and out.ratio_mean == math.inf
+    assert math.isnan(out.policy_loss) and out.ratio_mean == math.inf
 
 
 def rollout_batch(returns: np.ndarray, values: np.ndarray, advantages: np.ndarray) -> Batch:
@@ -104,6 +104,8 @@ def test_explained_variance_exact_cases_and_undefined_when_returns_are_flat() ->
 SURROGATE = (
     "clip_fraction",
     "clip_fraction_lower",
+    "clip_fraction_low",
+    "clip_fraction_high",
     "ratio_mean",
     "ratio_min",
     "ratio_max",
@@ -128,11 +130,7 @@ def test_row_puts_each_measurement_in_the_column_of_its_name() -> None:
     breakdown = LossBreakdown(
         **{f: t[f] for f in BREAKDOWN},
         nonfinite_ratios=t["nonfinite_ratios"],
-        surrogate=SurrogateStats(
-            **{f: t[f] for f in SURROGATE},
-            clip_fraction_low=torch.tensor(0.0),  # not a column of the classic payload
-            clip_fraction_high=torch.tensor(0.0),
-        ),
+        surrogate=SurrogateStats(**{f: t[f] for f in SURROGATE}),
     )
     norms = GradNorms(
         total=t["grad_norm"],
