@@ -2,7 +2,7 @@
 
 This module imports transformers at once: the public module loads it only when
 ``SanctumCallback`` is first used. The hooks gather what the Trainer hands its callbacks;
-the mapping to our payloads is ``telemetry.integrations.trl``.
+the mapping to our payloads is ``telemetry.integrations.trl_figures``.
 
 Every hook returns at once on a process other than the main one (``is_world_process_zero``):
 one log per run, written by rank 0, whose figures TRL has already gathered over the ranks.
@@ -34,7 +34,7 @@ from telemetry.events import (
     TrainerInfo,
     policy_epochs_of,
 )
-from telemetry.integrations.trl import (
+from telemetry.integrations.trl_figures import (
     Settings,
     config_of,
     is_update,

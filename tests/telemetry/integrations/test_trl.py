@@ -23,6 +23,7 @@ import pytest
 from telemetry import Event, Heartbeat, KLMeasure, PPOUpdate, RunFinished, RunStarted, read_events
 from telemetry.events import Anomaly
 from telemetry.integrations import trl as trl_door
+from telemetry.integrations import trl_figures
 from tests import processes
 from tests.sanctum.recorded import check_report
 
@@ -600,14 +601,14 @@ def test_numpy_and_torch_scalars_are_read_as_numbers_nan_included() -> None:
     import numpy as np
     import torch
 
-    read = trl_door._number
+    read = trl_figures._number
     assert math.isnan(read(np.float32("nan")) or 0.0)
     assert math.isnan(read(torch.tensor(float("nan"))) or 0.0)
     assert read(np.float32(0.5)) == 0.5 and read(torch.tensor(2)) == 2.0
     assert read(np.array(1.5)) == 1.5  # a 0-d array
     for unread in (torch.tensor([1.0, 2.0]), np.array([1.0]), np.bool_(True), "0.5", None, True):
         assert read(unread) is None, unread
-    whole = trl_door.whole_number
+    whole = trl_figures.whole_number
     assert [whole(v) for v in (3, np.int64(4), torch.tensor(5), 6.0)] == [3, 4, 5, 6]
     assert [whole(v) for v in (None, 2.5, "7", True, float("nan"))] == [None] * 5
 
