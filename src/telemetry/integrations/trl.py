@@ -119,10 +119,11 @@ TRL trainer stops an update early (none has a target KL): ``early_stopped`` is f
 Evaluation lines (``eval_*``) and the summary line of ``train()`` (``train_runtime``...)
 are not updates and are not recorded.
 
-Halting: with ``halt_on`` the callback sets ``control.should_training_stop`` at the log line
-the gate fires on; the Trainer stops after that step. TRL's PPOTrainer runs its own loop
-and never reads that flag: at its next log line the callback finishes the run as halted and
-raises ``TrainingHalted``.
+Halting: given a halter (``SanctumCallback(halter=sanctum.HaltGate(halt_on="critical"))``,
+or any :class:`telemetry.halting.Halter`), the callback sets ``control.should_training_stop``
+at the log line the halter fires on; the Trainer stops after that step. TRL's PPOTrainer
+runs its own loop and never reads that flag: at its next log line the callback finishes the
+run as halted and raises ``TrainingHalted``.
 
 Limits: ``transformers.Trainer`` calls no callback when ``train()`` raises, so the callback
 records the failure from ``sys.excepthook`` (an uncaught exception), from ``atexit`` (the
