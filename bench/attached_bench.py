@@ -5,7 +5,7 @@ three ways, alternated round-robin (the order rotates each round so drift on a s
 machine spreads over all modes), and the median of the rounds is reported:
 
 - ``headless``: ``python -m ppo train --headless``, which records the event log.
-- ``attached``: exactly what ``ppo train`` does on a terminal (``ppo.run.attach.launch``): the
+- ``attached``: exactly what ``ppo train`` does on a terminal (``sanctum.watch_process``): the
   same headless trainer as a child process, and in this process the SanctumApp tailing its
   log under Textual's headless driver (``run_async(headless=True)``: composed, laid out and
   rendered, only not written to a terminal). The dashboard's own CPU time is measured too:
@@ -80,15 +80,22 @@ def run_no_telemetry(steps: int, run_dir: Path, run_id: str) -> dict[str, float]
 
 def run_attached(steps: int, run_dir: Path, run_id: str) -> dict[str, float]:
     from ppo.cli import build_parser
-    from ppo.run.attach import launch
+    from ppo.cli.attach import STDERR_FILE, STDOUT_FILE, child_command
+    from sanctum.tui.attached import AttachedProcess
+    from telemetry.recorder import EVENTS_FILE
 
     args = build_parser().parse_args(["train", "--tui", *train_args(steps, run_dir, run_id)])
-    run = launch(args, run_id, sys.stderr)
-    assert run is not None
+    run_path = run_dir / run_id
+    run = AttachedProcess.start(
+        child_command(args, run_id),
+        run_path / EVENTS_FILE,
+        stdout_path=run_path / STDOUT_FILE,
+        stderr_path=run_path / STDERR_FILE,
+    )
     wall, cpu = time.perf_counter(), time.process_time()
     asyncio.run(watch_until_finished(run.app))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    assert run.trainer.process.wait(60) == 0, "the trainer failed"
+    assert run.process.process.wait(60) == 0, "the trainer failed"
     return {"sps": last_rollout_sps(run.app.path), "dashboard_cpu_share": cpu / wall}
 
 

@@ -7,12 +7,13 @@ parameters: the smallest step there is, so the largest share the callback can ta
 
 ``callback_ms`` is the median over logging steps of the time spent inside the callback's
 hooks during that step (building the ``ppo_update``, writing and flushing its line, the
-progress marks); ``callback_halt_ms`` the same with ``halt_on="critical"`` (each update
-also judged by the in-process gate). ``step_ms`` is the median wall time of a training
-step, from ``on_step_begin`` to ``on_step_end`` (generation, reward and optimisation), and
-``share`` = ``callback_ms`` / ``step_ms`` (``share_halt`` likewise). The first steps are
-left out (warm-up). The heartbeat thread wakes once a second and writes nothing while
-hooks keep coming, so it is not counted. The last line printed is one JSON object.
+progress marks); ``callback_halt_ms`` the same with ``halter=HaltGate()`` (each update
+also judged by sanctum's in-process gate, halting on critical). ``step_ms`` is the median
+wall time of a training step, from ``on_step_begin`` to ``on_step_end`` (generation,
+reward and optimisation), and ``share`` = ``callback_ms`` / ``step_ms`` (``share_halt``
+likewise). The first steps are left out (warm-up). The heartbeat thread wakes once a
+second and writes nothing while hooks keep coming, so it is not counted. The last line
+printed is one JSON object.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lib.trl_runs import HEALTHY, trainer
+from sanctum import HaltGate
 from telemetry.integrations.trl import SanctumCallback
 
 WARMUP = 3
@@ -68,8 +70,7 @@ class Timed(SanctumCallback):
 def measure(steps: int, halt: bool) -> tuple[float, float]:
     """(median callback ms per logging step, median step ms) of one run."""
     with tempfile.TemporaryDirectory() as tmp:
-        extra = {"halt_on": "critical"} if halt else {}
-        cb = Timed(run_dir=Path(tmp) / "runs", run_id="bench", **extra)
+        cb = Timed(run_dir=Path(tmp) / "runs", run_id="bench", halter=HaltGate() if halt else None)
         trainer(HEALTHY.varied(steps=steps), [cb], output_dir=f"{tmp}/out").train()
         assert cb.recorder is not None and cb.recorder.updates == steps
         per_log = cb.spent[WARMUP:-1]
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     print(
-        f"with halt_on=critical: {halt_ms:.3f} ms, step {halt_step_ms:.1f} ms: "
+        f"with a halter (critical): {halt_ms:.3f} ms, step {halt_step_ms:.1f} ms: "
         f"{100 * figures['share_halt']:.3f}%",
         file=sys.stderr,
     )

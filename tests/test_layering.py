@@ -66,6 +66,8 @@ def test_sanctum_model_and_health_load_neither_rich_nor_textual(module: str) -> 
         "sanctum.text.run_table",
         "sanctum.live.snapshot_feed",
         "sanctum.live.board_feed",
+        "sanctum.live.halt",
+        "sanctum.web.policy",
         "sanctum.reports.once",
         "sanctum.importers.tensorboard.command",
     ],

@@ -6,6 +6,10 @@ loads lazily, so ``sanctum check`` and ``import sanctum`` stay light and never t
 
 The names below load with the module that defines them, on first use
 (:mod:`telemetry.lazy`): ``sanctum --help`` and ``sanctum check`` load only what they use.
+What other programs use is here: :class:`HaltGate` (a :class:`telemetry.halting.Halter`
+judging a run by the rules ``check`` applies, for a trainer to halt by) and
+:func:`watch_process` (a trainer command run with the dashboard attached; what became of
+it comes back as a :class:`ProcessOutcome`).
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their h
     from sanctum.health.rules import Thresholds as Thresholds
     from sanctum.health.rules import ThresholdsError as ThresholdsError
     from sanctum.health.rules import load_thresholds as load_thresholds
+    from sanctum.live.halt import HaltGate as HaltGate
+    from sanctum.live.trainer_process import ProcessOutcome as ProcessOutcome
+    from sanctum.live.trainer_process import TrainerExit as TrainerExit
     from sanctum.model.aggregator import SanctumAggregator as SanctumAggregator
     from sanctum.model.snapshot import Connection as Connection
     from sanctum.model.snapshot import MetricSnapshot as MetricSnapshot
     from sanctum.model.snapshot import SanctumSnapshot as SanctumSnapshot
+    from sanctum.tui.attached import watch_process as watch_process
 
 __getattr__ = exports(__name__)

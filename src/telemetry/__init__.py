@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their h
     from telemetry.events import RunStarted as RunStarted
     from telemetry.events import RunStartedPayload as RunStartedPayload
     from telemetry.events import TrainerInfo as TrainerInfo
+    from telemetry.halting import Halter as Halter
     from telemetry.recorder import Recorder as Recorder
 
 __getattr__ = exports(__name__)

@@ -1,9 +1,10 @@
 """``ppo train --tui`` on real training: the child trainer, the dashboard, and a second reader.
 
-Each test starts the trainer exactly as ``ppo train --tui`` does (``ppo.run.attach.launch``:
-``python -m ppo train --headless`` in its own session) and drives the returned SanctumApp
-with a Pilot instead of ``app.run()``; ``ppo.run.attach.report`` then says what the terminal
-would. A separate pty test runs the real ``ppo train`` command on a terminal.
+Each test starts the trainer exactly as ``ppo train --tui`` does (``sanctum.watch_process``
+on ``ppo.cli.attach.child_command``: ``python -m ppo train --headless`` in its own session,
+through sanctum's ``AttachedProcess``) and drives its SanctumApp with a Pilot instead of
+``app.run()``; ``ppo.cli.attach.report`` then says, from the process's outcome, what the
+terminal would. A separate pty test runs the real ``ppo train`` command on a terminal.
 """
 
 from __future__ import annotations
@@ -13,26 +14,46 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from textual.widgets import Label
 
 from ppo.cli import build_parser
-from ppo.run.attach import AttachedRun, launch, report
+from ppo.cli.attach import STDERR_FILE, STDOUT_FILE, child_command, report
 from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.live.trainer_process import TrainerProcess
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import Connection
 from sanctum.tui.app import SanctumApp
+from sanctum.tui.attached import AttachedProcess
 from sanctum.tui.widgets import StatusBanner
 from sanctum.tui.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import EventLogReader, read_events
 from telemetry.events import RunFinished
+from telemetry.recorder import EVENTS_FILE
 from tests.integration.support import WAIT_LIMIT, wait_closed, wait_for
 
 SIZE = (120, 36)
 LONG = "10000000"
 """More steps than any test waits for: these runs end by stop, detach or kill."""
+
+
+@dataclass(frozen=True)
+class AttachedRun:
+    """A trainer started as ``ppo train --tui`` starts it, and its dashboard (not yet run)."""
+
+    attached: AttachedProcess
+    run_path: Path
+
+    @property
+    def app(self) -> SanctumApp:
+        return self.attached.app
+
+    @property
+    def trainer(self) -> TrainerProcess:
+        return self.attached.process
 
 
 Start = Callable[..., AttachedRun]
@@ -45,8 +66,14 @@ def start(tmp_path: Path) -> Iterator[Start]:
 
     def launch_run(*argv: str) -> AttachedRun:
         args = build_parser().parse_args(["train", "--tui", "--run-dir", str(tmp_path), *argv])
-        run = launch(args, "run", io.StringIO())
-        assert run is not None
+        run_path = tmp_path / "run"
+        attached = AttachedProcess.start(
+            child_command(args, "run"),
+            run_path / EVENTS_FILE,
+            stdout_path=run_path / STDOUT_FILE,
+            stderr_path=run_path / STDERR_FILE,
+        )
+        run = AttachedRun(attached, run_path)
         runs.append(run)
         return run
 
@@ -73,7 +100,7 @@ def finish_status(run: AttachedRun) -> str:
 
 def reported(run: AttachedRun) -> tuple[int, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = report(run, out, err)
+    code = report(run.attached.outcome(), run.run_path, out, err)
     return code, out.getvalue() + err.getvalue()
 
 

@@ -1,141 +1,39 @@
-"""The import graph of ``src/sanctum``, read with ``ast``: no circle, and its packages layered.
-
-Module-level imports make the graph (an import inside a function runs later, one under
-``if TYPE_CHECKING:`` never, so neither can close a circle at import time). The package
-rules hold for every import that runs, deferred ones included: a deferred import of Textual
-still loads Textual. Imports for the type checker only are left out of them, as
-import-linter's ``exclude_type_checking_imports`` leaves them out.
+"""The layers of ``src/sanctum``, read with ``ast`` (``tests/import_graph.py``): each package
+imports only those below it, the top-level modules none, Textual only ``tui``, Rich neither
+``model`` nor ``health``. Every import counts, deferred and type-only ones included, as
+import-linter counts them (a deferred import of Textual still loads Textual). That no
+import closes a circle is checked for all of ``src`` in ``tests/test_import_graph.py``.
 """
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.import_graph import EVERY, edges_of
+from tests.import_graph import MODULES as SRC_MODULES
+
 PACKAGE = "sanctum"
+MODULES = {m: p for m, p in SRC_MODULES.items() if m == PACKAGE or m.startswith(PACKAGE + ".")}
+SRC = SRC_MODULES[PACKAGE].parents[1]
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(SRC).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+def _imports(module: str) -> set[str]:
+    """Every module of ``src`` that ``module`` imports."""
+    return {e.imported for e in edges_of(module) if e.kind in EVERY}
 
 
-MODULES: dict[str, Path] = {_module_name(p): p for p in sorted((SRC / PACKAGE).rglob("*.py"))}
+def _external(module: str) -> set[str]:
+    """The top-level names of everything ``module`` imports, ours and others'."""
+    import ast
 
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node
-        elif isinstance(node, ast.If) and not _is_type_checking(node):
-            yield from _module_level(node.body)
-            yield from _module_level(node.orelse)
-        elif isinstance(node, ast.Try):
-            for block in (node.body, node.orelse, node.finalbody):
-                yield from _module_level(block)
-            for handler in node.handlers:
-                yield from _module_level(handler.body)
-
-
-def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
-    """The modules an import statement names (``from a import b`` is ``a.b`` when b is one)."""
-    if isinstance(node, ast.Import):
-        yield from (alias.name for alias in node.names)
-        return
-    if node.level:
-        is_package = MODULES[module].name == "__init__.py"
-        base = module.split(".")
-        base = base[: len(base) - node.level + (1 if is_package else 0)]
-        source = ".".join([*base, node.module] if node.module else base)
-    else:
-        source = node.module or ""
-    if source != module:  # a package importing its own modules does not import itself
-        yield source
-    for alias in node.names:
-        if f"{source}.{alias.name}" in MODULES:
-            yield f"{source}.{alias.name}"
-
-
-def _run_anywhere(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import in ``node`` that can run: function bodies included, type-only left out."""
-    if isinstance(node, ast.If) and _is_type_checking(node):
-        yield from (i for n in node.orelse for i in _run_anywhere(n))
-        return
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _run_anywhere(child)
-
-
-def _imports(module: str, *, everywhere: bool) -> set[str]:
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    nodes = _run_anywhere(tree) if everywhere else _module_level(tree.body)
-    return {target for node in nodes for target in _targets(module, node)}
-
-
-def _graph() -> dict[str, set[str]]:
-    return {m: _imports(m, everywhere=False) & MODULES.keys() for m in MODULES}
-
-
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan), or a self-import."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                component.append(top)
-                if top == node:
-                    break
-            if len(component) > 1 or node in graph[node]:
-                found.append(sorted(component))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
-
-
-def test_the_graph_sees_the_package() -> None:
-    graph = _graph()
-    assert "sanctum.cli" in graph
-    assert "sanctum.cli.commands" in graph["sanctum.cli"]
-    assert "sanctum.health.levels" in graph["sanctum.model.snapshot"]
-
-
-def test_no_import_circle_in_sanctum() -> None:
-    assert _cycles(_graph()) == []
-
-
-def test_a_circle_is_found() -> None:
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
 
 
 def _package_of(module: str) -> str:
@@ -151,11 +49,11 @@ def _in(module: str, *packages: str) -> bool:
 
 
 def _roots(module: str) -> set[str]:
-    return {target.split(".")[0] for target in _imports(module, everywhere=True)}
+    return _external(module)
 
 
 # What each package may import from sanctum besides itself ("" is the top-level modules:
-# formatting, metrics, exits, run_files). Read bottom-up; deferred imports count too.
+# formatting, metrics, exits, run_files). Read bottom-up; every import counts.
 ALLOWED: dict[str, set[str]] = {
     "health": {""},
     "model": {"", "health"},
@@ -165,6 +63,7 @@ ALLOWED: dict[str, set[str]] = {
     "importers": {"", "health", "model"},
     "live": {"", "health", "model", "text"},
     "tui": {"", "health", "model", "charts", "text", "live"},
+    "web": {""},
 }
 
 
@@ -174,7 +73,7 @@ def test_each_package_imports_only_the_layers_below_it(package: str) -> None:
         f"{module} -> {target}"
         for module in MODULES
         if _in(module, package)
-        for target in _imports(module, everywhere=True) & MODULES.keys()
+        for target in _imports(module) & MODULES.keys()
         if target != PACKAGE
         and not _in(target, package)
         and _package_of(target) not in ALLOWED[package]
@@ -188,7 +87,7 @@ def test_the_top_level_modules_import_no_package() -> None:
     wrong = {
         f"{module} -> {target}"
         for module in top
-        for target in _imports(module, everywhere=True) & MODULES.keys()
+        for target in _imports(module) & MODULES.keys()
         if _package_of(target) != ""
     }
     assert sorted(wrong) == []
@@ -200,7 +99,7 @@ def test_only_the_entry_points_import_the_cli() -> None:
         for module in MODULES
         if not _in(module, "cli")
         and module not in {PACKAGE, f"{PACKAGE}.__main__"}
-        and any(_in(t, "cli") for t in _imports(module, everywhere=True))
+        and any(_in(t, "cli") for t in _imports(module))
     }
     assert sorted(wrong) == []
 

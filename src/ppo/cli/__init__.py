@@ -8,9 +8,12 @@ not a name; standard output closed or unwritable at the start: nothing recorded)
 Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved).
 
 The package: :mod:`~ppo.cli.parser` (the arguments and their help), :mod:`~ppo.cli.listing`
-(``ppo config``), :mod:`~ppo.cli.train` (``ppo train``'s settings, checked) and
-:mod:`~ppo.cli.run` (the run). Only the last loads torch, once the settings hold: ``--help``,
-``ppo config`` and a refused option or setting answer without it.
+(``ppo config``), :mod:`~ppo.cli.train` (``ppo train``'s settings, checked, and the health
+gate of ``--halt-on``), :mod:`~ppo.cli.run` (the run), :mod:`~ppo.cli.tokens` (a
+token-level run) and :mod:`~ppo.cli.attach` (the run under Sanctum's dashboard). Only
+``run`` and what it imports load torch, once the settings hold: ``--help``, ``ppo config``
+and a refused option or setting answer without it. Only ``train`` and ``attach`` import
+Sanctum, each when its option asks for it.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from ppo.config.limits import (
     MAX_TORCH_THREADS,
     MAX_UPDATE_EPOCHS,
 )
-from ppo.run.halt import HALT_LEVELS
 from ppo.tokens.config import ALGORITHMS
 from telemetry.files import MIB, TOML_MAX_BYTES, TOML_MAX_DEPTH
+from telemetry.halting import HALT_LEVELS
 
 EPILOG = f"""\
 examples:

@@ -3,7 +3,7 @@ torch or an environment (the device, the checkpoints fine-tuning starts from, th
 folder, memory), then the trainer, its progress, and each way of ending mapped to an exit
 code (:mod:`ppo.cli`). Headless progress is a Rich bar on a terminal and plain periodic
 lines otherwise, so CI logs stay readable. With the dashboard (a terminal, or ``--tui``)
-the trainer runs in a child process under Sanctum: see :mod:`ppo.run.attach`.
+the trainer runs in a child process under Sanctum: see :mod:`ppo.cli.attach`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import TextIO
 
 import torch
 
+from ppo.cli.attach import train_attached, wants_dashboard
+from ppo.cli.tokens import check_task, train_tokens
 from ppo.config import ConfigError, PPOConfig
 from ppo.config.device import resolved_device
 from ppo.config.limits import MAX_NPROC
@@ -34,8 +36,7 @@ from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.model import reference
 from ppo.model.checkpoint import CheckpointError
 from ppo.rollout.envs import EnvError, probe
-from ppo.run.attach import train_attached, wants_dashboard
-from ppo.run.halt import EXIT_HALTED, Halter
+from ppo.run.halt import EXIT_HALTED
 from ppo.run.messages import (
     DONE,
     announce,
@@ -52,10 +53,10 @@ from ppo.run.progress import PlainReporter, Reporter, RichReporter
 from ppo.run.ranks import check_share
 from ppo.run.signals import Stopped, exit_code_of, stop_on_signals
 from ppo.run.trainer import NotStarted, Trainer, TrainingStopped, TrainResult
-from ppo.tokens.cli import check_task, train_tokens
 from ppo.tokens.config import TokenPPOConfig
 from telemetry.eventlog import LogInUse
 from telemetry.files import InputFileError
+from telemetry.halting import Halter
 from telemetry.recorder import EVENTS_FILE, check_run_id, new_run_id
 from telemetry.returns import FINAL_RETURN
 from telemetry.text import plural
@@ -170,7 +171,7 @@ def _train_rank(
     if world.is_main and taken.exists() and taken.stat().st_size > 0:  # checked again, locked
         error(err, f"{taken.parent} already holds a run; pick another --run-id")
         return EXIT_USAGE
-    if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.run.attach
+    if not world.distributed and wants_dashboard(args, out):  # trainer in a child: ppo.cli.attach
         return train_attached(args, run_id, out, err)
     if not world.is_main:
         out = io.StringIO()  # the other ranks print only errors

@@ -13,10 +13,10 @@ from typing import TextIO
 from ppo.config import ConfigError, PPOConfig
 from ppo.config.settings import read_toml
 from ppo.exits import EXIT_USAGE
-from ppo.run.halt import Halter, halt_gate
 from ppo.run.messages import error
 from ppo.tokens.config import ALGORITHMS, TokenPPOConfig
 from telemetry.files import InputFileError
+from telemetry.halting import Halter
 
 
 def train(args: argparse.Namespace, out: TextIO, err: TextIO, argv: Sequence[str] = ()) -> int:
@@ -86,10 +86,14 @@ def token_config(args: argparse.Namespace) -> TokenPPOConfig | None:
 
 
 def _halt(args: argparse.Namespace) -> Halter | None:
-    """The health gate of ``--halt-on`` (its thresholds file read and checked), or None;
+    """The health gate of ``--halt-on``: Sanctum's own judge (the rules ``sanctum check``
+    applies, from ``--thresholds`` or the shipped ones; ppo has none of its own), handed to
+    the trainer as a halter; None without the option, so Sanctum is loaded only for it.
     ValueError naming the file or the option."""
     if args.halt_on is None:
         if args.thresholds is not None:
             raise ValueError("--thresholds: used only to halt; give --halt-on with it")
         return None
-    return halt_gate(args.halt_on, args.thresholds)
+    from sanctum import HaltGate
+
+    return HaltGate(args.thresholds, args.halt_on)

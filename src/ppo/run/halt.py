@@ -1,55 +1,26 @@
-"""``ppo train --halt-on LEVEL``: the run stops itself when its health reaches LEVEL.
+"""``ppo train --halt-on LEVEL``, inside the trainer: the run stops itself when its health
+reaches LEVEL.
 
-The judge is Sanctum's own (:class:`sanctum.live.halt.HaltGate`, the fold ``sanctum check``
-reads), subscribed to rank 0's telemetry bus; there is no second set of rules in ppo. This
-module is the one place ppo builds it, and imports Sanctum only inside :func:`halt_gate`,
-so ``ppo train`` without ``--halt-on`` never loads Sanctum. The trainers only see the
-:class:`Halter` protocol: after each update they ask :attr:`Halter.reason`, and once it is
-set they record :meth:`Halter.anomaly`, save a checkpoint and finish the run with
-:attr:`Halter.status` and that reason; ``ppo train`` then exits 1 (:data:`EXIT_HALTED`).
+The trainers take any :class:`telemetry.halting.Halter` (``ppo train`` builds Sanctum's
+``HaltGate`` in :mod:`ppo.cli.train`; ppo has no rules of its own): after each update they
+ask for its reason, and once it is set they record its anomaly, save a checkpoint and
+finish the run with its status and that reason; ``ppo train`` then exits 1
+(:data:`EXIT_HALTED`). Several ranks stop together on rank 0's word
+(:func:`agreed_reason`).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from ppo.exits import EXIT_STOPPED
+from telemetry.halting import Halter
 
 if TYPE_CHECKING:
     from ppo.distributed.world import World
-    from telemetry.events import AnomalyPayload, Event, RunStatus
 
-HALT_LEVELS: Final = ("critical", "warning")
-"""The choices of ``--halt-on``, known before Sanctum is loaded (Sanctum's
-:data:`~sanctum.live.halt.HALT_LEVELS`; a test holds the two equal)."""
 EXIT_HALTED: Final = EXIT_STOPPED
 """``ppo train``'s exit code when the health gate stopped the run."""
-
-
-class Halter(Protocol):
-    """What a trainer needs of the gate (a bus sink that judges each event it is given)."""
-
-    name: str
-    status: RunStatus
-    """How a halted run finishes."""
-
-    def __call__(self, event: Event) -> None: ...
-
-    @property
-    def reason(self) -> str | None:
-        """``halted: <rule> <level> (...)`` once the run must stop; None until then."""
-
-    def anomaly(self, global_step: int | None = None) -> AnomalyPayload:
-        """The critical anomaly that records the stop."""
-
-
-def halt_gate(halt_on: str, thresholds: Path | None) -> Halter:
-    """The gate for ``--halt-on halt_on`` judging by the rules of ``thresholds`` (None: the
-    shipped ones). A bad file raises ValueError naming it."""
-    from sanctum.live.halt import HaltGate  # Sanctum loads only for --halt-on
-
-    return HaltGate(thresholds, halt_on)
 
 
 def agreed_reason(halter: Halter | None, world: World, update: int) -> str | None:

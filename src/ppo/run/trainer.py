@@ -34,7 +34,7 @@ from ppo.model.checkpoint import Counters
 from ppo.model.policy import ActorCritic
 from ppo.rollout.collector import Collector, rollout_payload
 from ppo.rollout.envs import make_vector_env, reset_seed
-from ppo.run.halt import Halter, agreed_reason
+from ppo.run.halt import agreed_reason
 from ppo.run.ranks import (
     QuietRecorder,
     env_seed_offset,
@@ -55,6 +55,7 @@ from telemetry import (
 from telemetry.bus import Sink
 from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
+from telemetry.halting import Halter
 from telemetry.returns import FINAL_EPISODES, final_return
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)

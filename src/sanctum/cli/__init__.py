@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from sanctum.cli.command import Command, thresholds_file
 from sanctum.cli.commands import BY_NAME
-from sanctum.cli.parser import build_parser, with_default_command
+from sanctum.cli.parser import build_parser, refuse_command_typos, with_default_command
 from sanctum.exits import EXIT_UNUSABLE
 from sanctum.run_files import UsageError
 
@@ -44,7 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from telemetry.files import InputFileError
 
     try:
-        return command.run(args, load_thresholds(thresholds_file(args)))
+        thresholds = load_thresholds(thresholds_file(args))
+        refuse_command_typos(args)
+        return command.run(args, thresholds)
     except (UsageError, ThresholdsError, EventLogError, RolloutsError, InputFileError) as exc:
         return _unusable(command, args, str(exc))
     except Exception as exc:

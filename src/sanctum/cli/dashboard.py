@@ -12,7 +12,7 @@ from sanctum.cli.command import fail_on
 from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
 
 if TYPE_CHECKING:
-    from textual.app import App
+    from sanctum.tui.base import SanctumAppBase
 
 
 def add_refresh(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def dashboard_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def run_dashboard(app: App[None]) -> int:
+def run_dashboard(app: SanctumAppBase) -> int:
     """Run ``app`` until it quits; exit 2 when it stopped on an internal error."""
     app.run()
     if app.return_code:  # Textual has printed what went wrong; the exit code must say so

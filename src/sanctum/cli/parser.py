@@ -19,6 +19,8 @@ from sanctum.cli.commands import COMMANDS, NAMES
 from sanctum.run_files import UsageError
 from telemetry.text import visible
 
+DEFAULT_COMMAND = "watch"
+"""The command ``sanctum [RUN ...]`` runs: what :func:`with_default_command` inserts."""
 WATCH_OPTIONS = ("--all", "--refresh", "--once", "--json")
 """Options of ``watch`` alone: given before any RUN, they start the ``watch`` command."""
 
@@ -82,14 +84,17 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
         if arg in NAMES:
             return args
         break
-    return [*args[:i], "watch", *args[i:]]
+    return [*args[:i], DEFAULT_COMMAND, *args[i:]]
 
 
-def refuse_command_typos(runs: Sequence[str]) -> None:
-    """A RUN that does not exist and reads like a misspelt command (``sanctum sumary``) is
-    an error, not a run to wait for; any other missing RUN is waited for, as a run that is
-    about to start."""
-    for run in runs:
+def refuse_command_typos(args: argparse.Namespace) -> None:
+    """The other half of :func:`with_default_command`: a RUN of the default command that
+    does not exist and reads like a misspelt command (``sanctum sumary``) is an error
+    (UsageError), not a run to wait for; any other missing RUN is waited for, as a run that
+    is about to start."""
+    if args.command != DEFAULT_COMMAND:
+        return
+    for run in args.run:
         if "/" in run or _may_exist(run):
             continue
         close = difflib.get_close_matches(run, NAMES, n=1, cutoff=0.75)

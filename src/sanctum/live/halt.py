@@ -1,13 +1,17 @@
 """A run that stops itself when its health goes bad: the one judge inside a trainer.
 
-A trainer subscribes a :class:`HaltGate` to its recorder's bus. The gate folds every event
-into its own :class:`~sanctum.model.aggregator.SanctumAggregator`, the fold every view and
-``sanctum check`` read, and after each update or anomaly asks the verdict's rows what
-``sanctum check --allow-unfinished --fail-on LEVEL`` would say of the run so far. Once a
-row fails, :attr:`HaltGate.fired` names it and stays set: the trainer stops at its next
-chance, records :meth:`HaltGate.anomaly` and finishes the run with :data:`HALT_STATUS` and
+:class:`HaltGate` is sanctum's :class:`telemetry.halting.Halter` (exported as
+``sanctum.HaltGate``): a trainer takes it as any halter and subscribes it to its
+recorder's bus. The gate folds every event into its own
+:class:`~sanctum.model.aggregator.SanctumAggregator`, the fold every view and ``sanctum
+check`` read, and after each update or anomaly asks the verdict's rows what ``sanctum check
+--allow-unfinished --fail-on LEVEL`` would say of the run so far. Once a row fails,
+:attr:`HaltGate.fired` names it and stays set: the trainer stops at its next chance, records
+:meth:`HaltGate.anomaly` and finishes the run with :data:`HALT_STATUS` and
 :attr:`HaltGate.reason`. So a halted run is judged by ``check`` as what it is: failed,
 naming the rule that stopped it. There is no second set of rules to drift from the gate's.
+A new ``run_started`` begins a new fold, so one gate judges each run of a trainer that
+trains twice.
 
 Cheap enough to run per update: the rows are tallies the aggregator already holds.
 """
@@ -22,15 +26,12 @@ from sanctum.health.levels import Level
 from sanctum.health.rules import Thresholds, load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.verdict import CheckRow, judge_rows
-from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunStatus
+from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunStarted, RunStatus
+from telemetry.halting import HALT_LEVELS, HALT_PREFIX
 
 HALT_STATUS: Final[RunStatus] = "failed"
 """How a halted run finishes: it failed its health (``check`` fails it whatever else it
 says); the reason names the rule."""
-HALT_PREFIX: Final = "halted: "
-"""How the reason of a halted run begins (:attr:`HaltGate.reason`)."""
-HALT_LEVELS: Final = ("critical", "warning")
-"""The levels a run may be halted on."""
 
 
 def halt_level(value: str | Level) -> Level:
@@ -59,6 +60,7 @@ class HaltGate:
         self.halt_on = halt_level(halt_on)
         if not isinstance(thresholds, Thresholds):
             thresholds = load_thresholds(None if thresholds is None else Path(thresholds))
+        self.thresholds = thresholds
         self.aggregator = SanctumAggregator(thresholds, fail_on=self.halt_on)
         self.rows: tuple[CheckRow, ...] = ()
         """The verdict's rows that failed when the gate fired (empty until then)."""
@@ -77,6 +79,9 @@ class HaltGate:
         return tuple(row.verdict_name or row.label for row in self.rows)
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, RunStarted):  # a run begins: judged on its own
+            self.aggregator = SanctumAggregator(self.thresholds, fail_on=self.halt_on)
+            self.rows, self.update = (), None
         self.aggregator.handle(event)
         if self.rows or not isinstance(event, PPOUpdate | Anomaly):
             return

@@ -72,6 +72,21 @@ class TrainerExit:
         return describe_exit(self.code)
 
 
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """What became of a trainer process once the dashboard watching it closed: all that
+    its caller needs to say so (``ppo train`` does), nothing of the dashboard itself."""
+
+    pid: int
+    ended: TrainerExit | None
+    """How it ended; None while it runs on."""
+    detached: bool
+    """The user detached from it in the quit dialog: it trains on, in the background."""
+    reason: str | None
+    """``run_finished.reason`` as the dashboard last read the log (None: not finished yet,
+    or finished without one)."""
+
+
 class TrainerProcess:
     """Handle on one trainer child process: poll, stop, detach."""
 

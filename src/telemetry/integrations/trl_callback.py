@@ -2,7 +2,9 @@
 
 This module imports transformers at once: the public module loads it only when
 ``SanctumCallback`` is first used. The hooks gather what the Trainer hands its callbacks;
-the mapping to our payloads is ``telemetry.integrations.trl``.
+the mapping to our payloads is ``telemetry.integrations.trl_figures``. A run halts through
+the halter it is given (:class:`telemetry.halting.Halter`, such as ``sanctum.HaltGate``):
+this module knows the protocol, not who implements it.
 
 Every hook returns at once on a process other than the main one (``is_world_process_zero``):
 one log per run, written by rank 0, whose figures TRL has already gathered over the ranks.
@@ -22,7 +24,7 @@ import threading
 import time
 from importlib import metadata
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
 
@@ -34,7 +36,8 @@ from telemetry.events import (
     TrainerInfo,
     policy_epochs_of,
 )
-from telemetry.integrations.trl import (
+from telemetry.halting import Halter
+from telemetry.integrations.trl_figures import (
     Settings,
     config_of,
     is_update,
@@ -43,10 +46,6 @@ from telemetry.integrations.trl import (
     whole_number,
 )
 from telemetry.recorder import Recorder, ending_of, new_run_id
-
-if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
-    from sanctum.live.halt import HaltGate
 
 HEARTBEAT_SECONDS: Final = 5.0
 """A heartbeat is written when the run has been silent this long while training."""
@@ -61,7 +60,7 @@ UNSEEN_END: Final = (
 
 
 class TrainingHalted(RuntimeError):
-    """Raised to stop a trainer that did not stop when ``halt_on`` asked it to."""
+    """Raised to stop a trainer that did not stop when its halter asked it to."""
 
 
 def _vocab_size(model: Any) -> int | None:
@@ -86,15 +85,14 @@ class SanctumCallback(TrainerCallback):
     ``run_dir``: where ``<run_id>/events.jsonl`` goes (default ``runs``); ``run_id``: the
     run's folder name (default: the algorithm, the time and a random suffix).
 
-    ``halt_on``: ``"critical"`` (or ``"warning"``) stops training at the first log line at
-    which ``sanctum check`` would fail the run so far at that level: the callback sets
-    ``control.should_training_stop``, records a critical anomaly naming the rule, and the
-    run finishes ``failed`` with the reason ``halted: <rule> critical (...)``. A trainer
-    that goes on regardless (TRL's PPOTrainer never reads the flag) is stopped by
-    :class:`TrainingHalted`, raised at its next log line once the run is finished.
-    ``thresholds``: the rules it judges by (a :class:`~sanctum.health.rules.Thresholds` or
-    the path of a thresholds TOML file, as ``sanctum check --thresholds`` takes); default,
-    the shipped rules. Halting needs ``sanctum`` (this package) importable.
+    ``halter``: what judges the run as it is recorded (a :class:`~telemetry.halting.Halter`;
+    ``sanctum.HaltGate("rules.toml", "critical")`` stops training at the first log line at
+    which ``sanctum check --fail-on critical`` would fail the run so far). Once its
+    ``reason`` is set, the callback sets ``control.should_training_stop``, records the
+    halter's anomaly, and the run finishes with the halter's status and reason (``failed``,
+    ``halted: <rule> critical (...)``). A trainer that goes on regardless (TRL's
+    PPOTrainer never reads the flag) is stopped by :class:`TrainingHalted`, raised at its
+    next log line once the run is finished.
 
     The Trainer calls no callback when ``train()`` raises: the run is recorded ``failed``
     from ``sys.excepthook`` or at exit, or, the sure way (notebooks included), by using the
@@ -105,19 +103,17 @@ class SanctumCallback(TrainerCallback):
         self,
         run_dir: str | os.PathLike[str] | None = None,
         run_id: str | None = None,
-        halt_on: str | None = None,
-        thresholds: Thresholds | str | os.PathLike[str] | None = None,
+        halter: Halter | None = None,
     ) -> None:
         super().__init__()
-        if thresholds is not None and halt_on is None:
-            raise ValueError("thresholds: used only to halt; pass halt_on='critical' with it")
+        if halter is not None and not isinstance(halter, Halter):
+            raise TypeError(
+                f"halter: needs a telemetry.halting.Halter (such as sanctum.HaltGate), got "
+                f"{type(halter).__name__}"
+            )
         self.run_dir = "runs" if run_dir is None else run_dir
         self.run_id = run_id
-        self.halt_on = halt_on
-        self.thresholds = thresholds
-        self.gate: HaltGate | None = None
-        if halt_on is not None:
-            self.gate = self._new_gate()  # a bad level or thresholds file fails here, at once
+        self.halter = halter
         self.recorder: Recorder | None = None
         self.settings: Settings | None = None
         self.halted = False
@@ -129,12 +125,6 @@ class SanctumCallback(TrainerCallback):
         self._beats: threading.Thread | None = None
         self._hooked = False
         self._previous_hook: Any = None
-
-    def _new_gate(self) -> HaltGate:
-        from sanctum.live.halt import HaltGate  # sanctum is needed only to halt
-
-        assert self.halt_on is not None
-        return HaltGate(self.thresholds, self.halt_on)
 
     # -- the run's life --------------------------------------------------------------------
 
@@ -164,10 +154,8 @@ class SanctumCallback(TrainerCallback):
             step_unit=settings.algorithm.step_unit,
         )
         recorder.open()
-        if self.halt_on is not None:
-            self.gate = self.gate if self.recorder is None else self._new_gate()
-            assert self.gate is not None
-            recorder.bus.subscribe(self.gate, name=self.gate.name)
+        if self.halter is not None:  # before run_started: it judges the whole run
+            recorder.bus.subscribe(self.halter, name=self.halter.name)
         self.recorder, self.settings, self.halted = recorder, settings, False
         with self._lock:
             recorder.start()
@@ -190,7 +178,7 @@ class SanctumCallback(TrainerCallback):
             return
         if not is_update(logs):
             return
-        if self.halted and self.gate is not None:  # the trainer went on after the stop
+        if self.halted:  # the trainer went on after the stop
             self._halt_by_raising()
         episode = logs.get("episode") if settings.algorithm.step_unit == SAMPLES else None
         step = whole_number(episode)
@@ -200,10 +188,10 @@ class SanctumCallback(TrainerCallback):
             step = recorder.global_step or 0
         payload = update_payload(logs, update=recorder.updates, global_step=step, settings=settings)
         self._emit(payload)
-        gate = self.gate
-        if gate is not None and gate.fired and not self.halted:
+        halter = self.halter
+        if halter is not None and halter.reason is not None and not self.halted:
             self.halted = True
-            self._emit(gate.anomaly(payload.global_step))
+            self._emit(halter.anomaly(payload.global_step))
             control.should_training_stop = True
 
     def on_train_end(
@@ -215,21 +203,17 @@ class SanctumCallback(TrainerCallback):
     ) -> None:
         if self.recorder is None or self.recorder.finished:
             return
-        if self.halted and self.gate is not None:
-            from sanctum.live.halt import HALT_STATUS
-
-            self._finish(HALT_STATUS, self.gate.reason)
+        if self.halted and self.halter is not None:
+            self._finish(self.halter.status, self.halter.reason)
         else:
             self._finish("completed")
 
     def _halt_by_raising(self) -> None:
         """Stop a trainer that ignores ``should_training_stop`` (TRL's PPOTrainer loops over
         its batches without reading it): finish the run as halted, then raise."""
-        from sanctum.live.halt import HALT_STATUS
-
-        assert self.gate is not None
-        reason = self.gate.reason
-        self._finish(HALT_STATUS, reason)
+        assert self.halter is not None
+        reason = self.halter.reason
+        self._finish(self.halter.status, reason)
         raise TrainingHalted(f"{reason}; the trainer went on after should_training_stop")
 
     def __enter__(self) -> SanctumCallback:

@@ -515,7 +515,7 @@ def test_a_token_run_too_large_for_memory_ends_in_one_line_and_a_failed_run(
     the rollouts' floor (here unknown: no reading of the memory available), an allocation
     that fails (4 x 10^13 bytes of rollouts) is one line, exit 1, and the run is recorded
     as failed."""
-    monkeypatch.setattr("ppo.tokens.cli.memory_available", lambda: None)
+    monkeypatch.setattr("ppo.cli.tokens.memory_available", lambda: None)
     huge = ["--set", "rollouts_per_update=10000000000000", "--set", "warm_start_steps=0"]
     config = ["--config", str(TOKEN_PPO), "--run-dir", "runs", *huge]
     code, err = ppo(*config, cwd=tmp_path, steps=False)

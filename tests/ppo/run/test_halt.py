@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from ppo.cli import build_parser, main
+from ppo.cli.attach import child_command
 from ppo.exits import EXIT_USAGE
 from ppo.run import halt
-from ppo.run.attach import child_command
 from sanctum.cli import main as sanctum_main
 from telemetry import Anomaly, PPOUpdate, RunFinished, read_events
 from tests import processes
@@ -126,13 +126,6 @@ def test_the_dashboard_child_gets_the_halt_options() -> None:
     command = child_command(args, "r")
     assert command[command.index("--halt-on") + 1] == "warning"
     assert command[command.index("--thresholds") + 1] == "rules.toml"
-
-
-def test_ppo_knows_the_levels_and_status_sanctum_halts_with() -> None:
-    from sanctum.live.halt import HALT_LEVELS, HALT_STATUS, HaltGate
-
-    assert halt.HALT_LEVELS == HALT_LEVELS
-    assert HaltGate.status == HALT_STATUS
 
 
 TOKENS_SHORT = [

@@ -12,6 +12,7 @@ from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
 from sanctum.live.halt import HALT_STATUS, HaltGate
 from telemetry import PPOUpdatePayload, Recorder, read_events
 from telemetry.events import Anomaly, AnomalyPayload, RunFinished
+from telemetry.halting import HALT_PREFIX, Halter
 from tests.sanctum.recorded import check_report
 
 REF_KL = (0.01, 0.02, 0.7, 1.2, 1.3, 1.4, 1.5)
@@ -125,3 +126,27 @@ def test_bad_levels_and_files_are_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"missing\.toml") as info:
         HaltGate(tmp_path / "missing.toml")
     assert "\n" not in str(info.value)
+
+
+def test_sanctum_exports_the_gate_as_a_telemetry_halter() -> None:
+    """``from sanctum import HaltGate``: the public name, an object of the protocol a
+    trainer takes (its reason, when set, begins as the protocol says)."""
+    import sanctum
+
+    assert sanctum.HaltGate is HaltGate
+    assert "HaltGate" in sanctum.__all__
+    gate: Halter = sanctum.HaltGate()  # what the type checker holds it to
+    assert isinstance(gate, Halter)
+    assert (gate.name, gate.status) == ("halt", HALT_STATUS)
+
+
+def test_a_new_run_started_is_judged_afresh(tmp_path: Path) -> None:
+    """A trainer that trains twice with one gate: the second run is judged on its own, not
+    as the first run's sequel (which would fire at once, or fail as two runs in a log)."""
+    gate = HaltGate()
+    _record(tmp_path / "first", gate)
+    assert gate.reason is not None and gate.reason.startswith(HALT_PREFIX)
+    second = _record(tmp_path / "second", gate, (0.01, 0.02, 0.03))
+    assert gate.fired == () and gate.reason is None and gate.update is None
+    finished = read_events(second.path).events[-1]
+    assert isinstance(finished, RunFinished) and finished.payload.status == "completed"

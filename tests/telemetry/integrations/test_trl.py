@@ -21,9 +21,12 @@ from typing import Any
 import pytest
 
 from telemetry import Event, Heartbeat, KLMeasure, PPOUpdate, RunFinished, RunStarted, read_events
-from telemetry.events import Anomaly
+from telemetry.events import Anomaly, AnomalyPayload, RunStatus
+from telemetry.halting import HALT_PREFIX, Halter
 from telemetry.integrations import trl as trl_door
+from telemetry.integrations import trl_figures
 from tests import processes
+from tests.import_graph import edges_of
 from tests.sanctum.recorded import check_report
 
 needs_trl = pytest.mark.skipif(
@@ -278,7 +281,9 @@ def test_halt_on_critical_stops_the_run_within_three_updates(tmp_path: Path) -> 
         DEFAULT_THRESHOLDS,
     )
     run = PADDING_HACK.varied(steps=20)
-    rec = _train(tmp_path, run, halt_on="critical", thresholds=tight)
+    from sanctum import HaltGate
+
+    rec = _train(tmp_path, run, halter=HaltGate(tight, "critical"))
     updates = rec.of(PPOUpdate)
     fired = next(
         u.update for u in updates if (u.completion_truncated_frac or 0) > 0.8
@@ -376,7 +381,7 @@ def test_a_process_other_than_the_main_one_writes_nothing(tmp_path: Path) -> Non
     state = TrainerState(is_world_process_zero=False, is_local_process_zero=False)
     control = TrainerControl()
     threads = threading.active_count()
-    cb = SanctumCallback(run_dir=tmp_path / "runs", run_id="r", halt_on="critical")
+    cb = SanctumCallback(run_dir=tmp_path / "runs", run_id="r", halter=FiresAt(0))
     cb.on_train_begin(args, state, control)
     cb.on_step_begin(args, state, control)
     cb.on_log(args, state, control, logs={"loss": 0.1, "reward": 1.0, "kl": 0.01})
@@ -425,12 +430,8 @@ def test_other_trainers_are_refused(tmp_path: Path) -> None:
 def test_bad_settings_are_refused_before_training(tmp_path: Path) -> None:
     from telemetry.integrations.trl import SanctumCallback
 
-    with pytest.raises(ValueError, match=r"^halt_on must be one of critical, warning or None"):
-        SanctumCallback(run_dir=tmp_path, halt_on="fatal")
-    with pytest.raises(ValueError, match=r"^thresholds: used only to halt"):
-        SanctumCallback(run_dir=tmp_path, thresholds=tmp_path / "t.toml")
-    with pytest.raises(ValueError, match=r"missing\.toml"):
-        SanctumCallback(run_dir=tmp_path, halt_on="critical", thresholds=tmp_path / "missing.toml")
+    with pytest.raises(TypeError, match=r"^halter: needs a telemetry.halting.Halter .* got str"):
+        SanctumCallback(run_dir=tmp_path, halter="critical")  # type: ignore[arg-type]
 
 
 def test_without_transformers_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -536,6 +537,7 @@ def test_ppo_trainer_logs_are_recorded_in_their_units(tmp_path: Path) -> None:
 def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path: Path) -> None:
     from transformers import TrainerControl, TrainerState
 
+    from sanctum import HaltGate
     from sanctum.health.rules import DEFAULT_THRESHOLDS, thresholds_from_mapping
     from telemetry.integrations.trl import SanctumCallback, TrainingHalted
 
@@ -545,7 +547,7 @@ def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path
         DEFAULT_THRESHOLDS,
     )
     args, state, control = PPOConfig(), TrainerState(), TrainerControl()
-    cb = SanctumCallback(run_dir=tmp_path, run_id="ppo", halt_on="critical", thresholds=tight)
+    cb = SanctumCallback(run_dir=tmp_path, run_id="ppo", halter=HaltGate(tight, "critical"))
     cb.on_train_begin(args, state, control)  # type: ignore[arg-type]
 
     def ppo_step(step: int) -> None:  # PPOTrainer's loop never reads should_training_stop
@@ -565,6 +567,68 @@ def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path
     assert finished.payload.status == "failed"
     assert finished.payload.reason is not None
     assert finished.payload.reason.startswith("halted: RefKL critical")
+
+
+class FiresAt:
+    """A halter that is not sanctum's: it fires once it has seen update ``at``."""
+
+    name = "fires-at"
+    status: RunStatus = "failed"
+
+    def __init__(self, at: int) -> None:
+        self.at = at
+        self.seen: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.seen.append(event)
+
+    @property
+    def reason(self) -> str | None:
+        updates = [e.payload.update for e in self.seen if isinstance(e, PPOUpdate)]
+        return f"{HALT_PREFIX}test at {self.at}" if self.at in updates else None
+
+    def anomaly(self, global_step: int | None = None) -> AnomalyPayload:
+        return AnomalyPayload(
+            severity="critical", metric="ref_kl", message="stop", update=self.at,
+            global_step=global_step,
+        )  # fmt: skip
+
+
+@needs_trl
+def test_any_halter_stops_the_run_and_names_its_reason(tmp_path: Path) -> None:
+    """The callback halts through the protocol alone: a halter that is not sanctum's stops
+    the run at the update it fires on, and the run ends with its status and reason."""
+    from transformers import TrainerControl, TrainerState
+
+    from telemetry.integrations.trl import SanctumCallback, TrainingHalted
+
+    halter = FiresAt(1)
+    assert isinstance(halter, Halter)
+    args, state, control = PPOConfig(), TrainerState(), TrainerControl()
+    cb = SanctumCallback(run_dir=tmp_path, run_id="ppo", halter=halter)
+    cb.on_train_begin(args, state, control)  # type: ignore[arg-type]
+    for step in range(2):
+        state.global_step = step + 1
+        cb.on_log(args, state, control, logs=_ppo_metrics(step))  # type: ignore[arg-type]
+    assert control.should_training_stop
+    assert isinstance(halter.seen[0], RunStarted)  # subscribed before the run started
+    with pytest.raises(TrainingHalted, match=r"^halted: test at 1; the trainer went on"):
+        cb.on_log(args, state, control, logs=_ppo_metrics(2))  # type: ignore[arg-type]
+    events = read_events(tmp_path / "ppo" / "events.jsonl").events
+    assert [e.payload.update for e in events if isinstance(e, PPOUpdate)] == [0, 1]
+    (anomaly,) = [e.payload for e in events if isinstance(e, Anomaly)]
+    assert (anomaly.message, anomaly.update, anomaly.global_step) == ("stop", 1, 128)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert (finished.payload.status, finished.payload.reason) == ("failed", "halted: test at 1")
+
+
+def test_the_callback_imports_no_sanctum_module() -> None:
+    """It knows the halting protocol, not who implements it: no import of sanctum at all,
+    deferred or for the type checker."""
+    imported = {edge.imported for edge in edges_of("telemetry.integrations.trl_callback")}
+    assert "telemetry.halting" in imported  # the reader sees its imports
+    assert sorted(m for m in imported if m.split(".")[0] != "telemetry") == []
 
 
 # -- the documented table ------------------------------------------------------------------
@@ -600,14 +664,14 @@ def test_numpy_and_torch_scalars_are_read_as_numbers_nan_included() -> None:
     import numpy as np
     import torch
 
-    read = trl_door._number
+    read = trl_figures._number
     assert math.isnan(read(np.float32("nan")) or 0.0)
     assert math.isnan(read(torch.tensor(float("nan"))) or 0.0)
     assert read(np.float32(0.5)) == 0.5 and read(torch.tensor(2)) == 2.0
     assert read(np.array(1.5)) == 1.5  # a 0-d array
     for unread in (torch.tensor([1.0, 2.0]), np.array([1.0]), np.bool_(True), "0.5", None, True):
         assert read(unread) is None, unread
-    whole = trl_door.whole_number
+    whole = trl_figures.whole_number
     assert [whole(v) for v in (3, np.int64(4), torch.tensor(5), 6.0)] == [3, 4, 5, 6]
     assert [whole(v) for v in (None, 2.5, "7", True, float("nan"))] == [None] * 5
 

@@ -3,10 +3,10 @@
 textual-serve runs a command for each browser connection and relays its terminal over a
 websocket; this module builds that command (``python -m sanctum watch RUN``, so the
 browser shows exactly what the terminal shows), checks the run and where it may listen,
-says where to point a browser, and sets the bounds :mod:`sanctum.cli.serve_server` holds the
-server to: the websocket only from the page's own origin, a terminal of at most
-:data:`MAX_COLUMNS` x :data:`MAX_ROWS`, at most :data:`MAX_TABS` tabs, and a tab's process
-ended when its client goes. The server has no authentication: on a loopback address (the
+says where to point a browser, and starts the server of :mod:`sanctum.web.server` held to
+the bounds of :mod:`sanctum.web.policy`: the websocket only from the page's own origin, a
+terminal of at most ``MAX_COLUMNS`` x ``MAX_ROWS``, at most ``MAX_TABS`` tabs, and a tab's
+process ended when its client goes. The server has no authentication: on a loopback address (the
 default) only this machine reaches it; bound anywhere else, anyone who can reach the port
 sees the run and drives a dashboard process, so it says so every time. Everything that can
 be wrong (the run, the thresholds file, the host, a port in use, the missing extra) is
@@ -22,42 +22,31 @@ import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urlsplit
 
 from sanctum.cli.command import Command, thresholds_file
 from sanctum.exits import EXIT_OK
 from sanctum.formatting import visible, visible_lines
 from sanctum.reports.scan import no_run_started, not_a_run
 from sanctum.run_files import UsageError, resolve_run
+from sanctum.web.policy import (
+    MAX_COLUMNS,
+    MAX_ROWS,
+    MAX_TABS,
+    allowed_origins,
+    is_loopback,
+    server_url,
+)
 from telemetry.eventlog import MAX_LINE_BYTES, open_reader
 from telemetry.events import RunStarted
 from telemetry.files import open_input
 
 if TYPE_CHECKING:
-    from sanctum.cli.serve_server import SanctumServer
     from sanctum.health.rules import Thresholds
+    from sanctum.web.server import SanctumServer
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
 INSTALL_HINT: Final = "pip install 'sanctum-ppo[serve]'"
-_WILDCARDS: Final = frozenset({"0.0.0.0", "::"})
-_LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
-
-MAX_COLUMNS: Final = 500
-MAX_ROWS: Final = 200
-"""The largest terminal a tab may ask for (a 4K screen at a small font is ~480 x 135);
-larger requests, at the start or in a resize, are clamped to it."""
-DEFAULT_COLUMNS: Final = 80
-DEFAULT_ROWS: Final = 24
-MAX_TABS: Final = 8
-"""Tabs served at once (each runs its own dashboard process); the next is refused."""
-QUIT_SECONDS: Final = 2.0
-"""After its client goes, a tab's process is asked to quit, then sent SIGTERM, then
-SIGKILL, this many seconds apart."""
-MAX_MESSAGE_BYTES: Final = 64 * 1024
-"""The largest websocket message a client may send (keys, a resize, a ping)."""
-STDERR_KEPT: Final = 64 * 1024
-"""What a tab's process wrote to stderr is shown on the server's terminal, this much of it."""
 RUN_PROBE_BYTES: Final = 1024 * 1024
 """How much of RUN is read before serving, to find its ``run_started``."""
 
@@ -134,25 +123,6 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
-    name = host.lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def server_url(host: str, port: int, this_machine: str) -> str:
-    """The URL to open: ``this_machine`` stands in for a wildcard address (0.0.0.0, ::)."""
-    name = this_machine if host in _WILDCARDS else host
-    if ":" in name:
-        name = f"[{name}]"
-    return f"http://{name}:{port}"
-
-
 def dashboard_command(
     events: Path, thresholds: Path | None, python: str, fail_on: str | None = None
 ) -> list[str]:
@@ -164,67 +134,6 @@ def dashboard_command(
     if fail_on is not None:
         words += ["--fail-on", fail_on]
     return words
-
-
-def origin_key(url: str) -> str | None:
-    """``url``'s web origin as ``scheme://host:port`` (lower case, default port filled
-    in), comparable with an ``Origin`` header; None when it has none (``null``, not http)."""
-    try:
-        parts = urlsplit(url.strip())
-        port = parts.port
-    except ValueError:
-        return None
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").rstrip(".")
-    if scheme not in ("http", "https") or not host:
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{scheme}://{host}:{port or (443 if scheme == 'https' else 80)}"
-
-
-def allowed_origins(host: str, port: int, url: str) -> frozenset[str]:
-    """The origins whose pages may open the websocket: the URL ``serve`` prints (or
-    ``--public-url``), ``http://HOST:PORT``, and on a loopback or wildcard host this
-    machine's own names for it (127.0.0.1, localhost, [::1]). Never the request's own
-    ``Host`` header, which a page on another site controls (DNS rebinding)."""
-    urls = [url, server_url(host, port, socket.gethostname())]
-    if is_loopback(host) or host in _WILDCARDS:
-        urls += [f"http://{name}:{port}" for name in _LOOPBACK_NAMES]
-    return frozenset(key for key in map(origin_key, urls) if key is not None)
-
-
-def _clamp(value: int, most: int) -> int:
-    return max(1, min(value, most))
-
-
-def query_size(width: str | None, height: str | None) -> tuple[int, int]:
-    """The terminal a tab starts with, from its URL's ``width`` and ``height``: clamped to
-    MAX_COLUMNS x MAX_ROWS, 80 x 24 where missing or not a number."""
-    return (
-        _clamp(_to_int(width, DEFAULT_COLUMNS), MAX_COLUMNS),
-        _clamp(_to_int(height, DEFAULT_ROWS), MAX_ROWS),
-    )
-
-
-def resize_size(width: object, height: object) -> tuple[int, int] | None:
-    """The terminal a resize message asks for, clamped; None unless both are integers."""
-    if type(width) is not int or type(height) is not int:  # not bool, not a float
-        return None
-    return _clamp(width, MAX_COLUMNS), _clamp(height, MAX_ROWS)
-
-
-def _to_int(text: str | None, default: int) -> int:
-    if text is None or not text.strip().isdigit() or len(text) > 9:
-        return default
-    return int(text)
-
-
-def tabs_full_message(max_tabs: int) -> str:
-    """What a tab past the cap shows in its terminal before it is closed."""
-    return (
-        f"sanctum serve: {max_tabs} tabs are open already (the most it serves at once); "
-        "close one and reload this page.\r\n"
-    )
 
 
 def check_run(events: Path) -> None:
@@ -335,13 +244,13 @@ def serve(
 
 
 def _server_class() -> type[SanctumServer]:
-    """The server of :mod:`sanctum.cli.serve_server` (textual-serve's, bounded)."""
+    """The server of :mod:`sanctum.web.server` (textual-serve's, bounded)."""
     try:
         import aiohttp  # noqa: F401
         import textual_serve.server  # noqa: F401
     except ImportError:
         raise UsageError(f"serving in a browser needs textual-serve: {INSTALL_HINT}") from None
-    from sanctum.cli.serve_server import SanctumServer
+    from sanctum.web.server import SanctumServer
 
     return SanctumServer
 

@@ -18,9 +18,8 @@ from sanctum.exits import EXIT_OK
 from sanctum.run_files import UsageError, find_runs, resolve_run
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from sanctum.health.rules import Thresholds
+    from sanctum.tui.base import SanctumAppBase
 
 
 def _add_arguments(watch: argparse.ArgumentParser) -> None:
@@ -66,13 +65,10 @@ def _once_asked(args: argparse.Namespace) -> bool:
 
 
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    from sanctum.cli.parser import refuse_command_typos  # the parser imports this module
-
-    refuse_command_typos(args.run)
     if _once_asked(args):
         return _once(args, thresholds)
     opts = dashboard_options(args)
-    app: App[None]
+    app: SanctumAppBase
     if several(args):
         paths = find_runs(args.run, args.all)
         from sanctum.tui.runs_app import RunsApp  # Textual loads only for the dashboard

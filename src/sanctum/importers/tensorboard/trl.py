@@ -26,7 +26,7 @@ from typing import Any, Final
 from sanctum.importers.tensorboard.mapping import Header, TagMapping, Target, Targets, target_of
 from sanctum.importers.tensorboard.reader import TBLog
 from telemetry.events import policy_epochs_of
-from telemetry.integrations.trl import (
+from telemetry.integrations.trl_figures import (
     ALGORITHMS,
     REWARD_COMPONENT,
     SUMMARY_KEYS,

@@ -25,11 +25,10 @@ from sanctum.cli.commands.serve import (
     bind_problem,
     dashboard_command,
     host_name,
-    is_loopback,
     port_number,
     public_url,
-    server_url,
 )
+from sanctum.web.policy import is_loopback, server_url
 from tests import processes
 from tests.sanctum.chromium import CHROMIUM
 from tests.sanctum.logs import RunLog

@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 
 from ppo.cli import EXIT_USAGE, build_parser, main
-from ppo.run.attach import (
+from ppo.cli.attach import (
     FORWARDED,
     NOT_FORWARDED,
+    STDERR_FILE,
+    STDOUT_FILE,
     child_command,
-    launch,
     report,
     wants_dashboard,
 )
+from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED
+from ppo.run.halt import EXIT_HALTED
+from sanctum import ProcessOutcome, TrainerExit
+from telemetry.recorder import EVENTS_FILE
 from telemetry.returns import FINAL_RETURN
 from tests import processes
 
@@ -122,6 +127,46 @@ def test_the_cli_loads_neither_sanctum_nor_textual_until_the_dashboard_starts() 
     assert {"sanctum", "textual"}.isdisjoint(roots)
 
 
+def _reported(watched: ProcessOutcome, run_path: Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = report(watched, run_path, out, err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _ended(code: int, *, requested: bool = False) -> TrainerExit:
+    return TrainerExit(code, ("last words",), requested)
+
+
+def test_what_became_of_training_is_read_from_the_outcome_alone(tmp_path: Path) -> None:
+    """Each way a dashboard closes, said from sanctum's record of the process (never from
+    the dashboard's own attributes): detached, closed while training, stopped, halted,
+    died, finished."""
+    run = tmp_path / "r"
+    code, out, _ = _reported(ProcessOutcome(7, None, detached=True, reason=None), run)
+    assert code == EXIT_OK and out.startswith("detached; training continues in the background")
+    assert "(pid 7)" in out and "kill -INT 7" in out
+    code, out, _ = _reported(ProcessOutcome(7, None, detached=False, reason=None), run)
+    assert code == EXIT_STOPPED and out.startswith("the dashboard closed; training continues")
+    stopped = ProcessOutcome(7, _ended(130, requested=True), detached=False, reason=None)
+    code, _, err = _reported(stopped, run)
+    assert code == EXIT_INTERRUPTED
+    assert err == "stopped the trainer (exit code 130)\n  last words\n"
+    halted = ProcessOutcome(7, _ended(EXIT_HALTED), detached=False, reason="halted: RefKL x")
+    code, _, err = _reported(halted, run)
+    assert code == EXIT_HALTED
+    assert err == f"ppo train: halted: RefKL x\n  see why:  sanctum check {run}\n"
+    died = ProcessOutcome(7, _ended(EXIT_HALTED), detached=False, reason="RuntimeError: x")
+    code, _, err = _reported(died, run)
+    assert code == 1 and err.startswith("ppo train: the trainer process died (exit code 1)")
+    code, out, _ = _reported(ProcessOutcome(7, _ended(0), detached=False, reason=None), run)
+    assert code == EXIT_OK
+    assert out.splitlines() == [
+        f"done; event log: {run}/events.jsonl",
+        f"  check it:  sanctum check {run}",
+        f"  replay it: sanctum replay {run}",
+    ]
+
+
 @pytest.mark.slow
 async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing_lines(
     tmp_path: Path,
@@ -130,12 +175,18 @@ async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing
     with the final return and where the log and checkpoint are, as headless prints them,
     not only the event log's path (the trainer printed them into trainer.out)."""
     from sanctum.model.snapshot import Connection
+    from sanctum.tui.attached import AttachedProcess
     from tests.waiting import settle
 
     small = ["--set", "num_envs=2", "--set", "num_steps=32", "--set", "hidden_sizes=16"]
     args = parse("--tui", "--run-dir", str(tmp_path), "--total-steps", "64", *small)
-    run = launch(args, "run", io.StringIO())
-    assert run is not None
+    run_path = tmp_path / "run"
+    run = AttachedProcess.start(
+        child_command(args, "run"),
+        run_path / EVENTS_FILE,
+        stdout_path=run_path / STDOUT_FILE,
+        stderr_path=run_path / STDERR_FILE,
+    )
     try:
         async with run.app.run_test(size=(120, 36)) as pilot:
             await settle(
@@ -148,19 +199,19 @@ async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing
             )
             await pilot.press("q")
             await settle(pilot, lambda app: app.return_code is not None, "exit", 120.0, shown=False)
-        run.trainer.process.wait(120.0)
+        run.process.process.wait(120.0)
         out, err = io.StringIO(), io.StringIO()
-        assert report(run, out, err) == 0, err.getvalue()
+        assert report(run.outcome(), run_path, out, err) == 0, err.getvalue()
     finally:
-        if run.trainer.poll() is None:
-            run.trainer.process.kill()
-        run.trainer.process.wait(120.0)
+        if run.process.poll() is None:
+            run.process.process.kill()
+        run.process.process.wait(120.0)
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("done: 64 steps, 1 update in "), lines
     assert f"{FINAL_RETURN} " in lines[0]
     assert lines[1:] == [
-        f"event log: {run.run_path}/events.jsonl",
-        f"checkpoint: {run.run_path}/checkpoints/update_000001.pt",
-        f"  check it:  sanctum check {run.run_path}",
-        f"  replay it: sanctum replay {run.run_path}",
+        f"event log: {run_path}/events.jsonl",
+        f"checkpoint: {run_path}/checkpoints/update_000001.pt",
+        f"  check it:  sanctum check {run_path}",
+        f"  replay it: sanctum replay {run_path}",
     ]

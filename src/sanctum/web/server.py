@@ -2,7 +2,7 @@
 
 textual-serve (aiohttp) serves a page, and for each websocket runs one app process and
 relays its terminal. This subclass keeps its page and relay and bounds the rest, to the
-bounds :mod:`sanctum.cli.commands.serve` sets:
+bounds :mod:`sanctum.web.policy` sets:
 
 - every request must name one of those origins' hosts in its ``Host`` header (HTTP 403
   otherwise), so a page on another site whose name was rebound to this address (DNS
@@ -39,7 +39,8 @@ from textual_serve.app_service import AppService
 from textual_serve.download_manager import DownloadManager
 from textual_serve.server import Server
 
-from sanctum.cli.commands.serve import (
+from sanctum.formatting import visible, visible_lines
+from sanctum.web.policy import (
     MAX_MESSAGE_BYTES,
     MAX_TABS,
     QUIT_SECONDS,
@@ -49,11 +50,10 @@ from sanctum.cli.commands.serve import (
     resize_size,
     tabs_full_message,
 )
-from sanctum.formatting import visible, visible_lines
 
 _POLL_SECONDS = 0.05
 _SCHEMES = ("http", "https")
-PAGE_FOLDER = Path(__file__).parent / "serve_page"
+PAGE_FOLDER = Path(__file__).parent / "page"
 """The page each tab loads: textual-serve's, saying what it waits for until the dashboard
 draws, and fetching nothing from other sites."""
 _READY_LINES = 10

@@ -9,7 +9,7 @@ from typing import Final, TextIO
 
 from ppo.config.settings import ConfigError
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
-from ppo.run.halt import EXIT_HALTED, Halter
+from ppo.run.halt import EXIT_HALTED
 from ppo.run.messages import (
     DONE,
     announce,
@@ -28,6 +28,7 @@ from ppo.tokens.task import load_task, task_preflight
 from ppo.tokens.trainer import TokenProgress, TokenTrainer, device_of
 from telemetry import SinkError
 from telemetry.eventlog import LogInUse
+from telemetry.halting import Halter
 from telemetry.recorder import EVENTS_FILE
 from telemetry.text import plural
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sanctum.cli.commands.serve import (
+from sanctum.web.policy import (
     MAX_COLUMNS,
     MAX_ROWS,
     MAX_TABS,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from aiohttp import ClientWebSocketResponse
 
-    from sanctum.cli.serve_server import SanctumServer
+    from sanctum.web.server import SanctumServer
 
 pytestmark = [
     pytest.mark.skipif(
@@ -97,7 +97,7 @@ async def running(
     127.0.0.1, each tab running the stand-in."""
     from aiohttp import web
 
-    from sanctum.cli.serve_server import SanctumServer
+    from sanctum.web.server import SanctumServer
 
     script = tmp_path / "stand_in.py"
     script.write_text(STAND_IN, encoding="utf-8")

@@ -2,18 +2,17 @@
 
 docs/design.md, section 2: training never shares the GIL with rendering, and a dashboard crash
 never kills training. So once ``ppo.cli`` has checked the settings and fixed the run id
-(the events path must be known before the child writes it), this process only starts
-``python -m ppo train --headless`` with the same settings in a session of its own, and
-runs the very ``SanctumApp`` that ``sanctum RUN`` runs, on that path, with a handle on the
-child. Sanctum is imported here, lazily, and nowhere else in ppo, so ``import ppo`` never
-loads Textual.
+(the events path must be known before the child writes it), this process hands
+``python -m ppo train --headless`` with the same settings to Sanctum's one call for it,
+``sanctum.watch_process``, and says what became of training from the record it returns
+(:func:`report`), never from the dashboard itself. Sanctum is imported inside
+:func:`train_attached`, so ``import ppo`` never loads Textual.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -22,12 +21,12 @@ from ppo.run.halt import EXIT_HALTED
 from ppo.run.messages import DONE, error
 from ppo.run.messages import path as shown_path
 from telemetry.files import InputFileError, open_input
+from telemetry.halting import HALT_PREFIX
 from telemetry.recorder import EVENTS_FILE
 from telemetry.text import visible
 
 if TYPE_CHECKING:
-    from sanctum.live.trainer_process import TrainerExit, TrainerProcess
-    from sanctum.tui.app import SanctumApp
+    from sanctum import ProcessOutcome, TrainerExit
 
 STDOUT_FILE = "trainer.out"
 """The child's progress lines, in the run folder."""
@@ -48,8 +47,6 @@ NOT_FORWARDED = frozenset({"command", "tui", "headless", "overrides", "run_dir",
 never reach it (``--nproc`` > 1 runs headless)."""
 CLOSING_BYTES = 64 * 1024
 """How much of the end of ``trainer.out`` is read for the trainer's closing summary."""
-EXIT_GRACE = 30.0
-"""Seconds to wait for a trainer that recorded the end of its run to exit."""
 
 
 def wants_dashboard(args: argparse.Namespace, out: TextIO) -> bool:
@@ -61,7 +58,7 @@ def child_command(args: argparse.Namespace, run_id: str) -> list[str]:
     """``python -m ppo train --headless`` with the settings of ``args`` and a fixed run."""
     unknown = set(vars(args)) - FORWARDED.keys() - NOT_FORWARDED
     if unknown:  # a new `ppo train` option must be taught to this module, never dropped
-        raise RuntimeError(f"ppo.run.attach does not forward {sorted(unknown)} to the trainer")
+        raise RuntimeError(f"ppo.cli.attach does not forward {sorted(unknown)} to the trainer")
     command = [sys.executable, "-m", "ppo", "train", "--headless"]
     command += ["--run-dir", str(args.run_dir), "--run-id", run_id]
     for dest, flag in FORWARDED.items():
@@ -73,67 +70,30 @@ def child_command(args: argparse.Namespace, run_id: str) -> list[str]:
     return command
 
 
-@dataclass
-class AttachedRun:
-    """A started trainer child and the dashboard that watches it."""
-
-    app: SanctumApp
-    trainer: TrainerProcess
-    run_path: Path
-
-
-def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | None:
-    """Start the trainer child and build its dashboard (None: the run folder is taken)."""
-    run_path = Path(args.run_dir) / run_id
-    if (run_path / EVENTS_FILE).exists():
-        error(err, f"{run_path} already has an event log; pick another --run-id")
-        return None
-    from sanctum.health.rules import load_thresholds
-    from sanctum.live.trainer_process import TrainerProcess
-    from sanctum.tui.app import SanctumApp  # Textual loads only for the dashboard
-
-    thresholds = load_thresholds(args.thresholds)  # the rules --halt-on judges by, if given
-    trainer = TrainerProcess.start(
-        child_command(args, run_id),
-        stderr_path=run_path / STDERR_FILE,
-        stdout_path=run_path / STDOUT_FILE,
-    )
-    app = SanctumApp(run_path / EVENTS_FILE, thresholds, trainer=trainer)
-    return AttachedRun(app, trainer, run_path)
-
-
-def report(run: AttachedRun, out: TextIO, err: TextIO) -> int:
+def report(watched: ProcessOutcome, run_path: Path, out: TextIO, err: TextIO) -> int:
     """After the dashboard closed: say what became of training; returns the exit code."""
-    trainer, path = run.trainer, shown_path(run.run_path)
-    ended = run.app.trainer_exit or trainer.poll()
-    snapshot = run.app.snapshot
-    if ended is None and snapshot is not None and snapshot.run.status not in (None, "running"):
-        ended = trainer.wait(EXIT_GRACE)  # it recorded the end of the run and is exiting
-    if run.app.choice == "detach" or ended is None:
-        why = "detached" if run.app.choice == "detach" else "the dashboard closed"
+    ended, pid, path = watched.ended, watched.pid, shown_path(run_path)
+    if watched.detached or ended is None:
+        why = "detached" if watched.detached else "the dashboard closed"
         print(
-            f"{why}; training continues in the background (pid {trainer.pid})\n"
+            f"{why}; training continues in the background (pid {pid})\n"
             f"  re-attach:  sanctum {path}\n"
-            f"  stop it:    kill -INT {trainer.pid}   (saves a checkpoint)\n"
+            f"  stop it:    kill -INT {pid}   (saves a checkpoint)\n"
             f"  its output: {path}/{STDOUT_FILE}, {path}/{STDERR_FILE}",
             file=out,
         )
-        return EXIT_OK if run.app.choice == "detach" else EXIT_STOPPED
+        return EXIT_OK if watched.detached else EXIT_STOPPED
     if ended.requested:  # the trainer's own last word says where its checkpoint went
         said = f"\n  {visible(ended.stderr_tail[-1])}" if ended.stderr_tail else ""
         print(f"stopped the trainer ({visible(ended.describe())}){said}", file=err)
         return EXIT_INTERRUPTED
-    from sanctum.live.halt import HALT_PREFIX  # loaded with the dashboard already
-
-    reason = None if snapshot is None else snapshot.run.reason
+    reason = watched.reason
     if ended.down and ended.code == EXIT_HALTED and reason and reason.startswith(HALT_PREFIX):
         print(f"ppo train: {visible(reason)}\n  see why:  sanctum check {path}", file=err)
         return EXIT_HALTED
     if ended.down:
         return _report_down(ended, path, err)
-    closing = closing_lines(run.run_path / STDOUT_FILE) or [
-        f"done; event log: {path}/{EVENTS_FILE}"
-    ]
+    closing = closing_lines(run_path / STDOUT_FILE) or [f"done; event log: {path}/{EVENTS_FILE}"]
     print(
         "\n".join(closing)
         + f"\n  check it:  sanctum check {path}\n  replay it: sanctum replay {path}",
@@ -167,12 +127,20 @@ def _report_down(ended: TrainerExit, path: str, err: TextIO) -> int:
 
 
 def train_attached(args: argparse.Namespace, run_id: str, out: TextIO, err: TextIO) -> int:
-    """Run ``ppo train`` (settings already validated) with the dashboard; the exit code."""
-    run = launch(args, run_id, err)
-    if run is None:
+    """Run ``ppo train`` (settings already validated) with the dashboard; the exit code.
+    The dashboard judges by ``--thresholds`` (given with ``--halt-on``), as the trainer's
+    gate does."""
+    run_path = Path(args.run_dir) / run_id
+    if (run_path / EVENTS_FILE).exists():
+        error(err, f"{run_path} already has an event log; pick another --run-id")
         return EXIT_USAGE
-    try:
-        run.app.run()
-    finally:
-        code = report(run, out, err)
-    return code
+    from sanctum import watch_process  # Textual loads only for the dashboard
+
+    return watch_process(
+        child_command(args, run_id),
+        run_path / EVENTS_FILE,
+        lambda watched: report(watched, run_path, out, err),
+        stdout_path=run_path / STDOUT_FILE,
+        stderr_path=run_path / STDERR_FILE,
+        thresholds=args.thresholds,
+    )
