@@ -25,7 +25,6 @@ from ppo.config.settings import ConfigError
 from ppo.core.advantages import group_relative
 from ppo.core.device import autocast
 from ppo.core.kl_control import adapt_proportional
-from ppo.run.halt import Halter
 from ppo.tokens import figures, masking
 from ppo.tokens.config import TokenPPOConfig
 from ppo.tokens.generate import Generation, generate
@@ -36,6 +35,7 @@ from ppo.tokens.update import TokenBatch, TokenUpdater, evaluate
 from telemetry import Recorder, TrainerInfo
 from telemetry.eventlog import EventLogWriter
 from telemetry.events import TOKENS
+from telemetry.halting import Halter
 from telemetry.rollouts import ROLLOUTS_FILE
 
 TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)

@@ -18,7 +18,7 @@ KL_BLOWUP = {"actor/ppo_kl": 0.5, "actor/pg_clipfrac": 0.0}
 def test_a_healthy_grpo_run_passes(tmp_path: Path) -> None:
     path = write_verl_run(tmp_path / "qwen_grpo.jsonl", 12)
     result = run_sanctum("check", path)
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, "PASS")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, "OK")
     assert "run qwen_grpo, 12 updates" in result.stdout
 
 
@@ -28,7 +28,7 @@ def test_the_gate_says_a_verl_log_cannot_show_its_end_and_judges_it_as_it_stands
     """verl's file logger writes no end of run: the finish row says so and passes, since
     the source cannot say more; every other row judges what the lines say."""
     result = run_sanctum("check", write_verl_run(tmp_path / "exp.jsonl", 12))
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, "PASS")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (0, "OK")
     (row,) = [line for line in result.stdout.splitlines() if line.startswith("pass  finished")]
     assert "verl's file logger records no end of run" in row
     assert "judged as it stands, 12 updates" in row
@@ -38,7 +38,7 @@ def test_a_nan_grad_norm_fails_the_run(tmp_path: Path) -> None:
     nan = {"actor/grad_norm": float("nan")}  # orjson writes it as null
     path = write_verl_run(tmp_path / "exp.jsonl", 12, step_6=nan)
     result = run_sanctum("check", path)
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: Grad, non-finite")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: Grad 1x, non-finite 1x")
 
 
 def test_verls_kl_to_the_old_policy_blowing_up_fails_the_kl_rule(tmp_path: Path) -> None:
@@ -46,7 +46,7 @@ def test_verls_kl_to_the_old_policy_blowing_up_fails_the_kl_rule(tmp_path: Path)
         tmp_path / "exp.jsonl", 12, **{f"step_{s}": KL_BLOWUP for s in range(5, 13)}
     )
     result = run_sanctum("check", path)
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: KL")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: KL 6x")
 
 
 def test_a_garbage_line_fails_the_gate_naming_its_line(tmp_path: Path) -> None:
@@ -58,7 +58,7 @@ def test_a_garbage_line_fails_the_gate_naming_its_line(tmp_path: Path) -> None:
     logger.log(grpo_step(4), step=4)
     logger.finish()
     result = run_sanctum("check", path)
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: unreadable")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: unreadable 1x")
     assert "line 3: not a verl file logger record" in result.stdout
     allowed = run_sanctum("check", "--allow-skipped", path)
     assert allowed.returncode == 0
