@@ -7,9 +7,10 @@ loads lazily, so ``sanctum check`` and ``import sanctum`` stay light and never t
 The names below load with the module that defines them, on first use
 (:mod:`telemetry.lazy`): ``sanctum --help`` and ``sanctum check`` load only what they use.
 What other programs use is here: :class:`HaltGate` (a :class:`telemetry.halting.Halter`
-judging a run by the rules ``check`` applies, for a trainer to halt by) and
+judging a run by the rules ``check`` applies, for a trainer to halt by),
 :func:`watch_process` (a trainer command run with the dashboard attached; what became of
-it comes back as a :class:`ProcessOutcome`).
+it comes back as a :class:`ProcessOutcome`) and :func:`check_verdict` (``sanctum check``'s
+last line for a log, for a trainer to end with).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their h
     from sanctum.model.snapshot import Connection as Connection
     from sanctum.model.snapshot import MetricSnapshot as MetricSnapshot
     from sanctum.model.snapshot import SanctumSnapshot as SanctumSnapshot
+    from sanctum.reports.check_report import check_verdict as check_verdict
     from sanctum.tui.attached import watch_process as watch_process
 
 __getattr__ = exports(__name__)

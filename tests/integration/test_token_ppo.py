@@ -4,6 +4,8 @@ matches what the ppo_update events say; ``sanctum check`` and ``sanctum rollouts
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -31,8 +33,11 @@ SHORT = [
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     runs = tmp_path_factory.mktemp("runs")
     argv = ["train", "--config", "examples/token_ppo.toml", "--headless"]
-    code = ppo_main([*argv, "--run-dir", str(runs), "--run-id", "tok", *SHORT])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = ppo_main([*argv, "--run-dir", str(runs), "--run-id", "tok", *SHORT])
     assert code == 0
+    (runs / "printed.txt").write_text(printed.getvalue(), encoding="utf-8")
     return runs / "tok"
 
 
@@ -117,7 +122,9 @@ def test_update_figures_recomputed_from_the_file_match(run: Path) -> None:
 
 def test_sanctum_reads_the_run(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert sanctum_main(["check", str(run)]) == 0
-    capsys.readouterr()
+    said = capsys.readouterr().out.splitlines()[-1]
+    printed = (run.parent / "printed.txt").read_text(encoding="utf-8").splitlines()
+    assert printed[-1] == f"verdict: {said}  (sanctum check {run})"  # ppo train's last line
     assert sanctum_main(["rollouts", str(run), "--worst", "2"]) == 0
     out = capsys.readouterr().out
     assert "128 rollouts; the 2 lowest-reward" in out

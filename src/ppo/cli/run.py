@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import enum
 import io
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Final, TextIO
 
 import torch
 
 from ppo.cli.attach import train_attached, wants_dashboard
 from ppo.cli.tokens import check_task, train_tokens
+from ppo.cli.verdict import verdict_line
 from ppo.config import ConfigError, PPOConfig
 from ppo.config.device import resolved_device
 from ppo.config.limits import MAX_NPROC
@@ -75,7 +77,7 @@ def _train_tokens(
     check_run_folder(args.run_dir, run_id)
     if wants_dashboard(args, out):
         return train_attached(args, run_id, out, err)
-    return train_tokens(config, args.run_dir, run_id, out, err, halt)
+    return train_tokens(config, args.run_dir, run_id, out, err, halt, args.thresholds)
 
 
 def _reporter(stream: TextIO) -> Reporter:
@@ -193,15 +195,34 @@ def _train_rank(
     processes = f" by {world.size} processes" if world.distributed else ""
     where = shown_path(run_path)
     line = f"recording to {where}/{EVENTS_FILE}{processes}  (watch live: sanctum {where})"
-    return _run(trainer, reporter, line, run_path, out, err)
+    verdict = args.thresholds if world.is_main else NO_VERDICT  # rank 0 says it, once
+    return _run(trainer, reporter, line, run_path, out, err, verdict)
+
+
+class NoVerdict(enum.Enum):
+    """A rank other than 0: it does not judge the run (rank 0 does, once)."""
+
+    NO_VERDICT = enum.auto()
+
+
+NO_VERDICT: Final = NoVerdict.NO_VERDICT
 
 
 def _run(
-    trainer: Trainer, reporter: Reporter, line: str, run_path: Path, out: TextIO, err: TextIO
+    trainer: Trainer,
+    reporter: Reporter,
+    line: str,
+    run_path: Path,
+    out: TextIO,
+    err: TextIO,
+    verdict_by: Path | NoVerdict | None = None,
 ) -> int:
     """Train under the reporter and map each way of ending to an exit code. ``line`` (where
     the run records) is printed once the trainer has built everything, just before the run
-    folder is made (a build that fails leaves no folder to name), then the reporter starts."""
+    folder is made (a build that fails leaves no folder to name), then the reporter starts.
+    A run that ended by itself closes with its verdict (:func:`verdict_line`) under the
+    thresholds file ``verdict_by`` (None: the shipped rules; :data:`NO_VERDICT`: none, rank
+    0 says it)."""
     started = time.monotonic()
     try:
         with stop_on_signals(), contextlib.ExitStack() as running:
@@ -233,10 +254,12 @@ def _run(
             raise
         error(err, memory_line(exc))
         return EXIT_STOPPED
+    verdict = "" if verdict_by is NO_VERDICT else verdict_line(result.events_path, verdict_by)
     if result.halted is not None:
-        say(err, _halted(result, run_path))
+        say(err, "\n".join(filter(None, (_halted(result, run_path), verdict))))
         return EXIT_HALTED
-    return summarize(_summary(result, time.monotonic() - started), result.events_path, out, err)
+    summary = _summary(result, time.monotonic() - started)
+    return summarize("\n".join(filter(None, (summary, verdict))), result.events_path, out, err)
 
 
 def _halted(result: TrainResult, run_path: Path) -> str:

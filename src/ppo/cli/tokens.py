@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TextIO
 
+from ppo.cli.verdict import verdict_line
 from ppo.config.settings import ConfigError
 from ppo.exits import EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED
@@ -99,9 +100,10 @@ def train_tokens(
     out: TextIO,
     err: TextIO,
     halt: Halter | None = None,
+    thresholds: Path | None = None,
 ) -> int:
-    """Run token-level PPO or GRPO headless (stopped by ``halt`` once it fires); the exit
-    code."""
+    """Run token-level PPO or GRPO headless (stopped by ``halt`` once it fires), closing
+    with the run's verdict under ``thresholds`` (:func:`verdict_line`); the exit code."""
     where = shown_path(run_dir / run_id)
     recording = f"recording to {where}/{EVENTS_FILE}  (watch live: sanctum {where})"
     if not announce(f"warm start: {config.warm_start_steps} supervised steps", out, err):
@@ -130,16 +132,19 @@ def train_tokens(
             raise
         error(err, memory_line(exc))
         return EXIT_STOPPED
+    verdict = verdict_line(result.events_path, thresholds)
     if result.halted is not None:
         stopped = f"stopped after {plural(result.updates, 'update')}"
         error(err, f"{result.halted}; {stopped}", lead="\n")
         error(err, f"see why: sanctum check {where}")
+        say(err, verdict)
         return EXIT_HALTED
     first, last = result.reward_means[0], result.reward_means[-1]
     summary = (
         f"{DONE}{plural(result.updates, 'update')}, {plural(result.global_step, 'token')} in "
         f"{time.monotonic() - started:.1f} s; mean reward {first:.3f} -> {last:.3f}\n"
         f"event log: {shown_path(result.events_path)}\n"
-        f"rollouts: {shown_path(result.rollouts_path)}"
+        f"rollouts: {shown_path(result.rollouts_path)}\n"
+        f"{verdict}"
     )
     return summarize(summary, result.events_path, out, err)

@@ -17,7 +17,8 @@ from typing import Any, Final
 from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
 from sanctum.model.verdict import CheckRow
-from sanctum.reports.check import CheckResult
+from sanctum.health.rules import load_thresholds
+from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.documents import skipped_fields
 from sanctum.reports.learning import LearningVerdict
 from sanctum.reports.learning_report import learning_dict, learning_lines
@@ -65,6 +66,14 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
     lines.append("")
     lines.append(outcome)
     return visible_lines(lines)
+
+
+def check_verdict(path: Path, thresholds: Path | None = None) -> str:
+    """``sanctum check``'s last line for the log at ``path`` under the shipped rules or the
+    thresholds file (at ``--fail-on critical``): what a trainer prints as it ends. Raises
+    :class:`telemetry.eventlog.reader.EventLogError` for a log it cannot judge and
+    :class:`sanctum.health.rules.ThresholdsError` for a bad thresholds file."""
+    return outcome_line(run_check(path, load_thresholds(thresholds)))
 
 
 def outcome_line(result: CheckResult) -> str:

@@ -174,6 +174,7 @@ async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing
     """A run that finished under the dashboard, then ``q``: the terminal gets the done line
     with the final return and where the log and checkpoint are, as headless prints them,
     not only the event log's path (the trainer printed them into trainer.out)."""
+    from sanctum import check_verdict
     from sanctum.model.snapshot import Connection
     from sanctum.tui.attached import AttachedProcess
     from tests.waiting import settle
@@ -212,6 +213,7 @@ async def test_after_the_dashboard_closes_the_terminal_gets_the_trainers_closing
     assert lines[1:] == [
         f"event log: {run_path}/events.jsonl",
         f"checkpoint: {run_path}/checkpoints/update_000001.pt",
+        f"verdict: {check_verdict(run_path / EVENTS_FILE)}  (sanctum check {run_path})",
         f"  check it:  sanctum check {run_path}",
         f"  replay it: sanctum replay {run_path}",
     ]

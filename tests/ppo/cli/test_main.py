@@ -212,3 +212,17 @@ def test_one_update_is_counted_in_the_singular_and_read_as_a_count(tmp_path: Pat
     assert done.startswith("done: 64 steps, 1 update in "), done
     once = run_main(sanctum_main, str(tmp_path / "r"), "--once")
     assert " update 0 " in once.stdout.splitlines()[0]
+
+
+def test_a_run_ends_with_its_verdict_as_sanctum_check_words_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ppo train`` exits 0 for a run that trained to its end; its last line says what the
+    gate says of it, in check's words, and where to look."""
+    args = ["train", "--headless", "--total-steps", "256", "--run-dir", str(tmp_path), *SMALL]
+    code, out, _ = run_cli([*args, "--run-id", "r1"], capsys)
+    check = run_main(sanctum_main, "check", str(tmp_path / "r1"))
+    assert code == EXIT_OK
+    assert out.splitlines()[-1] == (
+        f"verdict: {check.stdout.splitlines()[-1]}  (sanctum check {tmp_path / 'r1'})"
+    )
