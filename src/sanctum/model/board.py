@@ -257,16 +257,17 @@ def _group(label: str, rows: list[RunRow], members: list[int]) -> GroupRow:
 
 
 def group_labels(firsts: Sequence[RunRow]) -> list[str]:
-    """Per group (given its first run): the config values no other group shares, as
-    ``key=value`` (the environment first when environments differ); a run not started
-    yet is named by its label. One group: its environment."""
+    """Per group (given its first run): the config values that differ between groups, as
+    ``key=value``, the keys with the most distinct values first (ties in config order, the
+    environment first), so a label cut to its first words keeps what sets the groups apart;
+    a run not started yet is named by its label. One group: its environment."""
     started = [row for row in firsts if row.group_key is not None]
     views = {id(row): _config_view(row) for row in started}
-    differing = [
-        key
+    distinct = {
+        key: len({json.dumps(v.get(key), sort_keys=True, default=str) for v in views.values()})
         for key in dict.fromkeys(k for view in views.values() for k in view)
-        if len({json.dumps(v.get(key), sort_keys=True, default=str) for v in views.values()}) > 1
-    ]
+    }  # the settings a sweep varies most come first: a cut label keeps them
+    differing = sorted((k for k, n in distinct.items() if n > 1), key=lambda k: -distinct[k])
     labels = []
     for row in firsts:
         if row.group_key is None:

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
-from sanctum.model.verdict import CheckRow
 from sanctum.health.rules import load_thresholds
+from sanctum.model.verdict import CheckRow
 from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.documents import skipped_fields
 from sanctum.reports.learning import LearningVerdict

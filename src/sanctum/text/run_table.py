@@ -109,6 +109,22 @@ def _line(columns: Sequence[Column], cells: Sequence[tuple[str, StyleKey]]) -> K
     return line
 
 
+def fit_words(text: str, width: int) -> str:
+    """``text`` (space-separated settings, ``lr=0.01 clip=0.2``) in ``width`` cells: whole,
+    or its first words that fit and ``+N`` for the N left out, so two labels that differ in
+    a word are never cut into the same ``a=t…s=1`` (:func:`fit_middle` on a word that alone
+    is too wide)."""
+    if len(text) <= width:
+        return text
+    words = text.split(" ")
+    for kept in range(len(words) - 1, 0, -1):
+        shown = f"{' '.join(words[:kept])} +{len(words) - kept}"
+        if len(shown) <= width:
+            return shown
+    more = f" +{len(words) - 1}" if len(words) > 1 else ""
+    return fit_middle(words[0], width - len(more)) + more if width > len(more) else "…"[:width]
+
+
 def fit_middle(text: str, width: int) -> str:
     """``text`` in ``width`` cells: whole, or its start and end around ``…``."""
     if len(text) <= width:
@@ -203,6 +219,8 @@ def group_line(
             spread = (group.last_return, group.worst_kl)[ranges]
             cells.append((range_text(spread, column.width), "muted"))
             ranges += 1
+        elif column.title == "group" and column.width:
+            cells.append((fit_words(visible(group.label), column.width), ""))
         else:
             cells.append(_group_cell(column.title, group, colour, kl_decimals))
     return _line(columns, cells)

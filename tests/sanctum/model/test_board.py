@@ -31,6 +31,7 @@ from sanctum.text.run_table import (
     NAME_MIN,
     RUN_COLUMNS,
     fit_middle,
+    fit_words,
     group_line,
     group_verdict,
     layout,
@@ -244,6 +245,29 @@ def test_one_group_is_named_by_its_environment_and_a_run_not_started_by_its_labe
     waiting = RunFollower(tmp_path / "later" / "events.jsonl", "later", DEFAULT_THRESHOLDS)
     groups, _ = group_rows([*rows, waiting.row(1e12)])
     assert [g.label for g in groups] == ["CartPole-v1", "later (not started)"]
+
+
+def test_group_names_lead_with_what_the_sweep_varies_and_stay_apart_when_cut(
+    tmp_path: Path,
+) -> None:
+    """Three configs of one sweep over learning_rate, two of which also set anneal_lr and a
+    long run name: each label starts with the setting that differs most, and cut to a
+    narrow column the three still read apart (``learning_rate=0.001 +2``), never
+    ``anneal_lr=t…eps=500000``."""
+    rows = []
+    for i, (lr, anneal) in enumerate(((0.001, True), (0.003, True), (0.01, False))):
+        config = {"anneal_lr": anneal, "learning_rate": lr, "total_steps": 500_000 + i}
+        path = write_run(tmp_path / f"c{i}" / "events.jsonl", updates=2, config=config)
+        follower = RunFollower(path, f"c{i}", DEFAULT_THRESHOLDS)
+        follower.read()
+        rows.append(follower.row(1e12))
+    groups, _ = group_rows(rows)
+    labels = [g.label for g in groups]
+    assert all(label.startswith("learning_rate=") for label in labels), labels
+    assert labels[0].startswith("learning_rate=0.001 total_steps=500000 anneal_lr=")
+    cut = [fit_words(label, 24) for label in labels]
+    assert cut == ["learning_rate=0.001 +2", "learning_rate=0.003 +2", "learning_rate=0.01 +2"]
+    assert fit_words("a=1 b=2", 7) == "a=1 b=2" and fit_words("abcdefghij b=2", 8) == "ab…ij +1"
 
 
 def test_spread_takes_the_middle_and_the_ends() -> None:

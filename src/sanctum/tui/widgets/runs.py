@@ -28,7 +28,7 @@ from sanctum.text.panels import kl_decimals
 from sanctum.text.run_table import (
     GROUP_COLUMNS,
     RUN_COLUMNS,
-    fit_middle,
+    fit_words,
     group_line,
     header,
     layout,
@@ -321,7 +321,7 @@ class OverlayChart(_BoardView):
         rows: list[KeyedSpans] = []
         fits = height if len(names) <= height else height - 1
         for i, name in enumerate(names[:fits]):
-            rows.append([("  ━ ", i), (fit_middle(name, width - 4).ljust(width - 4), "")])
+            rows.append([("  ━ ", i), (fit_words(name, width - 4).ljust(width - 4), "")])
         if len(names) > fits:
             rows.append([(f"  +{len(names) - fits} more".ljust(width), "axis")])
         blank: KeyedSpans = [(" " * width, "")]
