@@ -20,7 +20,7 @@ from textual.widgets import Label
 
 from ppo.cli import build_parser
 from ppo.run.attach import AttachedRun, launch, report
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import Connection
 from sanctum.tui.app import SanctumApp

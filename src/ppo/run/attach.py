@@ -88,7 +88,7 @@ def launch(args: argparse.Namespace, run_id: str, err: TextIO) -> AttachedRun | 
     if (run_path / EVENTS_FILE).exists():
         error(err, f"{run_path} already has an event log; pick another --run-id")
         return None
-    from sanctum.health.rules import load_thresholds
+    from sanctum.health.thresholds_toml import load_thresholds
     from sanctum.live.trainer_process import TrainerProcess
     from sanctum.tui.app import SanctumApp  # Textual loads only for the dashboard
 

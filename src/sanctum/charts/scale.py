@@ -18,7 +18,7 @@ from typing import Final
 
 from sanctum.charts.glyphs import between
 from sanctum.formatting import format_value
-from sanctum.health.rules import Rule
+from sanctum.health.rule import Rule
 
 STEPS: Final = (1.0, 2.0, 5.0)
 """Mantissas of a linear axis step."""

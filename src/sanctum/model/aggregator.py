@@ -28,8 +28,9 @@ from sanctum.formatting import format_anomaly, plural
 from sanctum.health.finite import WALKED, nonfinite_paths, update_paths
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
+from sanctum.health.rule import SAME_CONCEPT
 from sanctum.health.rule_judge import RollingWindow
-from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts, Thresholds
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, RunKind, Thresholds
 from sanctum.metrics import PPO_METRICS
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.snapshot import (
@@ -464,7 +465,7 @@ class SanctumAggregator:
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
-        self._fit_rules(RunFacts(p.algorithm, p.kl, p.policy_epochs, p.action_space))
+        self._fit_rules(RunKind(p.algorithm, p.kl, p.policy_epochs, p.action_space))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(
             f"{k} {v}"
@@ -481,10 +482,10 @@ class SanctumAggregator:
             )
         )
 
-    def _fit_rules(self, facts: RunFacts) -> None:
+    def _fit_rules(self, kind: RunKind) -> None:
         """Judge the run by the rules that fit what it declares (updates judged before its
         ``run_started`` keep the table they were judged by: a judgement is not redone)."""
-        fitted = self.base_thresholds.for_run(facts)
+        fitted = self.base_thresholds.for_run(kind)
         if fitted is self.thresholds or self.judge.last_update is not None:
             return
         self.thresholds = fitted

@@ -39,12 +39,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
 from sanctum.health.levels import Level
+from sanctum.health.rule import Rule
 from sanctum.health.rule_judge import RuleTally
-from sanctum.health.rules import Rule
 from telemetry.text import visible
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
     from sanctum.model.aggregator import SanctumAggregator
 
 _describe = lru_cache(maxsize=256)(Rule.describe)

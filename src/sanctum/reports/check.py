@@ -38,7 +38,7 @@ from typing import Final
 from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import SkipCounts
 from sanctum.model.verdict import (
     UNJUDGED,

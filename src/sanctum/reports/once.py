@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from sanctum.formatting import NOT_JUDGED, NOT_MEASURED, visible_lines
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.reports.scan import no_run_started

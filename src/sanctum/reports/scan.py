@@ -22,7 +22,7 @@ from pathlib import Path
 from sanctum.formatting import plural
 from sanctum.health.judge import MetricStats
 from sanctum.health.rule_judge import RuleTally
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.ledger import AnomalyRecord, EarlierRun

@@ -27,7 +27,7 @@ from sanctum.formatting import (
     visible_lines,
 )
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import progress_of
 from sanctum.model.verdict import doubts, lost_counts, outcome_unknown
 from sanctum.reports.documents import (

@@ -28,7 +28,7 @@ from sanctum.formatting import (
     visible,
 )
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
 from telemetry.returns import BEST_ROLLOUT_MEAN, ROLLOUT_MEAN

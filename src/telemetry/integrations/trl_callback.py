@@ -45,7 +45,7 @@ from telemetry.integrations.trl import (
 from telemetry.recorder import Recorder, ending_of, new_run_id
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
     from sanctum.live.halt import HaltGate
 
 HEARTBEAT_SECONDS: Final = 5.0
@@ -92,7 +92,7 @@ class SanctumCallback(TrainerCallback):
     run finishes ``failed`` with the reason ``halted: <rule> critical (...)``. A trainer
     that goes on regardless (TRL's PPOTrainer never reads the flag) is stopped by
     :class:`TrainingHalted`, raised at its next log line once the run is finished.
-    ``thresholds``: the rules it judges by (a :class:`~sanctum.health.rules.Thresholds` or
+    ``thresholds``: the rules it judges by (a :class:`~sanctum.health.thresholds.Thresholds` or
     the path of a thresholds TOML file, as ``sanctum check --thresholds`` takes); default,
     the shipped rules. Halting needs ``sanctum`` (this package) importable.
 

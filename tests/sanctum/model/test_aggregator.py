@@ -10,7 +10,7 @@ import pytest
 
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import values_needed
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.model.state import HISTORY_LEN

@@ -22,7 +22,7 @@ from textual.widgets import Label
 
 from sanctum.cli import main
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.verdict import CheckRow, judge_rows, verdict_of
 from sanctum.tui.app import SanctumApp

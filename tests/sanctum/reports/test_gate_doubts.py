@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.check_report import to_dict

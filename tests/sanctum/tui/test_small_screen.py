@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 
 from sanctum.formatting import format_value
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.metrics import short_name
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import figures_at

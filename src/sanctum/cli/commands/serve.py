@@ -35,7 +35,7 @@ from telemetry.files import open_input
 
 if TYPE_CHECKING:
     from sanctum.cli.serve_server import SanctumServer
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000

@@ -20,7 +20,7 @@ from sanctum.run_files import UsageError, find_runs, resolve_run
 if TYPE_CHECKING:
     from textual.app import App
 
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 
 def _add_arguments(watch: argparse.ArgumentParser) -> None:
