@@ -22,7 +22,8 @@ from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
 from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.verdict import CheckRow, judge_rows
+from sanctum.model.checks import judge_rows
+from sanctum.model.verdict import CheckRow
 from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunStatus
 
 HALT_STATUS: Final[RunStatus] = "failed"

@@ -39,15 +39,9 @@ from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
+from sanctum.model.checks import UNJUDGED, judge_rows, lost_counts
 from sanctum.model.snapshot import SkipCounts
-from sanctum.model.verdict import (
-    UNJUDGED,
-    CheckRow,
-    RunVerdict,
-    judge_rows,
-    lost_counts,
-    verdict_of,
-)
+from sanctum.model.verdict import CheckRow, RunVerdict, verdict_of
 from sanctum.reports.documents import (
     RuleTallyReport,
     RunFactsReport,

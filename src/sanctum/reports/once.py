@@ -68,7 +68,8 @@ def read_snapshot(
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
     if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line
-        lines = aggregator.tail[0] - 1 if aggregator.tail else reader.line_no  # no 2nd pass
+        tail = aggregator.integrity.tail
+        lines = tail[0] - 1 if tail else reader.line_no  # no 2nd pass
         raise UsageError(no_run_started(path, lines, reader.skipped))
     return snapshot
 

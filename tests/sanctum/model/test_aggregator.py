@@ -11,7 +11,8 @@ import pytest
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import values_needed
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
-from sanctum.model.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.pace import PACE_MIN_INTERVALS
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.model.state import HISTORY_LEN
 from telemetry.eventlog import EventLogReader
@@ -299,8 +300,8 @@ def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path
     agg.handle_batch(reader.read_new())
     last = agg.run.last_event_ts
     assert last is not None
-    assert agg.pace == 2.0
-    limit = agg.stall_limit()
+    assert agg.pace.seconds == 2.0
+    limit = agg.pace.stall_limit()
     assert limit == DEFAULT_THRESHOLDS.stall_seconds  # 10 x 2 s is under the floor
     live = agg.snapshot(last + limit)
     assert (live.verdict, live.run_verdict.word, live.run_verdict.so_far) == ("OK", "OK", True)
@@ -328,7 +329,7 @@ def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Pa
     agg = SanctumAggregator()
     fold(path, agg)
     last = agg.run.last_event_ts
-    assert last is not None and agg.pace is None and agg.stall_limit() is None
+    assert last is not None and agg.pace.seconds is None and agg.pace.stall_limit() is None
     snap = agg.snapshot(last + 10_000)  # not judged yet (one update), and no stall either
     assert (snap.verdict, snap.run_verdict.text) == ("PENDING", "FAIL: unfinished")
 
@@ -336,7 +337,7 @@ def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Pa
 def test_a_finished_run_never_stalls(tmp_path: Path) -> None:
     agg = SanctumAggregator()
     fold(write_run(tmp_path / "e.jsonl", updates=PACE_MIN_INTERVALS + 1), agg)
-    assert agg.pace is not None  # a pace to judge a silence by, and none judged
+    assert agg.pace.seconds is not None  # a pace to judge a silence by, and none judged
     assert agg.snapshot(T0 + 10_000).verdict == "OK"
 
 

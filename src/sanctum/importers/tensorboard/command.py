@@ -55,8 +55,7 @@ from sanctum.importers.tensorboard.mapping import (
 from sanctum.importers.tensorboard.openrlhf import OPENRLHF
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
 from sanctum.importers.tensorboard.trl import TRL_GRPO, TRL_PPO
-from sanctum.model.aggregator import SOURCE_UNREAD
-from sanctum.model.verdict import OUTCOME_UNKNOWN
+from sanctum.model.run_config import OUTCOME_UNKNOWN, SOURCE_UNREAD
 from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
