@@ -12,10 +12,11 @@ from sanctum.health.levels import Level
 from sanctum.health.rule_judge import values_needed
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.checks import judge_rows
 from sanctum.model.pace import PACE_MIN_INTERVALS
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.model.state import HISTORY_LEN
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import EventLogReader, read_events
 from telemetry.events import PPOUpdate, RolloutPayload
 from tests.sanctum.logs import (
     KL_CRITICAL,
@@ -379,3 +380,40 @@ def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path
     assert snap.connection is Connection.LIVE  # not "silent for 54 years"
     assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.timeline)
     assert snap.verdict == "OK"
+
+
+def test_judging_does_not_depend_on_when_a_reader_asks(tmp_path: Path) -> None:
+    """Three aggregators fed the same events agree: one asked for its snapshot and verdict
+    after every event, one never until the end, one fed the log as one reader batch. An
+    update before its run's run_started is judged by the table in force when it was folded,
+    whoever asked first (the continuous run's form of the table has no Entropy rule)."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.update(0)  # before its run_started
+    log.start(action_space="continuous")
+    for u in range(1, 12):
+        log.update(u, **({"approx_kl": -0.5} if u == 5 else {}))  # a logging bug
+    log.finish()
+    log.close()
+    events = read_events(path).events
+    asked, quiet, batched = SanctumAggregator(), SanctumAggregator(), SanctumAggregator()
+    for event in events:
+        asked.handle(event)
+        asked.snapshot(event.ts)
+        asked.run_verdict(event.ts)
+        quiet.handle(event)
+    batched.handle_batch(EventLogReader(path).read_new())
+    now = events[-1].ts
+    rows = judge_rows(quiet, Level.CRITICAL, allow_unfinished=False)
+    assert [r.name for r in rows if r.rule] == list(DEFAULT_THRESHOLDS.metrics)
+    snap = quiet.snapshot(now)
+    assert snap.run_verdict.text == "FAIL: Bug 1x"
+    for other in (asked, batched):
+        assert judge_rows(other, Level.CRITICAL, allow_unfinished=False) == rows
+        assert other.thresholds == quiet.thresholds
+        seen = other.snapshot(now)
+        assert (seen.run_verdict, seen.health, seen.metrics) == (
+            snap.run_verdict,
+            snap.health,
+            snap.metrics,
+        )
