@@ -83,10 +83,5 @@ class LogIntegrity:
 
     def counts(self) -> SkipCounts:
         """The frozen counts a snapshot carries."""
-        return SkipCounts(
-            self.malformed,
-            self.unknown_kind,
-            self.resets,
-            self.last_reset,
-            tuple(self.skipped_lines),
-        )
+        lines = tuple(self.skipped_lines)
+        return SkipCounts(self.malformed, self.unknown_kind, self.resets, self.last_reset, lines)

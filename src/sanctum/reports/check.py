@@ -15,8 +15,8 @@ metric): the gate could not judge it.
 and an ``interrupted`` run; a ``failed`` run always fails, because the trainer itself
 reported an error. Exit 2 (raised as EventLogError / ThresholdsError) is for input that
 cannot be judged at all. The rows and the verdict they make (``FAIL: KL 22x``, the word
-every view shows for the run) are built in :mod:`sanctum.model.verdict`, from the
-aggregator every view reads.
+every view shows for the run) are built in :mod:`sanctum.model.checks` and
+:mod:`sanctum.model.verdict`, from the aggregator every view reads.
 
 A check judges one run. A file that holds several (a ``run_started`` of another run id
 after the first run: two trainers, or two jobs, writing one path) is refused with exit 2
