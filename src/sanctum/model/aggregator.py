@@ -3,14 +3,15 @@
 ``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
 writes and three appends): an update waits in a queue to be judged. The queue is judged in
 one batch, column by column, by :class:`~sanctum.health.judge.HealthJudge`, in one place
-(``_judge_queued``), reached two ways: at the end of each reader batch (``handle_batch``),
-and through :attr:`SanctumAggregator.judge`, the one way to the judge, which judges what is
-queued before it answers. Every reader goes through it (the checks, the health report, the
-snapshot, the reports), and so do the fold's own steps that tell the judge something or
-replace it (a ``run_started`` fits and configures it, a reset drops it, a NaN in another
-event is tallied by it): the judge receives everything in the order the log holds it, so
-what it says never depends on which reader asked first, nor when. (Where a logging bug's
-line lands in the timeline follows when its batch was judged.)
+(``_judge_queued``): at the end of each reader batch (``handle_batch``), before a reset
+drops the judge, and whenever anything reaches the judge through
+:attr:`SanctumAggregator.judge`, the one way to it, which judges what is queued before it
+answers. Every reader goes through it (the checks, the health report, the snapshot, the
+reports), and so do the fold's own steps that tell the judge something (a ``run_started``
+fits and configures it, a NaN in another event is tallied by it): the judge receives
+everything in the order the log holds it, so what it says never depends on which reader
+asked first, nor when. (Only where a logging bug's line lands in the timeline follows when
+its batch was judged.)
 
 The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made from the rows ``sanctum
 check`` prints (:mod:`sanctum.model.checks`), so every view says what ``check`` says. The
@@ -38,7 +39,7 @@ from sanctum.model.metrics_view import MetricsView
 from sanctum.model.pace import Pace, over_words, seconds_text
 from sanctum.model.run_config import (
     max_kl_of,
-    outcome_unknown_of,
+    outcome_unknown_declared,
     resumed_from_update,
     source_unread_of,
     total_steps_of,
@@ -269,7 +270,7 @@ class SanctumAggregator:
         run = self.run
         if run.status != "running" or now is None or run.last_event_ts is None:
             return False
-        if outcome_unknown_of(run.config) is not None:  # an import: written once, whole
+        if outcome_unknown_declared(run.config):  # an import: written once, whole
             return False
         limit = self.pace.stall_limit()
         if limit is None:

@@ -79,6 +79,12 @@ def outcome_unknown_of(config: Mapping[str, Any]) -> str | None:
     return why if isinstance(why, str) else None
 
 
+def outcome_unknown_declared(config: Mapping[str, Any]) -> bool:
+    """Whether the config carries :data:`OUTCOME_UNKNOWN` at all, whatever its value: the
+    log of an import, written once and whole, never a live run."""
+    return OUTCOME_UNKNOWN in config
+
+
 def no_end_of(config: Mapping[str, Any]) -> str | None:
     """Why the log never holds a ``run_finished`` (:data:`NO_END`); None when the config
     does not say so in words."""

@@ -10,6 +10,7 @@ from sanctum.model.run_config import (
     OUTCOME_UNKNOWN,
     max_kl_of,
     no_end_of,
+    outcome_unknown_declared,
     outcome_unknown_of,
     total_steps_of,
 )
@@ -35,3 +36,5 @@ def test_the_words_a_config_gives_for_a_missing_end_are_read_only_as_words() -> 
     assert outcome_unknown_of({}) is None
     assert no_end_of({NO_END: "verl records no end"}) == "verl records no end"
     assert no_end_of({NO_END: ["a"]}) is None
+    assert outcome_unknown_declared({OUTCOME_UNKNOWN: None})  # an import all the same
+    assert not outcome_unknown_declared({})
