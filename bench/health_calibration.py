@@ -62,7 +62,8 @@ from lib.heldout import Scored, leave_one_trainer_out, print_leave_one_out, wors
 from lib.peer_runs import final_return
 from sanctum.cli import main as sanctum_main
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.live.board_feed import RunFollower
 from sanctum.reports.check import CheckResult, run_check
 from telemetry.recorder import EVENTS_FILE

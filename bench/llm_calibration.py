@@ -47,7 +47,8 @@ from typing import Any
 from lib.calibration_cli import calibration_parser
 from lib.llm_corpus import LEFT_OUT, LlmCase, cases, record
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.reports.check import CheckResult, run_check
 from telemetry.recorder import EVENTS_FILE
 

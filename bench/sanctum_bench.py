@@ -47,7 +47,7 @@ from typing import Any
 
 from lib.payloads import STEPS, ppo_update, rollout
 from lib.screen import measure
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.summary import build_summary
 from telemetry.bus import Emitter, EventBus

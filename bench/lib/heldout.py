@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sanctum.health.rule import Rule
 from sanctum.health.rule_judge import RuleJudge
-from sanctum.health.rules import Rule
 from telemetry.eventlog import read_events
 from telemetry.events import PPOUpdatePayload
 

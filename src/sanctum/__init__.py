@@ -24,11 +24,11 @@ if TYPE_CHECKING:  # the public names, listed once (telemetry.lazy reads their h
     from sanctum.health.levels import Level as Level
     from sanctum.health.levels import health_report as health_report
     from sanctum.health.levels import level_of as level_of
-    from sanctum.health.rules import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
-    from sanctum.health.rules import Rule as Rule
-    from sanctum.health.rules import Thresholds as Thresholds
-    from sanctum.health.rules import ThresholdsError as ThresholdsError
-    from sanctum.health.rules import load_thresholds as load_thresholds
+    from sanctum.health.rule import Rule as Rule
+    from sanctum.health.rule import ThresholdsError as ThresholdsError
+    from sanctum.health.thresholds import DEFAULT_THRESHOLDS as DEFAULT_THRESHOLDS
+    from sanctum.health.thresholds import Thresholds as Thresholds
+    from sanctum.health.thresholds_toml import load_thresholds as load_thresholds
     from sanctum.live.halt import HaltGate as HaltGate
     from sanctum.live.trainer_process import ProcessOutcome as ProcessOutcome
     from sanctum.live.trainer_process import TrainerExit as TrainerExit

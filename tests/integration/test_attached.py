@@ -22,7 +22,7 @@ from textual.widgets import Label
 
 from ppo.cli import build_parser
 from ppo.cli.attach import STDERR_FILE, STDOUT_FILE, child_command, report
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.trainer_process import TrainerProcess
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import Connection

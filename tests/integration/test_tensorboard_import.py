@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main as sanctum_main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from telemetry import PPOUpdate, PPOUpdatePayload, Rollout, RolloutPayload, read_events
 from tests.integration.support import EXAMPLES, run
 from tests.schema_support import assert_valid_log

@@ -15,7 +15,7 @@ import pytest
 
 from ppo.cli import main as ppo_main
 from sanctum.cli import main as sanctum_main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import HealthStatusPanel
 from telemetry import PPOUpdate, RunStarted, read_events

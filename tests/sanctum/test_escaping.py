@@ -23,7 +23,8 @@ from textual.widgets import Label
 
 from sanctum.cli import main
 from sanctum.formatting import dumps
-from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import HealthStatusPanel, KLChart, StatusBanner, TimelinePanel
 from sanctum.tui.widgets.help import HelpScreen

@@ -23,7 +23,7 @@ from sanctum.formatting import (
     steps_count,
     steps_rate,
 )
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import RunFollower
 from sanctum.reports.once import read_snapshot
 from sanctum.text.panels import kl_text, metric_row

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sanctum.cli import main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import RunFollower
 from sanctum.model.board import group_rows
 from sanctum.text.run_table import GROUP_COLUMNS, RUN_COLUMNS, group_line, layout, run_line

@@ -12,7 +12,7 @@ from textual.widgets import Label
 
 from sanctum.cli import main
 from sanctum.formatting import dumps, visible
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.reports.check import run_check
 from sanctum.reports.check_report import format_text, to_dict, write_junit
 from sanctum.reports.once import once_text, read_snapshot

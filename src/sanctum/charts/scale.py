@@ -18,7 +18,7 @@ from typing import Final
 
 from sanctum.charts.glyphs import between
 from sanctum.formatting import format_value
-from sanctum.health.rules import Rule
+from sanctum.health.rule import Rule
 
 STEPS: Final = (1.0, 2.0, 5.0)
 """Mantissas of a linear axis step."""
@@ -104,7 +104,9 @@ def moving_lines(
         return None
     floor = rule.per_floor
 
-    def at(threshold: float, other: float | None) -> float | None:
+    def at(threshold: float | None, other: float | None) -> float | None:
+        if threshold is None:
+            return None
         if other is None:
             return None if rule.per_required else threshold * floor
         return threshold * max(other, floor) if math.isfinite(other) else None

@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
     command = BY_NAME[args.command]
     from sanctum.formatting import visible_lines
-    from sanctum.health.rules import ThresholdsError, load_thresholds
+    from sanctum.health.rule import ThresholdsError
+    from sanctum.health.thresholds_toml import load_thresholds
     from sanctum.reports.rollouts_view import RolloutsError
     from telemetry.eventlog import EventLogError
     from telemetry.files import InputFileError

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from sanctum.health.levels import Level
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 
 @dataclass(frozen=True)

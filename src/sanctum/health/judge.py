@@ -18,6 +18,7 @@ from typing import Final
 
 from sanctum.health import contracts
 from sanctum.health.levels import Level, unruled_level
+from sanctum.health.rule import SAME_CONCEPT
 from sanctum.health.rule_judge import (
     RETURNS_FLAT,
     RETURNS_UNKNOWN,
@@ -25,7 +26,7 @@ from sanctum.health.rule_judge import (
     RuleJudge,
     measured,
 )
-from sanctum.health.rules import SAME_CONCEPT, Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FLOAT_METRICS, PPO_METRICS
 from telemetry.events import KLMeasure
 
@@ -310,7 +311,7 @@ def concept_column(
     columns: Mapping[str, Sequence[float | None]], metric: str
 ) -> Sequence[float | None]:
     """The column a rule of ``metric`` reads: the metric, or where it is absent the field
-    that measures the same thing (:data:`~sanctum.health.rules.SAME_CONCEPT`)."""
+    that measures the same thing (:data:`~sanctum.health.rule.SAME_CONCEPT`)."""
     own = columns[metric]
     other = SAME_CONCEPT.get(metric)
     if other is None or None not in own:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
-from sanctum.health.rules import Rule, Thresholds
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import Thresholds
 
 
 class Level(str, Enum):

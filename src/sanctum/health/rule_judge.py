@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Final, cast
 
 from sanctum.health.levels import Level, level_of
-from sanctum.health.rules import Rule
+from sanctum.health.rule import Rule
 
 JUMP_BASELINE: Final = 3
 """A jump is judged once this many values make the median it is measured against."""

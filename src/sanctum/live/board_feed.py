@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Final
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.live.pacing import (
     POLL_INTERVAL,
     REFRESH_SECONDS,

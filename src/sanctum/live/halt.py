@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Final
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.verdict import CheckRow, judge_rows
+from sanctum.model.checks import judge_rows
+from sanctum.model.verdict import CheckRow
 from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunStarted, RunStatus
 from telemetry.halting import HALT_LEVELS, HALT_PREFIX
 

@@ -1,44 +1,50 @@
-"""Folds events into run state and hands out frozen snapshots.
+"""The fold: events become the run's state, judged, and frozen snapshots of it.
 
 ``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
-writes and three appends). Updates are judged in batches: they wait in a list until the
-end of the reader's batch, or until a snapshot or the health report is asked for, and
-then go through the :class:`~sanctum.health.judge.HealthJudge` column by column. Everything
-per-metric for the screen happens in ``snapshot``, cached until the next update arrives.
-No Textual, no torch: the dashboard, ``check`` and ``summary`` share this code.
+writes and three appends): an update waits in a queue to be judged. The queue is judged in
+one batch, column by column, by :class:`~sanctum.health.judge.HealthJudge`, in one place
+(``_judge_queued``): at the end of each reader batch (``handle_batch``), before a reset
+drops the judge, and whenever anything reaches the judge through
+:attr:`SanctumAggregator.judge`, the one way to it, which judges what is queued before it
+answers. Every reader goes through it (the checks, the health report, the snapshot, the
+reports), and so do the fold's own steps that tell the judge something (a ``run_started``
+fits and configures it, a NaN in another event is tallied by it): the judge receives
+everything in the order the log holds it, so what it says never depends on which reader
+asked first, nor when. (Only where a logging bug's line lands in the timeline follows when
+its batch was judged.)
 
-The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made here too, from the rows
-``sanctum check`` prints (:mod:`sanctum.model.verdict`), so every view says what ``check`` says.
-A stall is a silence longer than the run's own pace allows: ``stall_pace`` times the
-median of the recent intervals between its updates and heartbeats (its progress events:
-a rollout and the update it feeds come together, so counting every event would halve the
-pace), and never less than ``stall_seconds``. Until the run has a pace (a few intervals)
-no silence is judged a stall: a large model may load for minutes before its first update.
+The run's verdict (:meth:`SanctumAggregator.run_verdict`) is made from the rows ``sanctum
+check`` prints (:mod:`sanctum.model.checks`), so every view says what ``check`` says. The
+run's pace and its stall limit are :class:`~sanctum.model.pace.Pace`; what the reader could
+not use is :class:`~sanctum.model.integrity.LogIntegrity`; each metric's part of a
+snapshot is :class:`~sanctum.model.metrics_view.MetricsView`. No Textual, no torch: the
+dashboard, ``check`` and ``summary`` share this code.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
-from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from sanctum.formatting import format_anomaly, plural
 from sanctum.health.finite import WALKED, nonfinite_paths, update_paths
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
-from sanctum.health.rule_judge import RollingWindow
-from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts, Thresholds
-from sanctum.metrics import PPO_METRICS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, RunKind, Thresholds
+from sanctum.model.checks import judge_rows
+from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
-from sanctum.model.snapshot import (
-    MetricSnapshot,
-    SanctumSnapshot,
-    SkipCounts,
-    TimelineEntry,
-    connection_of,
+from sanctum.model.metrics_view import MetricsView
+from sanctum.model.pace import Pace, over_words, seconds_text
+from sanctum.model.run_config import (
+    max_kl_of,
+    outcome_unknown_declared,
+    resumed_from_update,
+    source_unread_of,
+    total_steps_of,
 )
+from sanctum.model.snapshot import SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.model.state import (
     HISTORY_LEN,
     SERIES_LEN,
@@ -46,21 +52,11 @@ from sanctum.model.state import (
     RunState,
     TamiyoState,
     early_stop_text,
-    max_kl_of,
     metric_columns,
-    total_steps_of,
 )
-from sanctum.model.trend import least_squares_slope, trend_of
-from sanctum.model.verdict import (
-    OUTCOME_UNKNOWN,
-    PENDING,
-    RunVerdict,
-    judge_rows,
-    over_words,
-    seconds_text,
-    verdict_of,
-)
-from telemetry.eventlog import SKIPPED_KEPT, ReadBatch, SkipClass, SkippedLine
+from sanctum.model.trend import trend_of
+from sanctum.model.verdict import PENDING, RunVerdict, verdict_of
+from telemetry.eventlog import ReadBatch
 from telemetry.events import (
     Anomaly,
     Event,
@@ -78,50 +74,8 @@ BUG_LABEL, STALL_LABEL = "Bug", "Stall"
 
 _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "failed": Level.CRITICAL}
 
-PACE_WINDOW: Final = 25
-"""Intervals between progress events the pace is the median of: the recent ones, so a run
-whose pace changes is judged by its recent pace."""
-PACE_MIN_INTERVALS: Final = 3
-"""Intervals it takes before a run has a pace, and so before a silence can be a stall."""
 FOREIGN_KEPT: Final = 10
 """Run ids of foreign events named one by one (all such events are counted)."""
-SOURCE_UNREAD: Final = "source_unread"
-"""``run_started.config`` key where an import lists what it could not read of its source
-(one line each); ``sanctum check`` fails such a run unless ``--allow-skipped``."""
-SOURCE_UNREAD_KEPT: Final = 100
-"""Entries of ``source_unread`` kept (a hostile config may hold millions)."""
-
-
-def fails_the_gate(skip: SkipClass) -> bool:
-    """A skipped line (of this class) that the gate cannot pass: a malformed line of any
-    kind, or one that says nothing of what it is. An update holds the rules' figures, a
-    rollout its returns (judged finite), an anomaly its severity, a heartbeat the time a
-    stall is judged by, a run_finished the outcome: none read is none judged. A line of a
-    kind this reader does not know (a newer minor schema's) is not among them."""
-    return skip[0] == "malformed"
-
-
-def source_unread_of(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """What an import says it could not read of its source (``config.source_unread``): its
-    lines; a value of another shape is itself a loss the gate cannot vouch for."""
-    value = config.get(SOURCE_UNREAD)
-    if value is None:
-        return ()
-    if isinstance(value, list) and all(isinstance(x, str) for x in value[:SOURCE_UNREAD_KEPT]):
-        more = len(value) - SOURCE_UNREAD_KEPT
-        return tuple(value[:SOURCE_UNREAD_KEPT]) + ((f"... and {more} more",) if more > 0 else ())
-    return (f"config.{SOURCE_UNREAD} is not a list of lines ({type(value).__name__})",)
-
-
-def resumed_from_update(config: Mapping[str, Any]) -> int | None:
-    """Where a resumed run's update count starts (``config.resumed_from.update``, as
-    ``ppo train --resume`` records it); None when the run records no resume (its updates
-    start at 0) or records one without a usable update index."""
-    resumed = config.get("resumed_from")
-    update = resumed.get("update") if isinstance(resumed, Mapping) else None
-    if isinstance(update, int) and not isinstance(update, bool) and update >= 0:
-        return update
-    return None
 
 
 def new_run_reason(run_id: str) -> str:
@@ -148,41 +102,20 @@ class SanctumAggregator:
         self._history_len = history_len
         self._series_len = series_len
         self.timeline: deque[TimelineEntry] = deque(maxlen=timeline_len)
-        self.malformed = 0
-        self.unknown_kind = 0
-        self.resets = 0
-        self.last_reset: str | None = None
-        self.skipped_lines: list[SkippedLine] = []
-        """The first SKIPPED_KEPT lines the reader skipped (all are counted)."""
-        self.unreadable: list[SkippedLine] = []
-        """The first SKIPPED_KEPT skipped lines that may have been a ``ppo_update`` (one
-        that says so, or one that could not even say its type): updates not judged."""
-        self.unreadable_total = 0
-        self.earlier_runs: list[EarlierRun] = []
-        """Runs forgotten because the log started over after them, oldest first."""
-        self.tail: tuple[int, int] | None = None
-        """(line number, bytes) of what follows the file's last newline, as the reader last
-        found it at the end of the file: a line still being written, or torn (None: none).
-        Once nothing can still be writing it, a line that may be an update not judged."""
+        self.integrity = LogIntegrity()
+        """What the reader could not use, across every run of the log."""
         self._clear()
 
     def _clear(self) -> None:
         self.tamiyo = TamiyoState(self._history_len, self._series_len)
         self.run = RunState()
         self.thresholds = self.base_thresholds
-        self.judge = HealthJudge(self.thresholds)
+        self._judge = HealthJudge(self.thresholds)
+        self._queued: list[PPOUpdatePayload] = []
+        """Updates folded and not yet judged (:attr:`judge` judges them first)."""
         self.records = RunRecords()
-        self._unjudged: list[PPOUpdatePayload] = []
-        self._cache_key: tuple[int, int] | None = None
-        self._cached: (
-            tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]] | None
-        ) = None
-        self._pace = RollingWindow(PACE_WINDOW)
-        self._last_progress: float | None = None
-        """``ts`` of the latest update or heartbeat (the pace is measured between them)."""
-        self._stalled_since_progress = False
-        """A stall ended after the latest progress event: the interval that spans it is
-        left out of the pace (as a critical value is left out of a rule's baseline)."""
+        self.pace = Pace(self.thresholds)
+        self._metrics = MetricsView()
         self._verdict_key: tuple[object, ...] | None = None
         self._verdict: RunVerdict = PENDING
         self._before_start: dict[str, int] = {}
@@ -191,60 +124,32 @@ class SanctumAggregator:
 
     def reset(self, reason: str, new_run: bool = False) -> None:
         """Forget the run (the log restarted, or a new run began in it: ``new_run``); keep
-        the event log and skip counts, and remember the run in ``earlier_runs``."""
-        self.judge_pending()
-        self.earlier_runs.append(EarlierRun(self.run.run_id, self.run.updates, reason, new_run))
+        the event log and skip counts, and remember the run in the integrity ledger."""
+        self._judge_queued()  # its logging bugs stay in the timeline
+        self.integrity.forget(EarlierRun(self.run.run_id, self.run.updates, reason, new_run))
         self._clear()
-        self.resets += 1
-        self.last_reset = reason
         self.timeline.append(TimelineEntry("reset", Level.WARNING, reason))
 
-    # -- folding ---------------------------------------------------------------------------
+    # -- judging ---------------------------------------------------------------------------
 
-    def handle_batch(self, batch: ReadBatch) -> None:
-        """Fold one reader batch: a reset first, then its events, then its skipped lines."""
-        if batch.reset is not None:
-            self.reset(batch.reset)
-            self.tail = None
-        if batch.tail is not None:
-            self.tail = batch.tail if batch.tail[1] else None
-        for event in batch.events:
-            self.handle(event)
-        for line in batch.skipped:
-            self._count_skipped(line.skip_class, 1)
-            if len(self.skipped_lines) < SKIPPED_KEPT:
-                self.skipped_lines.append(line)
-            if fails_the_gate(line.skip_class) and len(self.unreadable) < SKIPPED_KEPT:
-                self.unreadable.append(line)
-        for skip, count in batch.unlisted.items():  # past the reader's cap: counted only
-            self._count_skipped(skip, count)
-        if n := batch.skipped_count:
-            first = batch.skipped[0] if batch.skipped else None
-            text = plural(n, "line") + " skipped"
-            if first is not None:
-                text += f" from line {first.line_no}: {first.detail}"
-            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
-        self.judge_pending()
+    @property
+    def judge(self) -> HealthJudge:
+        """The run's judge, every update folded so far judged: the one way to it."""
+        if self._queued:
+            self._judge_queued()
+        return self._judge
 
-    def _count_skipped(self, skip: SkipClass, count: int) -> None:
-        if skip[0] == "malformed":
-            self.malformed += count
-        else:
-            self.unknown_kind += count
-        self.run.skipped_lines += count
-        if fails_the_gate(skip):
-            self.unreadable_total += count
-
-    def judge_pending(self) -> None:
-        """Judge the updates folded since the last call, in one batch."""
-        if not self._unjudged:
+    def _judge_queued(self) -> None:
+        """Judge the updates folded since the last time, in one batch."""
+        queued = self._queued
+        if not queued:
             return
-        updates, columns = metric_columns(self._unjudged)
-        steps = [p.global_step for p in self._unjudged]
-        components = [p.reward_components for p in self._unjudged]
-        elsewhere = update_paths(self._unjudged)
-        self._unjudged = []
-        violations = self.judge.fold(updates, columns, steps, components, elsewhere)
+        self._queued = []
+        updates, columns = metric_columns(queued)
+        steps = [p.global_step for p in queued]
+        components = [p.reward_components for p in queued]
+        elsewhere = update_paths(queued)
+        violations = self._judge.fold(updates, columns, steps, components, elsewhere)
         for v in violations[:3]:
             self.timeline.append(
                 TimelineEntry("bug", Level.CRITICAL, f"logging bug: {v.message}", update=v.update)
@@ -256,6 +161,25 @@ class SanctumAggregator:
                     "bug", Level.CRITICAL, f"logging bug: {more} more value(s) out of range"
                 )
             )
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def handle_batch(self, batch: ReadBatch) -> None:
+        """Fold one reader batch: a reset first, then its events, then its skipped lines;
+        then judge its updates."""
+        if batch.reset is not None:
+            self.reset(batch.reset)
+        self.integrity.end_of_file(batch)
+        for event in batch.events:
+            self.handle(event)
+        self.run.skipped_lines += self.integrity.skipped(batch)
+        if n := batch.skipped_count:
+            first = batch.skipped[0] if batch.skipped else None
+            text = plural(n, "line") + " skipped"
+            if first is not None:
+                text += f" from line {first.line_no}: {first.detail}"
+            self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
+        self._judge_queued()
 
     def handle(self, event: Event) -> None:
         """Fold one event of any kind.
@@ -277,8 +201,8 @@ class SanctumAggregator:
             run.after_finish += 1
         last = run.last_event_ts
         silent = 0.0 if last is None else event.ts - last
-        if silent > self.thresholds.stall_seconds and run.status == "running":
-            limit = self.stall_limit()
+        if silent > self.pace.stall_seconds and run.status == "running":
+            limit = self.pace.stall_limit()
             if limit is not None and silent > limit:
                 self._stall(silent, event)
         if last is None or event.ts > last:
@@ -301,7 +225,7 @@ class SanctumAggregator:
                 self._rollout(event)
             case Heartbeat(payload=p):
                 self._advance(p.global_step)
-                self._progress(event.ts)
+                self.pace.progress(event.ts)
             case Anomaly():
                 self._anomaly(event)
             case RunStarted():
@@ -312,12 +236,12 @@ class SanctumAggregator:
     def _ppo_update(self, event: PPOUpdate) -> None:
         p = event.payload
         self.tamiyo.record(p)
-        self._unjudged.append(p)
+        self._queued.append(p)
         if self.run.first_update_index is None:
             self.run.first_update_index = p.update
         self.run.updates += 1
         self._advance(p.global_step)
-        self._progress(event.ts)
+        self.pace.progress(event.ts)
         if p.early_stopped:
             text = early_stop_text(p)
             self.records.early_stop(p.update, text)
@@ -339,34 +263,6 @@ class SanctumAggregator:
         if global_step is not None and (run.global_step is None or global_step > run.global_step):
             run.global_step = global_step
 
-    def _progress(self, ts: float) -> None:
-        """An update or a heartbeat at ``ts``: the interval since the last one joins the
-        pace (unless a stall ended within it, or the clock went back)."""
-        last = self._last_progress
-        if last is not None and not self._stalled_since_progress:
-            interval = ts - last
-            if interval >= 0 and math.isfinite(interval):
-                self._pace.push(interval)
-        self._stalled_since_progress = False
-        if last is None or ts > last:
-            self._last_progress = ts
-
-    @property
-    def pace(self) -> float | None:
-        """The median of the recent intervals between updates and heartbeats, in seconds;
-        None until there are PACE_MIN_INTERVALS of them."""
-        if len(self._pace) < PACE_MIN_INTERVALS:
-            return None
-        return self._pace.median()
-
-    def stall_limit(self) -> float | None:
-        """The longest silence that is not a stall: ``stall_pace`` times the run's pace,
-        at least ``stall_seconds``; None while the run has no pace (no stall is judged)."""
-        pace = self.pace
-        if pace is None:
-            return None
-        return max(self.thresholds.stall_seconds, self.thresholds.stall_pace * pace)
-
     def is_live(self, now: float | None) -> bool:
         """Whether the run may still be written at time ``now``: no ``run_finished`` yet,
         and silent no longer than its stall limit (``stall_seconds`` before it has a
@@ -374,11 +270,11 @@ class SanctumAggregator:
         run = self.run
         if run.status != "running" or now is None or run.last_event_ts is None:
             return False
-        if run.config and OUTCOME_UNKNOWN in run.config:  # an import: written once, whole
+        if outcome_unknown_declared(run.config):  # an import: written once, whole
             return False
-        limit = self.stall_limit()
+        limit = self.pace.stall_limit()
         if limit is None:
-            limit = self.thresholds.stall_seconds
+            limit = self.pace.stall_seconds
         return now - run.last_event_ts <= limit
 
     def _foreign(self, event: Event) -> None:
@@ -464,7 +360,7 @@ class SanctumAggregator:
         run.source_unread = source_unread_of(p.config)
         run.resumed_from_update = resumed_from_update(p.config)
         self.tamiyo.max_kl = max_kl_of(p.config)
-        self._fit_rules(RunFacts(p.algorithm, p.kl, p.policy_epochs, p.action_space))
+        self._fit_rules(RunKind(p.algorithm, p.kl, p.policy_epochs, p.action_space))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(
             f"{k} {v}"
@@ -481,14 +377,14 @@ class SanctumAggregator:
             )
         )
 
-    def _fit_rules(self, facts: RunFacts) -> None:
+    def _fit_rules(self, kind: RunKind) -> None:
         """Judge the run by the rules that fit what it declares (updates judged before its
         ``run_started`` keep the table they were judged by: a judgement is not redone)."""
-        fitted = self.base_thresholds.for_run(facts)
+        fitted = self.base_thresholds.for_run(kind)
         if fitted is self.thresholds or self.judge.last_update is not None:
             return
         self.thresholds = fitted
-        self.judge = HealthJudge(fitted)
+        self._judge = HealthJudge(fitted)
 
     def _run_finished(self, event: RunFinished) -> None:
         p = event.payload
@@ -519,11 +415,11 @@ class SanctumAggregator:
         update = 0 if latest is None else latest.update + 1
         if run.first_stall_update is None:
             run.first_stall_update = update
-        pace = self.pace
+        pace = self.pace.seconds
         if run.longest_stall is None or seconds >= run.longest_stall:
             run.longest_stall_pace = pace
         run.longest_stall = max(seconds, run.longest_stall or 0.0)
-        self._stalled_since_progress = True
+        self.pace.stalled()
         text = (
             f"stall: no event for {seconds_text(seconds)} during update {update}, "
             f"{over_words(self.thresholds, pace)}"
@@ -556,12 +452,11 @@ class SanctumAggregator:
     def health(self, now: float | None = None) -> HealthReport:
         """The health report at the latest update (PENDING before the first): what happens
         now. With ``now``, an unfinished run silent past its stall limit has stalled."""
-        self.judge_pending()
         checks: dict[str, tuple[str, Level]] = {}
         if self.judge.latest_violations:
             checks["bug"] = (BUG_LABEL, Level.CRITICAL)
         run = self.run
-        limit = self.stall_limit()
+        limit = self.pace.stall_limit()
         if (
             run.status == "running"
             and now is not None
@@ -577,7 +472,6 @@ class SanctumAggregator:
         aggregator's): a live run at ``now`` (see :meth:`is_live`) is judged so far, as
         ``check --allow-unfinished`` judges it; any other as ``check`` does. Cached until an
         event arrives or the run stops being live."""
-        self.judge_pending()
         fail_on = self.fail_on if fail_on is None else fail_on
         run = self.run
         if run.status is None:
@@ -588,8 +482,8 @@ class SanctumAggregator:
             run.events,
             run.foreign_events,
             run.skipped_lines,
-            self.unreadable_total,
-            self.tail,
+            self.integrity.unreadable_total,
+            self.integrity.tail,
             live,
             fail_on,
         )
@@ -601,7 +495,9 @@ class SanctumAggregator:
     def snapshot(self, now: float) -> SanctumSnapshot:
         """A frozen view of everything at time ``now`` (wall clock, or the replay clock)."""
         health = self.health(now)
-        metrics, history_updates, series_updates = self._metrics(health)
+        metrics, history_updates, series_updates = self._metrics.of(
+            self.tamiyo, self.judge.rules, health
+        )
         tamiyo = self.tamiyo
         run = self.run.snapshot()
         return SanctumSnapshot(
@@ -621,48 +517,9 @@ class SanctumAggregator:
             trust_region_health=tamiyo.trust_region_health,
             max_kl=tamiyo.max_kl,
             timeline=tuple(self.timeline),
-            skipped=SkipCounts(
-                self.malformed,
-                self.unknown_kind,
-                self.resets,
-                self.last_reset,
-                tuple(self.skipped_lines),
-            ),
+            skipped=self.integrity.counts(),
             thresholds=self.thresholds,
         )
-
-    def _metrics(
-        self, health: HealthReport
-    ) -> tuple[MappingProxyType[str, MetricSnapshot], tuple[int, ...], tuple[int, ...]]:
-        """Per-metric columns and judgements, recomputed only when an update arrived."""
-        tamiyo = self.tamiyo
-        key = (id(tamiyo), tamiyo.updates_seen)
-        if self._cached is not None and key == self._cache_key:
-            return self._cached
-        history_updates, history = metric_columns(tamiyo.history)
-        series_updates, series = tamiyo.series_columns()
-        judges = self.judge.rules
-        for m, other in SAME_CONCEPT.items():  # a rule's row shows what the rule reads
-            if m in judges and not any(v is not None for v in history[m]):
-                history, series = dict(history), dict(series)  # the cut is cached: no writes
-                history[m], series[m] = history[other], series[other]
-        metrics = {}
-        for m in PPO_METRICS:
-            judged = judges[m].latest if m in judges else None
-            metrics[m] = MetricSnapshot(
-                name=m,
-                value=history[m][-1] if history[m] else None,
-                history=history[m],
-                series=series[m],
-                level=health.level(m),
-                trend=least_squares_slope(history_updates, history[m]),
-                direction=trend_of(history[m]),
-                statistic=None if judged is None else judged.statistic,
-                note=None if judged is None else judged.note,
-            )
-        self._cache_key = key
-        self._cached = (MappingProxyType(metrics), history_updates, series_updates)
-        return self._cached
 
 
 def empty_snapshot(now: float, thresholds: Thresholds = DEFAULT_THRESHOLDS) -> SanctumSnapshot:

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from sanctum.health.levels import Level, band_of
 from sanctum.health.rule_judge import RuleJudge
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.model.verdict import RunVerdict
 from telemetry.recorder import EVENTS_FILE

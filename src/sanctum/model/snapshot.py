@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any, Generic, Literal, TypeVar
 
 from sanctum.health.levels import HealthReport, Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.trend import Trend
 from sanctum.model.verdict import PENDING, RunVerdict
 from telemetry.eventlog import SkippedLine

@@ -15,9 +15,8 @@ zero. :class:`RunState` holds the facts of the run as a whole. The frozen copies
 from __future__ import annotations
 
 import itertools
-import math
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Final
@@ -37,8 +36,6 @@ SERIES_LEN: Final = 600
 """Updates kept for charts."""
 TIMELINE_LEN: Final = 200
 """Notable events kept for the timeline panel."""
-TOTAL_STEPS_KEYS: Final = ("total_steps", "total_timesteps")
-"""``run_started.config`` keys that may declare the planned environment steps."""
 
 
 def early_stop_text(p: PPOUpdatePayload) -> str:
@@ -141,23 +138,6 @@ def metric_columns(payloads: Sequence[PPOUpdatePayload]) -> Columns:
     """
     updates: tuple[int, ...] = tuple(map(_UPDATE_GETTER, payloads))
     return updates, {m: tuple(map(get, payloads)) for m, get in _METRIC_GETTERS}
-
-
-def total_steps_of(config: Mapping[str, Any]) -> int | None:
-    """Planned environment steps declared in ``config``, when it declares them."""
-    for key in TOTAL_STEPS_KEYS:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def max_kl_of(config: Mapping[str, Any]) -> float | None:
-    """``max_kl`` from ``config`` when it is a positive finite number (early stop enabled)."""
-    value = config.get("max_kl")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value > 0 else None
 
 
 @dataclass(kw_only=True)

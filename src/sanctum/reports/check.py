@@ -15,8 +15,8 @@ metric): the gate could not judge it.
 and an ``interrupted`` run; a ``failed`` run always fails, because the trainer itself
 reported an error. Exit 2 (raised as EventLogError / ThresholdsError) is for input that
 cannot be judged at all. The rows and the verdict they make (``FAIL: KL 22x``, the word
-every view shows for the run) are built in :mod:`sanctum.model.verdict`, from the
-aggregator every view reads.
+every view shows for the run) are built in :mod:`sanctum.model.checks` and
+:mod:`sanctum.model.verdict`, from the aggregator every view reads.
 
 A check judges one run. A file that holds several (a ``run_started`` of another run id
 after the first run: two trainers, or two jobs, writing one path) is refused with exit 2
@@ -38,16 +38,10 @@ from typing import Final
 from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.model.checks import UNJUDGED, judge_rows, lost_counts
 from sanctum.model.snapshot import SkipCounts
-from sanctum.model.verdict import (
-    UNJUDGED,
-    CheckRow,
-    RunVerdict,
-    judge_rows,
-    lost_counts,
-    verdict_of,
-)
+from sanctum.model.verdict import CheckRow, RunVerdict, verdict_of
 from sanctum.reports.documents import (
     RuleTallyReport,
     RunFactsReport,

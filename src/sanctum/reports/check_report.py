@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
-from sanctum.health.rules import load_thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.model.verdict import CheckRow
 from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.documents import skipped_fields
@@ -72,7 +72,7 @@ def check_verdict(path: Path, thresholds: Path | None = None) -> str:
     """``sanctum check``'s last line for the log at ``path`` under the shipped rules or the
     thresholds file (at ``--fail-on critical``): what a trainer prints as it ends. Raises
     :class:`telemetry.eventlog.reader.EventLogError` for a log it cannot judge and
-    :class:`sanctum.health.rules.ThresholdsError` for a bad thresholds file."""
+    :class:`sanctum.health.rule.ThresholdsError` for a bad thresholds file."""
     return outcome_line(run_check(path, load_thresholds(thresholds)))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.state import RunState
 from sanctum.reports.check import refuse_several_runs
 from sanctum.reports.return_curve import ReturnPoint, read_curve

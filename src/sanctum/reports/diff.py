@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.reports.compare import LoadedRun, config_differences, incomparable, load_run
 from sanctum.reports.documents import earlier_runs, early_stops, rule_tallies, run_facts

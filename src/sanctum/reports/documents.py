@@ -162,10 +162,7 @@ def run_facts(scan: LogScan) -> RunFactsReport:
 
 def skip_counts(scan: LogScan) -> SkipCounts:
     """The lines the scan skipped: all counted, the first listed with why."""
-    agg = scan.aggregator
-    return SkipCounts(
-        agg.malformed, agg.unknown_kind, agg.resets, agg.last_reset, tuple(scan.skipped)
-    )
+    return scan.aggregator.integrity.counts()
 
 
 def skipped_fields(skipped: SkipCounts) -> dict[str, Any]:

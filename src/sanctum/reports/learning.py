@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sanctum.formatting import format_value, plural
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.model.board import SEED_KEYS
 from sanctum.model.verdict import CheckRow

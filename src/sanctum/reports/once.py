@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from sanctum.formatting import NOT_JUDGED, NOT_MEASURED, visible_lines
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.reports.scan import no_run_started
@@ -68,7 +68,8 @@ def read_snapshot(
         aggregator.handle_batch(batch)
     snapshot = aggregator.snapshot(now())
     if snapshot.run.run_id is None and reader.size:  # bytes, but never a run's first line
-        lines = aggregator.tail[0] - 1 if aggregator.tail else reader.line_no  # no 2nd pass
+        tail = aggregator.integrity.tail
+        lines = tail[0] - 1 if tail else reader.line_no  # no 2nd pass
         raise UsageError(no_run_started(path, lines, reader.skipped))
     return snapshot
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from sanctum.formatting import plural
 from sanctum.health.judge import MetricStats
 from sanctum.health.rule_judge import RuleTally
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FINAL_EPISODES
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.ledger import AnomalyRecord, EarlierRun
@@ -109,16 +109,16 @@ class LogScan:
     def unreadable(self) -> list[SkippedLine]:
         """The first skipped lines that may have been a ``ppo_update``: updates that could
         not be judged (the aggregator keeps them: the live views judge them too)."""
-        return self.aggregator.unreadable
+        return self.aggregator.integrity.unreadable
 
     @property
     def unreadable_total(self) -> int:
-        return self.aggregator.unreadable_total
+        return self.aggregator.integrity.unreadable_total
 
     @property
     def skipped(self) -> list[SkippedLine]:
         """The first lines the reader skipped (all are counted by the aggregator)."""
-        return self.aggregator.skipped_lines
+        return self.aggregator.integrity.skipped_lines
 
     @property
     def run_started(self) -> bool:
@@ -170,7 +170,7 @@ class LogScan:
     @property
     def earlier_runs(self) -> list[EarlierRun]:
         """Runs dropped because the log started over after them, oldest first."""
-        return self.aggregator.earlier_runs
+        return self.aggregator.integrity.earlier_runs
 
 
 def run_starts(path: Path, limit: int | None = None) -> list[tuple[int, str]]:
@@ -213,13 +213,12 @@ def scan_log(path: Path, thresholds: Thresholds) -> LogScan:
     for batch in reader.batches(snapshot=True):
         scan.feed(batch)
     scan.file_bytes = reader.snapshot_limit or 0
-    scan.aggregator.judge_pending()
     scan.judged_bytes = reader.offset
     try:
         scan.size_after = max(reader.size, os.stat(path).st_size)
     except OSError:  # gone since: it held what was read
         scan.size_after = reader.size
-    scan.torn_tail = scan.aggregator.tail  # as the reader found it at the end of the file
+    scan.torn_tail = scan.aggregator.integrity.tail  # as the reader found it at the end of the file
     if not scan.run_started:
         raise NoRunStarted(no_run_started(path, reader.line_no, reader.skipped))
     return scan

@@ -27,9 +27,9 @@ from sanctum.formatting import (
     visible_lines,
 )
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.model.checks import doubts, lost_counts, outcome_unknown
 from sanctum.model.snapshot import progress_of
-from sanctum.model.verdict import doubts, lost_counts, outcome_unknown
 from sanctum.reports.documents import (
     earlier_runs,
     early_stops,
@@ -95,7 +95,7 @@ def summarize(
         },
         **skipped_fields(skip_counts(scan)),
         "earlier_runs": earlier_runs(scan),
-        "resets": agg.resets,
+        "resets": agg.integrity.resets,
         "seq_gaps": agg.run.seq_gaps,
         "lost_events": lost,
         "missing_updates": short,

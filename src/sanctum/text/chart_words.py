@@ -20,7 +20,7 @@ from sanctum.charts.scale import Scale, rule_lines
 from sanctum.charts.window import Window
 from sanctum.formatting import NOT_JUDGED, format_metric, format_value, plural
 from sanctum.health.levels import Level, band_of
-from sanctum.health.rules import Rule
+from sanctum.health.rule import Rule
 from sanctum.model.snapshot import SanctumSnapshot
 
 

@@ -29,7 +29,8 @@ from sanctum.formatting import (
     visible,
 )
 from sanctum.health.levels import Level
-from sanctum.health.rules import Rule, Thresholds
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import KL_METRIC, short_name
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
 from telemetry.returns import BEST_ROLLOUT_MEAN, ROLLOUT_MEAN

@@ -36,7 +36,7 @@ from textual.binding import Binding, BindingType
 from textual.timer import Timer
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.live.pacing import (
     REFRESH_SECONDS,
     TICK_SECONDS,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TypeVar
 
-from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.live.trainer_process import ProcessOutcome, TrainerProcess
 from sanctum.tui.app import SanctumApp
 

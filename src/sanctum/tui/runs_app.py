@@ -26,7 +26,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.live.board_feed import OVERLAY_METRICS, Board, RunsFeed
 from sanctum.live.pacing import POLL_INTERVAL, REFRESH_SECONDS, TICK_SECONDS
 from sanctum.model.board import run_labels

@@ -30,7 +30,8 @@ from sanctum.charts.window import (
 from sanctum.charts.zoom import ZoomChart
 from sanctum.health.contracts import bounds_of
 from sanctum.health.levels import Level, band_of
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.text.chart_words import legend, reading, span_text
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.chart_screen import ChartScreen, MetricPicker

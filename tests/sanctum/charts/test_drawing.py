@@ -11,7 +11,7 @@ from rich.style import Style
 from sanctum.charts.drawing import ChartStyles, ThresholdChart
 from sanctum.charts.glyphs import ARROWS, progress_bar, sparkline
 from sanctum.health.levels import level_of
-from sanctum.health.rules import Rule
+from sanctum.health.rule import Rule
 from sanctum.model.trend import trend_of
 
 NAN = math.nan

@@ -18,7 +18,8 @@ import pytest
 from sanctum.cli import main, with_default_command
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import values_needed
-from sanctum.health.rules import Thresholds, load_thresholds
+from sanctum.health.thresholds import Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.run_files import resolve_run
 from telemetry.eventlog import EventLogReader
@@ -46,7 +47,10 @@ def test_console_script_exit_codes(
     ok = console_script("check", healthy_log)
     assert (ok.returncode, ok.stdout.splitlines()[-1].split(" ·")[0]) == (0, "OK")
     failed = console_script("check", critical_kl_log)
-    assert (failed.returncode, failed.stdout.splitlines()[-1].split(" ")[:2]) == (1, ["FAIL:", "KL"])
+    assert (failed.returncode, failed.stdout.splitlines()[-1].split(" ")[:2]) == (
+        1,
+        ["FAIL:", "KL"],
+    )
     missing = console_script("check", tmp_path / "nowhere.jsonl")
     assert missing.returncode == 2
     assert missing.stderr.strip() == (
@@ -363,7 +367,7 @@ def test_a_dashboard_that_crashed_does_not_exit_0(
 async def test_a_real_crash_sets_the_return_code_the_cli_reads(
     healthy_log: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.health.thresholds import DEFAULT_THRESHOLDS
     from sanctum.tui.app import SanctumApp
     from sanctum.tui.widgets import StatusBanner
 

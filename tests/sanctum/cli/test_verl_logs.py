@@ -38,7 +38,10 @@ def test_a_nan_grad_norm_fails_the_run(tmp_path: Path) -> None:
     nan = {"actor/grad_norm": float("nan")}  # orjson writes it as null
     path = write_verl_run(tmp_path / "exp.jsonl", 12, step_6=nan)
     result = run_sanctum("check", path)
-    assert (result.returncode, result.stdout.splitlines()[-1]) == (1, "FAIL: Grad 1x, non-finite 1x")
+    assert (result.returncode, result.stdout.splitlines()[-1]) == (
+        1,
+        "FAIL: Grad 1x, non-finite 1x",
+    )
 
 
 def test_verls_kl_to_the_old_policy_blowing_up_fails_the_kl_rule(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from sanctum.health.judge import FIELDS_KEPT, HealthJudge, MetricStats, returns_vary
 from sanctum.health.levels import Level, level_of
+from sanctum.health.rule import Rule, ThresholdsError
 from sanctum.health.rule_judge import RETURNS_FLAT, RETURNS_UNKNOWN, RuleJudge, measured
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds, ThresholdsError
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.metrics import PPO_METRICS
 
 KL = Rule("approx_kl", "KL", "above", 0.04, 0.1, persist=2, far=0.5)

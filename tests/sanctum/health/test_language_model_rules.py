@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS, RunFacts
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, RunKind
 from telemetry.events import KLMeasure, PPOUpdatePayload, RunStartedPayload, TrainerInfo
 from telemetry.testing import LogBuilder
 from tests.sanctum.recorded import check_report
@@ -90,8 +90,8 @@ def test_a_healthy_grpo_run_passes_with_the_rules_its_algorithm_fits(tmp_path: P
 
 
 def test_a_classic_ppo_run_keeps_the_classic_table() -> None:
-    assert DEFAULT_THRESHOLDS.for_run(RunFacts()) is DEFAULT_THRESHOLDS
-    facts = RunFacts("grpo", REF_TOKEN, policy_epochs=2)
+    assert DEFAULT_THRESHOLDS.for_run(RunKind()) is DEFAULT_THRESHOLDS
+    facts = RunKind("grpo", REF_TOKEN, policy_epochs=2)
     fitted = DEFAULT_THRESHOLDS.for_run(facts)
     assert fitted.rule("explained_variance") is None
     clip = fitted.rule("clip_fraction")
@@ -100,7 +100,7 @@ def test_a_classic_ppo_run_keeps_the_classic_table() -> None:
 
 
 def test_every_rule_of_a_language_model_run_says_what_it_judges() -> None:
-    fitted = DEFAULT_THRESHOLDS.for_run(RunFacts("grpo", REF_SEQUENCE, policy_epochs=1))
+    fitted = DEFAULT_THRESHOLDS.for_run(RunKind("grpo", REF_SEQUENCE, policy_epochs=1))
     described = {r.label: r.describe() for r in fitted.rules}
     assert described["Length"] == (
         "median of 5 completion_truncated_frac > 0.9 / > 0.95, 2 updates in a row; critical "
@@ -274,13 +274,13 @@ def test_reward_components_moving_apart_warn(tmp_path: Path) -> None:
 
 
 def test_a_thresholds_file_tunes_the_form_a_run_gets() -> None:
-    from sanctum.health.rules import thresholds_from_mapping
+    from sanctum.health.thresholds_toml import thresholds_from_mapping
 
     tuned = thresholds_from_mapping(
         {"completion_truncated_frac": {"critical": 0.9}, "explained_variance": {"warning": -1}},
         DEFAULT_THRESHOLDS,
     )
-    fitted = tuned.for_run(RunFacts("grpo", REF_TOKEN))
+    fitted = tuned.for_run(RunKind("grpo", REF_TOKEN))
     length = fitted.rule("completion_truncated_frac")
     assert length is not None and (length.critical, length.rise_with) == (0.9, "reward_mean")
     assert fitted.rule("explained_variance") is None  # no critic: the file cannot bring it back

@@ -10,7 +10,8 @@ import pytest
 
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report, level_of
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.metrics import PPO_METRICS
 
 PLAIN = Thresholds(

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.live.halt import HALT_STATUS, HaltGate
 from telemetry import PPOUpdatePayload, Recorder, read_events
 from telemetry.events import Anomaly, AnomalyPayload, RunFinished

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.pacing import POLL_INTERVAL, FeedCallbacks, Severity
 from sanctum.live.snapshot_feed import (
     HOLD_POLL_INTERVAL,

@@ -10,11 +10,13 @@ import pytest
 
 from sanctum.health.levels import Level
 from sanctum.health.rule_judge import values_needed
-from sanctum.health.rules import DEFAULT_THRESHOLDS
-from sanctum.model.aggregator import PACE_MIN_INTERVALS, SanctumAggregator
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.checks import judge_rows
+from sanctum.model.pace import PACE_MIN_INTERVALS
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.model.state import HISTORY_LEN
-from telemetry.eventlog import EventLogReader
+from telemetry.eventlog import EventLogReader, read_events
 from telemetry.events import PPOUpdate, RolloutPayload
 from tests.sanctum.logs import (
     KL_CRITICAL,
@@ -299,8 +301,8 @@ def test_a_silent_unfinished_run_stalls_live_and_a_recorded_gap_is_kept(tmp_path
     agg.handle_batch(reader.read_new())
     last = agg.run.last_event_ts
     assert last is not None
-    assert agg.pace == 2.0
-    limit = agg.stall_limit()
+    assert agg.pace.seconds == 2.0
+    limit = agg.pace.stall_limit()
     assert limit == DEFAULT_THRESHOLDS.stall_seconds  # 10 x 2 s is under the floor
     live = agg.snapshot(last + limit)
     assert (live.verdict, live.run_verdict.word, live.run_verdict.so_far) == ("OK", "OK", True)
@@ -328,7 +330,7 @@ def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Pa
     agg = SanctumAggregator()
     fold(path, agg)
     last = agg.run.last_event_ts
-    assert last is not None and agg.pace is None and agg.stall_limit() is None
+    assert last is not None and agg.pace.seconds is None and agg.pace.stall_limit() is None
     snap = agg.snapshot(last + 10_000)  # not judged yet (one update), and no stall either
     assert (snap.verdict, snap.run_verdict.text) == ("PENDING", "FAIL: unfinished")
 
@@ -336,7 +338,7 @@ def test_a_run_without_a_pace_is_never_stalled_but_turns_unfinished(tmp_path: Pa
 def test_a_finished_run_never_stalls(tmp_path: Path) -> None:
     agg = SanctumAggregator()
     fold(write_run(tmp_path / "e.jsonl", updates=PACE_MIN_INTERVALS + 1), agg)
-    assert agg.pace is not None  # a pace to judge a silence by, and none judged
+    assert agg.pace.seconds is not None  # a pace to judge a silence by, and none judged
     assert agg.snapshot(T0 + 10_000).verdict == "OK"
 
 
@@ -378,3 +380,40 @@ def test_an_event_of_another_run_and_time_going_back_move_nothing(tmp_path: Path
     assert snap.connection is Connection.LIVE  # not "silent for 54 years"
     assert any(e.kind == "skipped" and "someone-else" in e.text for e in snap.timeline)
     assert snap.verdict == "OK"
+
+
+def test_judging_does_not_depend_on_when_a_reader_asks(tmp_path: Path) -> None:
+    """Three aggregators fed the same events agree: one asked for its snapshot and verdict
+    after every event, one never until the end, one fed the log as one reader batch. An
+    update before its run's run_started is judged by the table in force when it was folded,
+    whoever asked first (the continuous run's form of the table has no Entropy rule)."""
+    path = tmp_path / "e.jsonl"
+    log = RunLog(path)
+    log.update(0)  # before its run_started
+    log.start(action_space="continuous")
+    for u in range(1, 12):
+        log.update(u, **({"approx_kl": -0.5} if u == 5 else {}))  # a logging bug
+    log.finish()
+    log.close()
+    events = read_events(path).events
+    asked, quiet, batched = SanctumAggregator(), SanctumAggregator(), SanctumAggregator()
+    for event in events:
+        asked.handle(event)
+        asked.snapshot(event.ts)
+        asked.run_verdict(event.ts)
+        quiet.handle(event)
+    batched.handle_batch(EventLogReader(path).read_new())
+    now = events[-1].ts
+    rows = judge_rows(quiet, Level.CRITICAL, allow_unfinished=False)
+    assert [r.name for r in rows if r.rule] == list(DEFAULT_THRESHOLDS.metrics)
+    snap = quiet.snapshot(now)
+    assert snap.run_verdict.text == "FAIL: Bug 1x"
+    for other in (asked, batched):
+        assert judge_rows(other, Level.CRITICAL, allow_unfinished=False) == rows
+        assert other.thresholds == quiet.thresholds
+        seen = other.snapshot(now)
+        assert (seen.run_verdict, seen.health, seen.metrics) == (
+            snap.run_verdict,
+            snap.health,
+            snap.metrics,
+        )

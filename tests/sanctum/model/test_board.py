@@ -13,7 +13,7 @@ import pytest
 from sanctum.charts.overlay import OverlayCanvas, Series
 from sanctum.cli import main, with_default_command
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import EPISODE_RETURN, RunFollower
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.board import (

@@ -19,9 +19,7 @@ from sanctum.model.state import (
     RunState,
     TamiyoState,
     early_stop_text,
-    max_kl_of,
     metric_columns,
-    total_steps_of,
 )
 from sanctum.model.trend import least_squares_slope
 from telemetry.events import EarlyStop, PPOUpdatePayload
@@ -60,18 +58,6 @@ def test_least_squares_slope() -> None:
     assert least_squares_slope([0], [1.0]) is None
     assert least_squares_slope([0, 1], [None, 2.0]) is None
     assert least_squares_slope([], []) is None
-
-
-def test_config_facts() -> None:
-    assert total_steps_of({"total_steps": 1000}) == 1000
-    assert total_steps_of({"total_timesteps": 500}) == 500
-    assert total_steps_of({"total_steps": True}) is None
-    assert total_steps_of({}) is None
-    assert max_kl_of({"max_kl": 0.03}) == 0.03
-    assert max_kl_of({"max_kl": None}) is None  # early stop disabled
-    assert max_kl_of({"max_kl": 0}) is None
-    assert max_kl_of({"max_kl": math.inf}) is None
-    assert max_kl_of({}) is None
 
 
 def run_snapshot(**changes: object) -> RunSnapshot:

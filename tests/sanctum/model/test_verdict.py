@@ -22,9 +22,10 @@ from textual.widgets import Label
 
 from sanctum.cli import main
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.verdict import CheckRow, judge_rows, verdict_of
+from sanctum.model.checks import judge_rows
+from sanctum.model.verdict import CheckRow, verdict_of
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.runs_app import RunsApp
 from sanctum.tui.widgets import StatusBanner

@@ -14,7 +14,7 @@ import pytest
 from sanctum.cli import main
 from sanctum.formatting import dumps
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.reports.check import CheckResult, SeveralRuns, judge, refuse_several_runs, run_check
 from sanctum.reports.check_report import format_text, to_dict, write_junit
 from sanctum.reports.scan import LogScan, NoRunStarted, run_starts

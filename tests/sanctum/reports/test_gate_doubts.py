@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.check_report import to_dict
@@ -187,7 +187,7 @@ def test_a_line_without_its_newline_fails_once_nothing_can_still_write_it(
     agg = SanctumAggregator()  # a live view: the line may be on its way
     for batch in EventLogReader(live).batches():
         agg.handle_batch(batch)
-    assert agg.tail is not None and agg.run.last_event_ts is not None
+    assert agg.integrity.tail is not None and agg.run.last_event_ts is not None
     assert agg.run_verdict(now=agg.run.last_event_ts + 1).word == "OK"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.reports.compare import load_run
 from sanctum.reports.learning import GateError, GateOptions, judge_learning
 from tests.sanctum.logs import RunLog, kl_breach, ppo_update, rollout, write_two_runs

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sanctum.cli import main
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.reports.once import once_dict, once_text, read_snapshot
 from tests import processes
 from tests.cli_runner import run_main

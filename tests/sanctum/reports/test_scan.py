@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.ledger import EarlierRun
 from sanctum.reports.scan import LogScan, scan_log
 from telemetry.eventlog import ReadBatch, read_events

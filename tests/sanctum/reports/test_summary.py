@@ -12,7 +12,8 @@ import pytest
 
 from sanctum.cli import main
 from sanctum.formatting import dumps, format_value
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Rule, Thresholds
+from sanctum.health.rule import Rule
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.model.state import SERIES_LEN
 from sanctum.reports import check_report
 from sanctum.reports.check import run_check

@@ -12,7 +12,8 @@ from textual.widgets import Label, Static
 from textual.widgets._footer import FooterKey
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import DEFAULT_THRESHOLDS, load_thresholds
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.model.snapshot import Connection
 from sanctum.text.panels import panel_metrics
 from sanctum.tui.app import SanctumApp

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from textual.widgets import Label
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.pacing import TICK_SECONDS
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import StatusBanner

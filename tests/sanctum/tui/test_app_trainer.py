@@ -13,7 +13,7 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Label, Static
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.trainer_process import TrainerProcess
 from sanctum.model.snapshot import Connection
 from sanctum.tui.app import SanctumApp

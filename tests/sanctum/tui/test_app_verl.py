@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Label
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.runs_app import RunsApp
 from sanctum.tui.widgets import StatusBanner

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.tui.widgets.help import GLOSSARY
 from telemetry.events import PPOUpdatePayload, field_docs
 

@@ -17,7 +17,8 @@ from textual.widgets import Static
 from textual.widgets._footer import FooterKey
 
 from sanctum.formatting import format_value
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds, load_thresholds
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.text.panels import verdict_line
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets.rollouts_screen import HealthStrip, RolloutsScreen

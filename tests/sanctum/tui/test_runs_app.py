@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
 from sanctum.live.board_feed import EPISODE_RETURN, OVERLAY_METRICS, Board
 from sanctum.text.panels import verdict_line
 from sanctum.tui.runs_app import RunsApp, RunScreen

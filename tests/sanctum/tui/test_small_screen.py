@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.formatting import format_value
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import figures_at

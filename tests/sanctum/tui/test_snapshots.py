@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.tui.app import SanctumApp
 from tests.sanctum.app_support import lively, wait_until

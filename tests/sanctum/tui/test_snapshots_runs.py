@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.board_feed import EPISODE_RETURN
 from sanctum.run_files import find_runs
 from sanctum.tui.runs_app import RunsApp

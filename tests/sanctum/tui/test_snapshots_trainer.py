@@ -14,7 +14,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Label
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.live.trainer_process import TrainerProcess
 from sanctum.tui.app import SanctumApp
 from sanctum.tui.widgets import StatusBanner

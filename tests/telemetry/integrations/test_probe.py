@@ -278,7 +278,7 @@ def test_accumulated_gradients_give_the_norm_of_their_sum_before_clipping(
 
 async def test_a_plain_run_failed_on_nan_reads_fail_in_the_run_table(tmp_path: Path) -> None:
     """The run table of a sweep, beside a healthy run of the same loop."""
-    from sanctum.health.rules import DEFAULT_THRESHOLDS
+    from sanctum.health.thresholds import DEFAULT_THRESHOLDS
     from sanctum.tui.runs_app import RunsApp
     from sanctum.tui.widgets.runs import RunTable
     from tests.sanctum.tui.test_runs_app import wait_for

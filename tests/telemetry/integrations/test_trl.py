@@ -263,7 +263,8 @@ def test_a_nan_reward_from_a_step_on_leaves_no_reward_recorded(tmp_path: Path) -
 def test_halt_on_critical_stops_the_run_within_three_updates(tmp_path: Path) -> None:
     from bench.lib.trl_runs import PADDING_HACK
 
-    from sanctum.health.rules import DEFAULT_THRESHOLDS, thresholds_from_mapping
+    from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+    from sanctum.health.thresholds_toml import thresholds_from_mapping
 
     tight = thresholds_from_mapping(
         {
@@ -538,7 +539,8 @@ def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path
     from transformers import TrainerControl, TrainerState
 
     from sanctum import HaltGate
-    from sanctum.health.rules import DEFAULT_THRESHOLDS, thresholds_from_mapping
+    from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+    from sanctum.health.thresholds_toml import thresholds_from_mapping
     from telemetry.integrations.trl import SanctumCallback, TrainingHalted
 
     tight = thresholds_from_mapping(

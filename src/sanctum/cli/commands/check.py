@@ -20,7 +20,7 @@ from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import UsageError, resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
     from sanctum.reports.learning import GateOptions, LearningVerdict
 
 GATE_HELP = (
@@ -59,7 +59,7 @@ def _rule_names(text: str) -> tuple[str, ...]:
 
 def _check_required(names: tuple[str, ...], thresholds: Thresholds) -> None:
     """A name no rule of any run kind has is a typo: refused (exit 2), with the names."""
-    from sanctum.health.rules import LANGUAGE_MODEL_RULES
+    from sanctum.health.calibrated import LANGUAGE_MODEL_RULES
 
     rules = (*thresholds.rules, *LANGUAGE_MODEL_RULES)
     known = {"all"} | {r.label.lower() for r in rules} | {r.metric.lower() for r in rules}

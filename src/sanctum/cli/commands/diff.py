@@ -13,7 +13,7 @@ from sanctum.metrics import FINAL_EPISODES
 from sanctum.run_files import resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 DIFF_HELP: Final = "compare two runs: config, health, early stops, returns"
 DIFF_DESCRIPTION: Final = (

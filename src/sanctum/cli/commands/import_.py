@@ -15,7 +15,7 @@ from sanctum.exits import EXIT_OK
 from telemetry.text import visible, visible_lines
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 _HELP: Final = "write an event log from another tool's log (TensorBoard)"
 _DESCRIPTION: Final = (

@@ -11,7 +11,7 @@ from sanctum.cli.dashboard import add_refresh, dashboard_options, run_dashboard
 from sanctum.run_files import UsageError, resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 
 def _add_arguments(replay: argparse.ArgumentParser) -> None:

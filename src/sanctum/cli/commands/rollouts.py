@@ -12,7 +12,7 @@ from sanctum.exits import EXIT_OK
 from sanctum.run_files import resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 _HELP: Final = "print a token-level run's rollouts: tokens and reward breakdown"
 _DESCRIPTION: Final = (

@@ -10,7 +10,7 @@ from sanctum.cli.output import emit
 from sanctum.exits import EXIT_OK
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 _DESCRIPTION: Final = (
     "Print the JSON Schema (draft 2020-12) of one line of events.jsonl, "

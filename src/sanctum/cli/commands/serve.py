@@ -41,7 +41,7 @@ from telemetry.events import RunStarted
 from telemetry.files import open_input
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
     from sanctum.web.server import SanctumServer
 
 DEFAULT_HOST: Final = "127.0.0.1"

@@ -11,7 +11,7 @@ from sanctum.exits import EXIT_OK
 from sanctum.run_files import resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
 
 
 def _add_arguments(summary: argparse.ArgumentParser) -> None:

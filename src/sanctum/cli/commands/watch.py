@@ -18,7 +18,7 @@ from sanctum.exits import EXIT_OK
 from sanctum.run_files import UsageError, find_runs, resolve_run
 
 if TYPE_CHECKING:
-    from sanctum.health.rules import Thresholds
+    from sanctum.health.thresholds import Thresholds
     from sanctum.tui.base import SanctumAppBase
 
 

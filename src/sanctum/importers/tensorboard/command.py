@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from sanctum.formatting import plural
-from sanctum.health.rules import DEFAULT_THRESHOLDS, SAME_CONCEPT, RunFacts
+from sanctum.health.rule import SAME_CONCEPT
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS, RunKind
 from sanctum.importers.tensorboard.convert import (
     Timed,
     config_values,
@@ -54,8 +55,7 @@ from sanctum.importers.tensorboard.mapping import (
 from sanctum.importers.tensorboard.openrlhf import OPENRLHF
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
 from sanctum.importers.tensorboard.trl import TRL_GRPO, TRL_PPO
-from sanctum.model.aggregator import SOURCE_UNREAD
-from sanctum.model.verdict import OUTCOME_UNKNOWN
+from sanctum.model.run_config import OUTCOME_UNKNOWN, SOURCE_UNREAD
 from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
@@ -414,8 +414,8 @@ def coverage_lines(
     imported updates feed, and, when some are not fed, what would measure them: what
     ``check`` will rest its verdict on, said before it is run."""
     updates = [p for p in payloads if isinstance(p, PPOUpdatePayload)]
-    facts = RunFacts(header.algorithm, header.kl, header.policy_epochs, header.action_space)
-    rules = [r for r in DEFAULT_THRESHOLDS.for_run(facts).rules if not r.only_when_measured]
+    kind = RunKind(header.algorithm, header.kl, header.policy_epochs, header.action_space)
+    rules = [r for r in DEFAULT_THRESHOLDS.for_run(kind).rules if not r.only_when_measured]
 
     def fed(metric: str) -> bool:
         fields = (metric, SAME_CONCEPT.get(metric))

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import msgspec
 
-from sanctum.health.rules import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.run_files import UsageError
 from telemetry.events import KLMeasure, PPOUpdatePayload, RolloutPayload, bare_type
 from telemetry.files import InputFileError, read_toml

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.tui.widgets.banner import StatusBanner
 from sanctum.tui.widgets.base import KeyHints
 from sanctum.tui.widgets.health_panel import HealthStatusPanel

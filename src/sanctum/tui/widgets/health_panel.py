@@ -32,7 +32,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from sanctum.health.levels import Level
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.panels import (
     FACT_LABEL,

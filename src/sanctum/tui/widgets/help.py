@@ -26,7 +26,7 @@ from sanctum.charts.glyphs import (
     NONFINITE_MARK,
     WARNING_LINE,
 )
-from sanctum.health.rules import Thresholds
+from sanctum.health.thresholds import Thresholds
 from telemetry.events import PPOUpdatePayload, field_docs
 
 READING_NOTES: Final = {

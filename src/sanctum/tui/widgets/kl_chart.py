@@ -205,11 +205,8 @@ class KLChart(SnapshotView):
         full = snapshot.metric(metric).series
         measured = [i for i, v in enumerate(full) if v is not None]
         values = [v for v in full if v is not None]
-        others = (
-            snapshot.metrics[rule.per].series
-            if rule is not None and rule.per in snapshot.metrics
-            else (None,) * len(full)
-        )
+        per = snapshot.metrics.get(rule.per) if rule is not None and rule.per else None
+        others = per.series if per is not None else (None,) * len(full)
         moving = moving_lines(rule, [others[i] for i in measured])
 
         def level(value: float) -> str:
