@@ -17,6 +17,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from telemetry.events import EarlyStop, PPOUpdatePayload
+from telemetry.run_config import (
+    CLIP_RANGE,
+    CLIP_RANGE_VF,
+    EARLY_STOP_SCOPE,
+    KL_ESTIMATOR,
+    MAX_GRAD_NORM,
+    MAX_KL,
+    SEED,
+    TOTAL_TIMESTEPS,
+    changed_to,
+)
 
 STOP_FACTOR: Final = 1.5
 """SB3 stops an update when a minibatch's approx_kl exceeds 1.5 x ``target_kl``."""
@@ -215,7 +226,7 @@ def schedule(name: str, value: float | Callable[[float], float] | None) -> dict[
     if value is None or not callable(value):
         return {name: json_safe(value)}
     start, end = float(value(1.0)), float(value(0.0))
-    return {name: start} if start == end else {name: start, f"{name}_end": end}
+    return {name: start} if start == end else {name: start, changed_to(name): end}
 
 
 SETTINGS: Final = (
@@ -226,15 +237,16 @@ SETTINGS: Final = (
     "gae_lambda",
     "ent_coef",
     "vf_coef",
-    "max_grad_norm",
+    MAX_GRAD_NORM,
     "target_kl",
     "normalize_advantage",
     "use_sde",
     "sde_sample_freq",
     "n_envs",
-    "seed",
+    SEED,
 )
-"""Plain settings of an SB3 PPO model copied to ``run_started.config`` as they are."""
+"""Plain settings of an SB3 PPO model copied to ``run_started.config`` as they are (SB3's
+names; ``max_grad_norm`` and ``seed`` are ours too)."""
 
 
 def hyperparameters(model: Any, total_timesteps: int | None) -> dict[str, Any]:
@@ -246,15 +258,15 @@ def hyperparameters(model: Any, total_timesteps: int | None) -> dict[str, Any]:
         "policy": type(model.policy).__name__,
         **{name: json_safe(getattr(model, name, None)) for name in SETTINGS},
         **schedule("learning_rate", getattr(model, "lr_schedule", None)),
-        **schedule("clip_range", getattr(model, "clip_range", None)),
-        **schedule("clip_range_vf", getattr(model, "clip_range_vf", None)),
+        **schedule(CLIP_RANGE, getattr(model, "clip_range", None)),
+        **schedule(CLIP_RANGE_VF, getattr(model, "clip_range_vf", None)),
         "policy_kwargs": json_safe(getattr(model, "policy_kwargs", {})),
         "device": str(getattr(model, "device", "")),
-        "kl_estimator": "k3",
-        "early_stop_scope": "minibatch",
-        "total_timesteps": total_timesteps,
+        KL_ESTIMATOR: "k3",
+        EARLY_STOP_SCOPE: "minibatch",
+        TOTAL_TIMESTEPS: total_timesteps,
     }
     target_kl = getattr(model, "target_kl", None)
     if target_kl is not None:
-        config["max_kl"] = STOP_FACTOR * float(target_kl)
+        config[MAX_KL] = STOP_FACTOR * float(target_kl)
     return config
