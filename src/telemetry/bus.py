@@ -5,7 +5,10 @@ are held by strong reference (weak ones vanish silently). A failing sink does no
 the others from receiving the event; once every sink has had it, the failure propagates
 as :class:`SinkError` naming the sink, so a full disk stops training loudly. A payload the
 readers would refuse is refused at ``emit``, before it takes a ``seq``
-(:class:`~telemetry.codec.PayloadError` naming the field): nothing is published.
+(:class:`~telemetry.codec.PayloadError` naming the field): nothing is published. The check
+encodes the event's line; the Emitter publishes it with the event, and a sink that writes
+lines (:class:`LineSink`: the event log's writer) is handed that line instead of encoding
+the event again.
 """
 
 from __future__ import annotations
@@ -14,12 +17,25 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Protocol, runtime_checkable
 
 from telemetry.codec import EventCheck, PayloadError
 from telemetry.events import EVENT_FOR_PAYLOAD, Event, Payload
 
 Sink = Callable[[Event], None]
 """Anything that takes an event; it may raise to signal that it could not keep it."""
+
+
+@runtime_checkable
+class LineSink(Protocol):
+    """A sink that writes events as lines: given the line the Emitter checked, it writes
+    that line as it is (called for an event published without one, it encodes its own)."""
+
+    def __call__(self, event: Event) -> None: ...
+
+    def write_line(self, line: bytes) -> None:
+        """Write ``line``: one event as one JSON line, newline included."""
+        ...
 
 
 class SinkError(RuntimeError):
@@ -42,31 +58,36 @@ class EventBus:
     """Delivers each published event to every subscriber, in subscription order."""
 
     def __init__(self) -> None:
-        self._sinks: list[tuple[str, Sink]] = []
+        self._sinks: list[tuple[str, Sink, Callable[[bytes], None] | None]] = []
         self._lock = threading.Lock()
 
     def subscribe(self, sink: Sink, name: str | None = None) -> Callable[[], None]:
         """Add ``sink``; returns a function that unsubscribes it."""
+        write_line = sink.write_line if isinstance(sink, LineSink) else None
         with self._lock:
-            self._sinks = [*self._sinks, (name or _default_name(sink), sink)]
+            self._sinks = [*self._sinks, (name or _default_name(sink), sink, write_line)]
         return lambda: self.unsubscribe(sink)
 
     def unsubscribe(self, sink: Sink) -> None:
         """Remove ``sink``; removing one that is not subscribed is a no-op."""
         with self._lock:
-            self._sinks = [(n, s) for n, s in self._sinks if s is not sink]
+            self._sinks = [entry for entry in self._sinks if entry[1] is not sink]
 
     @property
     def sink_names(self) -> tuple[str, ...]:
         """Names of the current subscribers, in delivery order."""
-        return tuple(n for n, _ in self._sinks)
+        return tuple(entry[0] for entry in self._sinks)
 
-    def publish(self, event: Event) -> None:
-        """Hand ``event`` to every sink; raise :class:`SinkError` for the first that failed."""
+    def publish(self, event: Event, line: bytes | None = None) -> None:
+        """Hand ``event`` to every sink (``line``, its checked line, to a :class:`LineSink`);
+        raise :class:`SinkError` for the first that failed."""
         failure: SinkError | None = None
-        for name, sink in self._sinks:  # copy-on-write list: safe against (un)subscribe
+        for name, sink, write_line in self._sinks:  # copy-on-write: safe against (un)subscribe
             try:
-                sink(event)
+                if write_line is not None and line is not None:
+                    write_line(line)
+                else:
+                    sink(event)
             except Exception as exc:  # noqa: BLE001 - reported below with the sink's name
                 if failure is None:
                     failure = SinkError(name, event, exc)
@@ -96,9 +117,9 @@ class Emitter:
                 run_id=self.run_id, seq=seq, ts=self._clock(), payload=payload
             )
             try:
-                self._check(event)
+                line = self._check(event)
             except PayloadError:
                 self._seq = itertools.chain((seq,), self._seq)  # not taken: the next one's
                 raise
-            self.bus.publish(event)
+            self.bus.publish(event, line)
         return event

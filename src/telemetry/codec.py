@@ -11,8 +11,9 @@ out.
 
 An event is checked before it is published (:class:`EventCheck`, run by the Emitter): one
 whose line the reader would skip is refused at ``emit`` with one line naming the field. The
-check encodes the line the writer writes and decodes it; the writer then takes that line
-rather than encode the event again, so checking costs one decode. The decode is first by
+check encodes the line the writer writes, decodes it and returns it; the Emitter hands that
+line to the bus beside the event, and the event log's writer writes it rather than encode
+the event again, so checking costs one decode. The decode is first by
 the event's null-free twin (:func:`null_free_decoder`), which also proves the line holds
 no non-finite float, so the search for ``null`` is skipped; a line it refuses goes the
 full way (``null`` spelled out, then the reader's own decoder decides and names the field).
@@ -83,12 +84,9 @@ class LineEncoder:
         self._encoder = msgspec.json.Encoder(enc_hook=_scalar_to_builtin)
         self._buffer = bytearray(1024)
 
-    def encode(self, event: Event | msgspec.Struct) -> bytes | bytearray:
-        """``event`` as one JSON line ending in a newline: the line :class:`EventCheck`
-        made of this very event, or this encoder's buffer."""
-        checked = _checked
-        if checked[0] is event:
-            return checked[1]
+    def encode(self, event: Event | msgspec.Struct) -> bytearray:
+        """``event`` as one JSON line ending in a newline, in this encoder's buffer (valid
+        until its next call)."""
         buf = self._buffer
         self._encoder.encode_into(event, buf)
         if b"null" in buf:  # NaN/Inf also encode as null: spell them out if there are any
@@ -102,11 +100,6 @@ class LineEncoder:
         ``null``, no newline."""
         self._encoder.encode_into(event, self._buffer)
         return self._buffer
-
-
-_checked: tuple[object, bytes] = (None, b"")
-"""The last event :class:`EventCheck` passed, and its line (one tuple, replaced whole: a
-writer in another thread sees another event and encodes its own)."""
 
 
 def encode_line(event: Event) -> bytes:
@@ -349,9 +342,9 @@ class EventCheck:
         self._decoder = line_decoder()
         self._twins = {kind: null_free_decoder(kind) for kind in EVENT_TYPES}
 
-    def __call__(self, event: Event) -> None:
-        """Return if the reader would read ``event``'s line as it; else PayloadError."""
-        global _checked
+    def __call__(self, event: Event) -> bytes:
+        """``event``'s line, as the writer writes it, if the reader would read it as
+        ``event``; else PayloadError."""
         twin = self._twins.get(type(event))
         line = None
         if twin is not None:
@@ -370,7 +363,7 @@ class EventCheck:
                 f"{kind_of(type(event))}: its line of {len(line)} bytes is longer than the "
                 f"{MAX_LINE_BYTES} byte limit of a reader"
             )
-        _checked = (event, line)
+        return line
 
     def _full_check(self, event: Event) -> bytes:
         """``event``'s line, non-finite floats spelled out, if the reader's own decoder

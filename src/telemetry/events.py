@@ -28,6 +28,8 @@ from typing import (
 
 import msgspec
 
+from telemetry.run_config import KL_ESTIMATOR, REF_KL_LOSS_ESTIMATOR, REF_KL_REWARD_ESTIMATOR
+
 SCHEMA_MAJOR: Final = 1
 """Major version written in ``run_started.schema``; a reader refuses anything newer."""
 SCHEMA_MINOR: Final = 7
@@ -427,7 +429,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "declare another estimator or unit.",
             min=0,
             unit="nats",
-            estimator="kl_estimator",
+            estimator=KL_ESTIMATOR,
         ),
     ] = None
     approx_kl_max: Annotated[
@@ -436,7 +438,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "The largest minibatch approx_kl of the update, any epoch.",
             min=0,
             unit="nats",
-            estimator="kl_estimator",
+            estimator=KL_ESTIMATOR,
         ),
     ] = None
     kl_final: Annotated[
@@ -446,7 +448,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "update really moved the policy.",
             min=0,
             unit="nats",
-            estimator="kl_estimator",
+            estimator=KL_ESTIMATOR,
         ),
     ] = None
     clip_fraction: Annotated[
@@ -661,7 +663,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "under the policy being trained are the sampled side).",
             min=0,
             unit="nats",
-            estimator="ref_kl_loss_estimator",
+            estimator=REF_KL_LOSS_ESTIMATOR,
         ),
     ] = None
     ref_kl_coef: Annotated[
@@ -686,7 +688,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         about(
             f"ref_kl_coef * ref_kl, the term the reference KL adds to the loss, {_APPLIED}.",
             min=0,
-            estimator="ref_kl_loss_estimator",
+            estimator=REF_KL_LOSS_ESTIMATOR,
         ),
     ] = None
     ref_kl_reward_penalty: Annotated[
@@ -696,7 +698,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "ref_kl_reward_coef * KL(pi_old ‖ pi_ref) per sample with "
             "ref_kl_reward_estimator.",
             min=0,
-            estimator="ref_kl_reward_estimator",
+            estimator=REF_KL_REWARD_ESTIMATOR,
         ),
     ] = None
     full_reward_rate: Annotated[

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import math
 import threading
 
 import pytest
 
-from telemetry.bus import Emitter, EventBus, SinkError
+from telemetry.bus import Emitter, EventBus, LineSink, SinkError
+from telemetry.codec import EventCheck, line_decoder
 from telemetry.events import Event, Heartbeat, HeartbeatPayload, PPOUpdate, PPOUpdatePayload
 from telemetry.testing import capture_events
 
@@ -90,3 +92,43 @@ def test_capture_events_unsubscribes_on_exit() -> None:
         emitter.emit(_beat())
     emitter.emit(_beat())
     assert len(events) == 1 and bus.sink_names == ()
+
+
+class _Lines:
+    """A line sink that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def write_line(self, line: bytes) -> None:
+        self.lines.append(line)
+
+
+def test_a_line_sink_is_handed_the_line_the_emitter_checked_and_others_the_event() -> None:
+    bus = EventBus()
+    lines, events = _Lines(), list[Event]()
+    assert isinstance(lines, LineSink) and not isinstance(events.append, LineSink)
+    bus.subscribe(lines)
+    bus.subscribe(events.append)
+    emitter = Emitter(bus, "run-x", clock=lambda: 5.0)
+    update = emitter.emit(
+        PPOUpdatePayload(update=0, global_step=2, entropy=math.nan, early_stopped=False)
+    )
+    beat = emitter.emit(_beat(3))
+    assert events == [update, beat] and lines.events == []
+    assert lines.lines == [EventCheck()(update), EventCheck()(beat)]
+    assert b'"entropy":"NaN"' in lines.lines[0]
+    assert [line_decoder().decode(line).seq for line in lines.lines] == [1, 2]
+
+
+def test_an_event_published_without_a_line_reaches_a_line_sink_as_the_event() -> None:
+    bus = EventBus()
+    lines = _Lines()
+    bus.subscribe(lines)
+    event = Heartbeat(run_id="r", seq=1, ts=1.0, payload=_beat())
+    bus.publish(event)
+    assert lines.events == [event] and lines.lines == []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import math
 import os
+import socket
 from pathlib import Path
 
 import msgspec
@@ -22,6 +25,7 @@ from telemetry import (
     RunFinished,
     RunStarted,
     SinkError,
+    TrainerInfo,
     read_events,
 )
 from telemetry.recorder import FINISH_RESERVE
@@ -277,3 +281,72 @@ def test_the_action_space_is_read_from_a_gymnasium_space_or_named(tmp_path: Path
     with pytest.raises(ValueError, match="action_space must be 'discrete' or 'continuous'"):
         Recorder(path=tmp_path / "typo.jsonl", action_space="continous")
     assert not (tmp_path / "typo.jsonl").exists()
+
+
+GOLDEN: str = (
+    '{"type":"run_started","run_id":"golden","seq":1,"ts":1700000000.5,"payload":{"schema":1,'
+    '"trainer":{"name":"sanctum-ppo","version":"1.2"},"env_id":"CartPole-v1","seed":7,'
+    '"config":{"max_kl":0.03,"kl_estimator":"k3","total_steps":2048,"resumed_from":'
+    '{"update":3},"vocab":["a","b"],"nan_setting":"NaN","nested":{"inf":"-Infinity",'
+    '"list":[1,2.5,null]}},"host":HOST,"pid":PID,"schema_minor":7,"world_size":1,'
+    '"algorithm":"ppo","kl":{"approx_kl":{"against":"old_policy","estimator":"k3",'
+    '"unit":"token"}},"policy_epochs":4,"step_unit":"steps","action_space":"discrete"}}\n'
+    '{"type":"rollout","run_id":"golden","seq":2,"ts":1700000001.0,"payload":{"update":0,'
+    '"global_step":512,"episodes":2,"episode_return_mean":20.0}}\n'
+    '{"type":"ppo_update","run_id":"golden","seq":3,"ts":1700000001.5,"payload":{"update":0,'
+    '"global_step":512,"approx_kl":0.01,"clip_fraction":0.1,"early_stopped":false}}\n'
+    '{"type":"ppo_update","run_id":"golden","seq":4,"ts":1700000002.0,"payload":{"update":1,'
+    '"global_step":1024,"approx_kl":0.02,"entropy":"NaN","early_stopped":false,'
+    '"reward_components":{"x":"Infinity"}}}\n'
+    '{"type":"run_finished","run_id":"golden","seq":5,"ts":1700000003.0,"payload":'
+    '{"status":"completed","global_step":1024,"updates":2,"duration_seconds":2.5}}\n'
+)
+"""A Recorder's log, byte for byte: run_started's config with a nested object and
+non-finite floats (spelled out), an update checked by its null-free twin and one that
+holds a NaN (checked the full way)."""
+
+
+def test_a_recorded_log_is_written_byte_for_byte_as_before(tmp_path: Path) -> None:
+    ticks = itertools.count()
+    config = {
+        "max_kl": 0.03,
+        "kl_estimator": "k3",
+        "total_steps": 2048,
+        "resumed_from": {"update": 3},
+        "vocab": ["a", "b"],
+        "nan_setting": math.nan,
+        "nested": {"inf": -math.inf, "list": [1, 2.5, None]},
+    }
+    with Recorder(
+        path=tmp_path / "golden.jsonl",
+        run_id="golden",
+        env_id="CartPole-v1",
+        seed=7,
+        config=config,
+        trainer=TrainerInfo(name="sanctum-ppo", version="1.2"),
+        clock=lambda: 1_700_000_000.0 + 0.5 * next(ticks),
+        kl={"approx_kl": KLMeasure(against="old_policy", estimator="k3", unit="token")},
+        policy_epochs=4,
+        step_unit="steps",
+        action_space="discrete",
+    ) as rec:
+        rec.emit(RolloutPayload(update=0, global_step=512, episodes=2, episode_return_mean=20.0))
+        rec.emit(
+            PPOUpdatePayload(
+                update=0, global_step=512, approx_kl=0.01, clip_fraction=0.1, early_stopped=False
+            )
+        )
+        rec.emit(
+            PPOUpdatePayload(
+                update=1,
+                global_step=1024,
+                approx_kl=0.02,
+                entropy=math.nan,
+                early_stopped=False,
+                reward_components={"x": math.inf},
+            )
+        )
+    expected = GOLDEN.replace("HOST", json.dumps(socket.gethostname())).replace(
+        "PID", str(os.getpid())
+    )
+    assert rec.path.read_text() == expected

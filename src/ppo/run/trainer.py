@@ -57,6 +57,7 @@ from telemetry.eventlog import LogInUse
 from telemetry.events import Payload, PPOUpdatePayload
 from telemetry.halting import Halter
 from telemetry.returns import FINAL_EPISODES, final_return
+from telemetry.run_config import DEVICE_USED, RESUMED_FROM, RESUMED_UPDATE
 
 TRAINER = TrainerInfo(name="sanctum-ppo", version=__version__)
 
@@ -169,15 +170,15 @@ class Trainer:
         shuffle = torch.Generator().manual_seed(generator_seed(cfg.seed, world))
         agent = PPOAgent(policy, local, shuffle, world)
         counters = Counters(update=0, global_step=0)
-        recorded = {**cfg.to_dict(), "device_used": self.device.type}
+        recorded = {**cfg.to_dict(), DEVICE_USED: self.device.type}
         try:
             if self.resume_path is not None:
                 counters, self._reference = restore(
                     self.resume_path, world, agent, self._sampling, norm, cfg.uses_reference
                 )
-                recorded["resumed_from"] = {
+                recorded[RESUMED_FROM] = {
                     "checkpoint": str(self.resume_path),
-                    "update": counters.update,
+                    RESUMED_UPDATE: counters.update,
                     "global_step": counters.global_step,
                 }
             else:

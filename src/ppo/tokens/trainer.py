@@ -37,6 +37,7 @@ from telemetry.eventlog import EventLogWriter
 from telemetry.events import TOKENS
 from telemetry.halting import Halter
 from telemetry.rollouts import ROLLOUTS_FILE
+from telemetry.run_config import DEVICE_USED, VOCAB
 
 TRAINER = TrainerInfo(name="sanctum-ppo-tokens", version=__version__)
 GROUP_STD_EPS = 1e-6
@@ -146,8 +147,8 @@ class TokenTrainer:
         reference = copy.deepcopy(task.model).eval().requires_grad_(False)
         recorded = {
             **cfg.to_dict(),
-            "device_used": self.device.type,
-            "vocab": list(task.vocab.names),
+            DEVICE_USED: self.device.type,
+            VOCAB: list(task.vocab.names),
         }
         recorder = Recorder(
             run_dir=self.run_dir,

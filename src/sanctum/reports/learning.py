@@ -36,7 +36,6 @@ from pathlib import Path
 from sanctum.formatting import format_value, plural
 from sanctum.health.thresholds import Thresholds
 from sanctum.metrics import FINAL_EPISODES
-from sanctum.model.board import SEED_KEYS
 from sanctum.model.verdict import CheckRow
 from sanctum.reports.compare import (
     LoadedRun,
@@ -51,6 +50,7 @@ from sanctum.reports.return_curve import (
     steps_to_reach,
 )
 from sanctum.run_files import UsageError
+from telemetry.run_config import PER_RUN_KEYS
 
 RETURN_TOLERANCE = 0.25
 """Default: the candidates may lose a quarter of what the baseline learned."""
@@ -257,7 +257,7 @@ def _notes(
     repeated seeds, runs that did not complete."""
     notes = []
     differences = config_differences(
-        candidates[0].run.config, baseline[0].run.config, ignore=SEED_KEYS
+        candidates[0].run.config, baseline[0].run.config, ignore=PER_RUN_KEYS
     )
     if differences:
         shown = ", ".join(

@@ -13,25 +13,26 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sanctum.formatting import visible
-from sanctum.model.rollouts import Extremes, vocab_in
+from sanctum.model.rollouts import Extremes
 from sanctum.text.rollouts import describe
 from telemetry.eventlog import open_reader
 from telemetry.events import RunStarted
 from telemetry.rollouts import ROLLOUTS_FILE, RolloutRecord, SkippedRecord, iter_records
+from telemetry.run_config import RunConfig
 
 
 class RolloutsError(ValueError):
     """The run has no readable rollout records."""
 
 
-def vocab_of(events_path: Path) -> list[str] | None:
+def vocab_of(events_path: Path) -> tuple[str, ...] | None:
     """The token names the run recorded, if any."""
     if not events_path.is_file():
         return None
     for batch in open_reader(events_path).batches():
         for event in batch.events:
             if isinstance(event, RunStarted):
-                return vocab_in(event.payload.config)
+                return RunConfig.from_config(event.payload.config).vocab
         break
     return None
 

@@ -21,7 +21,9 @@ from telemetry.text import visible
 
 
 class EventLogWriter:
-    """A bus sink that appends each event to ``path`` as one flushed JSON line.
+    """A bus sink that appends each event to ``path`` as one flushed JSON line: on an
+    Emitter's bus, the line its check encoded (:meth:`write_line`; a
+    :class:`~telemetry.bus.LineSink`), else the event encoded here (:meth:`write`).
 
     The writer holds an exclusive lock on the file (``flock``) while it is open, so two
     writers can never interleave two runs in one log: the second gets :class:`LogInUse`.
@@ -92,23 +94,36 @@ class EventLogWriter:
         """Append ``event``; on return the whole line is in the file. If the write fails
         part-way, the part written is removed again and the error raised."""
         with self._lock:
-            if self._fd is None:
-                raise EventLogError(f"{visible(str(self.path))}: event log writer is closed")
-            line = self._encoder.encode(event)
-            written = 0
-            try:
-                written = os.write(self._fd, line)
-                while written < len(line):  # a short write: finish the line first (a copy:
-                    written += os.write(self._fd, line[written:])  # no view outlives it)
-            except OSError:
-                if written:  # never leave a torn line: the log ends at its last whole event
-                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
-                raise
-            if self._fsync_every is not None:
-                now = time.monotonic()
-                if now - self._last_fsync >= self._fsync_every:
-                    os.fsync(self._fd)
-                    self._last_fsync = now
+            self._append(self._open_fd(), self._encoder.encode(event))
+
+    def write_line(self, line: bytes) -> None:
+        """Append ``line``, one event already encoded (the line the Emitter checked), as
+        :meth:`write` appends an event's."""
+        with self._lock:
+            self._append(self._open_fd(), line)
+
+    def _open_fd(self) -> int:
+        """The file's descriptor; EventLogError once the writer is closed."""
+        if self._fd is None:
+            raise EventLogError(f"{visible(str(self.path))}: event log writer is closed")
+        return self._fd
+
+    def _append(self, fd: int, line: bytes | bytearray) -> None:
+        """Write ``line`` whole to ``fd`` (the caller holds the lock)."""
+        written = 0
+        try:
+            written = os.write(fd, line)
+            while written < len(line):  # a short write: finish the line first (a copy: no
+                written += os.write(fd, line[written:])  # view outlives it)
+        except OSError:
+            if written:  # never leave a torn line: the log ends at its last whole event
+                os.ftruncate(fd, os.fstat(fd).st_size - written)
+            raise
+        if self._fsync_every is not None:
+            now = time.monotonic()
+            if now - self._last_fsync >= self._fsync_every:
+                os.fsync(fd)
+                self._last_fsync = now
 
     def close(self) -> None:
         """Close the file (fsync first when fsync was asked for). Idempotent."""

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, SupportsFloat, TypedDict
 from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload, TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
+from telemetry.run_config import EARLY_STOP_SCOPE, KL_ESTIMATOR, MAX_KL
 
 if TYPE_CHECKING:
     from typing import Unpack  # Python 3.11; only read by the type checker
@@ -95,11 +96,11 @@ def config_of(args: Any) -> dict[str, Any]:
     (CleanRL's threshold, no 1.5 factor) and ``early_stop_scope`` ``epoch``."""
     settings = args if isinstance(args, Mapping) else vars(args)
     config = {str(name): plain(value) for name, value in settings.items()}
-    config["kl_estimator"] = "k3"
+    config[KL_ESTIMATOR] = "k3"
     target_kl = settings.get("target_kl")
     if isinstance(target_kl, int | float) and not isinstance(target_kl, bool):
-        config["max_kl"] = float(target_kl)
-        config["early_stop_scope"] = "epoch"
+        config[MAX_KL] = float(target_kl)
+        config[EARLY_STOP_SCOPE] = "epoch"
     return config
 
 

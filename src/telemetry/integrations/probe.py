@@ -82,6 +82,7 @@ from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus
 from telemetry.integrations.cleanrl import Episodes
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.recorder import Recorder
+from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM
 
 ProbeEstimator = Literal["full", "k3"]
 """``full``: the exact KL of the two distributions (``kl_divergence``); ``k3``:
@@ -254,11 +255,11 @@ class UpdateProbe:
     def settings(self) -> dict[str, Any]:
         """The probe's settings for ``run_started.config``: the KL estimator it measures
         with (the readers need it), the clip range and the clipping threshold."""
-        found: dict[str, Any] = {"kl_estimator": self.kl_estimator}
+        found: dict[str, Any] = {KL_ESTIMATOR: self.kl_estimator}
         if self.clip_range is not None:
-            found["clip_range"] = self.clip_range
+            found[CLIP_RANGE] = self.clip_range
         if self.max_grad_norm is not None:
-            found["max_grad_norm"] = self.max_grad_norm
+            found[MAX_GRAD_NORM] = self.max_grad_norm
         return found
 
     def ending(self) -> tuple[RunStatus, str] | None:

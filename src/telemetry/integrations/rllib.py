@@ -57,6 +57,7 @@ from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
+from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM
 
 HINT: Final = (
     "telemetry.integrations.rllib needs ray[rllib] and torch: pip install 'sanctum-ppo[rllib]'"
@@ -273,9 +274,9 @@ def config_of(config: Any) -> dict[str, Any]:
         "num_env_runners", "num_envs_per_env_runner", "num_learners",
     )  # fmt: skip
     found = {name: plain(getattr(config, name, None)) for name in names}
-    found["clip_range"] = found["clip_param"]
-    found["max_grad_norm"] = found["grad_clip"] if found["grad_clip_by"] == "global_norm" else None
-    found["kl_estimator"] = "k3"
+    found[CLIP_RANGE] = found["clip_param"]
+    found[MAX_GRAD_NORM] = found["grad_clip"] if found["grad_clip_by"] == "global_norm" else None
+    found[KL_ESTIMATOR] = "k3"
     return found
 
 

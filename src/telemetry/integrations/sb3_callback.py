@@ -27,6 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerInfo
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.sb3_figures import (
+    EPOCHS_KEY,
     Counts,
     Measured,
     Settings,
@@ -244,7 +245,7 @@ class SanctumCallback(BaseCallback):
         if pending is None or self.recorder is None or self.recorder.finished:
             return
         values = self.model.logger.name_to_value
-        epochs = values.get("train/n_updates")
+        epochs = values.get(EPOCHS_KEY)
         if epochs is None or int(epochs) <= pending.epochs_before:
             if report_stale:
                 self._emit(_stale(pending))

@@ -14,12 +14,60 @@ import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from types import MappingProxyType
+from typing import Any, Final, NamedTuple
 
 from telemetry.events import EarlyStop, PPOUpdatePayload
+from telemetry.run_config import (
+    CLIP_RANGE,
+    CLIP_RANGE_VF,
+    EARLY_STOP_SCOPE,
+    KL_ESTIMATOR,
+    MAX_GRAD_NORM,
+    MAX_KL,
+    SEED,
+    TOTAL_TIMESTEPS,
+    changed_to,
+)
 
 STOP_FACTOR: Final = 1.5
 """SB3 stops an update when a minibatch's approx_kl exceeds 1.5 x ``target_kl``."""
+
+
+class Figure(NamedTuple):
+    """The ``ppo_update`` field one of SB3's logger keys is recorded as."""
+
+    field: str
+    scale: float = 1.0
+    """The logged value times this is the field's (-1: SB3 logs the negative)."""
+
+
+FIGURES: Final[Mapping[str, Figure]] = MappingProxyType(
+    {
+        "train/approx_kl": Figure("approx_kl"),
+        "train/clip_fraction": Figure("clip_fraction"),
+        "train/entropy_loss": Figure("entropy", -1.0),
+        "train/policy_gradient_loss": Figure("policy_loss"),
+        "train/value_loss": Figure("value_loss"),
+        "train/explained_variance": Figure("explained_variance"),
+        "train/learning_rate": Figure("learning_rate"),
+    }
+)
+"""SB3's ``train/*`` keys recorded as ``ppo_update`` fields (the table of
+``telemetry.integrations.sb3``; its TensorBoard tags are the same names)."""
+SETTING_FIGURES: Final[Mapping[str, str]] = MappingProxyType(
+    {"train/clip_range": CLIP_RANGE, "train/clip_range_vf": CLIP_RANGE_VF}
+)
+"""SB3's ``train/*`` keys that are settings: the ``run_started.config`` key of each."""
+NOT_RECORDED: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "train/loss": "the last minibatch's loss; total_loss is a mean over them",
+        "train/std": "no field in schema 1",
+    }
+)
+"""SB3's ``train/*`` keys recorded as nothing, and why."""
+EPOCHS_KEY: Final = "train/n_updates"
+"""SB3's count of epochs over the run (``epochs_completed`` is its rise in one update)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +124,19 @@ class Counts:
     """Optimizer steps applied (the stopping minibatch is evaluated, never applied)."""
 
 
-def _number(values: Mapping[str, Any], key: str) -> float | None:
-    value = values.get(key)
-    return None if value is None else float(value)
+def figures(values: Mapping[str, Any]) -> dict[str, float]:
+    """The ``ppo_update`` fields (:data:`FIGURES`) SB3's logger ``values`` hold, by name."""
+    return {
+        figure.field: float(values[key]) * figure.scale
+        for key, figure in FIGURES.items()
+        if values.get(key) is not None
+    }
 
 
-def _required(values: Mapping[str, Any], key: str) -> float:
-    value = _number(values, key)
+def _required(found: Mapping[str, float], field: str) -> float:
+    value = found.get(field)
     if value is None:
+        key = next(key for key, figure in FIGURES.items() if figure.field == field)
         raise KeyError(f"SB3's logger holds no {key}")
     return value
 
@@ -136,8 +189,8 @@ def _normalized(entropy: float | None, s: Settings) -> float | None:
     return None if entropy is None or not s.log_actions else entropy / s.log_actions
 
 
-def _explained(values: Mapping[str, Any]) -> float | None:
-    explained = _number(values, "train/explained_variance")
+def _explained(found: Mapping[str, float]) -> float | None:
+    explained = found.get("explained_variance")
     return None if explained is None or math.isnan(explained) else explained  # Var(R) = 0
 
 
@@ -155,27 +208,25 @@ def update_payload(
     with what the callback ``measured`` itself (gradient norms, return targets)."""
     own = measured or Measured()
     grad_norm, grad_norm_max, grad_clip_scale = grad_figures(own)
-    approx_kl = _required(values, "train/approx_kl")
-    entropy_loss = _number(values, "train/entropy_loss")
-    entropy = None if entropy_loss is None else -entropy_loss
-    policy, value = (
-        _number(values, "train/policy_gradient_loss"),
-        _number(values, "train/value_loss"),
-    )
+    found = figures(values)
+    approx_kl = _required(found, "approx_kl")
+    entropy = found.get("entropy")
+    entropy_loss = None if entropy is None else -entropy
+    policy, value = found.get("policy_loss"), found.get("value_loss")
     stop = early_stop(approx_kl, counts, settings)
     return PPOUpdatePayload(
         update=update,
         global_step=global_step,
         approx_kl=approx_kl,
-        clip_fraction=_required(values, "train/clip_fraction"),
+        clip_fraction=_required(found, "clip_fraction"),
         entropy=entropy,
         entropy_coef=settings.ent_coef,
         entropy_normalized=_normalized(entropy, settings),
         policy_loss=policy,
         value_loss=value,
         total_loss=_total_loss(policy, value, entropy_loss, settings),
-        explained_variance=_explained(values),
-        learning_rate=_number(values, "train/learning_rate"),
+        explained_variance=_explained(found),
+        learning_rate=found.get("learning_rate"),
         epochs_completed=counts.epochs,
         minibatches_completed=counts.steps,
         minibatches_planned=settings.n_epochs * settings.minibatches_per_epoch,
@@ -215,7 +266,7 @@ def schedule(name: str, value: float | Callable[[float], float] | None) -> dict[
     if value is None or not callable(value):
         return {name: json_safe(value)}
     start, end = float(value(1.0)), float(value(0.0))
-    return {name: start} if start == end else {name: start, f"{name}_end": end}
+    return {name: start} if start == end else {name: start, changed_to(name): end}
 
 
 SETTINGS: Final = (
@@ -226,15 +277,16 @@ SETTINGS: Final = (
     "gae_lambda",
     "ent_coef",
     "vf_coef",
-    "max_grad_norm",
+    MAX_GRAD_NORM,
     "target_kl",
     "normalize_advantage",
     "use_sde",
     "sde_sample_freq",
     "n_envs",
-    "seed",
+    SEED,
 )
-"""Plain settings of an SB3 PPO model copied to ``run_started.config`` as they are."""
+"""Plain settings of an SB3 PPO model copied to ``run_started.config`` as they are (SB3's
+names; ``max_grad_norm`` and ``seed`` are ours too)."""
 
 
 def hyperparameters(model: Any, total_timesteps: int | None) -> dict[str, Any]:
@@ -246,15 +298,15 @@ def hyperparameters(model: Any, total_timesteps: int | None) -> dict[str, Any]:
         "policy": type(model.policy).__name__,
         **{name: json_safe(getattr(model, name, None)) for name in SETTINGS},
         **schedule("learning_rate", getattr(model, "lr_schedule", None)),
-        **schedule("clip_range", getattr(model, "clip_range", None)),
-        **schedule("clip_range_vf", getattr(model, "clip_range_vf", None)),
+        **schedule(CLIP_RANGE, getattr(model, "clip_range", None)),
+        **schedule(CLIP_RANGE_VF, getattr(model, "clip_range_vf", None)),
         "policy_kwargs": json_safe(getattr(model, "policy_kwargs", {})),
         "device": str(getattr(model, "device", "")),
-        "kl_estimator": "k3",
-        "early_stop_scope": "minibatch",
-        "total_timesteps": total_timesteps,
+        KL_ESTIMATOR: "k3",
+        EARLY_STOP_SCOPE: "minibatch",
+        TOTAL_TIMESTEPS: total_timesteps,
     }
     target_kl = getattr(model, "target_kl", None)
     if target_kl is not None:
-        config["max_kl"] = STOP_FACTOR * float(target_kl)
+        config[MAX_KL] = STOP_FACTOR * float(target_kl)
     return config

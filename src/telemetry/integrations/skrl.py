@@ -56,6 +56,7 @@ from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
+from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
 
 
 def _version() -> str:
@@ -70,8 +71,8 @@ def config_of(cfg: Any) -> dict[str, Any]:
     is_cfg = dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)
     settings = dataclasses.asdict(cfg) if is_cfg else dict(cfg)
     config = {str(k): plain(v) for k, v in settings.items() if not isinstance(v, Mapping)}
-    config["clip_range"] = settings.get("ratio_clip")
-    config["max_grad_norm"] = settings.get("grad_norm_clip") or None
+    config[CLIP_RANGE] = settings.get("ratio_clip")
+    config[MAX_GRAD_NORM] = settings.get("grad_norm_clip") or None
     return config
 
 
@@ -134,7 +135,7 @@ class SkrlRecorder(RecordedRun):
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**config_of(cfg), **self.probe.settings(), "measured_by": "UpdateProbe"},
+            config={**config_of(cfg), **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
             trainer=TrainerInfo(name="skrl", version=_version()),
             policy_epochs=int(cfg.learning_epochs),
             action_space=agent.action_space,

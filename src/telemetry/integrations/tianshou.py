@@ -45,6 +45,7 @@ from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
+from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
 
 SETTINGS = (
     "eps_clip",
@@ -74,8 +75,8 @@ def config_of(algorithm: Any) -> dict[str, Any]:
         value = getattr(algorithm, name, None)
         if value is None or isinstance(value, bool | int | float | str):
             config[name] = value
-    config["clip_range"] = config.get("eps_clip")
-    config["max_grad_norm"] = getattr(algorithm.optim, "_max_grad_norm", None)
+    config[CLIP_RANGE] = config.get("eps_clip")
+    config[MAX_GRAD_NORM] = getattr(algorithm.optim, "_max_grad_norm", None)
     return config
 
 
@@ -117,7 +118,7 @@ class TianshouRecorder(RecordedRun):
             self._distribution,
             algorithm.optim._optim,
             clip_range=float(algorithm.eps_clip),
-            max_grad_norm=config["max_grad_norm"],
+            max_grad_norm=config[MAX_GRAD_NORM],
             batch_size=batch_size,
             kl_estimator="k3",
             entropy_coef=float(algorithm.ent_coef),
@@ -127,7 +128,7 @@ class TianshouRecorder(RecordedRun):
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**config, **self.probe.settings(), "measured_by": "UpdateProbe"},
+            config={**config, **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
             trainer=TrainerInfo(name="tianshou", version=_version()),
             action_space=getattr(algorithm.policy, "action_space", None),
         )

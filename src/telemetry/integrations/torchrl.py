@@ -52,6 +52,7 @@ from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.recorder import Recorder
+from telemetry.run_config import MEASURED_BY
 
 
 def _version() -> str:
@@ -122,7 +123,7 @@ class TorchRLRecorder(RecordedRun):
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**settings, **self.probe.settings(), "measured_by": "UpdateProbe"},
+            config={**settings, **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
             trainer=TrainerInfo(name="torchrl", version=_version()),
             action_space=_action_spec(loss_module, self.action_key),
         )

@@ -114,8 +114,15 @@ from telemetry.events import (
     TrainerInfo,
     field_docs,
 )
+from telemetry.run_config import (
+    KL_ESTIMATOR,
+    NO_RUN_FINISHED,
+    RESUMED_FROM,
+    RESUMED_UPDATE,
+    SOURCE,
+)
 
-SOURCE: Final = "verl"
+VERL: Final = "verl"
 """``run_started.config.source`` of a run read from verl's file logger (and its trainer name)."""
 
 
@@ -150,7 +157,7 @@ VERL_KEYS: Final[tuple[VerlKey, ...]] = (
     VerlKey("timing_s/update_actor", "update_seconds"),
 )
 """The table of the module docstring, one row per verl key recorded as it is."""
-NO_END: Final = "verl's file logger records no end of run"
+END_NOT_LOGGED: Final = "verl's file logger records no end of run"
 """Why a verl run's log holds no ``run_finished`` (``config.no_run_finished``; sanctum's
 gate says so and judges the log as it stands)."""
 _KL_PENALTY: Final = "actor/reward_kl_penalty"
@@ -194,11 +201,11 @@ def run_id_of(name: str) -> str:
 
 def run_started_payload(step: int, data: Mapping[str, Any]) -> RunStartedPayload:
     """What a verl run's first training record says about the run (see the docstring)."""
-    config: dict[str, Any] = {"source": SOURCE, "kl_estimator": "k1", "no_run_finished": NO_END}
+    config: dict[str, Any] = {SOURCE: VERL, KL_ESTIMATOR: "k1", NO_RUN_FINISHED: END_NOT_LOGGED}
     if step > 1:
-        config["resumed_from"] = {"update": step - 1}
+        config[RESUMED_FROM] = {RESUMED_UPDATE: step - 1}
     return RunStartedPayload(
-        trainer=TrainerInfo(name=SOURCE),
+        trainer=TrainerInfo(name=VERL),
         config=config,
         algorithm=algorithm_of(data),
         step_unit=TRAINING_STEPS,

@@ -55,7 +55,6 @@ from sanctum.importers.tensorboard.mapping import (
 from sanctum.importers.tensorboard.openrlhf import OPENRLHF
 from sanctum.importers.tensorboard.reader import TBLog, event_directory, read_log
 from sanctum.importers.tensorboard.trl import TRL_GRPO, TRL_PPO
-from sanctum.model.run_config import OUTCOME_UNKNOWN, SOURCE_UNREAD
 from sanctum.run_files import DEFAULT_RUNS_DIR, UsageError
 from telemetry.eventlog import MAX_LINE_BYTES
 from telemetry.events import (
@@ -69,9 +68,10 @@ from telemetry.events import (
 from telemetry.files import InputFileError, open_input
 from telemetry.integrations.cleanrl import config_of
 from telemetry.recorder import EVENTS_FILE, RUN_ID, Recorder, new_run_id
+from telemetry.run_config import KL_ESTIMATOR, OUTCOME_UNKNOWN, SOURCE, SOURCE_UNREAD
 from telemetry.text import visible
 
-SOURCE = "tensorboard"
+TENSORBOARD: Final = "tensorboard"
 """``run_started.config.source`` of an imported log."""
 _PROGRESS = (PPOUpdatePayload, RolloutPayload)
 TABLES: Final = (SB3, CLEANRL, TRL_PPO, TRL_GRPO, OPENRLHF)
@@ -239,9 +239,9 @@ def run_started(
     settings = dict(header.config) if mapping.header is None else {}
     config = config_of(settings) if settings else dict(header.config)
     config.update(config_values(log, mapping))
-    config.setdefault("kl_estimator", mapping.kl_estimator)
+    config.setdefault(KL_ESTIMATOR, mapping.kl_estimator)
     config |= {
-        "source": SOURCE,
+        SOURCE: TENSORBOARD,
         "tensorboard_logdir": str(log.directory),
         "tensorboard_files": list(log.files),
         "tensorboard_mapping": mapping.name,
@@ -286,7 +286,7 @@ def _imported(path: Path) -> bool:
     try:
         with open_input(path, "event log") as fh:
             first = json.loads(fh.readline(MAX_LINE_BYTES))
-        return bool(first["payload"]["config"]["source"] == SOURCE)
+        return bool(first["payload"]["config"][SOURCE] == TENSORBOARD)
     except (OSError, InputFileError, ValueError, KeyError, TypeError, RecursionError):
         return False
 

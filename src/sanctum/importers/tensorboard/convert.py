@@ -40,6 +40,7 @@ from sanctum.importers.tensorboard.mapping import (
 )
 from sanctum.importers.tensorboard.reader import Point, TBLog
 from telemetry.events import AnomalyPayload, Payload, PPOUpdatePayload, RolloutPayload
+from telemetry.run_config import changed_to
 
 Values = dict[str, tuple[float, float]]
 """field -> (value, wall time) at one step: the last value logged there wins."""
@@ -326,7 +327,7 @@ def config_values(log: TBLog, mapping: TagMapping) -> dict[str, Any]:
             first, last = points[0].value * target.scale, points[-1].value * target.scale
             config[target.field] = first
             if last != first:
-                config[f"{target.field}_end"] = last
+                config[changed_to(target.field)] = last
     return config
 
 

@@ -50,6 +50,7 @@ from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.run_files import UsageError
 from telemetry.events import KLMeasure, PPOUpdatePayload, RolloutPayload, bare_type
 from telemetry.files import InputFileError, read_toml
+from telemetry.integrations import sb3_figures as sb3
 
 if TYPE_CHECKING:
     from sanctum.importers.tensorboard.reader import TBLog
@@ -222,20 +223,12 @@ def table(entries: Mapping[str, Target]) -> Mapping[str, Targets]:
 SB3: Final = TagMapping(
     name="stable-baselines3",
     trainer="stable-baselines3",
-    detect_tags=("train/approx_kl", "train/clip_fraction"),
+    detect_tags=tuple(tag for tag, f in sb3.FIGURES.items() if f.field in EVERY_UPDATE),
     tags=table(
         {
-            "train/approx_kl": _update("approx_kl"),
-            "train/clip_fraction": _update("clip_fraction"),
-            "train/entropy_loss": _update("entropy", -1.0),
-            "train/policy_gradient_loss": _update("policy_loss"),
-            "train/value_loss": _update("value_loss"),
-            "train/explained_variance": _update("explained_variance"),
-            "train/learning_rate": _update("learning_rate"),
-            "train/clip_range": Target("config", "clip_range"),
-            "train/clip_range_vf": Target("config", "clip_range_vf"),
-            "train/loss": _ignore("the last minibatch's loss; total_loss is a mean over them"),
-            "train/std": _ignore("no field in schema 1"),
+            **{tag: _update(f.field, f.scale) for tag, f in sb3.FIGURES.items()},
+            **{tag: Target("config", key) for tag, key in sb3.SETTING_FIGURES.items()},
+            **{tag: _ignore(reason) for tag, reason in sb3.NOT_RECORDED.items()},
             "rollout/ep_rew_mean": Target("rollout", "episode_return_mean"),
             "rollout/ep_len_mean": Target("rollout", "episode_length_mean"),
             "time/fps": Target("rollout", "steps_per_second"),
@@ -252,7 +245,9 @@ SB3: Final = TagMapping(
         "time/fps is the steps per second since learn() began",
     ),
 )
-"""Stable-Baselines3's PPO (as ``telemetry.integrations.sb3`` maps its logger)."""
+"""Stable-Baselines3's PPO: its ``train/*`` tags as ``telemetry.integrations.sb3_figures``
+maps its logger (one home for what an SB3 key means); the ``rollout/*`` and ``time/*`` tags,
+which the callback measures for itself, as an import reads them."""
 
 CLEANRL: Final = TagMapping(
     name="cleanrl",

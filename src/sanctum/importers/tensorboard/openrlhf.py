@@ -74,6 +74,7 @@ from typing import Final
 from sanctum.importers.tensorboard.mapping import Header, TagMapping, Target, table
 from sanctum.importers.tensorboard.reader import TBLog
 from telemetry.events import TRAINING_STEPS, KLMeasure
+from telemetry.run_config import KL_ESTIMATOR
 
 PREFIX: Final = "train/"
 FIELDS: Final = MappingProxyType(
@@ -135,7 +136,7 @@ def algorithm_of(tags: TBLog) -> Header:
         algorithm = "grpo"
     else:
         algorithm = "reinforce++"
-    return Header(algorithm=algorithm, config={"kl_estimator": "k1"})
+    return Header(algorithm=algorithm, config={KL_ESTIMATOR: "k1"})
 
 
 OPENRLHF: Final = TagMapping(

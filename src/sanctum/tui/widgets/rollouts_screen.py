@@ -18,6 +18,7 @@ show one: the one-run app and a run opened from the run table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Final, Protocol
 
@@ -38,8 +39,6 @@ from sanctum.model.rollouts import (
     PER_SIDE_KEPT,
     RolloutsFrame,
     UpdateSamples,
-    per_update_in,
-    vocab_in,
 )
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import (
@@ -56,6 +55,7 @@ from sanctum.text.rollouts import (
 from sanctum.tui.widgets.base import KeyHints, SnapshotView, plain
 from sanctum.tui.widgets.display import ComponentStyles, set_text
 from telemetry.rollouts import ROLLOUTS_FILE
+from telemetry.run_config import RunConfig
 
 STEP_BLOCKS: Final = 3
 """Rows of per-step columns shown per rollout at most; longer completions say how many
@@ -137,7 +137,7 @@ def _steps_block(columns: list[tuple[str, str, str, str]], width: int) -> list[T
 
 
 def samples_text(
-    samples: UpdateSamples, per_side: int, vocab: list[str] | None, width: int
+    samples: UpdateSamples, per_side: int, vocab: Sequence[str] | None, width: int
 ) -> Text:
     """The ``per_side`` worst and best rollouts of ``samples``, as text (never markup)."""
     out = Text(end="")
@@ -181,7 +181,7 @@ class RolloutsScreen(Screen[None]):
         super().__init__(id="rollouts-screen")
         self.feed = feed
         self._first = snapshot
-        self.vocab = None if snapshot is None else vocab_in(snapshot.run.config)
+        self.vocab = None if snapshot is None else RunConfig.from_config(snapshot.run.config).vocab
         self.frame: RolloutsFrame | None = None
         """The newest frame read (None before the first read ends)."""
         self.chosen: int | None = None
@@ -317,7 +317,8 @@ class RolloutsOpener:
         if not self.available():
             self.notice(app)
             return
-        per_update = None if snapshot is None else per_update_in(snapshot.run.config)
+        config = None if snapshot is None else RunConfig.from_config(snapshot.run.config)
+        per_update = None if config is None else config.rollouts_per_update
         if self.feed is None or self.feed.per_update != per_update:
             self.feed = RolloutsFeed(self.run_dir, per_update)
         app.push_screen(RolloutsScreen(self.feed, snapshot))
