@@ -17,8 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from msgspec import UNSET
+
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure, PPOUpdatePayload, field_docs
+from telemetry.run_config import KL_ESTIMATOR, RunConfig
 from telemetry.schema import range_text
 
 TOLERANCE: Final = 1e-6
@@ -101,7 +104,7 @@ SIGNED_KL_ESTIMATORS: Final = frozenset({"k1", "k1+"})
 """k1 = -log r is negative for some samples, and so can be a mean of a few."""
 
 
-ASSUMED_ESTIMATOR: Final = {"kl_estimator": "k3"}
+ASSUMED_ESTIMATOR: Final = {KL_ESTIMATOR: "k3"}
 """What a log that names no estimator is taken to use: approx_kl is k3 (what
 Stable-Baselines3 and CleanRL log); the reference-KL fields are left unbounded."""
 
@@ -140,10 +143,8 @@ def kl_contracts(
 def estimator_named(config: Mapping[str, object], setting: str) -> str | None:
     """The estimator ``config`` names for ``setting`` (:data:`ASSUMED_ESTIMATOR` when it
     names none; None: unbounded, as an explicit ``null`` says)."""
-    if setting in config and config[setting] is None:
-        return None
-    name = config.get(setting)
-    return name if isinstance(name, str) else ASSUMED_ESTIMATOR.get(setting)
+    name = getattr(RunConfig.from_config(config), setting, UNSET)  # its fields: the keys
+    return ASSUMED_ESTIMATOR.get(setting) if name is UNSET else name
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,13 +37,6 @@ from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.metrics_view import MetricsView
 from sanctum.model.pace import Pace, over_words, seconds_text
-from sanctum.model.run_config import (
-    max_kl_of,
-    outcome_unknown_declared,
-    resumed_from_update,
-    source_unread_of,
-    total_steps_of,
-)
 from sanctum.model.snapshot import SanctumSnapshot, TimelineEntry, connection_of
 from sanctum.model.state import (
     HISTORY_LEN,
@@ -68,6 +61,7 @@ from telemetry.events import (
     RunStarted,
     kind_of,
 )
+from telemetry.run_config import OUTCOME_UNKNOWN, RunConfig
 
 BUG_LABEL, STALL_LABEL = "Bug", "Stall"
 """Verdict labels of the run-wide checks: a value out of its possible range, a stall."""
@@ -270,7 +264,7 @@ class SanctumAggregator:
         run = self.run
         if run.status != "running" or now is None or run.last_event_ts is None:
             return False
-        if outcome_unknown_declared(run.config):  # an import: written once, whole
+        if OUTCOME_UNKNOWN in run.config:  # an import (whatever it says): written once, whole
             return False
         limit = self.pace.stall_limit()
         if limit is None:
@@ -356,10 +350,11 @@ class SanctumAggregator:
         run.config = MappingProxyType(dict(p.config))
         run.started_ts = event.ts
         run.step_unit = p.step_unit
-        run.total_steps = total_steps_of(p.config)
-        run.source_unread = source_unread_of(p.config)
-        run.resumed_from_update = resumed_from_update(p.config)
-        self.tamiyo.max_kl = max_kl_of(p.config)
+        known = RunConfig.from_config(p.config)  # the keys the contract gives a meaning
+        run.total_steps = known.total_steps
+        run.source_unread = known.source_unread
+        run.resumed_from_update = known.resumed_from
+        self.tamiyo.max_kl = known.max_kl
         self._fit_rules(RunKind(p.algorithm, p.kl, p.policy_epochs, p.action_space))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(

@@ -11,10 +11,10 @@ computed here, and tested without a screen.
   whole run in nats (NaN once any was non-finite), coloured by the worst level the KL rule
   reached; with a KL rule judged in nats (a thresholds file's), the worst value it judged.
 - Seeds are the unit of replication, so runs whose ``run_started`` records the same
-  environment and the same config except :data:`SEED_KEYS` (the seed, and what only
-  names or places one run) form a group. A group shows the median and the spread of its
-  members' figures, the spread as the smallest and the largest value (min..max: with the
-  three to five seeds of a sweep, quartiles would be guesses).
+  environment and the same config except ``telemetry.run_config.PER_RUN_KEYS`` (the seed,
+  and what only names or places one run) form a group. A group shows the median and the
+  spread of its members' figures, the spread as the smallest and the largest value
+  (min..max: with the three to five seeds of a sweep, quartiles would be guesses).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from sanctum.health.levels import Level, band_of
 from sanctum.health.rule_judge import RuleJudge
@@ -33,8 +33,8 @@ from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.model.verdict import RunVerdict
 from telemetry.recorder import EVENTS_FILE
+from telemetry.run_config import PER_RUN_KEYS, RunConfig
 
-SEED_KEYS: Final = ("seed", "resumed_from", "run_id", "run_dir")
 """Config keys in which runs of one configuration may differ: the seed, and what only
 names or places one run (the learning gate's notes and the seed groups leave them out)."""
 
@@ -151,19 +151,16 @@ def run_row(
         last_return=run.episode_return,
         worst_kl=kl,
         group_key=None if run.status is None else group or group_key(run.env_id, run.config),
-        seed=run.seed if run.seed is not None else _int(run.config.get("seed")),
+        seed=run.seed if run.seed is not None else RunConfig.from_config(run.config).seed,
         config=run.config,
         problem=problem,
     )
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def group_key(env_id: str | None, config: Mapping[str, Any]) -> str:
-    """The environment and the config without :data:`SEED_KEYS`, as canonical JSON."""
-    kept = {k: v for k, v in config.items() if k not in SEED_KEYS}
+    """The environment and the config without :data:`~telemetry.run_config.PER_RUN_KEYS`,
+    as canonical JSON."""
+    kept = {k: v for k, v in config.items() if k not in PER_RUN_KEYS}
     return json.dumps({"env_id": env_id, "config": kept}, sort_keys=True, default=str)
 
 

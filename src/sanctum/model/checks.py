@@ -33,9 +33,9 @@ from sanctum.health.thresholds import Thresholds
 from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import RunRecords
 from sanctum.model.pace import limit_words, over_words, seconds_text
-from sanctum.model.run_config import no_end_of, outcome_unknown_of
 from sanctum.model.snapshot import RunFacts
 from sanctum.model.verdict import CheckRow
+from telemetry.run_config import RunConfig
 from telemetry.text import visible
 
 _describe = lru_cache(maxsize=256)(Rule.describe)
@@ -553,10 +553,10 @@ def _unreadable_row(agg: JudgedRun, allow_skipped: bool, tail: str | None) -> Ch
 
 
 def outcome_unknown(agg: JudgedRun) -> str | None:
-    """Why the log cannot say how its run ended (:data:`~sanctum.model.run_config.
+    """Why the log cannot say how its run ended (:data:`telemetry.run_config.
     OUTCOME_UNKNOWN`), while it holds no ``run_finished``; None otherwise."""
     run = agg.run
-    return outcome_unknown_of(run.config) if run.status == "running" else None
+    return RunConfig.from_config(run.config).outcome_unknown if run.status == "running" else None
 
 
 def _finish_row(agg: JudgedRun, allow_unfinished: bool) -> CheckRow:
@@ -622,7 +622,7 @@ def _finish_row(agg: JudgedRun, allow_unfinished: bool) -> CheckRow:
             f"outcome not recorded: {visible(unknown)}",
             verdict_name="outcome unknown",
         )
-    why = no_end_of(run.config)
+    why = RunConfig.from_config(run.config).no_run_finished
     if why is not None:  # the source cannot say; what it says is judged
         return CheckRow(
             "run_finished",

@@ -12,9 +12,9 @@ here reads a file (:mod:`sanctum.live.rollouts_feed` does); a frame is frozen.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from telemetry.rollouts import RolloutRecord, SkippedRecord
 
@@ -25,19 +25,6 @@ UPDATES_KEPT: Final = 100
 """Updates whose records are kept, the latest; older ones are counted, not kept."""
 SKIPPED_KEPT: Final = 5
 """Skipped lines listed (with their number and why); the rest are counted."""
-
-
-def vocab_in(config: Mapping[str, Any]) -> list[str] | None:
-    """The token names a run recorded (``config["vocab"]``), if it recorded a list of strings."""
-    names = config.get("vocab")
-    ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
-    return names if ok else None
-
-
-def per_update_in(config: Mapping[str, Any]) -> int | None:
-    """``config["rollouts_per_update"]`` when it is a whole number of at least 1."""
-    n = config.get("rollouts_per_update")
-    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
 
 
 class Extremes:

@@ -11,10 +11,9 @@ from sanctum.model.rollouts import (
     PER_SIDE_KEPT,
     UPDATES_KEPT,
     RolloutsBook,
-    per_update_in,
-    vocab_in,
 )
 from telemetry.rollouts import RolloutRecord, SkippedRecord, iter_records
+from telemetry.run_config import RunConfig
 
 RECORDED = Path(__file__).resolve().parents[2] / "fixtures" / "recorded" / "tokens-s1"
 
@@ -57,11 +56,12 @@ def _with_id(r: RolloutRecord, i: int) -> RolloutRecord:
 
 
 def test_a_config_without_usable_figures_groups_nothing_and_names_no_tokens() -> None:
-    assert per_update_in({"rollouts_per_update": 12}) == 12
+    read = RunConfig.from_config
+    assert read({"rollouts_per_update": 12}).rollouts_per_update == 12
     for bad in (0, -3, True, "12", 1.5, None):
-        assert per_update_in({"rollouts_per_update": bad}) is None
-    assert vocab_in({"vocab": ["a", "[b]"]}) == ["a", "[b]"]
-    assert vocab_in({"vocab": ["a", 3]}) is None and vocab_in({}) is None
+        assert read({"rollouts_per_update": bad}).rollouts_per_update is None
+    assert read({"vocab": ["a", "[b]"]}).vocab == ("a", "[b]")
+    assert read({"vocab": ["a", 3]}).vocab is None and read({}).vocab is None
     book = RolloutsBook(None)
     book.add(recorded())
     (only,) = book.frame().updates
