@@ -225,16 +225,16 @@ def test_request_stop_finishes_cleanly_as_interrupted(tmp_path: Path) -> None:
 def test_sink_failure_stops_with_checkpoint_and_names_file_and_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_write = eventlog.EventLogWriter.write
+    real_append = eventlog.EventLogWriter._append  # every line, an event or a checked one
     calls = {"n": 0}
 
-    def disk_fills_up(self: eventlog.EventLogWriter, event: Any) -> None:
+    def disk_fills_up(self: eventlog.EventLogWriter, fd: int, data: bytes) -> None:
         calls["n"] += 1
         if calls["n"] >= 5:
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(self, event)
+        real_append(self, fd, data)
 
-    monkeypatch.setattr(eventlog.EventLogWriter, "write", disk_fills_up)
+    monkeypatch.setattr(eventlog.EventLogWriter, "_append", disk_fills_up)
     trainer = Trainer(small(checkpoint_every=0), run_dir=tmp_path)
     with pytest.raises(TrainingStopped) as info:
         trainer.run()
