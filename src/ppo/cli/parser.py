@@ -221,9 +221,9 @@ def _add_run_arguments(train: argparse.ArgumentParser) -> None:
     train.add_argument(
         "--thresholds",
         type=Path,
-        metavar="FILE",
-        help="the rules --halt-on judges by: a TOML thresholds file, as for sanctum check "
-        "(default: the shipped rules)",
+        metavar="FILE|spec",
+        help="the rules --halt-on judges by: a TOML thresholds file, or spec (fixed KL lines "
+        "of 0.015 and 0.03 nats), as for sanctum check (default: the shipped rules)",
     )
     mode = train.add_mutually_exclusive_group()
     mode.add_argument(

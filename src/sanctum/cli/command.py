@@ -53,10 +53,11 @@ def common_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--thresholds",
-        metavar="FILE",
+        metavar="FILE|spec",
         type=Path,
         default=argparse.SUPPRESS,
-        help="TOML file overriding the health rules, e.g. [approx_kl] warning = 0.01",
+        help="TOML file overriding the health rules, e.g. [approx_kl] warning = 0.01; or "
+        "spec: the specification's fixed KL lines (warning 0.015, critical 0.03 nats)",
     )
     common.add_argument(
         "--fail-on",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import fields, replace
+from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
@@ -35,10 +36,26 @@ _OFF_KEYS: Final = ("critical", "far", "per", "rise_with")
 """Keys a thresholds file may turn off with ``false``."""
 
 
+PRESETS: Final = {"spec": "spec.toml"}
+"""Thresholds files shipped with sanctum, by name (``--thresholds spec``: the
+specification's fixed KL lines, warning 0.015 and critical 0.03 nats)."""
+
+
+def resolve_thresholds(path: Path) -> Path:
+    """The file ``--thresholds`` names: a shipped preset's (:data:`PRESETS`) for its bare
+    name when no file of that name is here, else ``path`` itself."""
+    name = str(path)
+    if name in PRESETS and not path.exists():
+        return Path(str(resources.files("sanctum.health") / "presets" / PRESETS[name]))
+    return path
+
+
 def load_thresholds(path: Path | None, base: Thresholds = DEFAULT_THRESHOLDS) -> Thresholds:
-    """``base`` with the overrides of the TOML file at ``path``; ``base`` itself for None."""
+    """``base`` with the overrides of the TOML file at ``path`` (or of the preset it names:
+    :func:`resolve_thresholds`); ``base`` itself for None."""
     if path is None:
         return base
+    path = resolve_thresholds(path)
     try:  # the one opener: a regular file, 1 MiB at most, nested 16 deep at most
         document = read_toml(path, "thresholds file")
     except InputFileError as exc:

@@ -8,7 +8,7 @@ import pytest
 
 from sanctum.health.rule import Rule, ThresholdsError
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
-from sanctum.health.thresholds_toml import load_thresholds
+from sanctum.health.thresholds_toml import load_thresholds, resolve_thresholds
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -145,3 +145,18 @@ def test_binary_file_is_not_toml(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\x00[")
     with pytest.raises(ThresholdsError, match="thresholds file is not UTF-8 text"):
         load_thresholds(path)
+
+
+def test_spec_names_the_shipped_preset_unless_a_file_of_that_name_is_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    preset = resolve_thresholds(Path("spec"))
+    assert preset.name == "spec.toml" and preset.is_file()
+    rule = load_thresholds(Path("spec")).rule("approx_kl")
+    assert rule is not None and (rule.statistic, rule.per, rule.warning) == ("value", None, 0.015)
+    (tmp_path / "spec").write_text("[approx_kl]\nwarning = 0.5\n", encoding="utf-8")
+    assert resolve_thresholds(Path("spec")) == Path("spec")  # the user's own file wins
+    mine = load_thresholds(Path("spec")).rule("approx_kl")
+    assert mine is not None and mine.warning == 0.5
+    assert resolve_thresholds(Path("other")) == Path("other")  # not a preset: as given

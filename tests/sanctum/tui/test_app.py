@@ -435,3 +435,38 @@ async def test_a_narrow_table_shows_a_pending_rows_note_in_place_of_its_value(
         line = next(ln for ln in drawn(table).splitlines() if "explained_variance" in ln)
         assert "warm-up" in line, line
         assert ("0.200" in line) != table.compact, line  # the raw value: only beside the note
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
+async def test_the_spec_preset_levels_the_panel_and_banner_at_its_fixed_kl_lines(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """``--thresholds spec``: KL judged in nats against 0.015 and 0.03, each update on its
+    own. Under the line the KL row and the banner are healthy; at 0.02 both warn; at 0.04
+    both are critical; the chart draws both lines and labels them on its axis."""
+    thresholds = load_thresholds(Path("spec"))
+    rule = thresholds.rule("approx_kl")
+    assert rule is not None and (rule.warning, rule.critical, rule.per) == (0.015, 0.03, None)
+    path = tmp_path / "events.jsonl"
+    log = RunLog(path)
+    log.start()
+    log.update(lively(0, kl=0.01))
+    app = SanctumApp(path, thresholds, clock=lambda: log.now)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda s: s.update == 0, "update 0")
+        assert kl_row_level(app) is Level.HEALTHY
+        assert banner_text(app, "now-verdict") == "now OK ·"
+        row = app.query_one(HealthStatusPanel).row("approx_kl")
+        assert (row.label, row.value) == ("approx_kl", "0.0100")  # KL in nats, named so
+        log.update(lively(1, kl=0.02))
+        await wait_until(pilot, lambda s: s.update == 1, "update 1")
+        assert kl_row_level(app) is Level.WARNING
+        assert banner_text(app, "now-verdict") == "now WARN: KL ·"
+        log.update(lively(2, kl=0.04))
+        await wait_until(pilot, lambda s: s.update == 2, "update 2")
+        assert kl_row_level(app) is Level.CRITICAL
+        assert banner_text(app, "now-verdict") == "now FAIL: KL ·"
+        assert banner_text(app, "verdict").strip().startswith("run FAIL: KL 1x")
+        chart = drawn(app.query_one(KLChart))
+        assert "0.015┤" in chart and "0.03┤" in chart  # both lines, labelled on the axis
+    log.close()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Final
 from sanctum.cli.command import Command, thresholds_file
 from sanctum.exits import EXIT_OK
 from sanctum.formatting import visible, visible_lines
+from sanctum.health.thresholds_toml import resolve_thresholds
 from sanctum.reports.scan import no_run_started, not_a_run
 from sanctum.run_files import UsageError, resolve_run
 from sanctum.web.policy import (
@@ -130,7 +131,7 @@ def dashboard_command(
     with the same ``--thresholds`` and ``--fail-on`` (so it gives the run the same verdict)."""
     words = [python, "-m", "sanctum", "watch", str(events.absolute())]
     if thresholds is not None:
-        words += ["--thresholds", str(thresholds.absolute())]
+        words += ["--thresholds", str(resolve_thresholds(thresholds).absolute())]
     if fail_on is not None:
         words += ["--fail-on", fail_on]
     return words
