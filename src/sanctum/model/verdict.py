@@ -93,6 +93,8 @@ class RunVerdict:
     unmeasured: tuple[str, ...] = ()
     """The rules the run's kind expects that measured nothing (the trainer did not log
     their metric): what an OK or WARN could not look at."""
+    counts: tuple[int, ...] = ()
+    """Each item's count, aligned with ``items`` (0: an item without one, ``interrupted``)."""
 
     @property
     def coverage(self) -> str:
@@ -130,13 +132,23 @@ class RunVerdict:
 
     @property
     def short(self) -> str:
-        """``FAIL: KL 22x (+1)``: the first item and how many more, for a narrow column;
+        """``FAIL: Entropy 379x (+1)``: the :attr:`headline` item and how many more, for a
+        narrow column;
         ``OK · 2/7 rules`` when some expected rule measured nothing."""
         said: str = self.word
         if self.items:
             more = len(self.items) - 1
-            said = f"{self.word}: {self.items[0]}" + (f" (+{more})" if more else "")
+            said = f"{self.word}: {self.items[self.headline]}" + (f" (+{more})" if more else "")
         return f"{said} · {self.rules_judged}" if self.rules_judged else said
+
+    @property
+    def headline(self) -> int:
+        """The item a one-line verdict names: the rule that fired in the most updates
+        (``Entropy 379x`` before ``KL 8x``), the first of equals; an item without a count
+        (``interrupted``, ``unfinished``) only where no item has one (the banner's
+        connection word already says how the run ended)."""
+        counts = self.counts or (0,) * len(self.items)
+        return max(range(len(counts)), key=lambda i: (counts[i], -i)) if counts else 0
 
     def fields(self) -> dict[str, Any]:
         """The verdict in a JSON document: every JSON output spells it with these keys."""
@@ -162,12 +174,16 @@ def verdict_of(rows: Sequence[CheckRow], so_far: bool = False) -> RunVerdict:
     covering = [row for row in rows if row.covers]
     judged_on = tuple(row.label for row in covering if row.updates_measured)
     unmeasured = tuple(row.label for row in covering if not row.updates_measured)
-    failed = tuple(_item(row, row.counted) for row in rows if not row.passed)
+    failed = [row for row in rows if not row.passed]
     if failed:
-        return RunVerdict("FAIL", failed, so_far, judged_on, unmeasured)
-    warned = tuple(_item(row, row.updates_warning) for row in rows if _warned(row))
+        counts = tuple(row.counted for row in failed)
+        items = tuple(_item(row, n) for row, n in zip(failed, counts, strict=True))
+        return RunVerdict("FAIL", items, so_far, judged_on, unmeasured, counts)
+    warned = [row for row in rows if _warned(row)]
     if warned:
-        return RunVerdict("WARN", warned, so_far, judged_on, unmeasured)
+        counts = tuple(row.updates_warning for row in warned)
+        items = tuple(_item(row, n) for row, n in zip(warned, counts, strict=True))
+        return RunVerdict("WARN", items, so_far, judged_on, unmeasured, counts)
     if not any(row.updates_judged for row in rows if row.rule is not None):
         return RunVerdict("PENDING", (), so_far, judged_on, unmeasured)
     return RunVerdict("OK", (), so_far, judged_on, unmeasured)

@@ -282,6 +282,21 @@ def test_the_verdict_word_follows_the_rows() -> None:
     }
 
 
+def test_a_one_line_verdict_names_the_rule_that_fired_most_or_how_the_run_ended() -> None:
+    """examples/unstable.toml's banner read ``FAIL: KL 8x (+1)`` while Entropy was critical
+    for 379 updates: the short form names the rule that fired in the most updates (how the
+    run ended is the banner's connection word)."""
+    kl = rule_row(critical=8, passed=False)
+    entropy = replace(rule_row(critical=379, passed=False), name="entropy", label="Entropy")
+    assert verdict_of([kl, entropy]).short == "FAIL: Entropy 379x (+1)"
+    assert verdict_of([kl, entropy]).text == "FAIL: KL 8x, Entropy 379x"  # rows in order
+    ended = CheckRow("run_finished", "finished", False, "", verdict_name="interrupted")
+    assert verdict_of([kl, entropy, ended]).short == "FAIL: Entropy 379x (+2)"
+    assert verdict_of([ended]).short == "FAIL: interrupted"
+    warned = replace(rule_row(warning=9), name="entropy", label="Entropy")
+    assert verdict_of([rule_row(warning=2), warned]).short == "WARN: Entropy 9x (+1)"
+
+
 def test_an_ok_says_which_rules_it_rests_on_when_some_measured_nothing() -> None:
     clip = CheckRow("clip_fraction", "Clip", True, "", rule="clip_fraction > 0.5")
     grad = CheckRow("grad_norm", "Grad", True, "", rule="grad_norm jump")
