@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Collection
 from typing import Final
 
 import msgspec
 
 from telemetry import returns
-from telemetry.events import PPOUpdatePayload, bare_type
+from telemetry.events import PPOUpdatePayload, bare_type, field_docs
 
 _INDEX_FIELDS: Final = frozenset({"update", "global_step"})
 _FIELDS: Final = msgspec.structs.fields(PPOUpdatePayload)
@@ -61,6 +62,21 @@ SHORT_NAMES: Final[dict[str, str]] = {
 }
 """The name a metric's row shows where the full name does not fit (the health panel's
 name column): every metric longer than that column has one here."""
+
+
+RUNS_OF: Final[dict[str, str]] = {
+    d.name: d.facts["runs"] for d in field_docs(PPOUpdatePayload) if "runs" in d.facts
+}
+"""The metrics only some runs can have, and which (the contract's ``runs`` fact: a
+language model's rewards and completions, a fine-tuning run's reference KL)."""
+
+
+def can_have(metric: str, measured: Collection[str]) -> bool:
+    """Whether a run that measured ``measured`` is of a kind that can have ``metric``: any
+    run for most; for one only some runs have (:data:`RUNS_OF`), a run that measured
+    another of its kind (a CartPole run has no completion lengths to miss)."""
+    kind = RUNS_OF.get(metric)
+    return kind is None or any(RUNS_OF.get(m) == kind for m in measured)
 
 
 def short_name(metric: str) -> str:

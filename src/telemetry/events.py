@@ -147,7 +147,7 @@ TRAINING_STEPS: Final = "training steps"
 counter (one per batch of rollouts and its update)."""
 
 
-FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
+FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator", "runs")
 """The vocabulary of a field's ``Meta.extra`` (every key optional):
 
 - ``min``, ``max`` (float): the range a correct trainer can log; a finite value outside it
@@ -158,7 +158,17 @@ FACT_KEYS: Final = ("min", "max", "bound", "unit", "estimator")
 - ``unit`` (str): ``nats``, ``s``, ``steps/s``, ``reward units`` or ``tokens``.
 - ``estimator`` (str): the ``run_started.config`` setting naming the KL estimator the field
   measures; ``min`` then holds only when that estimator is not a signed one.
+- ``runs`` (str): the only runs that can have the field: :data:`LANGUAGE_MODEL_RUNS`
+  (rewards and completions of a language model) or :data:`FINE_TUNING_RUNS` (the KL to a
+  frozen reference); absent: any PPO run. A report lists such a field as "not measured"
+  only in a run of that kind.
 """
+
+
+LANGUAGE_MODEL_RUNS: Final = "language model"
+"""``runs`` of a field only a language-model run has (rewards, completions, tokens)."""
+FINE_TUNING_RUNS: Final = "fine-tuning"
+"""``runs`` of a field only a run with a frozen reference policy has."""
 
 
 def about(
@@ -169,11 +179,19 @@ def about(
     bound: str | None = None,
     unit: str | None = None,
     estimator: str | None = None,
+    runs: str | None = None,
 ) -> msgspec.Meta:
     """A field's definition and facts, as ``Annotated[type, about(...)]`` carries them: the
     one source of the JSON Schema's descriptions, the docs' field tables, the help
     glossary and the range contracts."""
-    facts = {"min": min, "max": max, "bound": bound, "unit": unit, "estimator": estimator}
+    facts = {
+        "min": min,
+        "max": max,
+        "bound": bound,
+        "unit": unit,
+        "estimator": estimator,
+        "runs": runs,
+    }
     return msgspec.Meta(
         description=description, extra={k: v for k, v in facts.items() if v is not None}
     )
@@ -664,6 +682,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             min=0,
             unit="nats",
             estimator=REF_KL_LOSS_ESTIMATOR,
+            runs=FINE_TUNING_RUNS,
         ),
     ] = None
     ref_kl_coef: Annotated[
@@ -673,6 +692,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "with ref_kl_target the proportional controller of Ziegler et al. moves it by up "
             "to 20% x steps / horizon per update); absent when the loss does not hold it.",
             min=0,
+            runs=FINE_TUNING_RUNS,
         ),
     ] = None
     ref_kl_reward_coef: Annotated[
@@ -681,6 +701,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "Coefficient of the reference-KL penalty in the reward in force (adaptive "
             "likewise); absent without ref_kl_in_reward.",
             min=0,
+            runs=FINE_TUNING_RUNS,
         ),
     ] = None
     ref_kl_loss: Annotated[
@@ -689,6 +710,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             f"ref_kl_coef * ref_kl, the term the reference KL adds to the loss, {_APPLIED}.",
             min=0,
             estimator=REF_KL_LOSS_ESTIMATOR,
+            runs=FINE_TUNING_RUNS,
         ),
     ] = None
     ref_kl_reward_penalty: Annotated[
@@ -699,6 +721,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "ref_kl_reward_estimator.",
             min=0,
             estimator=REF_KL_REWARD_ESTIMATOR,
+            runs=FINE_TUNING_RUNS,
         ),
     ] = None
     full_reward_rate: Annotated[
@@ -708,6 +731,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "right (schema 1.3).",
             min=0,
             max=1,
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     max_new_tokens_rate: Annotated[
@@ -717,6 +741,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "before answering, which earn reward 0 (schema 1.3).",
             min=0,
             max=1,
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     max_length_rate: Annotated[
@@ -727,6 +752,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "policy is gaming the length.",
             min=0,
             max=1,
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     reward_mean: Annotated[
@@ -735,6 +761,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "Mean reward of the update's completions (episodes): TRL's reward, verl's "
             "critic/score/mean (schema 1.5).",
             unit="reward units",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     reward_std: Annotated[
@@ -745,6 +772,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "GRPO learns nothing.",
             min=0,
             unit="reward units",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     reward_zero_std_frac: Annotated[
@@ -754,6 +782,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "advantage, no gradient): TRL's frac_reward_zero_std (schema 1.5).",
             min=0,
             max=1,
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     reward_components: Annotated[
@@ -762,6 +791,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "Mean of each named reward term of the update, by name: TRL's "
             "rewards/<func>/mean (schema 1.5). Their weighted sum is the reward.",
             unit="reward units",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     completion_length_mean: Annotated[
@@ -771,6 +801,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "completions/mean_length, verl's response_length/mean (schema 1.5).",
             min=0,
             unit="tokens",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     completion_length_min: Annotated[
@@ -780,6 +811,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "verl's response_length/min (schema 1.5).",
             min=0,
             unit="tokens",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     completion_length_max: Annotated[
@@ -789,6 +821,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "verl's response_length/max (schema 1.5).",
             min=0,
             unit="tokens",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     completion_truncated_frac: Annotated[
@@ -799,6 +832,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "1.5). Rising toward 1 while the reward rises, the policy pads to the cap.",
             min=0,
             max=1,
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     tokens: Annotated[
@@ -808,6 +842,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "num_tokens counts prompts too; schema 1.5).",
             min=0,
             unit="tokens",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
     clip_fraction_low: Annotated[
@@ -851,6 +886,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
             "probabilities, not log-probabilities (schema 1.5).",
             min=0,
             unit="nats",
+            runs=LANGUAGE_MODEL_RUNS,
         ),
     ] = None
 

@@ -17,6 +17,7 @@ from typing import Any, Final
 from sanctum.formatting import SHORT_ABSENT, plural, visible, visible_lines
 from sanctum.health.levels import Level
 from sanctum.health.thresholds_toml import load_thresholds
+from sanctum.metrics import can_have
 from sanctum.model.verdict import CheckRow
 from sanctum.reports.check import CheckResult, run_check
 from sanctum.reports.documents import skipped_fields
@@ -45,14 +46,16 @@ def format_text(result: CheckResult, learning: LearningVerdict | None = None) ->
         "",
         "per rule: worst judged value; updates measured, at warning, at critical (- = none)",
     ]
-    ruled = [row for row in result.rows if row.rule is not None]
+    measured = {row.name for row in result.rows if row.rule is not None and row.updates_measured}
+    shown = [row for row in result.rows if row.rule is None or can_have(row.name, measured)]
+    ruled = [row for row in shown if row.rule is not None]
     width = max([20, *(len(f"{row.label} {row.name}") for row in ruled)])
     columns = (Column("check", width), *RULE_COLUMNS)
     lines += table_lines(columns, [_rule_cells(row) for row in ruled])
     lines.append("")
     if learning is not None:
         lines += learning_lines(learning)
-    for row in result.rows:
+    for row in shown:  # a rule this kind of run cannot feed is in --json, not here
         lines.append(f"{'pass' if row.passed else 'FAIL'}  {row.label}: {row.message}")
     lines += [f"note  {note}" for note in result.notes]
     if result.skipped_lines:

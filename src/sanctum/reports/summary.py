@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +28,7 @@ from sanctum.formatting import (
 )
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
+from sanctum.metrics import can_have
 from sanctum.model.checks import doubts, lost_counts, outcome_unknown
 from sanctum.model.snapshot import progress_of
 from sanctum.reports.documents import (
@@ -215,6 +216,8 @@ METRIC_COLUMNS: Final = (
 
 def _rules(doc: dict[str, Any]) -> list[str]:
     past_warning = (Level.WARNING.value, Level.CRITICAL.value)
+    measured = _measured(doc)
+    shown = [row for row in doc["rules"] if can_have(row["metric"], measured)]
     rows = [
         (
             f"{row['label']} {row['metric']}",
@@ -225,20 +228,39 @@ def _rules(doc: dict[str, Any]) -> list[str]:
             "",
             SHORT_ABSENT if row["first_critical"] is None else str(row["first_critical"]),
         )
-        for row in doc["rules"]
+        for row in shown
     ]
     title = (
         "rules (final: last value, ! if its rule stood past warning; worst: of what the rule "
         "judged)"
     )
-    notes = [line for row in doc["rules"] if (line := not_judged_line(row)) is not None]
-    return [title, *table_lines(RULE_COLUMNS, rows), *notes]
+    notes = [line for row in shown if (line := not_judged_line(row)) is not None]
+    columns = _widened(RULE_COLUMNS, [row[0] for row in rows])
+    return [title, *table_lines(columns, rows), *notes]
 
 
 def _metrics(doc: dict[str, Any]) -> list[str]:
-    rows = [_metric_cells(metric, s) for metric, s in doc["metrics"].items()]
+    """Every metric a run of this kind can have (:func:`~sanctum.metrics.can_have`: a
+    CartPole run lists no completion lengths as not measured); ``--json`` lists all."""
+    measured = _measured(doc)
+    rows = [
+        _metric_cells(metric, s)
+        for metric, s in doc["metrics"].items()
+        if can_have(metric, measured)
+    ]
     title = "metrics (final: last measured; min and max: of the finite values; - = none)"
-    return [title, *table_lines(METRIC_COLUMNS, rows)]
+    return [title, *table_lines(_widened(METRIC_COLUMNS, [row[0] for row in rows]), rows)]
+
+
+def _measured(doc: dict[str, Any]) -> set[str]:
+    return {metric for metric, s in doc["metrics"].items() if s["measured"]}
+
+
+def _widened(columns: tuple[Column, ...], names: list[str]) -> tuple[Column, ...]:
+    """``columns`` with the first as wide as its longest name: every row stays aligned."""
+    first = columns[0]
+    width = max([first.width, *(len(name) + 1 for name in names)])
+    return (replace(first, width=width), *columns[1:])
 
 
 def _metric_cells(metric: str, s: dict[str, Any]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from sanctum.cli import main
 from sanctum.formatting import dumps, format_value
 from sanctum.health.rule import Rule
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS, Thresholds
+from sanctum.metrics import PPO_METRICS, RUNS_OF
 from sanctum.model.state import SERIES_LEN
 from sanctum.reports import check_report
 from sanctum.reports.check import run_check
@@ -32,6 +33,7 @@ from tests.sanctum.logs import (
     write_run,
     write_two_runs,
 )
+from tests.sanctum.recorded import RECORDED
 
 PLAIN_KL = Thresholds(
     rules=(Rule("approx_kl", "KL", "above", 0.04, 0.1, decimals=4, persist=2, far=0.5),)
@@ -324,3 +326,33 @@ def test_a_log_without_a_step_unit_reads_as_environment_steps(tmp_path: Path) ->
     progress, speed = _facts(format_text(doc))
     assert ", 3072 / 10240 steps (30%), " in progress
     assert speed == "speed     4000 steps/s (last rollout)"
+
+
+def test_the_text_lists_only_what_the_runs_kind_can_have_and_keeps_its_rows_aligned(
+    tmp_path: Path,
+) -> None:
+    """A CartPole run lists no completion lengths, rewards or reference KL as "not
+    measured" (nor their rules), the recorded token-level run does; every row's figures
+    start in one column however long its name (``completion_truncated_frac``)."""
+    path = tmp_path / "classic.jsonl"
+    log = RunLog(path)
+    log.start()
+    for u in range(3):
+        log.emit(ppo_update(u))
+    log.finish()
+    log.close()
+    classic = format_text(build_summary(path, DEFAULT_THRESHOLDS))
+    only_some = [m for m in RUNS_OF if m in PPO_METRICS]
+    assert not any(line.split(" ")[0] in only_some for line in classic.splitlines())
+    assert "RefKL" not in classic and "Length" not in classic
+    assert "clip_fraction_lower    not measured" in classic  # any PPO run can have it
+    tokens = RECORDED / "tokens-s1" / "events.jsonl"
+    text = format_text(build_summary(tokens, DEFAULT_THRESHOLDS)).splitlines()
+    assert any(line.startswith("completion_truncated_frac ") for line in text)
+    assert any(line.startswith("Length completion_truncated_frac ") for line in text)
+    header = next(line for line in text if line.startswith("metric "))
+    end = header.index("final") + len("final")  # where every final figure ends (right-aligned)
+    rows = text[text.index(header) + 1 :]
+    table = rows[: rows.index("")] if "" in rows else rows
+    measured = [line for line in table if "not measured" not in line]
+    assert measured and all(line[end - 1] != " " and line[end] == " " for line in measured)
