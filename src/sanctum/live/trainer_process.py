@@ -93,6 +93,8 @@ class TrainerProcess:
     def __init__(self, process: subprocess.Popen[bytes], stderr_path: Path) -> None:
         self.process = process
         self.stderr_path = stderr_path
+        self.stdout_path: Path | None = None
+        """Where the child's standard output goes (None: discarded)."""
         self.detached = False
         """The dashboard let it go: training continues after the dashboard exits."""
         self._requested = False
@@ -118,7 +120,19 @@ class TrainerProcess:
                 env=None if env is None else dict(env),
                 start_new_session=True,  # terminal signals reach the dashboard only
             )
-        return cls(process, stderr_path)
+        started = cls(process, stderr_path)
+        started.stdout_path = stdout_path
+        return started
+
+    def last_said(self) -> str | None:
+        """The last line the child printed (its standard output, else its error stream):
+        what it is doing before its log exists, such as a warm start; None before it says
+        anything. Read from the files' tails, never more than a few KiB."""
+        for path in (self.stdout_path, self.stderr_path):
+            lines = () if path is None else tail(path, 1)
+            if lines:
+                return lines[-1]
+        return None
 
     @property
     def pid(self) -> int:

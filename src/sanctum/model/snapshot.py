@@ -88,6 +88,7 @@ class TimelineEntry:
         "trainer",
         "bug",
         "stall",
+        "waiting",
     ]
     level: Level
     """HEALTHY for start/completed; WARNING or CRITICAL for trouble."""

@@ -31,8 +31,9 @@ from sanctum.formatting import (
 from sanctum.health.levels import Level
 from sanctum.health.rule import Rule
 from sanctum.health.thresholds import Thresholds
-from sanctum.metrics import KL_METRIC, short_name
+from sanctum.metrics import KL_METRIC, RUNS_OF, short_name
 from sanctum.model.snapshot import Connection, MetricSnapshot, SanctumSnapshot, TimelineEntry
+from telemetry.events import LANGUAGE_MODEL_RUNS
 from telemetry.returns import BEST_ROLLOUT_MEAN, ROLLOUT_MEAN
 
 """KL in the banner: 3 decimals (the health panel uses the rule's 4); docs/design.md, section 6."""
@@ -361,6 +362,26 @@ def facts_lines(snapshot: SanctumSnapshot, *, short_notes: bool = False) -> list
     return lines
 
 
+def language_model_run(snapshot: SanctumSnapshot) -> bool:
+    """A run whose "episodes" are a language model's completions, each scored once: it
+    counts its steps in tokens, samples or optimizer steps (``step_unit``), or it measured a
+    figure only such runs have (the contract's ``runs``; a log before ``step_unit``)."""
+    if snapshot.run.step_unit is not None:
+        return True
+    return any(
+        kind == LANGUAGE_MODEL_RUNS
+        and name in snapshot.metrics
+        and any(v is not None for v in snapshot.metrics[name].series)
+        for name, kind in RUNS_OF.items()
+    )
+
+
+def returns_title(snapshot: SanctumSnapshot) -> str:
+    """The returns panel's title: ``Reward per rollout`` for a language-model run
+    (:func:`language_model_run`), else ``Episode return``."""
+    return "Reward per rollout" if language_model_run(snapshot) else "Episode return"
+
+
 def returns_lines(
     snapshot: SanctumSnapshot, width: int, line_width: int | None = None
 ) -> list[str]:
@@ -369,8 +390,9 @@ def returns_lines(
     :mod:`telemetry.returns`, the same in every view): three lines, or up to five laid out
     for ``line_width`` cells (a figure moves to a line of its own rather than wrap)."""
     run = snapshot.run
+    episodes = "completions" if language_model_run(snapshot) else "episodes"
     if run.episode_return is None:
-        return ["no episode finished yet", f"episodes {format_count(run.episodes)}"]
+        return [f"no {episodes[:-1]} finished yet", f"{episodes} {format_count(run.episodes)}"]
 
     def pair(first: str, second: str) -> list[str]:  # one line where both fit, else two
         fits = line_width is None or len(first) + 2 + len(second) <= line_width
@@ -384,7 +406,7 @@ def returns_lines(
         ),
         sparkline(run.episode_return_series, width),
         *pair(
-            f"episodes {format_count(run.episodes)}  length {format_value(run.episode_length)}",
+            f"{episodes} {format_count(run.episodes)}  length {format_value(run.episode_length)}",
             f"{BEST_ROLLOUT_MEAN} {format_value(run.episode_return_best)}",
         ),
     ]
@@ -399,6 +421,7 @@ KIND_LABEL = {
     "skipped": "skipped",
     "gap": "gap",
     "trainer": "trainer",
+    "waiting": "waiting",
     "bug": "bug",
     "stall": "stall",
 }

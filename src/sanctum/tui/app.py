@@ -95,6 +95,8 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
         """Snapshots drawn so far (a redraw of the same snapshot after the tick excluded)."""
         self.trainer = trainer
         """The trainer process this dashboard runs (``ppo train``); None for ``sanctum``."""
+        self._said: str | None = None
+        """The trainer's last line shown while the log is awaited (``_waiting_entries``)."""
         self.stop_timeout = stop_timeout
         self.choice: QuitChoice | None = None
         """What the user chose in the quit dialog (None: quit without being asked)."""
@@ -207,6 +209,10 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
             snapshot = dataclasses.replace(
                 snapshot, timeline=snapshot.timeline + self._down_entries()
             )
+        elif snapshot.connection is Connection.WAITING:
+            snapshot = dataclasses.replace(
+                snapshot, timeline=snapshot.timeline + self._waiting_entries()
+            )
         self._shown = snapshot
         for screen in self.screen_stack:  # the dashboard, and a chart or rollouts screen
             for view in screen.query(SnapshotView):
@@ -236,6 +242,10 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
             return
         ended = self.trainer.poll()
         if ended is None:
+            shown, latest = self._shown, self._snapshot
+            waiting = shown is not None and shown.connection is Connection.WAITING
+            if waiting and latest is not None and self.trainer.last_said() != self._said:
+                self._show(latest)  # the trainer said something new
             return
         self.trainer_exit = ended
         if isinstance(self.screen, QuitDialog):  # nothing left to stop or detach from
@@ -245,6 +255,17 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
             self.query_one(StatusBanner).trainer_down = ended
             if self._snapshot is not None:
                 self._show(self._snapshot)
+
+    def _waiting_entries(self) -> tuple[TimelineEntry, ...]:
+        """Before the log exists: which file is awaited, in full (the banner cuts it), and,
+        under ``ppo train``, the trainer's last line (``warm start: 550 supervised steps``:
+        a token-level run warms up for minutes before it records)."""
+        entries = [TimelineEntry("waiting", Level.PENDING, f"for {self.path}")]
+        said = None if self.trainer is None else self.trainer.last_said()
+        if said is not None:
+            entries.append(TimelineEntry("trainer", Level.PENDING, said))
+        self._said = said
+        return tuple(entries)
 
     def _down_entries(self) -> tuple[TimelineEntry, ...]:
         """The dead trainer's exit code and stderr tail, as critical event-log lines."""

@@ -21,8 +21,9 @@ from sanctum.tui.widgets import StatusBanner, TimelinePanel
 from sanctum.tui.widgets.quit_dialog import QuitDialog
 from telemetry.eventlog import read_events
 from telemetry.events import RunFinished
-from tests.sanctum.app_support import WAIT_LIMIT, wait_until
+from tests.sanctum.app_support import WAIT_LIMIT, region_lines, wait_until
 from tests.sanctum.tui.test_app import drawn
+from tests.waiting import settle
 
 STANDIN = Path(__file__).parents[1] / "standin_trainer.py"
 SIZE = (120, 36)
@@ -135,3 +136,37 @@ async def test_the_quit_dialog_closes_itself_when_training_ends_meanwhile(tmp_pa
         await pilot.press("q")
         await wait_for_exit(pilot)
     assert app.choice is None and app.trainer_exit is not None and app.trainer_exit.code == 0
+
+
+async def test_before_its_log_exists_the_trainers_own_words_say_what_it_is_doing(
+    tmp_path: Path,
+) -> None:
+    """A token-level run warms up for minutes before it records: the dashboard waiting for
+    the log shows the awaited file in full and the trainer's latest line, not a bare
+    WAITING (the banner has room only for the start of the path)."""
+    say = "import sys, time; print('warm start: 550 supervised steps', flush=True); time.sleep(60)"
+    events = tmp_path / "a-long-run-name-that-the-banner-cannot-hold-whole" / "events.jsonl"
+    trainer = TrainerProcess.start(
+        [sys.executable, "-c", say],
+        stderr_path=tmp_path / "trainer.err",
+        stdout_path=tmp_path / "trainer.out",
+    )
+    try:
+        app = SanctumApp(events, DEFAULT_THRESHOLDS, trainer=trainer)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(
+                pilot,
+                lambda a: (
+                    a.shown is not None and any("warm start" in e.text for e in a.shown.timeline)
+                ),
+                "the trainer's words on screen",
+                WAIT_LIMIT,
+            )
+            await pilot.pause()
+            shown = region_lines(app, app.query_one(TimelinePanel))  # as the terminal shows
+            assert any("trainer    warm start: 550 supervised steps" in line for line in shown)
+            waiting = next(line for line in shown if "waiting" in line)
+            assert waiting.rstrip().endswith("banner-cannot-hold-whole/events.jsonl"), waiting
+    finally:
+        trainer.process.kill()
+        trainer.process.wait(10)

@@ -196,3 +196,20 @@ async def test_the_kl_chart_draws_the_lines_of_the_rule_in_force(
         assert rule is not None and rule.per == "clip_fraction"
         named = f"{WARNING_LINE} {rule.warning:g}×clip {CRITICAL_LINE} {rule.critical:g}×clip"
         assert named in (chart.border_subtitle or "")
+
+
+@pytest.mark.parametrize("kind", ["classic", "token-level"])
+async def test_a_language_model_run_shows_reward_per_rollout_not_episode_return(
+    tmp_path: Path, kind: str
+) -> None:
+    """A token-level run's "episodes" are completions, each scored once: its panel says
+    reward per rollout and counts completions; a classic run's says episode return."""
+    path = spiked_run(tmp_path) if kind == "classic" else token_run(tmp_path)
+    async with opened(path, (80, 24)) as (app, _):
+        panel = app.query_one(EpisodeReturnPanel)
+        shown = words(region_lines(app, panel))
+        if kind == "classic":
+            assert panel.border_title == "Episode return" and "episodes " in shown
+        else:
+            assert panel.border_title == "Reward per rollout" and "completions " in shown
+            assert "episodes " not in shown

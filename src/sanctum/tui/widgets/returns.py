@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from sanctum.text.panels import returns_lines
+from sanctum.text.panels import returns_lines, returns_title
 from sanctum.tui.widgets.base import SnapshotView
 
 
@@ -24,5 +24,8 @@ class EpisodeReturnPanel(SnapshotView):
     def render(self) -> RenderableType:
         if self.snapshot is None:
             return ""
+        title = returns_title(self.snapshot)
+        if self.border_title != title:
+            self.border_title = title
         width = max(1, self.content_size.width)
         return Text("\n".join(returns_lines(self.snapshot, width, line_width=width)))

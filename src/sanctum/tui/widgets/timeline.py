@@ -17,6 +17,7 @@ from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.model.snapshot import SanctumSnapshot, TimelineEntry
 from sanctum.text.panels import entry_text
+from sanctum.text.run_table import fit_middle
 from sanctum.tui.widgets.base import SnapshotView
 
 
@@ -52,8 +53,8 @@ class TimelinePanel(SnapshotView):
             if index:
                 text.append("\n")
             style = "" if entry.level is Level.PENDING else f"timeline--{entry.level.value}"
-            text.append(
-                entry_text(entry, snapshot.run.started_ts),
-                self.get_component_rich_style(style) if style else "",
-            )
+            line = entry_text(entry, snapshot.run.started_ts)
+            if entry.kind == "waiting":  # a path: its end (the run and the file) stays
+                line = fit_middle(line, max(1, self.content_size.width))
+            text.append(line, self.get_component_rich_style(style) if style else "")
         return text
