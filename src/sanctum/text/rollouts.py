@@ -56,12 +56,25 @@ def prompt_line(r: RolloutRecord, vocab: Sequence[str] | None) -> str:
 
 
 def answer_line(r: RolloutRecord) -> str:
-    """The digit heads' answer against the truth, and which positions counted."""
+    """The digit heads' answer against the truth, and which positions counted: ``applied
+    x.x..`` marks the digits this rollout's reward scores (the task keeps each with its
+    ``keep_prob``), said on the line so it reads without the docs."""
     mask = "".join("x" if m else "." for m in r.applied_mask)
     return (
         f"answer {''.join(map(str, r.digit_pred))}  true {''.join(map(str, r.digit_true))}"
-        f"  applied {mask}  correct {r.correct_count}/{r.applied_count}"
+        f"  applied {mask} (x: scored)  correct {r.correct_count}/{r.applied_count}"
     )
+
+
+def no_figures_text(snapshot: SanctumSnapshot | None, update: int) -> str:
+    """Why :func:`figures_at` has nothing for ``update``: older than the updates the
+    dashboard keeps, not read yet, or no ruled figure measured in it."""
+    kept = () if snapshot is None else snapshot.series_updates
+    if kept and update < kept[0]:
+        return f"older than the last {len(kept)} updates the dashboard keeps (summary has all)"
+    if not kept or update > kept[-1]:
+        return "its figures are not read yet"
+    return "no ruled figure measured in it"
 
 
 def reward_line(r: RolloutRecord) -> str:

@@ -7,8 +7,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.reports.once import read_snapshot
 from sanctum.reports.rollouts_view import RolloutsError, render, select
+from sanctum.text.rollouts import answer_line, no_figures_text
 from telemetry.rollouts import RolloutRecord
+from tests.sanctum.recorded import RECORDED
 
 
 def record(id: int, reward_final: float) -> RolloutRecord:
@@ -43,3 +47,13 @@ def test_a_missing_folder_and_a_run_without_records_are_told_apart(tmp_path: Pat
         render(tmp_path / "nope", tmp_path / "nope" / "events.jsonl", None, 1)
     with pytest.raises(RolloutsError, match="only token-level PPO runs write them"):
         render(tmp_path, tmp_path / "events.jsonl", None, 1)
+
+
+def test_the_answer_line_says_what_applied_marks_and_a_missing_update_why() -> None:
+    line = answer_line(record(1, 0.0))
+    assert "applied x (x: scored)" in line and "correct 0/1" in line
+    snapshot = read_snapshot(RECORDED / "tokens-s1" / "events.jsonl", DEFAULT_THRESHOLDS)
+    kept = snapshot.series_updates
+    assert no_figures_text(snapshot, kept[-1] + 5) == "its figures are not read yet"
+    assert no_figures_text(snapshot, kept[0] - 1).startswith(f"older than the last {len(kept)}")
+    assert no_figures_text(None, 3) == "its figures are not read yet"

@@ -47,6 +47,7 @@ from sanctum.text.rollouts import (
     figures_at,
     file_line,
     health_line,
+    no_figures_text,
     prompt_line,
     reward_line,
     step_columns,
@@ -92,7 +93,7 @@ class HealthStrip(SnapshotView):
             return lines
         line = Text(f"update {self.update_shown}:", style="dim", end="")
         if not (shown := figures_at(self.snapshot, self.update_shown)):
-            line.append(" no figures kept for it", style="dim")
+            line.append(f" {no_figures_text(self.snapshot, self.update_shown)}", style="dim")
         for i, (figure, level) in enumerate(shown):
             gap = " " if i == 0 else "  "
             if line and cell_len(line.plain + gap + figure) > width:
