@@ -48,7 +48,7 @@ from sanctum.model.state import (
     metric_columns,
 )
 from sanctum.model.trend import trend_of
-from sanctum.model.verdict import PENDING, RunVerdict, verdict_of
+from sanctum.model.verdict import PAST_MAX_KL, PENDING, RunVerdict, verdict_of
 from telemetry.eventlog import ReadBatch
 from telemetry.events import (
     Anomaly,
@@ -236,12 +236,25 @@ class SanctumAggregator:
         self.run.updates += 1
         self._advance(p.global_step)
         self.pace.progress(event.ts)
+        max_kl, kl = self.tamiyo.max_kl, p.approx_kl
+        if max_kl is not None and kl is not None and p.early_stopped is False:
+            self._past_max_kl(p.update, kl / max_kl)
         if p.early_stopped:
             text = early_stop_text(p)
             self.records.early_stop(p.update, text)
             self.timeline.append(
                 TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
             )
+
+    def _past_max_kl(self, update: int, times: float) -> None:
+        """Tally an update whose KL passed ``PAST_MAX_KL`` x ``max_kl`` with no early stop."""
+        if not times > PAST_MAX_KL:  # NaN is the non-finite row's
+            return
+        run = self.run
+        run.past_max_kl += 1
+        if run.first_past_max_kl is None:
+            run.first_past_max_kl = update
+        run.most_past_max_kl = max(times, run.most_past_max_kl or 0.0)
 
     def _nonfinite(self, event: Event) -> None:
         """Tally a NaN or Inf in an event other than an update (updates are judged in

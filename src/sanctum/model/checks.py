@@ -34,7 +34,7 @@ from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import RunRecords
 from sanctum.model.pace import limit_words, over_words, seconds_text
 from sanctum.model.snapshot import RunFacts
-from sanctum.model.verdict import CheckRow
+from sanctum.model.verdict import PAST_MAX_KL, CheckRow
 from telemetry.run_config import RunConfig
 from telemetry.text import visible
 
@@ -88,6 +88,7 @@ def judge_rows(
         _bug_row(agg),
         _stall_row(agg),
         _anomaly_row(agg, fail_on),
+        _max_kl_row(agg, fail_on),
         _unreadable_row(agg, allow_skipped, torn_tail(agg, live)),
         *integrity_rows(agg, allow_skipped),
         _finish_row(agg, allow_unfinished),
@@ -501,7 +502,35 @@ def _anomaly_row(agg: JudgedRun, fail_on: Level) -> CheckRow:
         updates_critical=run.anomalies_critical,
         verdict_name="anomaly",
         counted=counted,
+        warns=True,
     )
+
+
+def _max_kl_row(agg: JudgedRun, fail_on: Level) -> CheckRow:
+    """Updates whose KL passed :data:`PAST_MAX_KL` x the run's ``max_kl`` and recorded no
+    early stop: the early stop did not fire. A warning (it fails at ``--fail-on warning``)."""
+    run, name = agg.run, "KL past max_kl"
+    if not run.past_max_kl:
+        return CheckRow("max_kl", name, True, _MAX_KL_OK, warns=True)
+    counted = run.past_max_kl if fail_on is Level.WARNING else 0
+    return CheckRow(
+        "max_kl",
+        name,
+        counted == 0,
+        f"approx_kl over {PAST_MAX_KL:g} x max_kl with no early stop recorded in "
+        f"{plural(run.past_max_kl, 'update')}, first at update {run.first_past_max_kl}, "
+        f"up to {run.most_past_max_kl:.3g} x max_kl: the early stop did not fire",
+        updates_warning=run.past_max_kl,
+        first_warning=run.first_past_max_kl,
+        verdict_name="KL past max_kl",
+        counted=counted,
+        warns=True,
+    )
+
+
+_MAX_KL_OK: Final = (
+    f"no update's KL passed {PAST_MAX_KL:g} x max_kl unstopped (or the run declares none)"
+)
 
 
 def torn_tail(agg: JudgedRun, live: bool) -> str | None:

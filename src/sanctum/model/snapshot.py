@@ -207,6 +207,13 @@ class RunFacts(Generic[Returns]):
     silence ended: the limit it went past was ``stall_pace`` times that, or the floor."""
     first_stall_update: int | None = None
     """The update in progress during the first stall (the one after the last recorded)."""
+    past_max_kl: int = 0
+    """Updates whose ``approx_kl`` passed :data:`~sanctum.model.verdict.PAST_MAX_KL` times
+    the run's declared ``max_kl`` with no early stop recorded (``early_stopped`` false)."""
+    first_past_max_kl: int | None = None
+    """The first such update."""
+    most_past_max_kl: float | None = None
+    """The largest ``approx_kl / max_kl`` of those updates."""
 
     @property
     def progress(self) -> float | None:

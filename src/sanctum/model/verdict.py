@@ -66,6 +66,9 @@ class CheckRow:
     counted: int = 0
     """What the verdict counts for a failing row (``KL 22x``): the updates at ``fail_on``,
     the stalls, the impossible values...; 0: no count."""
+    warns: bool = False
+    """A row that is not a rule but warns when it passes with ``updates_warning``
+    (anomalies the trainer reported as warnings, a KL past ``max_kl`` unstopped)."""
     optional: bool = False
     """A rule row of a rule that judges only runs that measure its metric (the reference
     KL, the length rate): a run without it is not less covered."""
@@ -75,6 +78,17 @@ class CheckRow:
         """A rule row that counts in the run's coverage: a rule every run of its kind is
         expected to feed, or an optional one this run fed."""
         return self.rule is not None and (not self.optional or self.updates_measured > 0)
+
+
+PAST_MAX_KL: Final = 2.0
+"""``approx_kl`` over this many times the run's ``max_kl`` in an update that records no
+early stop warns: a trainer whose early stop works never reports it (with the check before
+each step every minibatch stays under ``max_kl``, so their mean does; checked after each
+epoch, an epoch over it stops the update), so its early stop did not fire. The margin leaves
+room for a trainer that checks one minibatch's KL and reports the epoch's mean (CleanRL).
+No run of the calibration corpus declares ``max_kl`` (the shipped defaults leave early
+stopping off); a KL far past the run's own median cannot warn instead: healthy runs there
+reach 258x their median two updates in a row (RL Zoo's single-env CartPole), 972x for one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +205,7 @@ def verdict_of(rows: Sequence[CheckRow], so_far: bool = False) -> RunVerdict:
 
 def _warned(row: CheckRow) -> bool:
     """A rule at warning at some update, or a warning anomaly (rows that passed)."""
-    return row.updates_warning > 0 and (row.rule is not None or row.name == "anomalies")
+    return row.updates_warning > 0 and (row.rule is not None or row.warns)
 
 
 def _item(row: CheckRow, count: int) -> str:

@@ -53,14 +53,16 @@ FIXTURES: dict[str, dict[str, Any]] = {
     "interrupted": {"updates": 8, "finish": "interrupted"},
 }
 """Each KL breach lasts 3 updates or more: the KL rule's median of 5 per clip fraction is
-past a line from the third such update, and for 2 updates after it ends."""
+past a line from the third such update, and for 2 updates after it ends. The breaches pass
+twice the runs' max_kl (0.03) with no early stop recorded: each also warns that the early
+stop did not fire (``KL past max_kl``), which a failure's words leave out."""
 COVERAGE = (
     " · judged: KL, Clip, Grad, EV, Value loss, Entropy shift (6 of 7 rules; Entropy not measured)"
 )
 """What an OK or WARN of these runs rests on: they log no entropy_normalized."""
 EXPECTED = {
     "healthy": ("OK", "OK" + COVERAGE),
-    "warned": ("WARN", "WARN: KL 3x" + COVERAGE),
+    "warned": ("WARN", "WARN: KL 3x, KL past max_kl 3x" + COVERAGE),
     "failed": ("FAIL", "FAIL: KL 3x"),
     "recovered": ("FAIL", "FAIL: KL 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
@@ -68,15 +70,15 @@ EXPECTED = {
 """(word, text) of each run's verdict under ``--fail-on critical``."""
 STRICT = {
     "healthy": ("OK", "OK" + COVERAGE),
-    "warned": ("FAIL", "FAIL: KL 3x"),
-    "failed": ("FAIL", "FAIL: KL 3x"),
-    "recovered": ("FAIL", "FAIL: KL 3x"),
+    "warned": ("FAIL", "FAIL: KL 3x, KL past max_kl 3x"),
+    "failed": ("FAIL", "FAIL: KL 3x, KL past max_kl 5x"),
+    "recovered": ("FAIL", "FAIL: KL 3x, KL past max_kl 3x"),
     "interrupted": ("FAIL", "FAIL: interrupted"),
 }
 """The same under ``--fail-on warning``: the warned run fails."""
 TABLE = {
     "healthy": "OK · 6/7 rules",
-    "warned": "WARN: KL 3x · 6/7",
+    "warned": "WARN: KL 3x · 6/7",  # cut to the column: the (+1) gives way first
     "failed": "FAIL: KL 3x",
     "recovered": "FAIL: KL 3x",
     "interrupted": "FAIL: interrupted",
@@ -84,7 +86,7 @@ TABLE = {
 """The verdict in the run table's column: the rules' count cut to fit."""
 BANNER = {
     "healthy": "OK · 6/7 rules",
-    "warned": "WARN: KL 3x · 6/7 rules",
+    "warned": "WARN: KL 3x (+1) · 6/7 rules",
     "failed": "FAIL: KL 3x",
     "recovered": "FAIL: KL 3x",
     "interrupted": "FAIL: interrupted",
@@ -250,7 +252,7 @@ def rule_row(warning: int = 0, critical: int = 0, judged: int = 5, passed: bool 
 def test_the_verdict_word_follows_the_rows() -> None:
     stall = CheckRow("stall", "stall", False, "", verdict_name="Stall", counted=2)
     warn_anomaly = CheckRow(
-        "anomalies", "anomalies", True, "", updates_warning=1, verdict_name="anomaly"
+        "anomalies", "anomalies", True, "", updates_warning=1, verdict_name="anomaly", warns=True
     )
     cases: list[tuple[list[CheckRow], str, Level]] = [
         ([rule_row(judged=0)], "PENDING", Level.PENDING),

@@ -62,6 +62,7 @@ def test_healthy_run_passes(healthy_log: Path) -> None:
         "bug",
         "stall",
         "anomalies",
+        "max_kl",
         "skipped",
         "lost",
         "foreign",
@@ -793,3 +794,31 @@ def test_update_indices_that_skip_are_lost_updates_whatever_seq_says(
     whole.finish()
     whole.close()
     assert check(whole.path).exit_code == 0
+
+
+def test_a_kl_past_its_own_max_kl_with_no_early_stop_warns(tmp_path: Path) -> None:
+    """KL three times the run's declared max_kl (0.03), two updates in a row, no early stop
+    recorded, with a clip fraction that keeps the per-clip rule quiet: the early stop did
+    not fire, and the run warns (it read a bare OK); with the stop recorded, or in a run
+    that declares no max_kl, the same KL does not warn; at --fail-on warning it fails."""
+    unstopped = {"approx_kl": 0.09, "clip_fraction": 0.2}  # 0.45 per clip: under 5
+
+    def spike(u: int) -> dict[str, object]:
+        return dict(unstopped) if u in (8, 9) else {}
+
+    path = write_run(tmp_path / "unstopped.jsonl", updates=12, overrides=spike)
+    result = run_check(path, DEFAULT_THRESHOLDS)
+    assert result.verdict.text.startswith("WARN: KL past max_kl 2x")
+    row = next(r for r in result.rows if r.name == "max_kl")
+    assert row.passed and row.first_warning == 8 and "up to 3 x max_kl" in row.message
+    strict = run_check(path, DEFAULT_THRESHOLDS, fail_on=Level.WARNING)
+    assert strict.verdict.text == "FAIL: KL past max_kl 2x"
+
+    def stopped(u: int) -> dict[str, object]:
+        return {**unstopped, "early_stopped": True} if u in (8, 9) else {}
+
+    path = write_run(tmp_path / "stopped.jsonl", updates=12, overrides=stopped)
+    assert run_check(path, DEFAULT_THRESHOLDS).verdict.word == "OK"
+    undeclared = {**CONFIG, "max_kl": None}
+    path = write_run(tmp_path / "none.jsonl", updates=12, overrides=spike, config=undeclared)
+    assert run_check(path, DEFAULT_THRESHOLDS).verdict.word == "OK"
