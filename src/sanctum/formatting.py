@@ -99,9 +99,9 @@ def format_range(low: float | None, high: float | None, absent: str = NOT_MEASUR
     (two ends at two precisions, ``37.00…163.0``, read as if they were measured apart).
     Ends past that fixed form (non-finite, 1e4 or more, under 1e-3) are each spelled by
     :func:`format_value`."""
-    ends = [v for v in (low, high) if v is not None]
+    ends = [v for v in (low, high) if v is not None and math.isfinite(v)]
     largest = max((abs(v) for v in ends), default=math.nan)
-    if len(ends) < 2 or not math.isfinite(largest) or not 1e-3 <= largest < FIXED_BELOW:
+    if len(ends) < 2 or not 1e-3 <= largest < FIXED_BELOW:
         return f"{format_value(low, None, absent)}…{format_value(high, None, absent)}"
     places = max(0, 3 - math.floor(math.log10(largest)))
     return f"{low:.{places}f}…{high:.{places}f}"

@@ -27,8 +27,14 @@ from telemetry.events import (
 from telemetry.testing import T0, LogBuilder
 
 STEPS_PER_UPDATE = 512
-CONFIG: dict[str, Any] = {"max_kl": 0.03, "total_steps": 20 * STEPS_PER_UPDATE, "seed": 3}
-"""A config that declares max_kl and total_steps, as the ppo trainer's does."""
+CONFIG: dict[str, Any] = {
+    "max_kl": 0.03,
+    "early_stop_scope": "minibatch",
+    "total_steps": 20 * STEPS_PER_UPDATE,
+    "seed": 3,
+}
+"""A config that declares max_kl (checked before each minibatch's step) and total_steps, as
+the ppo trainer's does."""
 
 HEALTHY: dict[str, Any] = {
     "approx_kl": 0.005,

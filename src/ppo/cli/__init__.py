@@ -10,10 +10,11 @@ Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (a checkpoint was saved).
 The package: :mod:`~ppo.cli.parser` (the arguments and their help), :mod:`~ppo.cli.listing`
 (``ppo config``), :mod:`~ppo.cli.train` (``ppo train``'s settings, checked, and the health
 gate of ``--halt-on``), :mod:`~ppo.cli.run` (the run), :mod:`~ppo.cli.tokens` (a
-token-level run) and :mod:`~ppo.cli.attach` (the run under Sanctum's dashboard). Only
+token-level run), :mod:`~ppo.cli.attach` (the run under Sanctum's dashboard) and
+:mod:`~ppo.cli.verdict` (the run's verdict, the last line ``ppo train`` prints). Only
 ``run`` and what it imports load torch, once the settings hold: ``--help``, ``ppo config``
-and a refused option or setting answer without it. Only ``train`` and ``attach`` import
-Sanctum, each when its option asks for it.
+and a refused option or setting answer without it. Only ``train``, ``attach`` and
+``verdict`` import Sanctum, through its public names, each when it is needed.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ppo.cli.verdict import verdict_line
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 from ppo.run.halt import EXIT_HALTED
 from ppo.run.messages import DONE, error
@@ -70,8 +71,15 @@ def child_command(args: argparse.Namespace, run_id: str) -> list[str]:
     return command
 
 
-def report(watched: ProcessOutcome, run_path: Path, out: TextIO, err: TextIO) -> int:
-    """After the dashboard closed: say what became of training; returns the exit code."""
+def report(
+    watched: ProcessOutcome,
+    run_path: Path,
+    out: TextIO,
+    err: TextIO,
+    thresholds: Path | None = None,
+) -> int:
+    """After the dashboard closed: say what became of training (a halted run with its
+    verdict under ``thresholds``, as headless says it); returns the exit code."""
     ended, pid, path = watched.ended, watched.pid, shown_path(run_path)
     if watched.detached or ended is None:
         why = "detached" if watched.detached else "the dashboard closed"
@@ -90,6 +98,7 @@ def report(watched: ProcessOutcome, run_path: Path, out: TextIO, err: TextIO) ->
     reason = watched.reason
     if ended.down and ended.code == EXIT_HALTED and reason and reason.startswith(HALT_PREFIX):
         print(f"ppo train: {visible(reason)}\n  see why:  sanctum check {path}", file=err)
+        print(verdict_line(run_path / EVENTS_FILE, thresholds), file=err)
         return EXIT_HALTED
     if ended.down:
         return _report_down(ended, path, err)
@@ -139,7 +148,7 @@ def train_attached(args: argparse.Namespace, run_id: str, out: TextIO, err: Text
     return watch_process(
         child_command(args, run_id),
         run_path / EVENTS_FILE,
-        lambda watched: report(watched, run_path, out, err),
+        lambda watched: report(watched, run_path, out, err, args.thresholds),
         stdout_path=run_path / STDOUT_FILE,
         stderr_path=run_path / STDERR_FILE,
         thresholds=args.thresholds,

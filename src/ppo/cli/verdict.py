@@ -28,4 +28,6 @@ def verdict_line(events: Path, thresholds: Path | None = None) -> str:
         said = check_verdict(events, thresholds)
     except (EventLogError, ThresholdsError, OSError) as exc:
         said = f"not judged: {exc}"
+    except KeyboardInterrupt:  # the run is over and recorded: Ctrl-C skips only the reading
+        said = "not judged: interrupted"
     return f"{VERDICT}{visible(said)}  (sanctum check {shown_path(events.parent)})"

@@ -32,7 +32,7 @@ from sanctum.health.finite import WALKED, nonfinite_paths, update_paths
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import HealthReport, Level, health_report
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS, RunKind, Thresholds
-from sanctum.model.checks import judge_rows
+from sanctum.model.checks import MAX_KL_SCOPE, PAST_MAX_KL, judge_rows
 from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import AnomalyRecord, EarlierRun, RunRecords
 from sanctum.model.metrics_view import MetricsView
@@ -48,7 +48,7 @@ from sanctum.model.state import (
     metric_columns,
 )
 from sanctum.model.trend import trend_of
-from sanctum.model.verdict import PAST_MAX_KL, PENDING, RunVerdict, verdict_of
+from sanctum.model.verdict import PENDING, RunVerdict, verdict_of
 from telemetry.eventlog import ReadBatch
 from telemetry.events import (
     Anomaly,
@@ -106,6 +106,9 @@ class SanctumAggregator:
         self.thresholds = self.base_thresholds
         self._judge = HealthJudge(self.thresholds)
         self._queued: list[PPOUpdatePayload] = []
+        self._stops_at: float | None = None
+        """The run's ``max_kl`` where it stops before each minibatch's step (the KL past
+        max_kl check's line); None: not judged."""
         """Updates folded and not yet judged (:attr:`judge` judges them first)."""
         self.records = RunRecords()
         self.pace = Pace(self.thresholds)
@@ -236,7 +239,7 @@ class SanctumAggregator:
         self.run.updates += 1
         self._advance(p.global_step)
         self.pace.progress(event.ts)
-        max_kl, kl = self.tamiyo.max_kl, p.approx_kl
+        max_kl, kl = self._stops_at, p.approx_kl
         if max_kl is not None and kl is not None and p.early_stopped is False:
             self._past_max_kl(p.update, kl / max_kl)
         if p.early_stopped:
@@ -363,11 +366,12 @@ class SanctumAggregator:
         run.config = MappingProxyType(dict(p.config))
         run.started_ts = event.ts
         run.step_unit = p.step_unit
-        known = RunConfig.from_config(p.config)  # the keys the contract gives a meaning
+        run.known = known = RunConfig.from_config(p.config)  # read once, here
         run.total_steps = known.total_steps
         run.source_unread = known.source_unread
         run.resumed_from_update = known.resumed_from
         self.tamiyo.max_kl = known.max_kl
+        self._stops_at = known.max_kl if known.early_stop_scope == MAX_KL_SCOPE else None
         self._fit_rules(RunKind(p.algorithm, p.kl, p.policy_epochs, p.action_space))
         self.judge.configure(p.config, p.kl)
         details = ", ".join(

@@ -33,10 +33,7 @@ from sanctum.health.thresholds import Thresholds
 from sanctum.model.snapshot import Connection, RunSnapshot, connection_of
 from sanctum.model.verdict import RunVerdict
 from telemetry.recorder import EVENTS_FILE
-from telemetry.run_config import PER_RUN_KEYS, RunConfig
-
-"""Config keys in which runs of one configuration may differ: the seed, and what only
-names or places one run (the learning gate's notes and the seed groups leave them out)."""
+from telemetry.run_config import PER_RUN_KEYS
 
 
 def run_labels(paths: Sequence[Path]) -> list[str]:
@@ -151,7 +148,7 @@ def run_row(
         last_return=run.episode_return,
         worst_kl=kl,
         group_key=None if run.status is None else group or group_key(run.env_id, run.config),
-        seed=run.seed if run.seed is not None else RunConfig.from_config(run.config).seed,
+        seed=run.seed if run.seed is not None else run.known.seed,
         config=run.config,
         problem=problem,
     )
@@ -284,4 +281,6 @@ def _config_view(row: RunRow) -> dict[str, Any]:
 
 def _short(value: object) -> str:
     """A config value in a label: strings bare, everything else as JSON."""
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    return (
+        value if isinstance(value, str) else json.dumps(value, default=str, separators=(",", ":"))
+    )

@@ -34,8 +34,7 @@ from sanctum.model.integrity import LogIntegrity
 from sanctum.model.ledger import RunRecords
 from sanctum.model.pace import limit_words, over_words, seconds_text
 from sanctum.model.snapshot import RunFacts
-from sanctum.model.verdict import PAST_MAX_KL, CheckRow
-from telemetry.run_config import RunConfig
+from sanctum.model.verdict import CheckRow
 from telemetry.text import visible
 
 _describe = lru_cache(maxsize=256)(Rule.describe)
@@ -506,6 +505,20 @@ def _anomaly_row(agg: JudgedRun, fail_on: Level) -> CheckRow:
     )
 
 
+PAST_MAX_KL: Final = 2.0
+"""``approx_kl`` over this many times the run's ``max_kl``, in an update of a run that checks
+it before each minibatch's step (``early_stop_scope = "minibatch"``: ours by default, SB3's
+target_kl) and records no early stop, warns: there every minibatch stays under ``max_kl``
+unless the update stops, so their mean does, and the early stop did not fire. A run that
+checks after each epoch (CleanRL, ``early_stop_scope = "epoch"``) or declares no scope is not
+judged: its last epoch is never checked. No run of the calibration corpus declares
+``max_kl`` (the shipped defaults leave early stopping off). A KL far past the run's own
+median cannot warn instead: healthy runs there reach 258x their median two updates in a
+row (RL Zoo's single-env CartPole), 972x for one."""
+MAX_KL_SCOPE: Final = "minibatch"
+"""The ``early_stop_scope`` under which :data:`PAST_MAX_KL` is judged."""
+
+
 def _max_kl_row(agg: JudgedRun, fail_on: Level) -> CheckRow:
     """Updates whose KL passed :data:`PAST_MAX_KL` x the run's ``max_kl`` and recorded no
     early stop: the early stop did not fire. A warning (it fails at ``--fail-on warning``)."""
@@ -585,7 +598,7 @@ def outcome_unknown(agg: JudgedRun) -> str | None:
     """Why the log cannot say how its run ended (:data:`telemetry.run_config.
     OUTCOME_UNKNOWN`), while it holds no ``run_finished``; None otherwise."""
     run = agg.run
-    return RunConfig.from_config(run.config).outcome_unknown if run.status == "running" else None
+    return run.known.outcome_unknown if run.status == "running" else None
 
 
 def _finish_row(agg: JudgedRun, allow_unfinished: bool) -> CheckRow:
@@ -651,7 +664,7 @@ def _finish_row(agg: JudgedRun, allow_unfinished: bool) -> CheckRow:
             f"outcome not recorded: {visible(unknown)}",
             verdict_name="outcome unknown",
         )
-    why = RunConfig.from_config(run.config).no_run_finished
+    why = run.known.no_run_finished
     if why is not None:  # the source cannot say; what it says is judged
         return CheckRow(
             "run_finished",

@@ -19,6 +19,7 @@ from sanctum.health.thresholds import Thresholds
 from sanctum.model.trend import Trend
 from sanctum.model.verdict import PENDING, RunVerdict
 from telemetry.eventlog import SkippedLine
+from telemetry.run_config import RunConfig
 
 RunPhase = Literal["running", "completed", "failed", "interrupted"]
 
@@ -118,6 +119,9 @@ class RunFacts(Generic[Returns]):
     seed: int | None = None
     schema: int | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
+    known: RunConfig = field(default_factory=RunConfig)
+    """The keys of ``config`` the contract gives a meaning, read once at ``run_started``
+    (:class:`telemetry.run_config.RunConfig`)."""
     status: RunPhase | None = None
     """None before any event; ``running`` until ``run_finished``."""
     reason: str | None = None

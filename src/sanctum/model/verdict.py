@@ -80,17 +80,6 @@ class CheckRow:
         return self.rule is not None and (not self.optional or self.updates_measured > 0)
 
 
-PAST_MAX_KL: Final = 2.0
-"""``approx_kl`` over this many times the run's ``max_kl`` in an update that records no
-early stop warns: a trainer whose early stop works never reports it (with the check before
-each step every minibatch stays under ``max_kl``, so their mean does; checked after each
-epoch, an epoch over it stops the update), so its early stop did not fire. The margin leaves
-room for a trainer that checks one minibatch's KL and reports the epoch's mean (CleanRL).
-No run of the calibration corpus declares ``max_kl`` (the shipped defaults leave early
-stopping off); a KL far past the run's own median cannot warn instead: healthy runs there
-reach 258x their median two updates in a row (RL Zoo's single-env CartPole), 972x for one."""
-
-
 @dataclass(frozen=True, slots=True)
 class RunVerdict:
     """The run's verdict: one word, and the rows that made it."""

@@ -216,7 +216,7 @@ METRIC_COLUMNS: Final = (
 
 def _rules(doc: dict[str, Any]) -> list[str]:
     past_warning = (Level.WARNING.value, Level.CRITICAL.value)
-    measured = _measured(doc)
+    measured = {row["metric"] for row in doc["rules"] if row["updates_measured"]}  # as check
     shown = [row for row in doc["rules"] if can_have(row["metric"], measured)]
     rows = [
         (

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from telemetry.events import OPTIMIZER_STEPS, SAMPLES, KLMeasure, PPOUpdatePayload
+from telemetry.run_config import REF_KL_REWARD_ESTIMATOR
 
 GRPO_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
     {
@@ -266,7 +267,7 @@ def config_from(algorithm: Algorithm, values: Mapping[str, Any]) -> dict[str, An
     """``run_started.config`` of a run of ``algorithm`` whose config holds ``values``."""
     config = {name: _plain(values[name]) for name in SETTINGS if name in values}
     if algorithm.name == "ppo" and "kl_estimator" in values:
-        config["ref_kl_reward_estimator"] = _plain(values["kl_estimator"])
+        config[REF_KL_REWARD_ESTIMATOR] = _plain(values["kl_estimator"])
     return config
 
 

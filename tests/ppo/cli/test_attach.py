@@ -27,10 +27,11 @@ from ppo.cli.attach import (
 )
 from ppo.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED
 from ppo.run.halt import EXIT_HALTED
-from sanctum import ProcessOutcome, TrainerExit
+from sanctum import ProcessOutcome, TrainerExit, check_verdict
 from telemetry.recorder import EVENTS_FILE
 from telemetry.returns import FINAL_RETURN
 from tests import processes
+from tests.sanctum.logs import kl_breach, write_run
 
 
 class Terminal(io.StringIO):
@@ -152,9 +153,15 @@ def test_what_became_of_training_is_read_from_the_outcome_alone(tmp_path: Path) 
     assert code == EXIT_INTERRUPTED
     assert err == "stopped the trainer (exit code 130)\n  last words\n"
     halted = ProcessOutcome(7, _ended(EXIT_HALTED), detached=False, reason="halted: RefKL x")
+    write_run(run / EVENTS_FILE, updates=12, overrides=kl_breach(5), finish="failed")
     code, _, err = _reported(halted, run)
     assert code == EXIT_HALTED
-    assert err == f"ppo train: halted: RefKL x\n  see why:  sanctum check {run}\n"
+    verdict = check_verdict(run / EVENTS_FILE)
+    assert verdict.startswith("FAIL: KL 3x")  # the halted run's own verdict, as headless
+    assert err == (
+        f"ppo train: halted: RefKL x\n  see why:  sanctum check {run}\n"
+        f"verdict: {verdict}  (sanctum check {run})\n"
+    )
     died = ProcessOutcome(7, _ended(EXIT_HALTED), detached=False, reason="RuntimeError: x")
     code, _, err = _reported(died, run)
     assert code == 1 and err.startswith("ppo train: the trainer process died (exit code 1)")

@@ -797,10 +797,11 @@ def test_update_indices_that_skip_are_lost_updates_whatever_seq_says(
 
 
 def test_a_kl_past_its_own_max_kl_with_no_early_stop_warns(tmp_path: Path) -> None:
-    """KL three times the run's declared max_kl (0.03), two updates in a row, no early stop
-    recorded, with a clip fraction that keeps the per-clip rule quiet: the early stop did
-    not fire, and the run warns (it read a bare OK); with the stop recorded, or in a run
-    that declares no max_kl, the same KL does not warn; at --fail-on warning it fails."""
+    """KL three times the run's declared max_kl (0.03, checked before each minibatch's
+    step), two updates in a row, no early stop recorded, with a clip fraction that keeps the
+    per-clip rule quiet: the early stop did not fire, and the run warns (it read a bare OK);
+    with the stop recorded, in a run that declares no max_kl, or one that checks after each
+    epoch (never its last), the same KL does not warn; at --fail-on warning it fails."""
     unstopped = {"approx_kl": 0.09, "clip_fraction": 0.2}  # 0.45 per clip: under 5
 
     def spike(u: int) -> dict[str, object]:
@@ -821,4 +822,7 @@ def test_a_kl_past_its_own_max_kl_with_no_early_stop_warns(tmp_path: Path) -> No
     assert run_check(path, DEFAULT_THRESHOLDS).verdict.word == "OK"
     undeclared = {**CONFIG, "max_kl": None}
     path = write_run(tmp_path / "none.jsonl", updates=12, overrides=spike, config=undeclared)
+    assert run_check(path, DEFAULT_THRESHOLDS).verdict.word == "OK"
+    per_epoch = {**CONFIG, "early_stop_scope": "epoch"}  # its last epoch is never checked
+    path = write_run(tmp_path / "epoch.jsonl", updates=12, overrides=spike, config=per_epoch)
     assert run_check(path, DEFAULT_THRESHOLDS).verdict.word == "OK"

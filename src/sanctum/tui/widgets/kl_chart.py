@@ -118,8 +118,9 @@ class KLChart(SnapshotView):
             if moving_lines(rule, ()) is None:  # a jump per the other: no line in nats
                 subtitle = f"log · {escape(rule.label)} judged per {per}"
             else:
-                warning, critical = (f"{t:g}" for t in (rule.warning, rule.critical))
-                subtitle = f"log · {WARNING_LINE} {warning}×{per} {CRITICAL_LINE} {critical}×{per}"
+                lines = ((WARNING_LINE, rule.warning), (CRITICAL_LINE, rule.critical))
+                named = " ".join(f"{mark} {t:g}×{per}" for mark, t in lines if t is not None)
+                subtitle = f"log · {named}"  # a line a thresholds file turned off: unnamed
         title = "KL"
         panes = self._panes(snapshot, *self._extent())
         if panes and snapshot.metric(KL_METRIC).series:
