@@ -193,6 +193,8 @@ def test_a_count_of_steps_says_what_it_counts() -> None:
         (500.0, 500.0, "500.0…500.0"),
         (None, 2.0, "not measured…2.000"),
         (-math.inf, 3.0, "-Inf…3.000"),
+        (1.0, math.nan, "1.000…NaN"),  # a non-finite end: each end spelled on its own
+        (math.nan, 1.0, "NaN…1.000"),
         (1.0, 25_000.0, "1…25000"),
         (1.0, 2.5e7, "1.000…2.50e+07"),  # past the fixed form: each end on its own
     ],

@@ -270,6 +270,16 @@ def test_group_names_lead_with_what_the_sweep_varies_and_stay_apart_when_cut(
     cut = [fit_words(label, 24) for label in labels]
     assert cut == ["learning_rate=0.001 +2", "learning_rate=0.003 +2", "learning_rate=0.01 +2"]
     assert fit_words("a=1 b=2", 7) == "a=1 b=2" and fit_words("abcdefghij b=2", 8) == "ab…ij +1"
+    rows = []
+    for i, sizes in enumerate(([64, 64], [256, 256])):
+        config = {"hidden_sizes": sizes, "learning_rate": 0.001 * (i + 1), "clip": 0.2 + i}
+        path = write_run(tmp_path / f"l{i}" / "events.jsonl", updates=2, config=config)
+        follower = RunFollower(path, f"l{i}", DEFAULT_THRESHOLDS)
+        follower.read()
+        rows.append(follower.row(1e12))
+    groups, _ = group_rows(rows)
+    assert "hidden_sizes=[64,64]" in groups[0].label  # a list is one word: cut whole
+    assert all(fit_words(g.label, 24).endswith(" +2") for g in groups), [g.label for g in groups]
 
 
 def test_spread_takes_the_middle_and_the_ends() -> None:

@@ -16,6 +16,7 @@ from textual.pilot import Pilot
 from sanctum.charts.glyphs import CRITICAL_LINE, WARNING_LINE
 from sanctum.formatting import format_value
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.health.thresholds_toml import load_thresholds
 from sanctum.metrics import KL_METRIC
 from sanctum.model.snapshot import SanctumSnapshot
 from sanctum.text.rollouts import figures_at
@@ -213,3 +214,17 @@ async def test_a_language_model_run_shows_reward_per_rollout_not_episode_return(
         else:
             assert panel.border_title == "Reward per rollout" and "completions " in shown
             assert "episodes " not in shown
+
+
+async def test_a_kl_line_turned_off_leaves_the_other_named(tmp_path: Path) -> None:
+    """``[approx_kl] critical = false`` (the rule only warns): the chart draws and names the
+    warning line alone, and the dashboard stays up."""
+    toml = tmp_path / "warn_only.toml"
+    toml.write_text("[approx_kl]\ncritical = false\n", encoding="utf-8")
+    app = SanctumApp(spiked_run(tmp_path), load_thresholds(toml))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda s: s.run.status != "running", "the run read")
+        await pilot.pause()
+        subtitle = app.query_one(KLChart).border_subtitle or ""
+        assert f"{WARNING_LINE} 5×clip" in subtitle and CRITICAL_LINE not in subtitle
+        assert app.return_code is None
