@@ -28,6 +28,7 @@ from telemetry import (
     read_events,
 )
 from tests.schema_support import assert_valid_log
+from tests.telemetry.halted_runs import FiresAt, assert_halted
 
 needs_sb3 = pytest.mark.skipif(
     importlib.util.find_spec("stable_baselines3") is None,
@@ -359,3 +360,41 @@ def test_into_your_recorder_across_learn_calls(tmp_path: Path) -> None:
     assert [(u.update, u.global_step) for u in updates] == [(i, 64 * (i + 1)) for i in range(4)]
     assert [type(e).__name__ for e in events].count("RunFinished") == 1
     assert events[0].payload.config["n_steps"] == 64
+
+
+@needs_sb3
+def test_halt_on_critical_stops_learn_at_the_update_the_gate_fails(tmp_path: Path) -> None:
+    """A learning rate 2,000x SB3's collapses the policy to one action in a few updates:
+    the gate fails the Entropy rule, and learn() returns at the next step, the run failed."""
+    from stable_baselines3 import PPO
+
+    from sanctum import HaltGate
+    from telemetry.integrations.sb3 import SanctumCallback
+
+    model = PPO("MlpPolicy", "CartPole-v1", **{**SMALL, "learning_rate": 0.5})
+    halter = HaltGate(None, "critical")
+    with SanctumCallback(run_dir=tmp_path, run_id="halted", halter=halter) as callback:
+        model.learn(STEPS, callback=callback)
+    path = tmp_path / "halted" / "events.jsonl"
+    assert assert_halted(path, UPDATES) == halter.fired
+    updates = [e.payload for e in read_events(path).events if isinstance(e, PPOUpdate)]
+    assert model.num_timesteps == updates[-1].global_step + 1  # one step of the next rollout
+
+
+@needs_sb3
+def test_a_halter_stops_learn_into_your_recorder_and_finishes_it(tmp_path: Path) -> None:
+    from stable_baselines3 import PPO
+
+    from telemetry import Recorder
+    from telemetry.integrations.sb3 import SanctumCallback
+
+    model = PPO("MlpPolicy", "CartPole-v1", **{**SMALL, "n_steps": 64, "n_epochs": 1})
+    with Recorder(run_dir=tmp_path, run_id="mine") as rec:
+        callback = SanctumCallback(recorder=rec, halter=FiresAt(1))
+        model.learn(64 * 8, callback=callback)
+        assert rec.finished  # the halted run is finished, yours too
+    events = read_events(rec.path).events
+    assert [e.payload.update for e in events if isinstance(e, PPOUpdate)] == [0, 1]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    assert (finished.payload.status, finished.payload.reason) == ("failed", "halted: test at 1")

@@ -9,6 +9,8 @@ and before the next rollout starts, and its logger clears them at the next log d
 that rollout). So an update is recorded at the next ``_on_rollout_start``, or at
 ``_on_training_end`` for the last one: each exactly once, whatever ``log_interval`` is.
 A pending update is recorded only when SB3's epochs counter shows its ``train()`` logged.
+With a halter, each recorded update is judged at once: a halted run's ``_on_step`` returns
+False at the next rollout's first step, which ends ``learn()`` (SB3's own way to stop).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
 from telemetry.events import AnomalyPayload, HeartbeatPayload, Payload, TrainerInfo
+from telemetry.halting import Halter, HaltWatch
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.sb3_figures import (
     EPOCHS_KEY,
@@ -128,6 +131,14 @@ class SanctumCallback(BaseCallback):
 
     ``recorder``: record into a Recorder you opened and will close (the callback then
     neither starts nor finishes it, and its update indices follow the recorder's).
+
+    ``halter``: what judges the run as it is recorded (a :class:`~telemetry.halting.Halter`;
+    ``sanctum.HaltGate("rules.toml", "critical")`` stops training after the first update at
+    which ``sanctum check --fail-on critical`` would fail the run so far). Once its
+    ``reason`` is set, the callback records the halter's anomaly, ``learn()`` returns at the
+    next step, and the run finishes with the halter's status and reason (``failed``,
+    ``halted: <rule> critical (...)``), your ``recorder`` too (build the callback before
+    that recorder starts: the halter is subscribed to it then).
     """
 
     def __init__(
@@ -137,8 +148,12 @@ class SanctumCallback(BaseCallback):
         recorder: Recorder | None = None,
         env_id: str | None = None,
         verbose: int = 0,
+        halter: Halter | None = None,
     ) -> None:
         super().__init__(verbose)
+        self.halting = HaltWatch.of(halter)
+        if recorder is not None and self.halting is not None:
+            self.halting.subscribe(recorder)
         self.run_dir, self.run_id, self.env_id = run_dir, run_id, env_id
         self.recorder = recorder
         self._owns = recorder is None
@@ -188,6 +203,8 @@ class SanctumCallback(BaseCallback):
                 ),
                 action_space=self.model.action_space,
             )
+            if self.halting is not None:  # before run_started: it judges the whole run
+                self.halting.subscribe(self.recorder)
             self.recorder.start()
         self._mark = (self.model.num_timesteps, time.monotonic())
         self._last_event = self._mark[1]
@@ -200,7 +217,7 @@ class SanctumCallback(BaseCallback):
                 self._lengths.append(int(episode["l"]))
         if time.monotonic() - self._last_event >= HEARTBEAT_SECONDS:
             self._emit(HeartbeatPayload(global_step=self.model.num_timesteps))
-        return True
+        return self.halting is None or self.halting.reason is None
 
     def _on_rollout_start(self) -> None:
         self._flush(report_stale=True)
@@ -236,7 +253,11 @@ class SanctumCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self._flush(report_stale=True)
         self._unhook()
-        if self._owns and self.recorder is not None:
+        if self.recorder is None:
+            return
+        if self.halting is not None and self.halting.reason is not None:
+            self.halting.finish(self.recorder)
+        elif self._owns:
             self.recorder.finish("completed")
 
     def _flush(self, *, report_stale: bool) -> None:
@@ -270,6 +291,8 @@ class SanctumCallback(BaseCallback):
                 measured=measured,
             )
         )
+        if self.halting is not None:
+            self.halting.judge(self.recorder, pending.global_step)
 
     def _watch(self, optimizer: Optimizer) -> None:
         """Count applied optimizer steps (SB3 keeps no count of minibatches)."""

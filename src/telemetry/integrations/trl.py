@@ -137,6 +137,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from telemetry.halting import TrainingHalted
 from telemetry.integrations import from_extra
 from telemetry.integrations.trl_figures import (
     GRPO_FIELDS,
@@ -148,7 +149,7 @@ from telemetry.integrations.trl_figures import (
 )
 
 if TYPE_CHECKING:
-    from telemetry.integrations.trl_callback import SanctumCallback, TrainingHalted
+    from telemetry.integrations.trl_callback import SanctumCallback
 
 __all__ = [
     "GRPO_FIELDS",
@@ -166,6 +167,6 @@ EXTRA_HINT = "SanctumCallback needs transformers and TRL: pip install 'sanctum-p
 
 
 def __getattr__(name: str) -> Any:
-    if name not in ("SanctumCallback", "TrainingHalted"):
+    if name != "SanctumCallback":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return from_extra("telemetry.integrations.trl_callback", name, EXTRA_HINT)

@@ -36,7 +36,7 @@ from telemetry.events import (
     TrainerInfo,
     policy_epochs_of,
 )
-from telemetry.halting import Halter
+from telemetry.halting import Halter, TrainingHalted, checked_halter
 from telemetry.integrations.trl_figures import (
     Settings,
     config_of,
@@ -57,10 +57,6 @@ UNSEEN_END: Final = (
     "train() ended without reaching its end: an exception the callback could not see "
     "(use SanctumCallback as a context manager to record it)"
 )
-
-
-class TrainingHalted(RuntimeError):
-    """Raised to stop a trainer that did not stop when its halter asked it to."""
 
 
 def _vocab_size(model: Any) -> int | None:
@@ -106,11 +102,7 @@ class SanctumCallback(TrainerCallback):
         halter: Halter | None = None,
     ) -> None:
         super().__init__()
-        if halter is not None and not isinstance(halter, Halter):
-            raise TypeError(
-                f"halter: needs a telemetry.halting.Halter (such as sanctum.HaltGate), got "
-                f"{type(halter).__name__}"
-            )
+        checked_halter(halter)
         self.run_dir = "runs" if run_dir is None else run_dir
         self.run_id = run_id
         self.halter = halter

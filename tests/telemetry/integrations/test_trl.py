@@ -21,13 +21,14 @@ from typing import Any
 import pytest
 
 from telemetry import Event, Heartbeat, KLMeasure, PPOUpdate, RunFinished, RunStarted, read_events
-from telemetry.events import Anomaly, AnomalyPayload, RunStatus
-from telemetry.halting import HALT_PREFIX, Halter
+from telemetry.events import Anomaly
+from telemetry.halting import Halter
 from telemetry.integrations import trl as trl_door
 from telemetry.integrations import trl_figures
 from tests import processes
 from tests.import_graph import edges_of
 from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import FiresAt
 
 needs_trl = pytest.mark.skipif(
     importlib.util.find_spec("trl") is None or importlib.util.find_spec("transformers") is None,
@@ -569,31 +570,6 @@ def test_a_ppo_trainer_that_goes_on_after_the_stop_is_halted_by_raising(tmp_path
     assert finished.payload.status == "failed"
     assert finished.payload.reason is not None
     assert finished.payload.reason.startswith("halted: RefKL critical")
-
-
-class FiresAt:
-    """A halter that is not sanctum's: it fires once it has seen update ``at``."""
-
-    name = "fires-at"
-    status: RunStatus = "failed"
-
-    def __init__(self, at: int) -> None:
-        self.at = at
-        self.seen: list[Event] = []
-
-    def __call__(self, event: Event) -> None:
-        self.seen.append(event)
-
-    @property
-    def reason(self) -> str | None:
-        updates = [e.payload.update for e in self.seen if isinstance(e, PPOUpdate)]
-        return f"{HALT_PREFIX}test at {self.at}" if self.at in updates else None
-
-    def anomaly(self, global_step: int | None = None) -> AnomalyPayload:
-        return AnomalyPayload(
-            severity="critical", metric="ref_kl", message="stop", update=self.at,
-            global_step=global_step,
-        )  # fmt: skip
 
 
 @needs_trl
