@@ -6,22 +6,24 @@ and how a test hands an example's recorder the gate; a halter that is not sanctu
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from sanctum import HaltGate
 from telemetry import read_events
 from telemetry.events import Anomaly, AnomalyPayload, Event, PPOUpdate, RunFinished, RunStatus
 from telemetry.halting import HALT_PREFIX
 from tests.sanctum.recorded import check_report
 
 
-def gated(module: Any, name: str) -> Any:
-    """``module.name`` (an example's recorder class or function) given a fresh
-    ``sanctum.HaltGate`` at critical, set on the module; returns the gate."""
-    from sanctum import HaltGate
-
+def gated(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> HaltGate:
+    """``module.name`` (what an example builds its recorder with) given a fresh
+    ``sanctum.HaltGate`` at critical for the test; returns the gate."""
     gate = HaltGate(None, "critical")
-    setattr(module, name, functools.partial(getattr(module, name), halter=gate))
+    monkeypatch.setattr(module, name, functools.partial(getattr(module, name), halter=gate))
     return gate
 
 
@@ -29,7 +31,7 @@ def assert_halted(path: Path, planned: int) -> tuple[str, ...]:
     """The run of ``path`` (its events file) stopped early (fewer than ``planned``
     updates) at the update the gate failed, finished ``failed`` with a ``halted: <rule>
     critical (...)`` reason recorded by its critical anomaly, and ``sanctum check`` fails
-    it on those rules; returns them."""
+    it naming those rules in its verdict; returns them."""
     events = read_events(path).events
     updates = [e.payload.update for e in events if isinstance(e, PPOUpdate)]
     assert 0 < len(updates) < planned, updates
@@ -46,8 +48,9 @@ def assert_halted(path: Path, planned: int) -> tuple[str, ...]:
     assert (anomaly.severity, anomaly.update) == ("critical", updates[-1])
     assert anomaly.message.startswith(reason)
     report = check_report(path)
-    failed = {row["label"] for row in report["rows"] if not row["passed"]}
-    assert report["exit_code"] == 1 and set(rules) <= failed, (rules, failed)
+    verdict = report["verdict_text"]  # FAIL: KL 1x, non-finite 2x, anomaly 2x, run failed
+    named = set(re.findall(r"(?:^FAIL: |, )([^,]+?) \d+x", verdict))
+    assert report["exit_code"] == 1 and set(rules) <= named, (rules, verdict)
     return rules
 
 

@@ -7,9 +7,11 @@ log through a real Recorder, judged by ``sanctum check``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
+import runpy
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import torch
 
 from sanctum.cli import main as sanctum_main
 from telemetry import EarlyStop, PPOUpdate, Rollout, read_events
+from telemetry.halting import TrainingHalted
 from telemetry.integrations.cleanrl import (
     Episodes,
     as_float,
@@ -32,7 +35,9 @@ from telemetry.integrations.cleanrl import (
     update_payload,
 )
 from tests import processes
+from tests.examples import EXAMPLES
 from tests.schema_support import assert_valid_log
+from tests.telemetry.halted_runs import assert_halted, gated
 
 
 @dataclass
@@ -294,3 +299,25 @@ def test_an_example_without_tensorboard_names_the_extra_in_one_line(
     ]
     assert result.stdout == ""
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorboard") is None,
+    reason="needs the tensorboard extra: pip install 'sanctum-ppo[tensorboard]'",
+)
+def test_halt_on_critical_stops_the_cleanrl_example_at_the_update_the_gate_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CleanRL's ppo.py (the example, unchanged) at a learning rate 2,000x its own: the
+    policy collapses to one action, the gate fails the Entropy rule, and record_update
+    stops the loop by raising, the run finished failed naming the rule."""
+    from telemetry.integrations import cleanrl
+
+    gate = gated(monkeypatch, cleanrl, "recorder")  # what the example imports
+    planned = 20
+    argv = ["--total-timesteps", str(512 * planned), "--learning-rate", "0.5", "--no-cuda"]
+    monkeypatch.setattr(sys, "argv", ["cleanrl_ppo.py", *argv, "--run-dir", str(tmp_path)])
+    with pytest.raises(TrainingHalted, match=r"^halted: Entropy critical \("):
+        runpy.run_path(str(EXAMPLES / "cleanrl_ppo.py"), run_name="__main__")
+    (run,) = tmp_path.iterdir()
+    assert assert_halted(run / "events.jsonl", planned) == gate.fired == ("Entropy",)

@@ -49,6 +49,13 @@ so without them its rule says "not judged". ``grad_norms`` (what each
 ``nn.utils.clip_grad_norm_`` call returned: the norm before clipping) adds ``grad_norm``,
 ``grad_norm_max`` and ``grad_clip_scale`` (with ``args.max_grad_norm``), which the gradient
 rule judges.
+
+``recorder(..., halter=sanctum.HaltGate(None, "critical"))`` (any
+:class:`~telemetry.halting.Halter`) halts the run: the first :func:`record_update` after
+which the halter gives a reason records its anomaly, finishes the run ``failed`` with that
+reason (``halted: <rule> critical (...)``) and raises
+:class:`~telemetry.halting.TrainingHalted` out of the loop (uncaught, the script exits 1, as
+``ppo train --halt-on`` does).
 """
 
 from __future__ import annotations
@@ -61,7 +68,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypedDict
 
 from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload, TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.halting_recorder import recorder_for, stop_if_halted
 from telemetry.recorder import Recorder
 from telemetry.run_config import EARLY_STOP_SCOPE, KL_ESTIMATOR, MAX_KL
 
@@ -109,11 +118,14 @@ def recorder(
     run_name: str,
     run_dir: str | os.PathLike[str] = "runs",
     action_space: object = None,
+    halter: Halter | None = None,
 ) -> Recorder:
     """A :class:`~telemetry.Recorder` for ``<run_dir>/<run_name>/events.jsonl`` (beside
     CleanRL's TensorBoard files in ``runs/<run_name>``) with ``args`` as its config;
-    ``action_space``: ``envs.single_action_space`` (``run_started.action_space``)."""
-    return Recorder(
+    ``action_space``: ``envs.single_action_space`` (``run_started.action_space``);
+    ``halter``: what halts the run (see the module doc)."""
+    return recorder_for(
+        halter,
         run_dir=run_dir,
         run_id=run_name,
         env_id=getattr(args, "env_id", None),
@@ -364,9 +376,11 @@ def record_update(
 ) -> PPOUpdatePayload:
     """Record the rollout that fed the update (the ``episodes`` finished since the last
     call, and ``sps``) and the update itself (``values``: the keywords of
-    :func:`update_payload`); returns the update's payload."""
+    :func:`update_payload`); returns the update's payload. Raises
+    :class:`~telemetry.halting.TrainingHalted` once the recorder's halter stops the run."""
     _check_keywords("record_update", values)
     rec.emit(_rollout(values["update"], values["global_step"], episodes, sps))
     payload = update_payload(**values)
     rec.emit(payload)
+    stop_if_halted(rec, payload.global_step)
     return payload

@@ -49,7 +49,11 @@ the batch are recorded as a critical anomaly (a trainer that does not raise on t
 on NaN), and a NaN in the policy shows as a NaN figure: the gate fails both; an exception inside the
 block records nothing for the update and leaves the run's end to the recorder's ``with``
 (``failed`` with the error's last line); a trainer that returns with non-finite parameters
-ends it ``failed`` too (:meth:`UpdateProbe.ending`).
+ends it ``failed`` too (:meth:`UpdateProbe.ending`). Recording into a recorder with a
+halter (``telemetry.integrations.halting_recorder``: the integrations' ``halter=``), the
+block stops the run once the halter gives a reason after the update is recorded: it raises
+:class:`~telemetry.halting.TrainingHalted` out of the trainer, the run finished ``failed``
+with that reason.
 
 Cost: one forward pass of the policy on the batch before the update and one after, without
 gradients, and a squared norm per parameter per backward pass (kept on the device and read
@@ -81,6 +85,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch
 from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus
 from telemetry.integrations.cleanrl import Episodes
 from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.halting_recorder import stop_if_halted
 from telemetry.recorder import Recorder
 from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM
 
@@ -307,7 +312,8 @@ class UpdateProbe:
         old_log_probs: torch.Tensor | None = None,
     ) -> Iterator[UpdateMeasure]:
         """Measure the update run inside the block and record it in ``recorder`` (as update
-        ``recorder.updates``) when the block ends without an exception."""
+        ``recorder.updates``) when the block ends without an exception; then a halted
+        run raises :class:`~telemetry.halting.TrainingHalted` (see the module doc)."""
         started = time.perf_counter()
         stride = max(1, -(-_rows(actions) // self.batch_size))  # spread over the rollout
         batch = _head(observations, stride, self.batch_size)
@@ -350,6 +356,7 @@ class UpdateProbe:
         recorder.emit(
             msgspec.structs.replace(payload, update_seconds=time.perf_counter() - started)
         )
+        stop_if_halted(recorder, global_step)
 
     def _hook(self, measure: UpdateMeasure) -> list[Any]:
         """Hook the optimizer's parameters and its step (see :class:`GradientNorms`)."""

@@ -51,11 +51,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from telemetry.events import TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
+from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.recorder import Recorder
 from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
 
 
@@ -102,7 +103,12 @@ class _Episodes:
 
 class SkrlRecorder(RecordedRun):
     """Records an skrl PPO agent's run (see the module doc). The keywords are the
-    :class:`~telemetry.Recorder`'s; ``batch_size``: rollout samples the probe evaluates."""
+    :class:`~telemetry.Recorder`'s; ``batch_size``: rollout samples the probe evaluates.
+    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
+    that stops the run after the first update at which it gives a reason: the run
+    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
+    out of the trainer (see ``telemetry.integrations.halting_recorder``).
+    """
 
     def __init__(
         self,
@@ -113,6 +119,7 @@ class SkrlRecorder(RecordedRun):
         env_id: str | None = None,
         seed: int | None = None,
         batch_size: int = BATCH_SIZE,
+        halter: Halter | None = None,
     ) -> None:
         if not all(hasattr(agent, a) for a in ("update", "record_transition", "memory", "cfg")):
             raise TypeError(f"SkrlRecorder records skrl's PPO agent; got {type(agent).__name__}")
@@ -130,7 +137,8 @@ class SkrlRecorder(RecordedRun):
             entropy_coef=float(cfg.entropy_loss_scale),
             grad_scaler=getattr(agent, "scaler", None),  # cfg.mixed_precision's
         )
-        self.recorder = Recorder(
+        self.recorder = recorder_for(
+            halter,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,

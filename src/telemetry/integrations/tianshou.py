@@ -41,10 +41,11 @@ from collections.abc import Callable
 from typing import Any
 
 from telemetry.events import TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
+from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.recorder import Recorder
 from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
 
 SETTINGS = (
@@ -96,7 +97,12 @@ def _ended(buffer: Any, running: RunningEpisodes) -> tuple[list[float], list[flo
 
 class TianshouRecorder(RecordedRun):
     """Records a Tianshou PPO algorithm's run (see the module doc). The keywords are the
-    :class:`~telemetry.Recorder`'s; ``batch_size``: batch samples the probe evaluates."""
+    :class:`~telemetry.Recorder`'s; ``batch_size``: batch samples the probe evaluates.
+    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
+    that stops the run after the first update at which it gives a reason: the run
+    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
+    out of the trainer (see ``telemetry.integrations.halting_recorder``).
+    """
 
     def __init__(
         self,
@@ -107,6 +113,7 @@ class TianshouRecorder(RecordedRun):
         env_id: str | None = None,
         seed: int | None = None,
         batch_size: int = BATCH_SIZE,
+        halter: Halter | None = None,
     ) -> None:
         if not all(hasattr(algorithm, a) for a in ("_update_with_batch", "policy", "eps_clip")):
             raise TypeError(
@@ -123,7 +130,8 @@ class TianshouRecorder(RecordedRun):
             kl_estimator="k3",
             entropy_coef=float(algorithm.ent_coef),
         )
-        self.recorder = Recorder(
+        self.recorder = recorder_for(
+            halter,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,

@@ -47,11 +47,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from telemetry.events import TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.recorder import Recorder
 from telemetry.run_config import MEASURED_BY
 
 
@@ -89,6 +90,10 @@ class TorchRLRecorder(RecordedRun):
     ``grad_scaler``: its ``GradScaler``, when it trains in mixed precision.
     ``batch_size``: frames of each batch the probe evaluates. The other keywords are the
     :class:`~telemetry.Recorder`'s.
+    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
+    that stops the run after the first update at which it gives a reason: the run
+    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
+    out of the trainer (see ``telemetry.integrations.halting_recorder``).
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class TorchRLRecorder(RecordedRun):
         max_grad_norm: float | None = None,
         batch_size: int = BATCH_SIZE,
         grad_scaler: Any = None,
+        halter: Halter | None = None,
     ) -> None:
         self.loss_module = loss_module
         keys = loss_module.tensor_keys
@@ -118,7 +124,8 @@ class TorchRLRecorder(RecordedRun):
             grad_scaler=grad_scaler,
         )
         settings = {str(k): plain(v) for k, v in (config or {}).items()}
-        self.recorder = Recorder(
+        self.recorder = recorder_for(
+            halter,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,

@@ -17,9 +17,11 @@ from telemetry.events import (
     RunFinishedPayload,
     RunStartedPayload,
 )
+from telemetry.halting import TrainingHalted
 from tests.cli_runner import run_main
 from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--timesteps", "1100", "--rollouts", "256", "--epochs", "4", "--mini-batches", "8"]
 """4 envs x 1,100 steps in rollouts of 256: 4 updates of 4 x 8 optimizer steps."""
@@ -102,3 +104,18 @@ def test_nan_observations_fail_an_skrl_run_in_every_view(tmp_path: Path) -> None
     assert "FAIL" in run_main(sanctum_main, run, "--once").stdout.splitlines()[1]
     folder = run_main(sanctum_main, "--once", tmp_path).stdout  # the folder's one run
     assert folder.splitlines()[1].startswith("FAIL: ")
+
+
+def test_halt_on_critical_stops_the_skrl_run_at_the_update_the_gate_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example with observations NaN from the second rollout on: skrl trains on them
+    without raising: the gate fails the run and the probe stops the trainer by raising, the
+    run finished failed naming the rule."""
+    module = load_example("skrl_ppo")
+    gate = gated(monkeypatch, module, "SkrlRecorder")
+    argv = [*SMALL, "--nan-observations-from", "400"]
+    with pytest.raises(TrainingHalted, match=r"^halted: non-finite, anomaly critical \("):
+        module.main([*argv, "--run-dir", str(tmp_path), "--run-id", "halted"])
+    rules = assert_halted(tmp_path / "halted" / "events.jsonl", 4)
+    assert rules == gate.fired == ("non-finite", "anomaly")

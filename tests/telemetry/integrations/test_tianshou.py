@@ -19,9 +19,11 @@ from telemetry.events import (
     RunFinishedPayload,
     RunStartedPayload,
 )
+from telemetry.halting import TrainingHalted
 from tests.cli_runner import run_main
 from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--epochs", "1", "--epoch-num-steps", "2000", "--collection-steps", "500"]
 SMALL += ["--num-envs", "4", "--repetitions", "3", "--batch-size", "125"]
@@ -93,3 +95,18 @@ def test_nan_observations_end_a_tianshou_run_failed_in_every_view(tmp_path: Path
     assert check_report(run)["exit_code"] == 1
     assert "FAIL" in run_main(sanctum_main, "summary", run).stdout
     assert run_main(sanctum_main, run, "--once").stdout.splitlines()[1].startswith("FAIL: ")
+
+
+def test_halt_on_critical_stops_the_tianshou_run_at_the_update_the_gate_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example with a learning rate 300,000x the example's: the policy collapses to one
+    action: the gate fails the run and the probe stops the trainer by raising, the run
+    finished failed naming the rule."""
+    module = load_example("tianshou_ppo")
+    gate = gated(monkeypatch, module, "TianshouRecorder")
+    argv = [*SMALL[:3], "6000", *SMALL[4:], "--learning-rate", "100"]
+    with pytest.raises(TrainingHalted, match=r"^halted: Entropy critical \("):
+        module.main([*argv, "--run-dir", str(tmp_path), "--run-id", "halted"])
+    rules = assert_halted(tmp_path / "halted" / "events.jsonl", 12)
+    assert rules == gate.fired == ("Entropy",)

@@ -16,9 +16,11 @@ pytestmark = [  # TorchRL 0.14 warns of its own coming changes
 from sanctum.cli import main as sanctum_main  # noqa: E402
 from telemetry import read_events  # noqa: E402
 from telemetry.events import PPOUpdatePayload, RolloutPayload, RunFinishedPayload  # noqa: E402
+from telemetry.halting import TrainingHalted  # noqa: E402
 from tests.cli_runner import run_main  # noqa: E402
 from tests.examples import load_example, payloads  # noqa: E402
 from tests.sanctum.recorded import check_report  # noqa: E402
+from tests.telemetry.halted_runs import assert_halted, gated  # noqa: E402
 
 SMALL = ["--batches", "6", "--frames-per-batch", "256", "--epochs", "3", "--minibatch", "64"]
 
@@ -69,3 +71,18 @@ def test_nan_observations_end_a_torchrl_run_failed_in_every_view(tmp_path: Path)
     assert "FAIL" in run_main(sanctum_main, run, "--once").stdout.splitlines()[1]
     folder = run_main(sanctum_main, "--once", tmp_path).stdout  # the folder's one run
     assert folder.splitlines()[1].startswith("FAIL: ")
+
+
+def test_halt_on_critical_stops_the_torchrl_run_at_the_update_the_gate_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example with a learning rate 1,700x the example's: the first update at it moves
+    the policy infinitely far (KL +Inf): the gate fails the run and the probe stops the
+    trainer by raising, the run finished failed naming the rule."""
+    module = load_example("torchrl_ppo")
+    gate = gated(monkeypatch, module, "TorchRLRecorder")
+    argv = [*SMALL[2:], "--batches", "12", "--learning-rate", "0.5"]
+    with pytest.raises(TrainingHalted, match=r"^halted: KL, non-finite critical \("):
+        module.main([*argv, "--run-dir", str(tmp_path), "--run-id", "halted"])
+    rules = assert_halted(tmp_path / "halted" / "events.jsonl", 12)
+    assert rules == gate.fired == ("KL", "non-finite")
