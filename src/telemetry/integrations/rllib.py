@@ -52,11 +52,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus, TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations import from_extra
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
+from telemetry.integrations.halting_recorder import recorder_for, stop_if_halted
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.recorder import Recorder
 from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM
 
 HINT: Final = (
@@ -106,7 +107,11 @@ class RLlibRecorder(RecordedRun):
     """Records an RLlib PPO run whose ``config`` (a ``PPOConfig``, new API stack, torch) is
     built inside the ``with`` block (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s; ``action_space`` defaults to the config's, or that of
-    its Gymnasium environment."""
+    its Gymnasium environment. ``halter``: a :class:`~telemetry.halting.Halter`
+    (``sanctum.HaltGate(None, "critical")``) that stops the run after the first iteration
+    at which it gives a reason: the run finishes ``failed`` with it and
+    :class:`~telemetry.halting.TrainingHalted` is raised out of ``algo.train()`` (see
+    ``telemetry.integrations.halting_recorder``)."""
 
     def __init__(
         self,
@@ -117,6 +122,7 @@ class RLlibRecorder(RecordedRun):
         env_id: str | None = None,
         seed: int | None = None,
         action_space: object = None,
+        halter: Halter | None = None,
     ) -> None:
         if not hasattr(config, "clip_param") or not hasattr(config, "learner_class"):
             raise TypeError(f"RLlibRecorder records RLlib's PPOConfig; got {type(config).__name__}")
@@ -138,7 +144,8 @@ class RLlibRecorder(RecordedRun):
                 config, "on_train_result", functools.partial(on_train_result, key=self.key)
             ),
         )
-        self.recorder = Recorder(
+        self.recorder = recorder_for(
+            halter,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id or _env_id(config),
@@ -195,6 +202,7 @@ class RLlibRecorder(RecordedRun):
             )
         )
         self.recorder.emit(self._update(result, step))
+        stop_if_halted(self.recorder, step)
 
     def _faults(self, faults: dict[str, Any], step: int) -> None:
         dropped = int(faults.get("num_env_runners_dropped_lifetime") or 0)

@@ -22,9 +22,11 @@ from telemetry.events import (
     RunFinishedPayload,
     RunStartedPayload,
 )
+from telemetry.halting import TrainingHalted
 from tests.cli_runner import run_main
 from tests.examples import load_example, payloads
 from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
 
 pytestmark = [
     pytest.mark.slow,
@@ -126,3 +128,18 @@ def test_a_config_reused_for_a_second_run_carries_one_set_of_callbacks(tmp_path:
     assert config.callbacks_on_episode_end == [on_episode_end]
     (train_result,) = config.callbacks_on_train_result
     assert train_result.keywords == {"key": second.key}
+
+
+def test_halt_on_critical_stops_the_rllib_run_at_the_iteration_the_gate_fails(
+    tmp_path: Path, local_ray: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The example at a learning rate 170,000x its own: the first iteration's loss is
+    non-finite, the gate fails the run, and the driver's on_train_result stops algo.train()
+    by raising, the run finished failed naming the rule."""
+    module = load_example("rllib_ppo")
+    gate = gated(monkeypatch, module, "RLlibRecorder")
+    argv = [*SMALL[:1], "4", *SMALL[2:], "--learning-rate", "50"]
+    with pytest.raises(TrainingHalted, match=r"^halted: non-finite critical \("):
+        module.main([*argv, "--run-dir", str(tmp_path), "--run-id", "halted"])
+    rules = assert_halted(tmp_path / "halted" / "events.jsonl", 4)
+    assert rules == gate.fired == ("non-finite",)
