@@ -371,7 +371,10 @@ def test_halt_on_critical_stops_learn_at_the_update_the_gate_fails(tmp_path: Pat
     from sanctum import HaltGate
     from telemetry.integrations.sb3 import SanctumCallback
 
-    model = PPO("MlpPolicy", "CartPole-v1", **{**SMALL, "learning_rate": 0.5})
+    model = PPO(  # SMALL's settings, spelt out for the type checker
+        "MlpPolicy", "CartPole-v1", n_steps=N_STEPS, batch_size=BATCH, seed=0, device="cpu",
+        learning_rate=0.5,
+    )  # fmt: skip
     halter = HaltGate(None, "critical")
     with SanctumCallback(run_dir=tmp_path, run_id="halted", halter=halter) as callback:
         model.learn(STEPS, callback=callback)
@@ -388,7 +391,9 @@ def test_a_halter_stops_learn_into_your_recorder_and_finishes_it(tmp_path: Path)
     from telemetry import Recorder
     from telemetry.integrations.sb3 import SanctumCallback
 
-    model = PPO("MlpPolicy", "CartPole-v1", **{**SMALL, "n_steps": 64, "n_epochs": 1})
+    model = PPO(
+        "MlpPolicy", "CartPole-v1", n_steps=64, batch_size=BATCH, seed=0, device="cpu", n_epochs=1
+    )
     with Recorder(run_dir=tmp_path, run_id="mine") as rec:
         callback = SanctumCallback(recorder=rec, halter=FiresAt(1))
         model.learn(64 * 8, callback=callback)
