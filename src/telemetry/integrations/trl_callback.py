@@ -36,7 +36,7 @@ from telemetry.events import (
     TrainerInfo,
     policy_epochs_of,
 )
-from telemetry.halting import Halter, TrainingHalted, checked_halter
+from telemetry.halting import Halter, HaltWatch, TrainingHalted
 from telemetry.integrations.trl_figures import (
     Settings,
     config_of,
@@ -102,7 +102,8 @@ class SanctumCallback(TrainerCallback):
         halter: Halter | None = None,
     ) -> None:
         super().__init__()
-        checked_halter(halter)
+        self.watch = HaltWatch.of(halter)
+        """The halting sequence for ``halter`` (None without one), fresh for each train()."""
         self.run_dir = "runs" if run_dir is None else run_dir
         self.run_id = run_id
         self.halter = halter
@@ -147,7 +148,8 @@ class SanctumCallback(TrainerCallback):
         )
         recorder.open()
         if self.halter is not None:  # before run_started: it judges the whole run
-            recorder.bus.subscribe(self.halter, name=self.halter.name)
+            self.watch = HaltWatch(self.halter)
+            self.watch.subscribe(recorder)
         self.recorder, self.settings, self.halted = recorder, settings, False
         with self._lock:
             recorder.start()
@@ -180,11 +182,12 @@ class SanctumCallback(TrainerCallback):
             step = recorder.global_step or 0
         payload = update_payload(logs, update=recorder.updates, global_step=step, settings=settings)
         self._emit(payload)
-        halter = self.halter
-        if halter is not None and halter.reason is not None and not self.halted:
-            self.halted = True
-            self._emit(halter.anomaly(payload.global_step))
-            control.should_training_stop = True
+        watch = self.watch
+        if watch is not None and not self.halted:
+            with self._lock:  # the halter's anomaly, between heartbeats
+                self.halted = watch.judge(recorder, payload.global_step) is not None
+            if self.halted:  # never unset: the trainer may be stopping for its own reasons
+                control.should_training_stop = True
 
     def on_train_end(
         self,
@@ -195,17 +198,17 @@ class SanctumCallback(TrainerCallback):
     ) -> None:
         if self.recorder is None or self.recorder.finished:
             return
-        if self.halted and self.halter is not None:
-            self._finish(self.halter.status, self.halter.reason)
+        if self.halted and self.watch is not None:
+            self._finish(self.watch.halter.status, self.watch.reason)
         else:
             self._finish("completed")
 
     def _halt_by_raising(self) -> None:
         """Stop a trainer that ignores ``should_training_stop`` (TRL's PPOTrainer loops over
         its batches without reading it): finish the run as halted, then raise."""
-        assert self.halter is not None
-        reason = self.halter.reason
-        self._finish(self.halter.status, reason)
+        assert self.watch is not None
+        reason = self.watch.reason
+        self._finish(self.watch.halter.status, reason)
         raise TrainingHalted(f"{reason}; the trainer went on after should_training_stop")
 
     def __enter__(self) -> SanctumCallback:
