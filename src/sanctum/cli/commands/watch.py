@@ -9,12 +9,16 @@ one-line error. Stdlib only: Textual loads when a dashboard opens.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
+from sanctum.cli.arg_types import positive_number
 from sanctum.cli.command import Command, add_json, fail_on
 from sanctum.cli.dashboard import add_refresh, dashboard_options, run_dashboard
 from sanctum.cli.output import emit
 from sanctum.exits import EXIT_OK
+from sanctum.live.notify import NOTIFY_TIMEOUT, Destination, destination
+from sanctum.live.on_critical import command_words
 from sanctum.run_files import UsageError, find_runs, resolve_run
 
 if TYPE_CHECKING:
@@ -46,6 +50,43 @@ def _add_arguments(watch: argparse.ArgumentParser) -> None:
         "not judged or not measured)",
     )
     add_refresh(watch)
+    alerting = watch.add_argument_group("alerts (headless without a terminal, or --headless)")
+    alerting.add_argument(
+        "--headless",
+        action="store_true",
+        help="no dashboard: print each change of the runs' health, act on it, and exit when "
+        "every run has finished, with check's exit code for the worst (the default without "
+        "a terminal)",
+    )
+    alerting.add_argument(
+        "--notify",
+        action="append",
+        default=[],
+        type=notify_destination,
+        metavar="URL",
+        help="post each change to a webhook: URL gets the alert as JSON; slack:URL and "
+        "discord:URL those services' messages (repeatable; only scheme and host are printed)",
+    )
+    alerting.add_argument(
+        "--notify-level",
+        choices=("warning", "critical"),
+        default="warning",
+        help="the changes posted: every one (warning), or a FAIL and its recovery (critical)",
+    )
+    alerting.add_argument(
+        "--notify-timeout",
+        type=positive_number,
+        default=NOTIFY_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a webhook has to answer one try (default {NOTIFY_TIMEOUT:g})",
+    )
+    alerting.add_argument(
+        "--on-critical",
+        type=critical_command,
+        metavar="CMD",
+        help="run CMD once per run when its health turns FAIL (no shell; SANCTUM_RUN, "
+        "SANCTUM_RUN_DIR, SANCTUM_RULE, SANCTUM_VERDICT and SANCTUM_UPDATE set)",
+    )
 
 
 def several(args: argparse.Namespace) -> bool:
@@ -64,9 +105,33 @@ def _once_asked(args: argparse.Namespace) -> bool:
     return bool(args.once or args.json)
 
 
+def notify_destination(spec: str) -> Destination:
+    """``--notify SPEC``: its destination (argparse's error for anything else; the
+    message never repeats the URL, whose path is a secret)."""
+    try:
+        return destination(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def critical_command(command: str) -> list[str]:
+    """``--on-critical CMD``: its words."""
+    try:
+        return command_words(command)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot split the command: {exc}") from None
+
+
+def headless(args: argparse.Namespace) -> bool:
+    """Whether ``watch`` runs the headless watcher: asked, or no terminal to draw on."""
+    return bool(args.headless) or not (sys.stdin.isatty() and sys.stdout.isatty())
+
+
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if _once_asked(args):
         return _once(args, thresholds)
+    if headless(args):
+        return _watch_headless(args, thresholds)
     opts = dashboard_options(args)
     app: SanctumAppBase
     if several(args):
@@ -80,6 +145,31 @@ def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
         app = SanctumApp(path, thresholds, **opts)
     return run_dashboard(app)
+
+
+def _watch_headless(args: argparse.Namespace, thresholds: Thresholds) -> int:
+    from sanctum.live.notify import Notifier, wanted
+    from sanctum.live.on_critical import OnCritical
+    from sanctum.live.watcher import Actions, Watcher
+
+    paths = find_runs(args.run, args.all) if several(args) else [resolve_run(one_run(args, ""))]
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    actions = Actions(wanted=wanted(args.notify_level))
+    if args.notify:
+        actions.notifier = Notifier(args.notify, say, timeout=args.notify_timeout)
+    if args.on_critical:
+        actions.on_critical = OnCritical(args.on_critical, say)
+    watcher = Watcher(paths, thresholds, actions, fail_on=fail_on(args), say=say, out=out)
+    try:
+        return watcher.watch()
+    finally:
+        watcher.close(args.notify_timeout)
 
 
 def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:
