@@ -16,9 +16,12 @@ import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sanctum.formatting import visible
-from sanctum.model.alerts import Alert
+
+if TYPE_CHECKING:
+    from sanctum.model.alerts import Alert
 
 
 def command_words(command: str) -> list[str]:

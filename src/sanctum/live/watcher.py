@@ -23,7 +23,7 @@ from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
 from sanctum.live.board_feed import RunFollower
-from sanctum.live.notify import Notifier
+from sanctum.live.notifier import Notifier
 from sanctum.live.on_critical import OnCritical
 from sanctum.live.pacing import POLL_INTERVAL
 from sanctum.model.alert_history import append_alerts, read_alerts

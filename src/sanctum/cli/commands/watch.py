@@ -148,11 +148,14 @@ def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
 
 
 def _watch_headless(args: argparse.Namespace, thresholds: Thresholds) -> int:
-    from sanctum.live.notify import Notifier, wanted
+    from sanctum.live.notifier import Notifier
+    from sanctum.live.notify import wanted
     from sanctum.live.on_critical import OnCritical
     from sanctum.live.watcher import Actions, Watcher
 
-    paths = find_runs(args.run, args.all) if several(args) else [resolve_run(one_run(args, ""))]
+    paths = (
+        find_runs(args.run, args.all) if several(args) else [resolve_run(one_run(args, "watch"))]
+    )
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -169,7 +172,7 @@ def _watch_headless(args: argparse.Namespace, thresholds: Thresholds) -> int:
     try:
         return watcher.watch()
     finally:
-        watcher.close(args.notify_timeout)
+        watcher.close(actions.notifier.patience if actions.notifier else args.notify_timeout)
 
 
 def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:
