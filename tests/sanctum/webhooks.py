@@ -38,7 +38,7 @@ def webhook(statuses: list[int] | None = None, hang: bool = False) -> Iterator[W
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             with lock:
                 hook.requests += 1
@@ -53,7 +53,7 @@ def webhook(statuses: list[int] | None = None, hang: bool = False) -> Iterator[W
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -64,7 +64,7 @@ class Notifier:
     def patience(self) -> float:
         """The longest one alert can take to post, every retry included: how long a
         finished watcher waits for the last alerts."""
-        return (self.retries + 1) * self.timeout + self.backoff * (2**self.retries - 1)
+        return (self.retries + 1) * self.timeout + self.backoff * float(2**self.retries - 1)
 
     def close(self, wait: float) -> None:
         """Post what is queued, for at most ``wait`` seconds; say what was left unsent."""

@@ -33,7 +33,7 @@ NOTIFY_TIMEOUT: Final = 10.0
 """Seconds a webhook has to answer one try."""
 DISCORD_LIMIT: Final = 2000
 """The most characters of a Discord message's content."""
-_DISCORD_MARKUP: Final = str.maketrans({c: "\\" + c for c in "\\*_~`|>[]()#-"})
+_DISCORD_MARKUP: Final = str.maketrans({c: "\\" + c for c in "\\*_~`|<>[]()#-"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ one-line error. Stdlib only: Textual loads when a dashboard opens.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -123,8 +124,13 @@ def critical_command(command: str) -> list[str]:
 
 
 def headless(args: argparse.Namespace) -> bool:
-    """Whether ``watch`` runs the headless watcher: asked, or no terminal to draw on."""
-    return bool(args.headless) or not (sys.stdin.isatty() and sys.stdout.isatty())
+    """Whether ``watch`` runs the headless watcher: asked, or nothing to draw on (no
+    terminal, and no Textual driver named in ``TEXTUAL_DRIVER``, as ``sanctum serve``'s
+    browser tabs name theirs)."""
+    if args.headless:
+        return True
+    terminal = sys.stdin.isatty() and sys.stdout.isatty()
+    return not terminal and not os.environ.get("TEXTUAL_DRIVER")
 
 
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
@@ -193,5 +199,5 @@ COMMAND = Command(
     _add_arguments,
     _run,
     scripted=False,
-    scripted_with=_once_asked,
+    scripted_with=lambda args: _once_asked(args) or headless(args),
 )
