@@ -13,6 +13,7 @@ the worst of them: 1 when one fails its verdict, 2 when one could not be judged,
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,6 +105,12 @@ class Watcher:
         while not self.look():
             time.sleep(self.poll_interval)
         return self.exit_code()
+
+    def beside(self, stop: threading.Event) -> None:
+        """Look until ``stop`` is set (the watcher beside a dashboard)."""
+        while not stop.is_set():
+            self.look()
+            stop.wait(self.poll_interval)
 
     def exit_code(self) -> int:
         """``check``'s exit code for the worst run: 2 unreadable or unjudged, 1 FAIL, 0."""

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sanctum.cli.arg_types import positive_number
@@ -24,6 +27,7 @@ from sanctum.run_files import UsageError, find_runs, resolve_run
 
 if TYPE_CHECKING:
     from sanctum.health.thresholds import Thresholds
+    from sanctum.live.watcher import Watcher
     from sanctum.tui.base import SanctumAppBase
 
 
@@ -136,38 +140,39 @@ def headless(args: argparse.Namespace) -> bool:
 def _run(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if _once_asked(args):
         return _once(args, thresholds)
+    paths = (
+        find_runs(args.run, args.all) if several(args) else [resolve_run(one_run(args, "watch"))]
+    )
     if headless(args):
-        return _watch_headless(args, thresholds)
+        return _watch_headless(args, thresholds, paths)
     opts = dashboard_options(args)
     app: SanctumAppBase
     if several(args):
-        paths = find_runs(args.run, args.all)
         from sanctum.tui.runs_app import RunsApp  # Textual loads only for the dashboard
 
         app = RunsApp(paths, thresholds, **opts)
     else:
-        path = resolve_run(one_run(args, "watch"))
         from sanctum.tui.app import SanctumApp  # Textual loads only for the dashboard
 
-        app = SanctumApp(path, thresholds, **opts)
-    return run_dashboard(app)
+        app = SanctumApp(paths[0], thresholds, **opts)
+    if not (args.notify or args.on_critical):
+        return run_dashboard(app)
+    return _dashboard_alerting(args, thresholds, paths, app)
 
 
-def _watch_headless(args: argparse.Namespace, thresholds: Thresholds) -> int:
+def _watcher(
+    args: argparse.Namespace,
+    thresholds: Thresholds,
+    paths: list[Path],
+    say: Callable[[str], None],
+    out: Callable[[str], None],
+) -> tuple[Watcher, float]:
+    """The watcher of ``paths`` with the alert options of ``args``, and how long it may
+    take to close."""
     from sanctum.live.notifier import Notifier
     from sanctum.live.notify import wanted
     from sanctum.live.on_critical import OnCritical
     from sanctum.live.watcher import Actions, Watcher
-
-    paths = (
-        find_runs(args.run, args.all) if several(args) else [resolve_run(one_run(args, "watch"))]
-    )
-
-    def say(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
-
-    def out(line: str) -> None:
-        print(line, flush=True)
 
     actions = Actions(wanted=wanted(args.notify_level))
     if args.notify:
@@ -175,10 +180,42 @@ def _watch_headless(args: argparse.Namespace, thresholds: Thresholds) -> int:
     if args.on_critical:
         actions.on_critical = OnCritical(args.on_critical, say)
     watcher = Watcher(paths, thresholds, actions, fail_on=fail_on(args), say=say, out=out)
+    return watcher, actions.notifier.patience if actions.notifier else args.notify_timeout
+
+
+def _watch_headless(args: argparse.Namespace, thresholds: Thresholds, paths: list[Path]) -> int:
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    def out(line: str) -> None:
+        print(line, flush=True)
+
+    watcher, patience = _watcher(args, thresholds, paths, say, out)
     try:
         return watcher.watch()
     finally:
-        watcher.close(actions.notifier.patience if actions.notifier else args.notify_timeout)
+        watcher.close(patience)
+
+
+def _dashboard_alerting(
+    args: argparse.Namespace, thresholds: Thresholds, paths: list[Path], app: SanctumAppBase
+) -> int:
+    """The dashboard, with the watcher acting on the alerts in a thread beside it; what the
+    watcher had to say (a failing webhook, the command's output) is printed once the
+    dashboard has closed, not over it."""
+    said: list[str] = []
+    watcher, patience = _watcher(args, thresholds, paths, said.append, lambda _line: None)
+    stop = threading.Event()
+    thread = threading.Thread(target=watcher.beside, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        return run_dashboard(app)
+    finally:
+        stop.set()
+        thread.join()
+        watcher.close(patience)
+        for line in said:
+            print(line, file=sys.stderr)
 
 
 def _once(args: argparse.Namespace, thresholds: Thresholds) -> int:

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import types
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sanctum.cli import main
 from tests.cli_runner import Ran, run_main
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, KL_WARNING, kl_breach, write_run
 from tests.sanctum.webhooks import SECRET_PATH, webhook
+from tests.waiting import wait_until
 
 BREACH_AT = 8
 FIRED_AT = BREACH_AT + KL_HOLDS - 1
@@ -182,3 +186,30 @@ def test_a_healthy_run_exits_0_with_nothing_said(tmp_path: Path) -> None:
     ran = _watch(write_run(tmp_path / "events.jsonl", 20))
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", "")
     assert run_main(main, "alerts", tmp_path).stdout == "no change of health\n"
+
+
+def test_the_dashboard_takes_the_same_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With somewhere to draw, the watcher acts beside the dashboard until it closes."""
+    log = write_run(tmp_path / "events.jsonl", 20, kl_breach(BREACH_AT, KL_CRITICAL, 12))
+    with webhook(statuses=[404]) as hook:
+
+        class Dashboard:
+            return_code = 0
+
+            def __init__(self, path: Path, *_args: object, **_opts: object) -> None:
+                self.path = path
+
+            def run(self) -> None:  # open until the watcher beside it has posted
+                wait_until(lambda: hook.requests == 1, "the FAIL, posted", 10)
+
+        module = types.ModuleType("sanctum.tui.app")
+        module.SanctumApp = Dashboard  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "sanctum.tui.app", module)
+        monkeypatch.setenv("TEXTUAL_DRIVER", "fake")
+        ran = run_main(main, log, "--notify", hook.url)
+    assert (ran.returncode, ran.stdout) == (0, "")  # the dashboard's exit code
+    [said] = ran.stderr.splitlines()  # printed once the dashboard closed
+    assert "HTTP 404" in said
+    assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
