@@ -21,7 +21,17 @@ from telemetry.text import visible
 
 DEFAULT_COMMAND = "watch"
 """The command ``sanctum [RUN ...]`` runs: what :func:`with_default_command` inserts."""
-WATCH_OPTIONS = ("--all", "--refresh", "--once", "--json")
+WATCH_OPTIONS = (
+    "--all",
+    "--refresh",
+    "--once",
+    "--json",
+    "--headless",
+    "--notify",
+    "--notify-level",
+    "--notify-timeout",
+    "--on-critical",
+)
 """Options of ``watch`` alone: given before any RUN, they start the ``watch`` command."""
 
 

@@ -100,6 +100,8 @@ class RunFollower:
         self._fail_on = fail_on
         self.problem: str | None = None
         """Why the log cannot be followed (it is no longer read)."""
+        self.after: Callable[[Event], None] | None = None
+        """Called with each event once folded (the alert watcher's look)."""
         self._histories: dict[str, DownsampledHistory] = {}
         """Each overlay metric's whole history, folded from every batch read."""
         self._fed: tuple[object, str | None] = (None, None)
@@ -121,7 +123,7 @@ class RunFollower:
         if not batch:
             return False, []
         try:
-            self.aggregator.handle_batch(batch)
+            self.aggregator.handle_batch(batch, self.after)
         except Exception as exc:  # noqa: BLE001 - a bug folding one log costs its row only
             self.problem = f"cannot fold this log: {type(exc).__name__}: {exc}"
             self.aggregator = SanctumAggregator(self.aggregator.thresholds, fail_on=self._fail_on)

@@ -24,6 +24,7 @@ dashboard, ``check`` and ``summary`` share this code.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Final
 
@@ -161,14 +162,17 @@ class SanctumAggregator:
 
     # -- folding ---------------------------------------------------------------------------
 
-    def handle_batch(self, batch: ReadBatch) -> None:
+    def handle_batch(self, batch: ReadBatch, after: Callable[[Event], None] | None = None) -> None:
         """Fold one reader batch: a reset first, then its events, then its skipped lines;
-        then judge its updates."""
+        then judge its updates. ``after(event)`` is called once each event is folded (the
+        alert watcher looks at the run's level there, update by update)."""
         if batch.reset is not None:
             self.reset(batch.reset)
         self.integrity.end_of_file(batch)
         for event in batch.events:
             self.handle(event)
+            if after is not None:
+                after(event)
         self.run.skipped_lines += self.integrity.skipped(batch)
         if n := batch.skipped_count:
             first = batch.skipped[0] if batch.skipped else None

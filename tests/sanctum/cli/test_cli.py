@@ -300,6 +300,7 @@ def fake_app(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Path, Thresholds, fl
     module = types.ModuleType("sanctum.tui.app")
     module.SanctumApp = FakeApp  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sanctum.tui.app", module)
+    monkeypatch.setenv("TEXTUAL_DRIVER", "fake")  # somewhere to draw: the dashboard opens
     FakeApp.calls = []
     FakeApp.refresh = []
     FakeApp.fail_on = []

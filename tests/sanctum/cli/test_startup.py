@@ -27,6 +27,8 @@ def test_the_commands_for_scripts_load_no_textual(tmp_path: Path) -> None:
         ["import", "--help"],
         ["import", "missing.tfevents", "--out", "imported"],
         ["chek", "base-s1"],
+        ["watch", "--headless", "base-s1"],
+        ["alerts", "base-s1"],
     ]
     loaded = heavy_loaded("sanctum.cli", runs, HEAVY, tmp_path)
     assert loaded == {" ".join(argv): [] for argv in runs}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,7 @@ from sanctum.text.run_table import (
     status_text,
 )
 from telemetry.eventlog import ReadBatch
+from telemetry.events import Event
 from tests.sanctum.logs import KL_HOLDS, KL_WARNING, kl_breach, kl_spike, write_run
 from tests.sanctum.sweep_logs import SWEEP, events_in, kl_at, return_at, write_sweep
 
@@ -170,10 +172,12 @@ def test_a_log_whose_fold_fails_costs_its_own_row_not_the_table(
     followers = [RunFollower(p, p.stem, DEFAULT_THRESHOLDS) for p in (good, bad)]
     fold = SanctumAggregator.handle_batch
 
-    def fold_or_fail(agg: SanctumAggregator, batch: ReadBatch) -> None:
+    def fold_or_fail(
+        agg: SanctumAggregator, batch: ReadBatch, after: Callable[[Event], None] | None = None
+    ) -> None:
         if agg is followers[1].aggregator:
             raise KeyError("\x1b]0;boom")
-        fold(agg, batch)
+        fold(agg, batch, after)
 
     monkeypatch.setattr(SanctumAggregator, "handle_batch", fold_or_fail)
     changed, notices = followers[1].read()

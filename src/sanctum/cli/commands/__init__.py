@@ -12,6 +12,7 @@ from typing import Final
 
 from sanctum.cli.command import Command
 from sanctum.cli.commands import (
+    alerts,
     check,
     diff,
     import_,
@@ -33,6 +34,7 @@ COMMANDS: Final[tuple[Command, ...]] = (
     rollouts.COMMAND,
     serve.COMMAND,
     import_.COMMAND,
+    alerts.COMMAND,
 )
 """The subcommands, in the order ``sanctum --help`` lists them."""
 

@@ -38,6 +38,7 @@ def test_the_parser_and_the_dispatch_list_the_registry_in_its_order() -> None:
         "rollouts",
         "serve",
         "import",
+        "alerts",
     ]
 
 
@@ -52,12 +53,28 @@ def test_every_command_module_is_in_the_registry_once() -> None:
     assert len(set(NAMES)) == len(COMMANDS)
 
 
-def test_scripted_is_derived_and_the_dashboards_are_not_scripted() -> None:
-    assert SCRIPTED == ("check", "diff", "summary", "schema", "rollouts", "serve", "import")
+def test_scripted_is_derived_and_the_dashboards_are_not_scripted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert SCRIPTED == (
+        "check",
+        "diff",
+        "summary",
+        "schema",
+        "rollouts",
+        "serve",
+        "import",
+        "alerts",
+    )
     watch = build_parser().parse_args(with_default_command(["runs/a"]))
     once = build_parser().parse_args(with_default_command(["--once", "runs/a"]))
+    headless = build_parser().parse_args(with_default_command(["--headless", "runs/a"]))
+    monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    assert BY_NAME["watch"].reads_exit_code(watch)  # no terminal: the headless watcher
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
     assert not BY_NAME["watch"].reads_exit_code(watch)
     assert BY_NAME["watch"].reads_exit_code(once)
+    assert BY_NAME["watch"].reads_exit_code(headless)
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.name)

@@ -1,0 +1,98 @@
+"""Webhook destinations: where ``--notify`` posts, and what each is posted for an alert.
+
+A destination is a URL (the alert as JSON, :class:`~sanctum.model.alerts.Alert`'s fields),
+``slack:URL`` (a Slack incoming webhook: ``{"text": ...}``, with ``&``, ``<`` and ``>``
+escaped as Slack asks, so no text becomes a link or a mention) or ``discord:URL`` (a
+Discord webhook: ``{"content": ...}`` with ``allowed_mentions`` parsing nothing and its
+markdown escaped). Every text is the alert's escaped line.
+
+Only the scheme and host of a destination are ever printed: a webhook's path is its
+secret. Light to import (``sanctum watch`` parses ``--notify`` with it); the posting
+thread is :mod:`sanctum.live.notifier`.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
+
+import msgspec
+
+from sanctum.formatting import visible
+
+if TYPE_CHECKING:
+    from sanctum.model.alerts import Alert
+
+Kind = Literal["json", "slack", "discord"]
+NotifyLevel = Literal["warning", "critical"]
+
+NOTIFY_TIMEOUT: Final = 10.0
+"""Seconds a webhook has to answer one try."""
+DISCORD_LIMIT: Final = 2000
+"""The most characters of a Discord message's content."""
+_DISCORD_MARKUP: Final = str.maketrans({c: "\\" + c for c in "\\*_~`|<>[]()#-"})
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """One ``--notify`` webhook."""
+
+    kind: Kind
+    url: str
+
+    @property
+    def shown(self) -> str:
+        """``https://hooks.slack.com``: the scheme, host and port, all of the URL ever
+        printed (its path, query and any user or password are secrets)."""
+        parts = urllib.parse.urlsplit(self.url)
+        port = "" if parts.port is None else f":{parts.port}"
+        return visible(f"{parts.scheme}://{parts.hostname or ''}{port}")
+
+    def body(self, alert: Alert) -> bytes:
+        """The JSON this destination is posted for ``alert``."""
+        match self.kind:
+            case "slack":
+                text = alert.line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                document: object = {"text": text}
+            case "discord":
+                content = alert.line.translate(_DISCORD_MARKUP)[:DISCORD_LIMIT]
+                document = {"content": content, "allowed_mentions": {"parse": []}}
+            case _:
+                document = msgspec.to_builtins(alert)
+        return json.dumps(document, ensure_ascii=True, allow_nan=False).encode()
+
+
+def destination(spec: str) -> Destination:
+    """The destination ``--notify SPEC`` names; ValueError for anything but an http(s) URL,
+    bare or after ``slack:`` or ``discord:``."""
+    kind: Kind = "json"
+    url = spec
+    for prefix in ("slack", "discord"):
+        if spec.startswith(prefix + ":"):
+            kind, url = prefix, spec[len(prefix) + 1 :]
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http(s) URL, or slack:URL or discord:URL")
+    return Destination(kind, url)
+
+
+def wanted(level: NotifyLevel) -> Callable[[Alert], bool]:
+    """Which alerts ``--notify-level`` sends: every change at ``warning``; at ``critical``
+    a FAIL and the recovery after it (a WARN, and its recovery, are left out)."""
+    failed: set[str] = set()
+
+    def keep(alert: Alert) -> bool:
+        if level == "warning":
+            return True
+        if alert.verdict == "FAIL":
+            failed.add(alert.path)
+            return True
+        if alert.path in failed and alert.change == "recovered":
+            failed.discard(alert.path)
+            return True
+        return False
+
+    return keep
