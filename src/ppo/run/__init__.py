@@ -7,4 +7,3 @@ Imports every layer below it (:mod:`ppo.update`, :mod:`ppo.rollout`, :mod:`ppo.m
 halts through any :class:`telemetry.halting.Halter`, and the dashboard is attached from the
 command line (:mod:`ppo.cli.attach`).
 """
-
