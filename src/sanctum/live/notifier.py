@@ -10,6 +10,7 @@ the reader. Standard library only (``urllib.request``).
 from __future__ import annotations
 
 import contextlib
+import http.client
 import queue
 import threading
 import time
@@ -80,7 +81,10 @@ class Notifier:
     def _work(self) -> None:
         while (alert := self._queue.get()) is not None:
             for dest in self.destinations:
-                self._post(dest, alert)
+                try:
+                    self._post(dest, alert)
+                except Exception as exc:  # noqa: BLE001 (one alert's failure, never the thread's)
+                    self._failing(dest, f"could not post ({type(exc).__name__})")
 
     def _post(self, dest: Destination, alert: Alert) -> None:
         body = dest.body(alert)
@@ -91,7 +95,12 @@ class Notifier:
             problem, again = self._try(dest, body)
             if not problem or not again:
                 break
-        if problem and dest not in self._failed:
+        if problem:
+            self._failing(dest, problem)
+
+    def _failing(self, dest: Destination, problem: str) -> None:
+        """Say once that ``dest`` fails (by its scheme, host and port only)."""
+        if dest not in self._failed:
             self._failed.add(dest)
             self.say(
                 f"sanctum: notify {dest.shown}: {problem}; the watcher goes on (further "
@@ -110,8 +119,11 @@ class Notifier:
             with urllib.request.urlopen(request, timeout=self.timeout) as answer:
                 answer.read()
         except urllib.error.HTTPError as exc:
+            exc.close()
             return f"HTTP {exc.code}", exc.code >= 500 or exc.code == 429
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             return visible(f"no answer ({type(exc).__name__}: {reason})"), True
+        except (http.client.HTTPException, ValueError) as exc:  # a garbled answer: its
+            return f"a bad answer ({type(exc).__name__})", True  # text may hold the URL
         return "", False

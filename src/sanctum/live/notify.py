@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
@@ -41,7 +41,8 @@ class Destination:
     """One ``--notify`` webhook."""
 
     kind: Kind
-    url: str
+    url: str = field(repr=False)
+    """The whole URL: a secret (a repr or a traceback never shows it)."""
 
     @property
     def shown(self) -> str:
@@ -54,15 +55,20 @@ class Destination:
     def body(self, alert: Alert) -> bytes:
         """The JSON this destination is posted for ``alert``."""
         match self.kind:
-            case "slack":
+            case "slack":  # plain text: no markup, no link or mention, no preview
                 text = alert.line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-                document: object = {"text": text}
-            case "discord":
+                document: object = {
+                    "text": text,
+                    "mrkdwn": False,
+                    "unfurl_links": False,
+                    "unfurl_media": False,
+                }
+            case "discord":  # markdown escaped, no mention parsed, embeds suppressed (4)
                 content = alert.line.translate(_DISCORD_MARKUP)[:DISCORD_LIMIT]
-                document = {"content": content, "allowed_mentions": {"parse": []}}
-            case _:
-                document = msgspec.to_builtins(alert)
-        return json.dumps(document, ensure_ascii=True, allow_nan=False).encode()
+                document = {"content": content, "allowed_mentions": {"parse": []}, "flags": 4}
+            case _:  # the record as alerts.jsonl holds it: a NaN or Inf value is null
+                return msgspec.json.encode(alert)
+        return json.dumps(document, ensure_ascii=True).encode()
 
 
 def destination(spec: str) -> Destination:
@@ -74,8 +80,14 @@ def destination(spec: str) -> Destination:
         if spec.startswith(prefix + ":"):
             kind, url = prefix, spec[len(prefix) + 1 :]
     parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 (read to refuse a port that is not a number)
+    except ValueError:
+        raise ValueError("the URL's port is not a number") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http(s) URL, or slack:URL or discord:URL")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise ValueError("the URL holds a space or a control character")
     return Destination(kind, url)
 
 

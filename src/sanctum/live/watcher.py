@@ -95,8 +95,7 @@ class Watcher:
             _, notices = run.follower.read()
             for text, _severity in notices:
                 self.say(f"sanctum: {visible(text)}")
-            alerts = run.tracker.at(self.clock())
-            for alert in alerts:
+            for alert in run.tracker.at(self.clock()):
                 self._act(run, alert)
         return all(run.finished for run in self.runs)
 
@@ -109,7 +108,11 @@ class Watcher:
     def beside(self, stop: threading.Event) -> None:
         """Look until ``stop`` is set (the watcher beside a dashboard)."""
         while not stop.is_set():
-            self.look()
+            try:
+                self.look()
+            except Exception as exc:  # noqa: BLE001 (the dashboard goes on; say it once)
+                self.say(f"sanctum: the alert watcher stopped: {visible(repr(exc))}")
+                return
             stop.wait(self.poll_interval)
 
     def exit_code(self) -> int:
@@ -125,9 +128,15 @@ class Watcher:
         return max(codes)
 
     def _act(self, run: _Watched, alert: Alert) -> None:
+        """Print ``alert``; unless an earlier watch recorded it in the run's history,
+        append it there, post it and run ``--on-critical``: watching a run again sends
+        nothing twice and runs no command again."""
         self.out(alert.line)
+        if _key(alert) in run.recorded:
+            return
+        run.recorded.add(_key(alert))
         actions = self.actions
-        if actions.history and _key(alert) not in run.recorded:
+        if actions.history:
             try:
                 append_alerts(Path(alert.path), (alert,))
             except OSError as exc:

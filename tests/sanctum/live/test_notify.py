@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 
 from sanctum.live.notify import Destination, destination, wanted
@@ -31,7 +32,10 @@ def _alert(line: str = HOSTILE, change: str = "critical", verdict: str = "FAIL")
 def test_slack_gets_text_with_its_markup_characters_escaped() -> None:
     body = json.loads(destination("slack:https://hooks.slack.com/x").body(_alert()))
     assert body == {
-        "text": "&lt;!channel&gt; @everyone **bold** [x](http://evil) &amp; &lt;@123&gt;"
+        "text": "&lt;!channel&gt; @everyone **bold** [x](http://evil) &amp; &lt;@123&gt;",
+        "mrkdwn": False,  # so **bold** and [x](...) stay the characters they are
+        "unfurl_links": False,
+        "unfurl_media": False,
     }
 
 
@@ -93,3 +97,18 @@ def test_a_destination_is_its_kind_and_url() -> None:
     assert destination("discord:http://127.0.0.1:8/x") == Destination(
         "discord", "http://127.0.0.1:8/x"
     )
+
+
+def test_a_nan_value_is_posted_as_null_never_a_dead_thread() -> None:
+    """A NaN KL is the commonest critical: the JSON body spells it as alerts.jsonl does."""
+    nan = msgspec.structs.replace(_alert(), value=float("nan"))
+    body = json.loads(destination("https://example.com/hook").body(nan))
+    assert body["value"] is None and body["rule"] == "KL"
+
+
+def test_a_url_that_cannot_be_posted_is_refused_and_never_shown_whole() -> None:
+    for bad in ("https://example.com:abc/s3cr3t", "https://example.com/s3cr3t x"):
+        with pytest.raises(ValueError, match="port|space") as refused:
+            destination(bad)
+        assert "s3cr3t" not in str(refused.value)
+    assert "s3cr3t" not in repr(destination("slack:https://hooks.slack.com/s3cr3t"))

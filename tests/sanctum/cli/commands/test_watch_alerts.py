@@ -86,12 +86,15 @@ def test_a_failing_webhook_is_reported_once_by_host_and_the_watch_goes_on(
 
 
 def test_a_warning_is_not_posted_at_notify_level_critical(tmp_path: Path) -> None:
-    log = write_run(tmp_path / "events.jsonl", 20, kl_breach(BREACH_AT, KL_WARNING))
+    warned = kl_breach(BREACH_AT, KL_WARNING)
+    log = write_run(tmp_path / "critical-only" / "events.jsonl", 20, warned)
+    twin = write_run(tmp_path / "every-change" / "events.jsonl", 20, warned)
     with webhook() as hook:
         ran = _watch(log, "--notify", hook.url, "--notify-level", "critical")
-        everything = _watch(log, "--notify", hook.url)
-    assert ran.returncode == everything.returncode == 0
-    assert [a["change"] for a in hook.accepted] == ["warning", "recovered"]  # the second watch
+        everything = _watch(twin, "--notify", hook.url)
+        again = _watch(twin, "--notify", hook.url)  # its history: nothing is sent twice
+    assert ran.returncode == everything.returncode == again.returncode == 0
+    assert [a["change"] for a in hook.accepted] == ["warning", "recovered"]  # the twin's
 
 
 def test_slack_and_discord_get_their_formats_with_hostile_text_neutralised(
@@ -102,7 +105,9 @@ def test_slack_and_discord_get_their_formats_with_hostile_text_neutralised(
         _watch(log, "--notify", f"slack:{slack.url}", "--notify", f"discord:{discord.url}")
     [slack_sent] = slack.accepted
     [discord_sent] = discord.accepted
-    assert set(slack_sent) == {"text"}
+    assert slack_sent.keys() == {"text", "mrkdwn", "unfurl_links", "unfurl_media"}
+    assert slack_sent["mrkdwn"] is False  # plain text: no markup, no preview
+    assert discord_sent["flags"] == 4  # no embeds
     assert "FAIL critical: KL at update" in slack_sent["text"]
     assert discord_sent["allowed_mentions"] == {"parse": []}
     assert "FAIL critical: KL at update" in discord_sent["content"]
@@ -151,6 +156,8 @@ def test_on_critical_runs_once_per_run_with_the_run_in_its_environment(
     }
     assert "on-critical run-test: stopped the job" in ran.stderr
     assert "on-critical run-test: exited with code 0" in ran.stderr
+    again = _watch(failing, healthy, "--on-critical", command)  # the history holds its FAIL
+    assert again.returncode == 1 and len(record.read_text().splitlines()) == 1
 
 
 def test_alerts_on_a_recorded_run_lists_what_the_watcher_sent(tmp_path: Path) -> None:
