@@ -108,7 +108,7 @@ def test_a_nan_value_is_posted_as_null_never_a_dead_thread() -> None:
 
 def test_a_url_that_cannot_be_posted_is_refused_and_never_shown_whole() -> None:
     for bad in ("https://example.com:abc/s3cr3t", "https://example.com/s3cr3t x"):
-        with pytest.raises(ValueError, match="port|space") as refused:
+        with pytest.raises(ValueError, match=r"port|space") as refused:
             destination(bad)
         assert "s3cr3t" not in str(refused.value)
     assert "s3cr3t" not in repr(destination("slack:https://hooks.slack.com/s3cr3t"))
