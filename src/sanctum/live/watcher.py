@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
+from sanctum.exits import EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import visible
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
@@ -29,6 +29,7 @@ from sanctum.live.on_critical import OnCritical
 from sanctum.live.pacing import POLL_INTERVAL
 from sanctum.model.alert_history import append_alerts, read_alerts
 from sanctum.model.alerts import Alert, AlertTracker
+from sanctum.model.checks import exit_code_of, judge_rows
 
 ALERT_POLL: float = 0.25
 """Seconds between two reads of quiet logs (a watcher is no screen: a quarter second is
@@ -116,15 +117,16 @@ class Watcher:
             stop.wait(self.poll_interval)
 
     def exit_code(self) -> int:
-        """``check``'s exit code for the worst run: 2 unreadable or unjudged, 1 FAIL, 0."""
-        now = self.clock()
+        """``check``'s exit code for the worst run (:func:`~sanctum.model.checks.
+        exit_code_of` over its rows, as ``check`` judges a finished run), 2 for a log that
+        could not be read."""
         codes = [EXIT_OK]
         for run in self.runs:
-            verdict = run.follower.aggregator.run_verdict(now)
-            if run.follower.problem is not None or verdict.word == "PENDING":
+            if run.follower.problem is not None:
                 codes.append(EXIT_UNUSABLE)
-            elif verdict.word == "FAIL":
-                codes.append(EXIT_FAILED)
+                continue
+            agg = run.follower.aggregator
+            codes.append(exit_code_of(judge_rows(agg, agg.fail_on, allow_unfinished=False)))
         return max(codes)
 
     def _act(self, run: _Watched, alert: Alert) -> None:

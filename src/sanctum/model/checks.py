@@ -21,9 +21,11 @@ the aggregator holds: it says which by ``allow_unfinished``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Final, Protocol
 
+from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import SHORT_ABSENT, format_anomaly, plural
 from sanctum.health.judge import HealthJudge
 from sanctum.health.levels import Level
@@ -103,6 +105,16 @@ rule could judge what it holds."""
 UNJUDGED: Final = "judged"
 """The row that fails when the run's updates carry no metric any rule judges: the gate
 could not judge the run (``check`` exits 2 when it is the only failing row)."""
+
+
+def exit_code_of(rows: Sequence[CheckRow]) -> int:
+    """``sanctum check``'s exit code for a run's rows: 0 every row passed, 1 one failed, 2
+    when all that failed is that no rule could judge the run (the watcher exits with it
+    too)."""
+    failed = {row.name for row in rows if not row.passed}
+    if failed == {UNJUDGED}:
+        return EXIT_UNUSABLE
+    return EXIT_FAILED if failed else EXIT_OK
 
 
 def integrity_rows(agg: JudgedRun, allow_skipped: bool = False) -> tuple[CheckRow, ...]:

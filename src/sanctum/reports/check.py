@@ -35,11 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from sanctum.exits import EXIT_FAILED, EXIT_OK, EXIT_UNUSABLE
 from sanctum.formatting import plural
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
-from sanctum.model.checks import UNJUDGED, judge_rows, lost_counts
+from sanctum.model.checks import exit_code_of, judge_rows, lost_counts
 from sanctum.model.snapshot import SkipCounts
 from sanctum.model.verdict import CheckRow, RunVerdict, verdict_of
 from sanctum.reports.documents import (
@@ -108,10 +107,7 @@ class CheckResult:
     @property
     def exit_code(self) -> int:
         """0 passed, 1 failed, 2 when all that failed is that no rule could judge the run."""
-        failed = {row.name for row in self.rows if not row.passed}
-        if failed == {UNJUDGED}:
-            return EXIT_UNUSABLE
-        return EXIT_FAILED if failed else EXIT_OK
+        return exit_code_of(self.rows)
 
     @property
     def verdict(self) -> RunVerdict:

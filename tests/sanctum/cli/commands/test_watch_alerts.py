@@ -15,6 +15,7 @@ import pytest
 from sanctum.cli import main
 from tests.cli_runner import Ran, run_main
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, KL_WARNING, kl_breach, write_run
+from tests.sanctum.reports.test_check import write_grpo_run
 from tests.sanctum.webhooks import SECRET_PATH, webhook
 from tests.waiting import wait_until
 
@@ -220,3 +221,17 @@ def test_the_dashboard_takes_the_same_options(
     [said] = ran.stderr.splitlines()  # printed once the dashboard closed
     assert "HTTP 404" in said
     assert len((tmp_path / "alerts.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_watcher_exits_with_checks_code_even_for_a_run_no_rule_judged(
+    tmp_path: Path,
+) -> None:
+    """One implementation of the exit code: a finished run no rule could judge is 2 for
+    ``check`` and for the watcher, a failed one 1."""
+    judged = ("ref_kl", "entropy", "grad_norm", "reward_mean", "reward_std")
+    nothing = dict.fromkeys((*judged, "reward_zero_std_frac", "completion_truncated_frac"), None)
+    unjudged = write_grpo_run(tmp_path / "lengths-only" / "events.jsonl", updates=5, **nothing)
+    assert run_main(main, "check", unjudged).returncode == 2
+    assert _watch(unjudged).returncode == 2
+    failing = write_run(tmp_path / "f" / "events.jsonl", 20, kl_breach(BREACH_AT, KL_CRITICAL, 12))
+    assert run_main(main, "check", failing).returncode == _watch(failing).returncode == 1
