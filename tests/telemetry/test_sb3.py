@@ -27,6 +27,7 @@ from telemetry import (
     RunStarted,
     read_events,
 )
+from telemetry.halting import HALT_PREFIX
 from tests.schema_support import assert_valid_log
 from tests.telemetry.halted_runs import FiresAt, assert_halted
 
@@ -382,6 +383,7 @@ def test_halt_on_critical_stops_learn_at_the_update_the_gate_fails(tmp_path: Pat
     assert assert_halted(path, UPDATES) == halter.fired
     updates = [e.payload for e in read_events(path).events if isinstance(e, PPOUpdate)]
     assert model.num_timesteps == updates[-1].global_step + 1  # one step of the next rollout
+    assert callback.halted is not None and callback.halted.startswith(HALT_PREFIX)
 
 
 @needs_sb3

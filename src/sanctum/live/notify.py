@@ -86,7 +86,7 @@ def destination(spec: str) -> Destination:
         raise ValueError("the URL's port is not a number") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("expected an http(s) URL, or slack:URL or discord:URL")
-    if any(c.isspace() or not c.isprintable() for c in url):
+    if any(c.isspace() for c in url) or visible(url) != url:  # a hidden character
         raise ValueError("the URL holds a space or a control character")
     return Destination(kind, url)
 

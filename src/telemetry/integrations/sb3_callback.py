@@ -209,6 +209,13 @@ class SanctumCallback(BaseCallback):
         self._mark = (self.model.num_timesteps, time.monotonic())
         self._last_event = self._mark[1]
 
+    @property
+    def halted(self) -> str | None:
+        """Why the halter stopped ``learn()`` (``halted: <rule> critical (...)``), or None:
+        ``learn()`` returns normally either way, so a script that should exit as ``ppo train
+        --halt-on`` does (1) checks it: ``if cb.halted: sys.exit(1)``."""
+        return None if self.halting is None else self.halting.reason
+
     def _on_step(self) -> bool:
         for info in self.locals.get("infos", ()):
             episode = info.get("episode")
