@@ -15,10 +15,13 @@ from typing import Final
 import msgspec
 
 from sanctum.model.alerts import Alert
+from telemetry.files import MIB, InputFileError, open_input
 from telemetry.text import json_visible
 
 ALERTS_FILE: Final = "alerts.jsonl"
 """The history's name, in the run's folder."""
+ALERTS_MAX_BYTES: Final = 16 * MIB
+"""The most of a history read (its end): some 30,000 alerts."""
 
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(Alert)
@@ -38,11 +41,19 @@ def append_alerts(events: Path, alerts: Iterable[Alert]) -> None:
 
 
 def read_alerts(events: Path) -> list[Alert] | None:
-    """The history of the run at ``events``, oldest first; None when it has none."""
+    """The history of the run at ``events``, oldest first (its last
+    :data:`ALERTS_MAX_BYTES` when it is longer); None when it has none, or when what is
+    there is not a regular file (a FIFO, a device: a run folder is untrusted input)."""
     try:
-        lines = history_path(events).read_bytes().splitlines()
-    except FileNotFoundError:
+        with open_input(history_path(events), "alert history") as file:
+            size = file.seek(0, 2)
+            file.seek(max(0, size - ALERTS_MAX_BYTES))
+            data = file.read(ALERTS_MAX_BYTES)
+    except InputFileError:
         return None
+    lines = data.splitlines()
+    if size > ALERTS_MAX_BYTES:
+        lines = lines[1:]  # the first was cut by the seek
     alerts = []
     for line in lines:
         try:

@@ -4,10 +4,12 @@ escaped."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
+from sanctum.model.alert_history import history_path, read_alerts
 from sanctum.model.alerts import Alert, AlertTracker, recorded_alerts
 from telemetry.eventlog import open_reader
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, KL_WARNING, RunLog, kl_breach, write_run
@@ -83,3 +85,11 @@ def test_a_recorded_stall_lists_as_the_live_one_did(tmp_path: Path) -> None:
     assert _changes(alerts) == [("stalled", "FAIL", "Stall"), ("recovered", "OK", None)]
     assert all(a.line.startswith("evil\\x1b[2J<!here>: ") for a in alerts)  # escaped
     assert all(a.run == "evil\\x1b[2J<!here>" for a in alerts)
+
+
+def test_an_alert_history_that_is_not_a_file_is_no_history(tmp_path: Path) -> None:
+    """A run folder is untrusted: a FIFO where alerts.jsonl should be never blocks a
+    reader; it reads as no history."""
+    events = tmp_path / "events.jsonl"
+    os.mkfifo(history_path(events))
+    assert read_alerts(events) is None
