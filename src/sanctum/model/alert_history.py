@@ -8,6 +8,8 @@ character escaped (``telemetry.text.json_visible``).
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
@@ -35,9 +37,17 @@ def history_path(events: Path) -> Path:
 def append_alerts(events: Path, alerts: Iterable[Alert]) -> None:
     """Append ``alerts`` to the history of the run at ``events`` (OSError when it cannot)."""
     text = "".join(json_visible(_ENCODER.encode(a).decode()) + "\n" for a in alerts)
-    if text:
-        with history_path(events).open("a", encoding="utf-8") as out:
-            out.write(text)
+    if not text:
+        return
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(history_path(events), flags, 0o644)  # O_NONBLOCK: a FIFO never waits
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{history_path(events).name} is not a regular file")
+        os.set_blocking(fd, True)
+        os.write(fd, text.encode("utf-8"))  # one write: whole lines
+    finally:
+        os.close(fd)
 
 
 def read_alerts(events: Path) -> list[Alert] | None:

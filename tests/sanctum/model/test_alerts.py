@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
-from sanctum.model.alert_history import history_path, read_alerts
+from sanctum.model.alert_history import append_alerts, history_path, read_alerts
 from sanctum.model.alerts import Alert, AlertTracker, recorded_alerts
 from telemetry.eventlog import open_reader
 from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, KL_WARNING, RunLog, kl_breach, write_run
@@ -93,3 +95,25 @@ def test_an_alert_history_that_is_not_a_file_is_no_history(tmp_path: Path) -> No
     events = tmp_path / "events.jsonl"
     os.mkfifo(history_path(events))
     assert read_alerts(events) is None
+
+
+def test_appending_to_a_history_that_is_not_a_file_fails_at_once(tmp_path: Path) -> None:
+    """A FIFO with no reader where the watcher appends: an OSError (said once by the
+    watcher), never a write that waits forever."""
+    events = tmp_path / "events.jsonl"
+    os.mkfifo(history_path(events))
+    alert = Alert(
+        run="r",
+        path=str(events),
+        change="critical",
+        verdict="FAIL",
+        rule="KL",
+        update=3,
+        step=2048,
+        value=0.5,
+        line="FAIL",
+        ts=1.0,
+        check="FAIL: KL 1x",
+    )
+    with pytest.raises(OSError):  # noqa: PT011 (ENXIO, or not a regular file)
+        append_alerts(events, [alert])
