@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from telemetry.integrations import probe as probe_module
+from torchprobe import probe as probe_module
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.03

@@ -28,7 +28,7 @@ from torch.distributions import Categorical, Distribution, Independent, Normal
 
 from telemetry import Recorder, TrainerInfo  # record
 from telemetry.integrations.cleanrl import Episodes  # record
-from telemetry.integrations.probe import UpdateProbe  # record
+from torchprobe.probe import UpdateProbe  # record
 
 
 class Agent(nn.Module):

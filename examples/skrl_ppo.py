@@ -38,7 +38,7 @@ try:
 except ImportError as exc:  # one line and exit 2, no traceback
     missing_extra("skrl", "the skrl example", exc)
 
-from telemetry.integrations.skrl import SkrlRecorder  # record
+from torchprobe.skrl import SkrlRecorder  # record
 
 
 def _mlp(inputs: int, outputs: int) -> nn.Sequential:

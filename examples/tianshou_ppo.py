@@ -42,7 +42,7 @@ try:
 except ImportError as exc:  # one line and exit 2, no traceback
     missing_extra("tianshou", "the Tianshou example", exc)
 
-from telemetry.integrations.tianshou import TianshouRecorder  # record
+from torchprobe.tianshou import TianshouRecorder  # record
 
 
 class NaNObservations(gym.ObservationWrapper):  # type: ignore[type-arg]

@@ -44,7 +44,7 @@ try:
 except ImportError as exc:  # one line and exit 2, no traceback
     missing_extra("torchrl", "the TorchRL example", exc)
 
-from telemetry.integrations.torchrl import TorchRLRecorder  # record
+from torchprobe.torchrl import TorchRLRecorder  # record
 
 
 class NaNObservations(Transform):

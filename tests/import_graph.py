@@ -1,5 +1,5 @@
-"""The import graph of ``src`` (telemetry, ppo, sanctum), read with ``ast``: the one reader
-the import-graph tests share.
+"""The import graph of ``src`` (telemetry, torchprobe, ppo, sanctum), read with ``ast``: the
+one reader the import-graph tests share.
 
 Every import statement counts, wherever it stands: at module level, inside a function
 (it runs later, but a circle through it is still a circle of the design), and under
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 SRC: Final = Path(__file__).resolve().parents[1] / "src"
-ROOTS: Final = ("telemetry", "ppo", "sanctum")
+ROOTS: Final = ("telemetry", "torchprobe", "ppo", "sanctum")
 
 Kind = Literal["module", "deferred", "typing"]
 """Where an import stands: at module level, inside a function, under TYPE_CHECKING."""

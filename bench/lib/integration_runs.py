@@ -36,7 +36,7 @@ import torch
 
 from lib import EXAMPLES
 from lib.env_faults import make_faulty
-from telemetry.integrations import probe as probe_module
+from torchprobe import probe as probe_module
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ reads the other where its own is absent (one concept, one rule). Our token train
 ``clip_ratio/region_mean`` are the share clipped on either side. ``kl_final`` is
 KL(pi_old || pi_new) after the update's last step, where ``approx_kl`` is measured before
 each step: what a probe measures from outside a trainer that logs no KL
-(``telemetry.integrations.probe``); it is the larger of the two on an update that moved."""
+(``torchprobe.probe``); it is the larger of the two on an update that moved."""
 
 
 class ThresholdsError(ValueError):

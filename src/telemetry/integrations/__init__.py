@@ -4,9 +4,10 @@ Every integration imports its trainer only when it is used, so ``telemetry`` kee
 msgspec and the standard library; without the trainer's extra it says which one to
 install. ``telemetry.integrations.sb3``: Stable-Baselines3's PPO, one callback;
 ``telemetry.integrations.trl``: TRL's GRPO, RLOO and PPO trainers, one callback;
-``telemetry.integrations.probe``: any torch policy's update, measured from outside, which
-``.torchrl``, ``.skrl`` and ``.tianshou`` build on; ``telemetry.integrations.rllib``: RLlib's
-PPO, measured inside its learner. ``recorded.RecordedRun`` is their ``with`` block.
+``telemetry.integrations.rllib``: RLlib's PPO, measured inside its learner.
+``recorded.RecordedRun`` is their ``with`` block. What measures a torch policy's update
+from outside (the probe, and the TorchRL, skrl and Tianshou recorders built on it) imports
+torch: it is the package :mod:`torchprobe`, above this one.
 """
 
 from __future__ import annotations

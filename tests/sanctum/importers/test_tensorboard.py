@@ -524,7 +524,7 @@ def test_an_import_without_its_outcome_says_so_in_every_view_and_fails_the_gate(
     assert "rules the mapped tags feed: KL, Clip, Entropy shift (3 of 7)\n" in printed
     assert (
         "not fed: Grad (grad_norm), EV (explained_variance), Value loss (value_loss), Entropy "
-        "(entropy_normalized): recording the run with telemetry.integrations.probe's "
+        "(entropy_normalized): recording the run with torchprobe.probe's "
         "UpdateProbe around its update measures them (the value loss as the trainer computes "
         "it: measure.losses(value=...); or --actions N for Entropy)\n"
     ) in printed

@@ -398,13 +398,13 @@ def import_tensorboard(opts: ImportOptions) -> ImportReport:
 MEASURED_BY: Final = {
     "stable-baselines3": "telemetry.integrations.sb3's SanctumCallback",
     "cleanrl": "telemetry.integrations.cleanrl's record_update",
-    "skrl": "telemetry.integrations.skrl's SkrlRecorder",
-    "tianshou": "telemetry.integrations.tianshou's TianshouRecorder",
-    "torchrl": "telemetry.integrations.torchrl's TorchRLRecorder",
+    "skrl": "torchprobe.skrl's SkrlRecorder",
+    "tianshou": "torchprobe.tianshou's TianshouRecorder",
+    "torchrl": "torchprobe.torchrl's TorchRLRecorder",
 }
 """A trainer (a substring of its mapping's name) -> the integration that records what its
 TensorBoard log lacks; any other PyTorch trainer: :data:`PROBE`."""
-PROBE: Final = "telemetry.integrations.probe's UpdateProbe around its update"
+PROBE: Final = "torchprobe.probe's UpdateProbe around its update"
 
 
 def coverage_lines(

@@ -3,7 +3,7 @@
 TorchRL's tutorial loop logs nothing the health rules judge, and what ``ClipPPOLoss``
 returns is a minibatch's: its ``kl_approx`` is the signed k1 estimator (negative on some
 minibatches), its ``clip_fraction`` the minibatch's share. This module measures each update
-from outside with :class:`~telemetry.integrations.probe.UpdateProbe` (the actor's
+from outside with :class:`~torchprobe.probe.UpdateProbe` (the actor's
 distribution on the collector's batch before and after the update, the gradient norm as
 backward leaves it, before clipping) and records it::
 
@@ -51,9 +51,9 @@ from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
 from telemetry.integrations.halting_recorder import recorder_for
-from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.run_config import MEASURED_BY
+from torchprobe.probe import BATCH_SIZE, UpdateProbe
 
 
 def _version() -> str:

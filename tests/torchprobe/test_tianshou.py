@@ -12,6 +12,11 @@ pytest.importorskip(
     "tianshou", reason="needs the tianshou extra: pip install 'sanctum-ppo[tianshou]'"
 )
 
+from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
+from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
+
 from sanctum.cli import main as sanctum_main
 from telemetry.events import (
     PPOUpdatePayload,
@@ -20,10 +25,6 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from telemetry.halting import TrainingHalted
-from tests.cli_runner import run_main
-from tests.examples import load_example, payloads
-from tests.sanctum.recorded import check_report
-from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--epochs", "1", "--epoch-num-steps", "2000", "--collection-steps", "500"]
 SMALL += ["--num-envs", "4", "--repetitions", "3", "--batch-size", "125"]
@@ -62,7 +63,7 @@ def test_a_tianshou_run_is_judged_on_kl_clip_grad_and_entropy(
 
 
 def test_the_algorithm_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -> None:
-    from telemetry.integrations.tianshou import TianshouRecorder
+    from torchprobe.tianshou import TianshouRecorder
 
     module = load_example("tianshou_ppo")
     algorithm, _ = module.build(module.parse([*SMALL, "--run-dir", str(tmp_path)]))

@@ -5,7 +5,7 @@ skrl tracks its losses (scaled: ``Loss / Entropy loss`` is ``-entropy_loss_scale
 entropy``, 0 by default) and the policy's standard deviation, but no KL, clip fraction,
 explained variance or gradient norm. :class:`SkrlRecorder` wraps the agent's ``update`` and
 ``record_transition`` on that instance (the agent's class is untouched) and measures each
-update with :class:`~telemetry.integrations.probe.UpdateProbe` on the rollout memory::
+update with :class:`~torchprobe.probe.UpdateProbe` on the rollout memory::
 
     with SkrlRecorder(agent, env_id="Pendulum-v1"):       # runs/<run_id>/events.jsonl
         trainer.train()
@@ -55,9 +55,9 @@ from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.halting_recorder import recorder_for
-from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, host_rows
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
+from torchprobe.probe import BATCH_SIZE, UpdateProbe, host_rows
 
 
 def _version() -> str:

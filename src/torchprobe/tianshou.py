@@ -5,7 +5,7 @@ Tianshou's logger writes ``update/*`` (losses, entropy) every ``update_interval`
 (1,000 by default) at update counts, and no KL, clip fraction or gradient norm.
 :class:`TianshouRecorder` wraps the algorithm's ``update`` and ``_update_with_batch`` on that
 instance (the class is untouched) and measures each update with
-:class:`~telemetry.integrations.probe.UpdateProbe` on the batch PPO prepared (its
+:class:`~torchprobe.probe.UpdateProbe` on the batch PPO prepared (its
 ``logp_old``, returns and values)::
 
     with TianshouRecorder(algorithm, env_id="CartPole-v1"):
@@ -44,9 +44,9 @@ from telemetry.events import TrainerInfo
 from telemetry.halting import Halter
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
 from telemetry.integrations.halting_recorder import recorder_for
-from telemetry.integrations.probe import BATCH_SIZE, UpdateProbe, as_tensor
 from telemetry.integrations.recorded import RecordedRun
 from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
+from torchprobe.probe import BATCH_SIZE, UpdateProbe, as_tensor
 
 SETTINGS = (
     "eps_clip",

@@ -9,6 +9,11 @@ import pytest
 
 pytest.importorskip("skrl", reason="needs the skrl extra: pip install 'sanctum-ppo[skrl]'")
 
+from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
+from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
+
 from sanctum.cli import main as sanctum_main
 from telemetry.events import (
     AnomalyPayload,
@@ -18,10 +23,6 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from telemetry.halting import TrainingHalted
-from tests.cli_runner import run_main
-from tests.examples import load_example, payloads
-from tests.sanctum.recorded import check_report
-from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--timesteps", "1100", "--rollouts", "256", "--epochs", "4", "--mini-batches", "8"]
 """4 envs x 1,100 steps in rollouts of 256: 4 updates of 4 x 8 optimizer steps."""
@@ -65,7 +66,7 @@ def test_an_skrl_run_is_judged_on_kl_clip_grad_and_entropy(
 
 def test_the_agent_is_left_as_it_was_and_a_raise_fails_the_run(tmp_path: Path) -> None:
     """The recorder wraps the agent's methods on the instance only, and takes them back."""
-    from telemetry.integrations.skrl import SkrlRecorder
+    from torchprobe.skrl import SkrlRecorder
 
     module = load_example("skrl_ppo")
     agent, _ = module.build(module.parse([*SMALL, "--run-dir", str(tmp_path)]))

@@ -79,7 +79,7 @@ try:
     from torch.distributions import Categorical, Distribution, OneHotCategorical, kl_divergence
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch only
     raise ModuleNotFoundError(
-        "telemetry.integrations.probe needs torch: pip install 'sanctum-ppo[train]'"
+        "torchprobe.probe needs torch: pip install 'sanctum-ppo[train]'"
     ) from exc
 
 from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus
