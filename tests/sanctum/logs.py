@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
+from sanctum.model.alerts import Alert
 from telemetry.events import (
     AnomalyPayload,
     EarlyStop,
@@ -319,3 +320,22 @@ def append_after_each_read(
 
     monkeypatch.setattr(EventLogReader, "read_new", read_then_append)
     return reads
+
+
+def an_alert(**fields: Any) -> Alert:
+    """One alert, as the watcher makes them (a critical KL at update 3), ``fields`` changed."""
+    values: dict[str, Any] = {
+        "run": "run",
+        "path": "runs/a/events.jsonl",
+        "change": "critical",
+        "verdict": "FAIL",
+        "rule": "KL",
+        "update": 3,
+        "step": 2048,
+        "value": 0.5,
+        "line": "FAIL",
+        "ts": 1.0,
+        "check": "FAIL: KL 1x",
+        **fields,
+    }
+    return Alert(**values)

@@ -15,15 +15,15 @@ torch = pytest.importorskip(
 )
 pytest.importorskip("gymnasium", reason="needs the train extra: pip install 'sanctum-ppo[train]'")
 
-from tests.cli_runner import run_main  # noqa: E402
-from tests.examples import load_example, payloads  # noqa: E402
-from tests.sanctum.recorded import check_report  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.distributions import Categorical, Distribution, Independent, Normal  # noqa: E402
 
 from sanctum.cli import main as sanctum_main  # noqa: E402
 from telemetry import PPOUpdatePayload, Recorder, RunFinishedPayload, read_events  # noqa: E402
 from telemetry.events import AnomalyPayload  # noqa: E402
+from tests.cli_runner import run_main  # noqa: E402
+from tests.examples import load_example, payloads  # noqa: E402
+from tests.sanctum.recorded import check_report  # noqa: E402
 from torchprobe.probe import UpdateProbe  # noqa: E402
 
 
@@ -278,11 +278,10 @@ def test_accumulated_gradients_give_the_norm_of_their_sum_before_clipping(
 
 async def test_a_plain_run_failed_on_nan_reads_fail_in_the_run_table(tmp_path: Path) -> None:
     """The run table of a sweep, beside a healthy run of the same loop."""
-    from tests.sanctum.tui.test_runs_app import wait_for
-
     from sanctum.health.thresholds import DEFAULT_THRESHOLDS
     from sanctum.tui.runs_app import RunsApp
     from sanctum.tui.widgets.runs import RunTable
+    from tests.sanctum.tui.test_runs_app import wait_for
 
     example = load_example("probe_ppo")
     small = ["--updates", "6", "--num-steps", "32", "--run-dir", str(tmp_path)]

@@ -9,11 +9,6 @@ import pytest
 
 pytest.importorskip("skrl", reason="needs the skrl extra: pip install 'sanctum-ppo[skrl]'")
 
-from tests.cli_runner import run_main
-from tests.examples import load_example, payloads
-from tests.sanctum.recorded import check_report
-from tests.telemetry.halted_runs import assert_halted, gated
-
 from sanctum.cli import main as sanctum_main
 from telemetry.events import (
     AnomalyPayload,
@@ -23,6 +18,10 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from telemetry.halting import TrainingHalted
+from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
+from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--timesteps", "1100", "--rollouts", "256", "--epochs", "4", "--mini-batches", "8"]
 """4 envs x 1,100 steps in rollouts of 256: 4 updates of 4 x 8 optimizer steps."""

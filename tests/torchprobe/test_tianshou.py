@@ -12,11 +12,6 @@ pytest.importorskip(
     "tianshou", reason="needs the tianshou extra: pip install 'sanctum-ppo[tianshou]'"
 )
 
-from tests.cli_runner import run_main
-from tests.examples import load_example, payloads
-from tests.sanctum.recorded import check_report
-from tests.telemetry.halted_runs import assert_halted, gated
-
 from sanctum.cli import main as sanctum_main
 from telemetry.events import (
     PPOUpdatePayload,
@@ -25,6 +20,10 @@ from telemetry.events import (
     RunStartedPayload,
 )
 from telemetry.halting import TrainingHalted
+from tests.cli_runner import run_main
+from tests.examples import load_example, payloads
+from tests.sanctum.recorded import check_report
+from tests.telemetry.halted_runs import assert_halted, gated
 
 SMALL = ["--epochs", "1", "--epoch-num-steps", "2000", "--collection-steps", "500"]
 SMALL += ["--num-envs", "4", "--repetitions", "3", "--batch-size", "125"]

@@ -13,15 +13,14 @@ pytestmark = [  # TorchRL 0.14 warns of its own coming changes
     pytest.mark.filterwarnings(r"ignore:Creating \w+WeightUpdater:DeprecationWarning"),
 ]
 
-from tests.cli_runner import run_main  # noqa: E402
-from tests.examples import load_example, payloads  # noqa: E402
-from tests.sanctum.recorded import check_report  # noqa: E402
-from tests.telemetry.halted_runs import assert_halted, gated  # noqa: E402
-
 from sanctum.cli import main as sanctum_main  # noqa: E402
 from telemetry import read_events  # noqa: E402
 from telemetry.events import PPOUpdatePayload, RolloutPayload, RunFinishedPayload  # noqa: E402
 from telemetry.halting import TrainingHalted  # noqa: E402
+from tests.cli_runner import run_main  # noqa: E402
+from tests.examples import load_example, payloads  # noqa: E402
+from tests.sanctum.recorded import check_report  # noqa: E402
+from tests.telemetry.halted_runs import assert_halted, gated  # noqa: E402
 
 SMALL = ["--batches", "6", "--frames-per-batch", "256", "--epochs", "3", "--minibatch", "64"]
 

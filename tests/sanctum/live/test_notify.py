@@ -9,24 +9,13 @@ import pytest
 
 from sanctum.live.notify import Destination, destination, wanted
 from sanctum.model.alerts import Alert
+from tests.sanctum.logs import an_alert
 
 HOSTILE = "<!channel> @everyone **bold** [x](http://evil) & <@123>"
 
 
 def _alert(line: str = HOSTILE, change: str = "critical", verdict: str = "FAIL") -> Alert:
-    return Alert(
-        run="run",
-        path="runs/a/events.jsonl",
-        change=change,  # type: ignore[arg-type]
-        verdict=verdict,  # type: ignore[arg-type]
-        rule="KL",
-        update=3,
-        step=2048,
-        value=0.5,
-        line=line,
-        ts=1.0,
-        check="FAIL: KL 1x",
-    )
+    return an_alert(line=line, change=change, verdict=verdict)
 
 
 def test_slack_gets_text_with_its_markup_characters_escaped() -> None:

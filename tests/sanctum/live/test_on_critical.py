@@ -9,24 +9,13 @@ import msgspec
 
 from sanctum.live.on_critical import SAID_LINES, OnCritical
 from sanctum.model.alerts import Alert
+from tests.sanctum.logs import an_alert
 
 FLOOD = "import time\nfor i in range(500): print(i, flush=True)\ntime.sleep(60)"
 
 
 def _alert(run: str = "run\x1b[2J") -> Alert:
-    return Alert(
-        run=run,
-        path="runs/a/events.jsonl",
-        change="critical",
-        verdict="FAIL",
-        rule="KL",
-        update=3,
-        step=2048,
-        value=0.5,
-        line="FAIL",
-        ts=1.0,
-        check="FAIL: KL 1x",
-    )
+    return an_alert(run=run)
 
 
 def test_a_flooding_command_that_hangs_is_bounded_and_killed_at_close() -> None:

@@ -14,7 +14,15 @@ from sanctum.model.aggregator import SanctumAggregator
 from sanctum.model.alert_history import append_alerts, history_path, read_alerts
 from sanctum.model.alerts import Alert, AlertTracker, recorded_alerts
 from telemetry.eventlog import open_reader
-from tests.sanctum.logs import KL_CRITICAL, KL_HOLDS, KL_WARNING, RunLog, kl_breach, write_run
+from tests.sanctum.logs import (
+    KL_CRITICAL,
+    KL_HOLDS,
+    KL_WARNING,
+    RunLog,
+    an_alert,
+    kl_breach,
+    write_run,
+)
 
 HOSTILE_ID = "evil\x1b[2J<!here>"
 
@@ -102,18 +110,6 @@ def test_appending_to_a_history_that_is_not_a_file_fails_at_once(tmp_path: Path)
     watcher), never a write that waits forever."""
     events = tmp_path / "events.jsonl"
     os.mkfifo(history_path(events))
-    alert = Alert(
-        run="r",
-        path=str(events),
-        change="critical",
-        verdict="FAIL",
-        rule="KL",
-        update=3,
-        step=2048,
-        value=0.5,
-        line="FAIL",
-        ts=1.0,
-        check="FAIL: KL 1x",
-    )
+    alert = an_alert(run="r", path=str(events))
     with pytest.raises(OSError):  # noqa: PT011 (ENXIO, or not a regular file)
         append_alerts(events, [alert])
