@@ -11,6 +11,9 @@ measures each figure in a fresh subprocess so ``ru_maxrss`` is that figure's own
   (as the dashboard does);
 - summary_seconds_1m: ``sanctum summary`` of that log, in process (scan + document);
   ``*_cpu_*`` figures give the same in process CPU time, which other load does not inflate;
+- reader_cpu_seconds_1m: the reader alone over the 1M-event log (every line decoded into
+  its event, nothing folded); summary_over_reader_cpu and replay_over_reader_cpu: the
+  summary's and the replay's CPU time over it (what judging costs over decoding);
 - peak_rss_mb_100k / peak_rss_mb_1m: peak RSS of the replay at 100k and 1M events
   (flat = the reader is bounded and the aggregator keeps bounded history);
 - tail_latency_ms_median / _p95: one line appended to a live log while SanctumApp runs
@@ -117,6 +120,15 @@ def worker_replay(path: Path) -> dict[str, Any]:
         "events_per_s": events / seconds,
         "peak_rss_mb": peak_rss_mb(),
     }
+
+
+def worker_reader(path: Path) -> dict[str, Any]:
+    """The reader alone over the log: every line decoded into its event, nothing folded
+    (the denominator of ``summary_over_reader_cpu`` and ``replay_over_reader_cpu``)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    events = sum(len(batch.events) for batch in EventLogReader(path).batches())
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"events": events, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak_rss_mb()}
 
 
 def worker_summary(path: Path) -> dict[str, Any]:
@@ -253,7 +265,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         kind, *rest = args.worker
-        fn = {"replay": worker_replay, "summary": worker_summary}.get(kind)
+        fn = {"replay": worker_replay, "summary": worker_summary, "reader": worker_reader}.get(kind)
         print(json.dumps(fn(Path(rest[0])) if fn else worker_hot_path()))
         return
     figures: dict[str, Any] = {}
@@ -315,13 +327,19 @@ def offline_figures(events: int) -> dict[str, Any]:
                 file=sys.stderr,
             )
         r_small, r_big = in_subprocess("replay", small), in_subprocess("replay", big)
-        s_big = in_subprocess("summary", big)
+        s_big, read_big = in_subprocess("summary", big), in_subprocess("reader", big)
         hot = in_subprocess("hot")
         print(
-            f"replay 100k: {r_small}\nreplay 1m: {r_big}\nsummary 1m: {s_big}\nhot: {hot}",
+            f"replay 100k: {r_small}\nreplay 1m: {r_big}\nsummary 1m: {s_big}\n"
+            f"reader 1m: {read_big}\nhot: {hot}",
             file=sys.stderr,
         )
+        reader_cpu = read_big["cpu_seconds"]
         figures.update(
+            reader_events_per_cpu_s=round(read_big["events"] / reader_cpu),
+            reader_cpu_seconds_1m=round(reader_cpu, 2),
+            summary_over_reader_cpu=round(s_big["cpu_seconds"] / reader_cpu, 2),
+            replay_over_reader_cpu=round(r_big["cpu_seconds"] / reader_cpu, 2),
             replay_events_per_s=round(r_big["events_per_s"]),
             replay_events_per_cpu_s=round(r_big["events"] / r_big["cpu_seconds"]),
             summary_seconds_1m=round(s_big["seconds"], 2),
