@@ -19,6 +19,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Final, cast
 
 from sanctum.health.levels import Level, level_of
@@ -220,13 +221,13 @@ class RuleJudge:
         if self._rise is not None:
             self._unconfirmed = self._rise.unconfirmed(updates, statistics, companion)
         judged: Sequence[int] = range(len(values))
-        if statistics is not values or len(numbers) != len(values):
+        if (statistics is not values or len(numbers) != len(values)) and None in statistics:
             judged = [i for i, s in enumerate(statistics) if s is not None]
         self.judged += len(judged)
-        past_warning, isfinite = self.rule.worse_than(self.rule.warning), math.isfinite
-        flagged = [i for i in judged if not isfinite(s := statistics[i]) or past_warning(s)]  # type: ignore[arg-type]
+        column = statistics if isinstance(judged, range) else [statistics[i] for i in judged]
+        flagged = self._flagged(judged, cast("Sequence[float]", column))
         latest = self._fire(updates, values, statistics, judged, flagged)
-        self._offer_worst(updates, statistics, judged, flagged)
+        self._offer_worst(updates, statistics, judged, flagged, column)
         last = len(values) - 1
         if latest is None:
             value, statistic = values[last], statistics[last]
@@ -235,6 +236,22 @@ class RuleJudge:
             else:
                 latest = Judgement(updates[last], value, statistic, Level.HEALTHY, Level.HEALTHY)
         self.latest = latest
+
+    def _flagged(self, judged: Sequence[int], column: Sequence[float]) -> list[int]:
+        """The positions of ``judged`` (``column`` holds their statistics) that are
+        non-finite or past the warning line: none, in a healthy batch, for the price of a
+        C-speed sum and max (or min)."""
+        past_warning = self.rule.worse_than(self.rule.warning)
+        if not column:
+            return []
+        if math.isfinite(sum(column)):  # every statistic finite (a sum that overflowed is not)
+            if not past_warning(self.rule.worst_of(column)):
+                return []
+            return list(compress(judged, map(past_warning, column)))
+        isfinite = math.isfinite
+        return [
+            i for i, s in zip(judged, column, strict=True) if not isfinite(s) or past_warning(s)
+        ]
 
     def _lost(
         self, values: Sequence[float | None], statistics: Sequence[float | None]
@@ -279,6 +296,9 @@ class RuleJudge:
         rule = self.rule
         if self.window is None and unjudged is None and updates[0] >= rule.warmup_updates:
             return values, None
+        steady = self._steady(updates, values, unjudged)
+        if steady is not None:
+            return steady
         out: list[float | None] = []
         note: str | None = None
         for i, value in enumerate(values):
@@ -300,6 +320,91 @@ class RuleJudge:
                     note = f"{what} {len(self.window or ())}/{self._need}"
                 out.append(statistic)
         return out, note
+
+    def _steady(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        unjudged: Sequence[str | None] | None,
+    ) -> tuple[list[float | None], str | None] | None:
+        """:meth:`_statistics` of a batch in the steady state, in one tight loop per
+        statistic (the same numbers as :meth:`_statistic` value by value): every value
+        finite, past the warm-up, none held back by the gate, and the window already past
+        what it needs. None when the batch is not all that (the loop value by value then)."""
+        rule, window = self.rule, self.window
+        if window is None or rule.statistic == "start":
+            return None
+        seen = self._counted if rule.statistic == "high" else len(window)  # a high has no window
+        if seen < self._need:
+            return None
+        try:
+            if not math.isfinite(sum(values)):  # type: ignore[arg-type]
+                return None
+        except TypeError:  # a None: not measured
+            return None
+        if rule.warmup_updates and self._rise is None and min(updates) < rule.warmup_updates:
+            return None
+        if unjudged is not None and unjudged.count(None) != len(unjudged):
+            return None
+        finite = cast("Sequence[float]", values)
+        if rule.statistic == "median":
+            return _rolling_medians(window, finite), None
+        if rule.statistic == "high":
+            return self._highs(finite), None
+        out = self._jumps(window, finite)
+        note = None
+        if out[-1] is None:
+            note = (
+                f"not judged: recent median under {rule.min_baseline:g}"
+                if self._low_baseline
+                else f"baseline {len(window)}/{self._need}"
+            )
+        return out, note
+
+    def _jumps(self, window: RollingWindow, values: Sequence[float]) -> list[float | None]:
+        """:meth:`_statistic` of a jump or a shift over ``values``, the window past its
+        baseline: each value against the median before it, joining it unless past critical
+        (or off a baseline at or under 0, which judges nothing)."""
+        rule, past_critical = self.rule, self._past_critical
+        low, floor, shift = rule.min_baseline, rule.floor, rule.statistic == "shift"
+        order, ordered, size = window._order, window._sorted, window.size
+        out: list[float | None] = []
+        low_baseline = False
+        for value in values:
+            n = len(ordered)
+            mid = n // 2
+            baseline = ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+            low_baseline = low is not None and baseline < low
+            statistic: float | None
+            if low_baseline:
+                statistic = value if floor is not None and value < floor else None
+            elif shift:
+                statistic = abs(value - baseline)
+            elif baseline <= 0:
+                out.append(None)
+                continue
+            else:
+                statistic = value / baseline
+            if low_baseline or not past_critical(statistic):  # type: ignore[arg-type]
+                if n == size:
+                    del ordered[bisect_left(ordered, order.popleft())]
+                order.append(value)
+                insort(ordered, value)
+            out.append(statistic)
+        self._low_baseline = low_baseline
+        return out
+
+    def _highs(self, values: Sequence[float]) -> list[float | None]:
+        """:meth:`_new_high` over ``values``, past the values it needs."""
+        high, past_critical, out = self._high, self._past_critical, []
+        statistic: float | None
+        for value in values:
+            statistic = value / high if high is not None and high > 0 else None
+            if statistic is None or not past_critical(statistic):
+                high = value if high is None or value > high else high
+            out.append(statistic)
+        self._high, self._counted = high, self._counted + len(values)
+        return out
 
     def _statistic(self, value: float) -> float | None:
         """The value, the median including it, or its ratio to the median before it. A
@@ -425,16 +530,16 @@ class RuleJudge:
         statistics: Sequence[float | None],
         judged: Sequence[int],
         flagged: Sequence[int],
+        column: Sequence[float | None],
     ) -> None:
         """Keep the worst judged statistic: the first non-finite one, else the first most
-        extreme (a C-speed max or min over the column)."""
+        extreme (a C-speed max or min over ``column``, the judged statistics)."""
         nonfinite = [i for i in flagged if not math.isfinite(statistics[i])]  # type: ignore[arg-type]
         if nonfinite:
             self._offer(statistics[nonfinite[0]], updates[nonfinite[0]])  # type: ignore[arg-type]
             return
         if not judged:
             return
-        column = statistics if isinstance(judged, range) else [statistics[i] for i in judged]
         worst = self.rule.worst_of(column)  # type: ignore[arg-type]
         self._offer(worst, updates[judged[column.index(worst)]])
 
@@ -472,6 +577,21 @@ class ComponentSplit:
                 continue
             out.append(max(0.0, min(max(moves), -min(moves))))
         return out
+
+
+def _rolling_medians(window: RollingWindow, values: Sequence[float]) -> list[float | None]:
+    """:meth:`RollingWindow.push_median` of each value in turn, in one loop."""
+    order, ordered, size = window._order, window._sorted, window.size
+    out: list[float | None] = []
+    for value in values:
+        if len(order) == size:
+            del ordered[bisect_left(ordered, order.popleft())]
+        order.append(value)
+        insort(ordered, value)
+        n = len(ordered)
+        mid = n // 2
+        out.append(ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2)
+    return out
 
 
 def _half_move(values: deque[float]) -> float:
