@@ -113,6 +113,8 @@ class SanctumAggregator:
         """Updates folded and not yet judged (:attr:`judge` judges them first)."""
         self.records = RunRecords()
         self.pace = Pace(self.thresholds)
+        self._progress = self.pace.arrived.append
+        """A progress event's ``ts`` to the pace (:meth:`Pace.progress`, without the call)."""
         self._metrics = MetricsView()
         self._verdict_key: tuple[object, ...] | None = None
         self._verdict: RunVerdict = PENDING
@@ -181,6 +183,7 @@ class SanctumAggregator:
                 text += f" from line {first.line_no}: {first.detail}"
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
         self._judge_queued()
+        self.pace.settle()
 
     def handle(self, event: Event) -> None:
         """Fold one event of any kind.
@@ -189,44 +192,63 @@ class SanctumAggregator:
         not this run's and is left out; time and steps never move backwards in the state
         (a value that does is a logging bug, which the judge reports).
         """
-        run = self.run
-        if event.run_id != run.run_id and run.run_id is not None and type(event) is not RunStarted:
-            self._foreign(event)
-            return
-        if run.run_id is None and type(event) is not RunStarted:
+        run, kind = self.run, type(event)
+        if event.run_id != run.run_id and kind is not RunStarted:
+            if run.run_id is not None:
+                self._foreign(event)
+                return
             early = self._before_start
             if event.run_id in early or len(early) < FOREIGN_KEPT:
                 early[event.run_id] = early.get(event.run_id, 0) + 1
         run.events += 1
         if run.finishes:
             run.after_finish += 1
-        last = run.last_event_ts
-        silent = 0.0 if last is None else event.ts - last
-        if silent > self.pace.stall_seconds and run.status == "running":
+        ts, last = event.ts, run.last_event_ts
+        if last is not None and ts - last > self.pace.stall_seconds and run.status == "running":
             limit = self.pace.stall_limit()
-            if limit is not None and silent > limit:
-                self._stall(silent, event)
-        if last is None or event.ts > last:
-            run.last_event_ts = event.ts
-        if event.seq > (0 if run.last_seq is None else run.last_seq) + 1:
-            self._gap(run.last_seq or 0, event)  # a run's seq starts at 1: 101 lost 100
-        elif run.last_seq is not None and event.seq <= run.last_seq:
-            run.seq_back += 1
-            if run.first_seq_back is None:
-                run.first_seq_back = event.seq
-        run.last_seq = event.seq
+            if limit is not None and ts - last > limit:
+                self._stall(ts - last, event)
+        if last is None or ts > last:
+            run.last_event_ts = ts
+        seq, last_seq = event.seq, run.last_seq
+        if last_seq is None or seq != last_seq + 1:
+            if seq > (last_seq or 0) + 1:
+                self._gap(last_seq or 0, event)  # a run's seq starts at 1: 101 lost 100
+            elif last_seq is not None:  # at or before the last: it went back
+                run.seq_back += 1
+                if run.first_seq_back is None:
+                    run.first_seq_back = seq
+        run.last_seq = seq
         if run.status is None:
             run.status = "running"
-        if type(event) is not PPOUpdate and WALKED[type(event.payload)]:
+        if type(event) is PPOUpdate:  # the hot path, inline: the update folded, its judging queued
+            up = event.payload
+            self.tamiyo.record(up)
+            self._queued.append(up)
+            if run.first_update_index is None:
+                run.first_update_index = up.update
+            run.updates += 1
+            step = up.global_step
+            if step is not None and (run.global_step is None or step > run.global_step):
+                run.global_step = step  # progress moves forward only (as _advance)
+            self._progress(ts)
+            if up.early_stopped:
+                self._early_stop(event)
+            elif (
+                self._stops_at is not None
+                and up.early_stopped is False
+                and up.approx_kl is not None
+            ):
+                self._past_max_kl(up.update, up.approx_kl / self._stops_at)
+            return
+        if WALKED[type(event.payload)]:
             self._nonfinite(event)
         match event:
-            case PPOUpdate():
-                self._ppo_update(event)
             case Rollout():
                 self._rollout(event)
             case Heartbeat(payload=p):
                 self._advance(p.global_step)
-                self.pace.progress(event.ts)
+                self._progress(ts)
             case Anomaly():
                 self._anomaly(event)
             case RunStarted():
@@ -234,24 +256,14 @@ class SanctumAggregator:
             case RunFinished():
                 self._run_finished(event)
 
-    def _ppo_update(self, event: PPOUpdate) -> None:
+    def _early_stop(self, event: PPOUpdate) -> None:
+        """An update that stopped early: recorded, and in the timeline."""
         p = event.payload
-        self.tamiyo.record(p)
-        self._queued.append(p)
-        if self.run.first_update_index is None:
-            self.run.first_update_index = p.update
-        self.run.updates += 1
-        self._advance(p.global_step)
-        self.pace.progress(event.ts)
-        max_kl, kl = self._stops_at, p.approx_kl
-        if max_kl is not None and kl is not None and p.early_stopped is False:
-            self._past_max_kl(p.update, kl / max_kl)
-        if p.early_stopped:
-            text = early_stop_text(p)
-            self.records.early_stop(p.update, text)
-            self.timeline.append(
-                TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
-            )
+        text = early_stop_text(p)
+        self.records.early_stop(p.update, text)
+        self.timeline.append(
+            TimelineEntry("early_stop", Level.WARNING, text, event.ts, event.seq, p.update)
+        )
 
     def _past_max_kl(self, update: int, times: float) -> None:
         """Tally an update whose KL passed ``PAST_MAX_KL`` x ``max_kl`` with no early stop."""

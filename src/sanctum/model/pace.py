@@ -10,9 +10,10 @@ no silence is judged a stall: a large model may load for minutes before its firs
 from __future__ import annotations
 
 import math
+import statistics
+from collections import deque
 from typing import Final
 
-from sanctum.health.rule_judge import RollingWindow
 from sanctum.health.thresholds import Thresholds
 
 PACE_WINDOW: Final = 25
@@ -29,36 +30,60 @@ class Pace:
         self.stall_seconds = thresholds.stall_seconds
         """The stall limit's floor (:attr:`Thresholds.stall_seconds`)."""
         self._stall_pace = thresholds.stall_pace
-        self._intervals = RollingWindow(PACE_WINDOW)
+        self._intervals: deque[float] = deque(maxlen=PACE_WINDOW)
+        """The latest intervals, in arrival order: an append per progress event, sorted
+        only when the pace is asked for (a silence, a snapshot), and cached until then."""
+        self._median: float | None = None
+        """The median of ``_intervals`` when last asked for (None: changed since)."""
         self._last: float | None = None
         """``ts`` of the latest update or heartbeat (the pace is measured between them)."""
         self._stalled = False
         """A stall ended after the latest progress event: the interval that spans it is
         left out of the pace (as a critical value is left out of a rule's baseline)."""
+        self.arrived: list[float] = []
+        """``ts`` of the progress events not folded in yet, in order: the fold appends each
+        (one C call on its hot path: ``arrived.append``), and the pace folds them in
+        (:meth:`settle`) before it answers and at the end of each reader batch."""
 
     def progress(self, ts: float) -> None:
-        """An update or a heartbeat at ``ts``: the interval since the last one joins the
-        pace (unless a stall ended within it, or the clock went back)."""
-        last = self._last
-        if last is not None and not self._stalled:
-            interval = ts - last
-            if interval >= 0 and math.isfinite(interval):
-                self._intervals.push(interval)
-        self._stalled = False
-        if last is None or ts > last:
-            self._last = ts
+        """An update or a heartbeat at ``ts`` (folded in when the pace is next asked)."""
+        self.arrived.append(ts)
+
+    def settle(self) -> None:
+        """Fold in the progress events that arrived: the interval since the one before
+        each joins the pace (unless a stall ended within it, or the clock went back)."""
+        arrived = self.arrived
+        if not arrived:
+            return
+        last, stalled, intervals = self._last, self._stalled, self._intervals
+        for ts in arrived:
+            if last is not None and not stalled:
+                interval = ts - last
+                if 0 <= interval < math.inf:  # NaN fails both comparisons
+                    intervals.append(interval)
+                    self._median = None
+            stalled = False
+            if last is None or ts > last:
+                last = ts
+        self._last, self._stalled = last, stalled
+        arrived.clear()
 
     def stalled(self) -> None:
         """A stall just ended: the interval that spans it says nothing of the pace."""
+        self.settle()
         self._stalled = True
 
     @property
     def seconds(self) -> float | None:
         """The median of the recent intervals between updates and heartbeats, in seconds;
         None until there are PACE_MIN_INTERVALS of them."""
-        if len(self._intervals) < PACE_MIN_INTERVALS:
+        self.settle()
+        intervals = self._intervals
+        if len(intervals) < PACE_MIN_INTERVALS:
             return None
-        return self._intervals.median()
+        if self._median is None:
+            self._median = statistics.median(intervals)
+        return self._median
 
     def stall_limit(self) -> float | None:
         """The longest silence that is not a stall: ``stall_pace`` times the run's pace,

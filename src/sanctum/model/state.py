@@ -1,9 +1,9 @@
 """The live state of a run, owned and written by the aggregator.
 
 :class:`TamiyoState` is the policy-health state: it keeps the PPO policy's updates
-row-oriented, the last 10 payloads (the sparkline history of *every* metric) and the last
-600 (the chart series). A payload is already a frozen Struct, so recording an update costs
-two deque appends however many fields the contract grows; the per-metric columns are cut
+row-oriented: the last 600 payloads (the chart series), whose last 10 are the sparkline
+history of *every* metric. A payload is already a frozen Struct, so recording an update
+costs one deque append however many fields the contract grows; the per-metric columns are cut
 when a snapshot asks, from the updates recorded since the last cut. Any metric's current
 value and history are ``values()[metric]`` and ``history_of(metric)``; the KL record (value
 plus its 10-update history) also has its product names (TELE-110), ``kl_divergence`` and
@@ -52,8 +52,9 @@ class TamiyoState:
 
     def __init__(self, history_len: int = HISTORY_LEN, series_len: int = SERIES_LEN) -> None:
         self.latest: PPOUpdatePayload | None = None
-        self.history: deque[PPOUpdatePayload] = deque(maxlen=history_len)
+        self.history_len = min(history_len, series_len)
         self.series: deque[PPOUpdatePayload] = deque(maxlen=series_len)
+        """The last ``series_len`` updates (the last ``history_len`` are :attr:`history`)."""
         self.updates_seen = 0
         self.early_stops = 0
         self.last_early_stop_reason: str | None = None
@@ -65,12 +66,17 @@ class TamiyoState:
     def record(self, payload: PPOUpdatePayload) -> None:
         """Fold one update in (the hot path: a few attribute writes and two appends)."""
         self.latest = payload
-        self.history.append(payload)
         self.series.append(payload)
         self.updates_seen += 1
         if payload.early_stopped:
             self.early_stops += 1
             self.last_early_stop_reason = early_stop_text(payload)
+
+    @property
+    def history(self) -> tuple[PPOUpdatePayload, ...]:
+        """The last ``history_len`` updates, oldest first (the tail of :attr:`series`)."""
+        series = self.series
+        return tuple(series[i] for i in range(max(0, len(series) - self.history_len), len(series)))
 
     def series_columns(self) -> Columns:
         """``metric_columns(self.series)``, cut only from the updates recorded since the
