@@ -235,6 +235,7 @@ def random_column(rng: random.Random, rule: Rule, n: int) -> list[float | None]:
         "clip_fraction": (0.0, 1.0),
         "entropy": (-1.0, 1.5),
         "value_loss": (1e-4, 50.0),
+        "entropy_normalized": (0.0, 1.0),
     }
     low, high = base[rule.metric]
     out: list[float | None] = []
@@ -264,6 +265,56 @@ def test_batched_folds_match_the_obvious_loop(rule: Rule) -> None:
             start = end
         assert (judge.judged, judge.at_critical) == (judged, critical), trial
         assert levels(rule, values) == expected, trial  # value by value, too
+
+
+FLOOR_JUMP = Rule(
+    "entropy_normalized",
+    "Entropy",
+    "below",
+    0.5,
+    0.2,
+    statistic="jump",
+    window=20,
+    persist=2,
+    floor=0.01,
+    min_baseline=0.05,
+)
+"""A jump down with a floor and a least baseline: every branch of the jump loop."""
+
+
+def _judge_state(judge: RuleJudge) -> str:
+    """Everything a rule judge holds, as text (NaN equal to NaN)."""
+    window = None if judge.window is None else (list(judge.window._order), judge.window._sorted)
+    return repr((judge.tally, judge.latest, judge.streak_warning, judge.streak_critical, window))
+
+
+@pytest.mark.parametrize(
+    "rule", [KL, GRAD, EV, WARN_ONLY, SHIFT, VALUE, FLOOR_JUMP], ids=lambda r: r.metric
+)
+def test_the_steady_loop_leaves_what_the_value_by_value_path_leaves(
+    rule: Rule, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long healthy stretches (where a batch takes the steady loop) between faults, folded
+    in random batches, with and without the steady loop: the same state after each."""
+    rng = random.Random(rule.metric)
+    for _ in range(30):
+        values: list[float | None] = [
+            v if rng.random() < 0.1 else rng.uniform(0.3, 0.9)
+            for v in random_column(rng, rule, rng.randint(40, 160))
+        ]
+        gate = [None if rng.random() < 0.9 else RETURNS_FLAT for _ in values]
+        steady, slow = RuleJudge(rule), RuleJudge(rule)
+        start = 0
+        while start < len(values):
+            end = min(len(values), start + rng.randint(1, 40))
+            updates, column = list(range(start, end)), values[start:end]
+            unjudged = gate[start:end] if rule.min_return_spread is not None else None
+            steady.fold(updates, column, unjudged)
+            with monkeypatch.context() as patch:
+                patch.setattr(RuleJudge, "_steady", lambda *_: None)
+                slow.fold(updates, column, unjudged)
+            assert _judge_state(steady) == _judge_state(slow), (rule.metric, start)
+            start = end
 
 
 def test_a_collapse_before_any_baseline_is_judged_against_the_floor() -> None:
