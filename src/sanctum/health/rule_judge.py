@@ -332,6 +332,8 @@ class RuleJudge:
         finite, past the warm-up, none held back by the gate, and the window already past
         what it needs. None when the batch is not all that (the loop value by value then)."""
         rule, window = self.rule, self.window
+        if unjudged is not None and None not in unjudged:  # the gate holds every one back
+            return self._held_back(updates, values, unjudged)
         if window is None or rule.statistic == "start":
             return None
         seen = self._counted if rule.statistic == "high" else len(window)  # a high has no window
@@ -360,6 +362,24 @@ class RuleJudge:
                 else f"baseline {len(window)}/{self._need}"
             )
         return out, note
+
+    def _held_back(
+        self,
+        updates: Sequence[int],
+        values: Sequence[float | None],
+        unjudged: Sequence[str | None],
+    ) -> tuple[list[float | None], str | None] | None:
+        """:meth:`_statistics` of a batch the gate holds back whole, past the warm-up and
+        with no non-finite value (which is judged whatever the gate says): nothing judged,
+        nothing joins the window, and the last measured value says why. None otherwise."""
+        rule = self.rule
+        _, total = measured(values)
+        if not math.isfinite(total):
+            return None
+        if rule.warmup_updates and self._rise is None and min(updates) < rule.warmup_updates:
+            return None
+        note = unjudged[-1] if values[-1] is not None else None
+        return [None] * len(values), note
 
     def _jumps(self, window: RollingWindow, values: Sequence[float]) -> list[float | None]:
         """:meth:`_statistic` of a jump or a shift over ``values``, the window past its

@@ -96,8 +96,13 @@ class LogScan:
         if self._returns_of is not run:  # the log started over, or a new run began
             self._returns_of = run
             self.last_returns.clear()
-        rollouts = (e for e in batch.events if isinstance(e, Rollout) and e.run_id == run.run_id)
-        self.last_returns.extend(curve_of(rollouts))
+        kept, latest = self.last_returns.maxlen, []  # only the batch's last points can stay
+        for event in reversed(batch.events):
+            if isinstance(event, Rollout) and event.run_id == run.run_id:
+                latest += curve_of((event,))
+                if len(latest) == kept:
+                    break
+        self.last_returns.extend(reversed(latest))
 
     @property
     def final_return(self) -> float | None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,8 +18,22 @@ from sanctum.model.checks import judge_rows
 from sanctum.model.pace import PACE_MIN_INTERVALS
 from sanctum.model.snapshot import Connection, SanctumSnapshot
 from sanctum.model.state import HISTORY_LEN
-from telemetry.eventlog import EventLogReader, read_events
-from telemetry.events import PPOUpdate, RolloutPayload
+from telemetry.eventlog import EventLogReader, ReadBatch, read_events
+from telemetry.events import (
+    Anomaly,
+    AnomalyPayload,
+    Event,
+    Heartbeat,
+    HeartbeatPayload,
+    PPOUpdate,
+    Rollout,
+    RolloutPayload,
+    RunFinished,
+    RunFinishedPayload,
+    RunStarted,
+    RunStartedPayload,
+    TrainerInfo,
+)
 from tests.sanctum.logs import (
     KL_CRITICAL,
     KL_HOLDS,
@@ -27,6 +43,7 @@ from tests.sanctum.logs import (
     kl_breach,
     kl_spike,
     ppo_update,
+    rollout,
     write_run,
 )
 
@@ -417,3 +434,86 @@ def test_judging_does_not_depend_on_when_a_reader_asks(tmp_path: Path) -> None:
             snap.health,
             snap.metrics,
         )
+
+
+def _fold_state(agg: SanctumAggregator) -> str:
+    """Everything the fold leaves that a view reads, as text (NaN equal to NaN)."""
+    judge = agg.judge  # judges what is queued
+    agg.pace.settle()
+    tamiyo, pace = agg.tamiyo, agg.pace
+    return repr(
+        (
+            agg.run.snapshot(),
+            (tamiyo.latest, list(tamiyo.series), tamiyo.updates_seen, tamiyo.early_stops),
+            tamiyo.last_early_stop_reason,
+            agg.records,
+            list(agg.timeline),
+            (list(pace._intervals), pace._last, pace._stalled, pace.seconds),
+            {m: (j.tally, j.latest, j.streak_warning) for m, j in judge.rules.items()},
+            {m: vars(s) for m, s in judge.stats.items()},
+            (judge.nonfinite_updates, judge.nonfinite_fields, judge.violations),
+            agg.run_verdict(None),
+        )
+    )
+
+
+def _random_events(rng: random.Random, run_id: str = "r") -> list[Event]:
+    """A run's events with what a plain batch must notice now and then: a NaN in a rollout
+    or an update, a seq lost or repeated, the clock going back or silent past the stall
+    floor, an event of another run, an anomaly, an early stop, a rollout without episodes."""
+    config = {"max_kl": 0.03, "early_stop_scope": "minibatch"}
+    start = RunStartedPayload(trainer=TrainerInfo(name="t"), config=config)
+    events: list[Event] = [RunStarted(run_id=run_id, seq=1, ts=T0, payload=start)]
+    seq, ts, u = 1, T0, 0
+    for _ in range(rng.randint(20, 140)):
+        seq, ts = seq + 1, ts + rng.choice([0.5, 1.0, 1.5])
+        odd = rng.random()
+        if odd < 0.03:
+            seq += rng.choice([1, -1, -3])  # one lost, or numbered again
+        elif odd < 0.06:
+            ts += rng.choice([-5.0, 500.0])  # back in time, or a stall
+        elif odd < 0.08:
+            ts = math.nan
+        who = "other" if rng.random() < 0.02 else run_id
+        r = rng.random()
+        if r < 0.45:
+            fields: dict[str, Any] = {"approx_kl": rng.choice([0.01, 0.02, 0.2])}
+            if rng.random() < 0.03:
+                fields["entropy"] = math.nan
+            payload = early_stop_update(u) if rng.random() < 0.1 else ppo_update(u, **fields)
+            events.append(PPOUpdate(run_id=who, seq=seq, ts=ts, payload=payload))
+            u += 1
+        elif r < 0.9:
+            extra: dict[str, Any] = {"steps_per_second": 4000.0 + u, "episodes": rng.randint(1, 3)}
+            if rng.random() < 0.1:
+                extra = {"episodes": 0, "episode_return_mean": None, "steps_per_second": None}
+            elif rng.random() < 0.03:
+                extra = {"episode_return_max": rng.choice([math.nan, math.inf])}
+            events.append(Rollout(run_id=who, seq=seq, ts=ts, payload=rollout(u, **extra)))
+        elif r < 0.97:
+            beat = HeartbeatPayload(global_step=(u + 1) * 64)
+            events.append(Heartbeat(run_id=who, seq=seq, ts=ts, payload=beat))
+        else:
+            note = AnomalyPayload(severity="warning", metric="approx_kl", value=0.2, message="m")
+            events.append(Anomaly(run_id=who, seq=seq, ts=ts, payload=note))
+    if rng.random() < 0.5:
+        done = RunFinishedPayload(status="completed", updates=u)
+        events.append(RunFinished(run_id=run_id, seq=seq + 1, ts=ts + 1, payload=done))
+    return events
+
+
+def test_a_plain_batch_folds_as_each_event_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same events in the same reader batches, folded at once where a batch is plain
+    and event by event everywhere: the same state after every batch."""
+    rng = random.Random(41)
+    for trial in range(150):
+        events = _random_events(rng)
+        plain, each, at = SanctumAggregator(), SanctumAggregator(), 0
+        while at < len(events):
+            batch = ReadBatch(events[at : at + rng.randint(1, 40)])
+            at += len(batch.events)
+            plain.handle_batch(batch)
+            with monkeypatch.context() as patch:
+                patch.setattr(SanctumAggregator, "_fold_plain", lambda *_: False)
+                each.handle_batch(batch)
+            assert _fold_state(plain) == _fold_state(each), (trial, at)
