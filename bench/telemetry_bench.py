@@ -20,53 +20,8 @@ from typing import Any
 
 import msgspec
 
-from telemetry import EarlyStop, Emitter, EventBus, EventLogReader, EventLogWriter, PPOUpdatePayload
-from telemetry.codec import LineEncoder
-from telemetry.events import PPOUpdate
-
-
-def full_payload(i: int) -> PPOUpdatePayload:
-    """A ppo_update with every field set, as our trainer emits it."""
-    return PPOUpdatePayload(
-        update=i, global_step=512 * (i + 1), approx_kl=0.0123, approx_kl_max=0.0311,
-        kl_final=0.0142, clip_fraction=0.131, clip_fraction_lower=0.004, ratio_mean=1.0012,
-        ratio_min=0.71, ratio_max=1.43, entropy=0.612, entropy_coef=0.01, policy_loss=-0.0123,
-        value_loss=12.5, kl_penalty=0.0, total_loss=6.2, kl_coef=0.0, explained_variance=0.82,
-        grad_norm=0.91, grad_norm_max=1.7, learning_rate=2.4e-4, advantage_mean=0.02,
-        advantage_std=3.1, return_mean=41.2, value_mean=39.9, epochs_completed=4,
-        minibatches_completed=15, minibatches_planned=16, early_stopped=True,
-        early_stop_reason="approx_kl 0.0311 > max_kl 0.0300 at epoch 3 minibatch 3 "
-        "(minibatch not applied)",
-        early_stop=EarlyStop(epoch=3, minibatch=3, kl=0.0311, threshold=0.03,
-                             scope="minibatch", applied=False),
-        skipped_steps=0, nonfinite_ratios=0, update_seconds=0.0412,
-    )  # fmt: skip
-
-
-def time_emit_record(n: int, path: Path) -> float:
-    path.unlink(missing_ok=True)
-    payloads = [full_payload(i) for i in range(n)]
-    bus = EventBus()
-    writer = EventLogWriter(path)
-    bus.subscribe(writer)
-    emitter = Emitter(bus, "bench")
-    t0 = time.perf_counter()
-    for payload in payloads:
-        emitter.emit(payload)
-    elapsed = time.perf_counter() - t0
-    writer.close()
-    return elapsed / n * 1e6
-
-
-def time_encode(n: int) -> float:
-    encoder = LineEncoder()
-    events = [
-        PPOUpdate(run_id="bench", seq=i + 1, ts=1.7e9, payload=full_payload(i)) for i in range(n)
-    ]
-    t0 = time.perf_counter()
-    for event in events:
-        encoder.encode(event)
-    return (time.perf_counter() - t0) / n * 1e6
+from lib.emit_path import full_payload, time_emit_record, time_encode
+from telemetry import EventLogReader, PPOUpdatePayload
 
 
 def time_read(path: Path) -> tuple[float, int]:

@@ -6,6 +6,8 @@ scripts run as ``python bench/NAME.py``, which puts ``bench/`` on ``sys.path``, 
 ``lib`` itself import ``lib.MODULE``.
 
 - ``payloads``: the realistic ``ppo_update`` and ``rollout`` payloads the benches write;
+- ``emit_path``: the emit path's timings (emit + record, encode, stage by stage) on a
+  ``ppo_update`` with every field set, written to time an older tree too;
 - ``screen``: the real ``sanctum`` in a pseudo-terminal, its on-screen latency and CPU;
 - ``calibration_corpus``: the healthy and broken runs behind ``health_calibration.py``;
 - ``peer_runs``: those runs recorded by Stable-Baselines3 and CleanRL's structure;

@@ -95,12 +95,6 @@ class LineEncoder:
         buf.extend(b"\n")
         return buf
 
-    def encode_raw(self, event: Event | msgspec.Struct) -> bytearray:
-        """``event`` as msgspec writes it, into this encoder's buffer: non-finite floats as
-        ``null``, no newline."""
-        self._encoder.encode_into(event, self._buffer)
-        return self._buffer
-
 
 def encode_line(event: Event) -> bytes:
     """One event as a JSON line (convenience; writers keep a :class:`LineEncoder`)."""
@@ -328,6 +322,8 @@ _NOT_READ = (msgspec.DecodeError, RecursionError)
 encoder never writes)."""
 _NOT_WRITTEN = (TypeError, ValueError, OverflowError, RecursionError)
 """What encoding a value the line encoder cannot write raises."""
+_NOT_CHECKED_FAST = (*_NOT_WRITTEN, *_NOT_READ)
+"""What sends an event from the twin's fast way to the full check."""
 
 
 class EventCheck:
@@ -338,26 +334,30 @@ class EventCheck:
 
     def __init__(self) -> None:
         self._encoder = LineEncoder()
-        self._encode_raw = self._encoder.encode_raw
+        self._raw = bytearray(1024)  # the line as msgspec writes it: non-finite floats as null
+        self._encode_into = msgspec.json.Encoder(enc_hook=_scalar_to_builtin).encode_into
         self._decoder = line_decoder()
-        self._twins = {kind: null_free_decoder(kind) for kind in EVENT_TYPES}
+        self._twin_decode = {
+            kind: twin.decode
+            for kind in EVENT_TYPES
+            if (twin := null_free_decoder(kind)) is not None
+        }
 
     def __call__(self, event: Event) -> bytes:
         """``event``'s line, as the writer writes it, if the reader would read it as
         ``event``; else PayloadError."""
-        twin = self._twins.get(type(event))
-        line = None
-        if twin is not None:
+        decode = self._twin_decode.get(type(event))
+        if decode is not None:  # the fast way: one encode, one decode, no search for null
+            raw = self._raw
             try:
-                raw = self._encode_raw(event)
+                self._encode_into(event, raw)
                 if len(raw) < MAX_LINE_BYTES:
-                    twin.decode(raw)
+                    decode(raw)
                     raw.extend(b"\n")  # no null, so no non-finite float: the line as written
-                    line = bytes(raw)
-            except (*_NOT_WRITTEN, *_NOT_READ):
+                    return bytes(raw)
+            except _NOT_CHECKED_FAST:
                 pass  # the full way below says why
-        if line is None:
-            line = self._full_check(event)
+        line = self._full_check(event)
         if len(line) > MAX_LINE_BYTES:
             raise PayloadError(
                 f"{kind_of(type(event))}: its line of {len(line)} bytes is longer than the "

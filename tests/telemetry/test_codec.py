@@ -216,7 +216,7 @@ def test_a_bool_in_a_number_field_is_refused_by_the_twin_too() -> None:
     assert twin is not None
     event = wrap(PPOUpdatePayload(update=True, global_step=1, early_stopped=False))
     with pytest.raises(msgspec.ValidationError):
-        twin.decode(LineEncoder().encode_raw(event))
+        twin.decode(msgspec.json.encode(event))
     with pytest.raises(PayloadError, match=r"^ppo_update\.update: expected int, got bool"):
         EventCheck()(event)
 

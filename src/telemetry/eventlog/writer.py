@@ -94,36 +94,47 @@ class EventLogWriter:
         """Append ``event``; on return the whole line is in the file. If the write fails
         part-way, the part written is removed again and the error raised."""
         with self._lock:
-            self._append(self._open_fd(), self._encoder.encode(event))
+            fd = self._fd
+            if fd is None:
+                raise self._closed()
+            self._append(fd, self._encoder.encode(event))
 
     def write_line(self, line: bytes) -> None:
         """Append ``line``, one event already encoded (the line the Emitter checked), as
         :meth:`write` appends an event's."""
         with self._lock:
-            self._append(self._open_fd(), line)
+            fd = self._fd
+            if fd is None:
+                raise self._closed()
+            self._append(fd, line)
 
-    def _open_fd(self) -> int:
-        """The file's descriptor; EventLogError once the writer is closed."""
-        if self._fd is None:
-            raise EventLogError(f"{visible(str(self.path))}: event log writer is closed")
-        return self._fd
+    def _closed(self) -> EventLogError:
+        """What writing to a closed writer raises."""
+        return EventLogError(f"{visible(str(self.path))}: event log writer is closed")
 
     def _append(self, fd: int, line: bytes | bytearray) -> None:
-        """Write ``line`` whole to ``fd`` (the caller holds the lock)."""
-        written = 0
-        try:
-            written = os.write(fd, line)
-            while written < len(line):  # a short write: finish the line first (a copy: no
-                written += os.write(fd, line[written:])  # view outlives it)
-        except OSError:
-            if written:  # never leave a torn line: the log ends at its last whole event
-                os.ftruncate(fd, os.fstat(fd).st_size - written)
-            raise
+        """Write ``line`` whole to ``fd`` (the caller holds the lock): one ``os.write``, and
+        only after a short one (a full disk) the rest or the part taken back."""
+        written = os.write(fd, line)  # raising here, it wrote nothing: nothing to take back
+        if written != len(line):
+            self._finish(fd, line, written)
         if self._fsync_every is not None:
             now = time.monotonic()
             if now - self._last_fsync >= self._fsync_every:
                 os.fsync(fd)
                 self._last_fsync = now
+
+    @staticmethod
+    def _finish(fd: int, line: bytes | bytearray, written: int) -> None:
+        """After a short write of ``written`` bytes of ``line``: write the rest (a copy: no
+        view outlives it), or on failure take back what was written and raise, so the log
+        never ends in a torn line but at its last whole event."""
+        try:
+            while written < len(line):
+                written += os.write(fd, line[written:])
+        except OSError:
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+            raise
 
     def close(self) -> None:
         """Close the file (fsync first when fsync was asked for). Idempotent."""
