@@ -48,14 +48,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lib.payloads import STEPS, ppo_update, rollout
+from lib.payloads import STEPS, ppo_update, rollout, started_updates
 from lib.screen import measure
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
 from sanctum.model.aggregator import SanctumAggregator
 from sanctum.reports.summary import build_summary
 from telemetry.bus import Emitter, EventBus
 from telemetry.codec import encode_line
-from telemetry.eventlog import EventLogReader, EventLogWriter
+from telemetry.eventlog import EventLogReader, EventLogWriter, ReadBatch
 from telemetry.events import (
     HeartbeatPayload,
     PPOUpdate,
@@ -144,24 +144,26 @@ def worker_summary(path: Path) -> dict[str, Any]:
 
 
 def worker_hot_path(updates: int = 200_000) -> dict[str, Any]:
-    """handle() of a decoded ppo_update alone, microseconds per event."""
-    from telemetry.events import PPOUpdate
-
-    events = [
-        PPOUpdate(run_id="r", seq=i + 1, ts=float(i), payload=ppo_update(i % 5000))
-        for i in range(updates)
-    ]
+    """handle() of a run's decoded ppo_update alone (after its run_started), microseconds
+    per event; then a snapshot after each new update, milliseconds."""
+    start, events = started_updates(updates)
     agg = SanctumAggregator(DEFAULT_THRESHOLDS)
+    agg.handle(start)
     t0 = time.perf_counter()
     for event in events:
         agg.handle(event)
     per_event = (time.perf_counter() - t0) / updates
-    t0 = time.perf_counter()
-    for i in range(200):
-        agg.tamiyo.updates_seen += 1  # invalidate the cache: a snapshot after a new update
-        agg.snapshot(float(i))
-    per_snapshot = (time.perf_counter() - t0) / 200
-    return {"handle_ppo_update_us": per_event * 1e6, "snapshot_ms": per_snapshot * 1e3}
+    agg.snapshot(0.0)  # judges the updates handled above: once, not a frame's cost
+    last, snapshot_seconds = events[-1], 0.0
+    for i in range(1, 201):  # a frame: one more update folded, then its snapshot
+        update = ppo_update(last.payload.update + i)
+        agg.handle_batch(
+            ReadBatch([PPOUpdate(run_id="r", seq=last.seq + i, ts=last.ts + i, payload=update)])
+        )
+        t0 = time.perf_counter()
+        agg.snapshot(last.ts + i)
+        snapshot_seconds += time.perf_counter() - t0
+    return {"handle_ppo_update_us": per_event * 1e6, "snapshot_ms": snapshot_seconds / 200 * 1e3}
 
 
 async def tail_latency(samples: int, verl_log: bool = False) -> list[float]:

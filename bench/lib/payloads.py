@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import math
 
-from telemetry.events import EarlyStop, PPOUpdatePayload, RolloutPayload
+from telemetry.events import (
+    EarlyStop,
+    PPOUpdate,
+    PPOUpdatePayload,
+    RolloutPayload,
+    RunStarted,
+    RunStartedPayload,
+    TrainerInfo,
+)
 
 STEPS = 512
 """Environment steps per update."""
@@ -77,3 +85,19 @@ def rollout(u: int) -> RolloutPayload:
         episode_length_mean=100.0,
         steps_per_second=4800.0,
     )
+
+
+def started_updates(updates: int, run_id: str = "r") -> tuple[RunStarted, list[PPOUpdate]]:
+    """A run's ``run_started`` and its first ``updates`` decoded ``ppo_update`` events (seq
+    on from it, a second apart): what ``handle`` folds on its hot path, a run's updates."""
+    start = RunStarted(
+        run_id=run_id,
+        seq=1,
+        ts=0.0,
+        payload=RunStartedPayload(trainer=TrainerInfo(name="bench"), config={"max_kl": 0.03}),
+    )
+    events = [
+        PPOUpdate(run_id=run_id, seq=i + 2, ts=float(i + 1), payload=ppo_update(i % 5000))
+        for i in range(updates)
+    ]
+    return start, events

@@ -141,8 +141,6 @@ class SanctumAggregator:
         """Updates folded and not yet judged (:attr:`judge` judges them first)."""
         self.records = RunRecords()
         self.pace = Pace(self.thresholds)
-        self._progress = self.pace.arrived.append
-        """A progress event's ``ts`` to the pace (:meth:`Pace.progress`, without the call)."""
         self._metrics = MetricsView()
         self._verdict_key: tuple[object, ...] | None = None
         self._verdict: RunVerdict = PENDING
@@ -353,7 +351,7 @@ class SanctumAggregator:
             step = up.global_step
             if step is not None and (run.global_step is None or step > run.global_step):
                 run.global_step = step  # progress moves forward only (as _advance)
-            self._progress(ts)
+            self.pace.arrived.append(ts)  # Pace.progress, without the call
             if up.early_stopped:
                 self._early_stop(event)
             elif (
@@ -370,7 +368,7 @@ class SanctumAggregator:
                 self._rollout(event)
             case Heartbeat(payload=p):
                 self._advance(p.global_step)
-                self._progress(ts)
+                self.pace.arrived.append(ts)
             case Anomaly():
                 self._anomaly(event)
             case RunStarted():
