@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from itertools import chain
-from operator import attrgetter, sub
+from itertools import chain, compress, repeat
+from operator import attrgetter, is_, is_not, sub
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -240,35 +240,35 @@ class SanctumAggregator:
         ):
             return False
         payloads = list(map(_PAYLOAD, events))
-        beats = [p for kind, p in zip(kinds, payloads, strict=True) if kind is Heartbeat]
-        rolled = [p for kind, p in zip(kinds, payloads, strict=True) if kind is Rollout]
+        beats = list(compress(payloads, map(is_, kinds, repeat(Heartbeat))))
+        rolled = list(compress(payloads, map(is_, kinds, repeat(Rollout))))
         if not (_all_finite(HeartbeatPayload, beats) and _all_finite(RolloutPayload, rolled)):
             return False
         run.events += n
         run.last_event_ts, run.last_seq = stamps[-1], last_seq + n
-        steps = [step for step in map(_GLOBAL_STEP, payloads) if step is not None]
+        steps = list(map(_GLOBAL_STEP, payloads))
+        if None in steps:
+            steps = [step for step in steps if step is not None]
         if steps:
             self._advance(max(steps))
-        self.pace.arrived.extend(
-            ts for kind, ts in zip(kinds, stamps, strict=True) if kind is not Rollout
-        )
+        self.pace.arrived.extend(compress(stamps, map(is_not, kinds, repeat(Rollout))))
         if rolled:
             self._rollouts(rolled)
         if updates:
-            self._updates([e for e in events if isinstance(e, PPOUpdate)])
+            self._updates(list(compress(events, map(is_, kinds, repeat(PPOUpdate)))))  # type: ignore[arg-type]
         return True
 
     def _updates(self, events: list[PPOUpdate]) -> None:
         """The updates of a plain batch (:meth:`_fold_plain`), as :meth:`handle` folds each."""
         run, payloads = self.run, list(map(_PAYLOAD, events))
-        self.tamiyo.record_all(payloads)
+        stopped = list(compress(events, map(_EARLY_STOPPED, payloads)))
+        self.tamiyo.record_all(payloads, [e.payload for e in stopped])
         self._queued.extend(payloads)
         if run.first_update_index is None:
             run.first_update_index = payloads[0].update
         run.updates += len(payloads)
-        for event, stopped in zip(events, map(_EARLY_STOPPED, payloads), strict=True):
-            if stopped:
-                self._early_stop(event)
+        for event in stopped:
+            self._early_stop(event)
         max_kl = self._stops_at
         if max_kl is None:
             return
