@@ -103,7 +103,7 @@ Returns = TypeVar("Returns", bound=Sequence[float])
 """``deque[float]`` in the live state, ``tuple[float, ...]`` in its frozen snapshot."""
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunFacts(Generic[Returns]):
     """Facts about the run as a whole, from every event kind: the one list of its fields.
 

@@ -158,7 +158,7 @@ def metric_columns(payloads: Sequence[PPOUpdatePayload]) -> Columns:
     return updates, {m: tuple(map(get, payloads)) for m, get in _METRIC_GETTERS}
 
 
-@dataclass(kw_only=True)
+@dataclass(kw_only=True, slots=True)
 class RunState(RunFacts["deque[float]"]):
     """The live run facts the aggregator writes (plain attribute writes on the hot path)."""
 

@@ -96,7 +96,8 @@ class LogScan:
         if self._returns_of is not run:  # the log started over, or a new run began
             self._returns_of = run
             self.last_returns.clear()
-        kept, latest = self.last_returns.maxlen, []  # only the batch's last points can stay
+        kept = self.last_returns.maxlen  # only the batch's last points can stay
+        latest: list[ReturnPoint] = []
         for event in reversed(batch.events):
             if isinstance(event, Rollout) and event.run_id == run.run_id:
                 latest += curve_of((event,))
