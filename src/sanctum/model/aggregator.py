@@ -1,7 +1,10 @@
 """The fold: events become the run's state, judged, and frozen snapshots of it.
 
 ``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
-writes and three appends): an update waits in a queue to be judged. The queue is judged in
+writes and three appends): an update waits in a queue to be judged. A reader batch that
+is plain (updates, rollouts and heartbeats of the running run, in order, nothing odd:
+``_fold_plain`` says what) is folded at once, in C-speed passes, to the state ``handle``
+would leave event by event; any other batch goes event by event. The queue is judged in
 one batch, column by column, by :class:`~sanctum.health.judge.HealthJudge`, in one place
 (``_judge_queued``): at the end of each reader batch (``handle_batch``), before a reset
 drops the judge, and whenever anything reaches the judge through
