@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
+from sanctum.live.file_watch import FileWatch
 from sanctum.live.pacing import (
     POLL_INTERVAL,
     FeedCallbacks,
@@ -146,6 +147,7 @@ class SnapshotFeed(Handshake):
         super().__init__()
         self.path = path
         self.reader = open_reader(path)
+        self._watch = FileWatch(path)
         self.aggregator = SanctumAggregator(
             thresholds, fail_on=options.get("fail_on", Level.CRITICAL)
         )
@@ -213,9 +215,7 @@ class SnapshotFeed(Handshake):
         while not callbacks.stopped():
             opened, self._opened = self._opened, 0.0
             try:
-                batch = self.reader.read_new()
-            except EventLogNotFound:
-                batch = ReadBatch()
+                batch = self._read()
             except EventLogError as exc:  # unreadable or a newer schema: nothing to follow
                 self._hold_until = None  # what was read is all there will be: show it
                 self._flush(callbacks)
@@ -235,6 +235,20 @@ class SnapshotFeed(Handshake):
                 self._arrived(batch, opened)
                 self._flush(callbacks)
         self._flush(callbacks)
+
+    def _read(self) -> ReadBatch:
+        """What was appended since the last read; nothing, unread, while the file looks
+        as it did when a read last found nothing (see :class:`FileWatch`)."""
+        read, seen = self._watch.before_read()
+        if not read:
+            return ReadBatch()
+        offset = self.reader.offset
+        try:
+            batch = self.reader.read_new()
+        except EventLogNotFound:
+            batch = ReadBatch()
+        self._watch.after_read(seen, found=bool(batch) or self.reader.offset != offset)
+        return batch
 
     def _idle(self, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Caught up. While the UI has not taken the last snapshot, sleep until it does:

@@ -385,3 +385,26 @@ def test_lines_are_drawn_at_once_when_waiting_cannot_help(
     run.owner.run(until=lambda o: len(o.published) == 2)
     assert run.owner.last.update == len(writes) - 1
     assert len(run.fake.sleeps) == slept, "published by the first read, without a look more"
+
+
+def test_a_quiet_log_is_looked_at_not_read(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "run.jsonl", updates=2, finish=None)
+    fake = FakeTime()
+    feed = feed_for(path, fake)
+    reads = 0
+    read_new = feed.reader.read_new
+
+    def counted() -> object:
+        nonlocal reads
+        reads += 1
+        return read_new()
+
+    feed.reader.read_new = counted  # type: ignore[method-assign]
+    owner = Owner(feed)
+    owner.run(until=lambda o: o.loops > 50)
+    assert owner.last.update == 1
+    assert reads == 2, "one read of the log, one that found nothing; then only a stat"
+    with path.open("a") as f:
+        f.write("\n")  # a blank line: the file changed
+    owner.run(until=lambda o: o.loops > 100)
+    assert reads == 4, "it moved the offset without an event: read on until a read finds nothing"
