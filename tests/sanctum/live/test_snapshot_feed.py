@@ -408,3 +408,35 @@ def test_a_quiet_log_is_looked_at_not_read(tmp_path: Path) -> None:
         f.write("\n")  # a blank line: the file changed
     owner.run(until=lambda o: o.loops > 100)
     assert reads == 4, "it moved the offset without an event: read on until a read finds nothing"
+
+
+def test_the_line_before_tells_the_pace_of_one_write_read_as_a_slot_opens() -> None:
+    """A rollout and its update came in one write; the trainer's last line came 50 ms
+    before them: the next is due at 10.10, inside the slot, so they wait for it."""
+    stamps = [10.05, 10.0501]
+    assert arrival_wait(10.08, stamps, None, SLOT) == 0.0, "one write alone: no pace"
+    wait = arrival_wait(10.08, stamps, None, SLOT, before=10.00)
+    assert wait == pytest.approx(10.0501 + 0.05 + PACE_TOLERANCE - 10.08)
+    assert arrival_wait(10.08, stamps, None, SLOT, before=5.0) == 0.0, "a long pause: none"
+
+
+def test_looks_come_every_few_milliseconds_when_the_next_line_is_due(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.owner.take = True
+    run.feed.taken()  # the UI waits: every new line is posted at once
+
+    written = 0
+
+    def paced(o: Owner) -> bool:  # a line every 50 ms, each written once the last is shown
+        nonlocal written
+        at = 0.05 * written
+        if written < 3 and len(o.published) == written + 1 and run.fake.now >= run.start + at:
+            run.write(written, at=at)
+            written += 1
+        return len(o.published) == 4
+
+    run.owner.run(until=paced)
+    assert run.owner.last.update == 2
+    late = run.fake.now - (run.start + 0.10)
+    assert 0 <= late <= HOLD_POLL_INTERVAL + 1e-9, "seen within a short look of arriving"
+    assert HOLD_POLL_INTERVAL in [round(s, 6) for s in run.fake.sleeps]
