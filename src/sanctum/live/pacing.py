@@ -37,7 +37,7 @@ class FrameBudget:
     on lines as they arrive while the budget lasts, and a line that finds none is drawn
     with the next. A budget above half the trainer's rate draws most lines as they arrive:
     at 20 updates a second and ``seconds`` 0.09 an update is on screen in 22 ms median at
-    12% of a core; at the default 0.15, in 64 ms median and 114 ms p95 at 7%, where a slot
+    12% of a core; at the default 0.15, in 61 ms median and 117 ms p95 at 7%, where a slot
     after every frame gave 71 and 160 ms (bench/sanctum_bench.py's probe)."""
 
     def __init__(self, seconds: float, burst: float = FRAME_BURST) -> None:
