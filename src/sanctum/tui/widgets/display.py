@@ -63,10 +63,13 @@ def _over(base: Style, style: Style | str) -> Style:
     return base + (Style.parse(style) if isinstance(style, str) else style)
 
 
-def strips(lines: list[Spans], width: int, base: Style) -> list[Strip]:
+def strips(lines: list[Spans], width: int, base: Style, as_text: bool = False) -> list[Strip]:
     """``lines`` as strips exactly ``width`` cells wide over the widget's ``base`` style:
     what a widget that draws with ``render_line`` returns, without Rich's text layout
-    (a big chart or table redrawn several times a second spends most of a frame there)."""
+    (a big chart or table redrawn several times a second spends most of a frame there).
+    With ``as_text``, the blank after a line has the widget's background alone, no colour,
+    as Textual pads a text the widget renders."""
+    pad = Style(bgcolor=base.bgcolor) if as_text else base
     return [
         Strip(
             [
@@ -74,7 +77,7 @@ def strips(lines: list[Spans], width: int, base: Style) -> list[Strip]:
                 for text, style in line
             ]
         )
-        .extend_cell_length(width, base)
+        .extend_cell_length(width, pad)
         .crop(0, width)
         for line in lines
     ]
@@ -107,14 +110,20 @@ def _as_is(lines: list[Spans]) -> list[Spans]:
     return lines
 
 
+def _spans_of_text(lines: list[str]) -> list[Spans]:
+    return [[(line, "")] for line in lines]
+
+
 class LineCache(Generic[Line]):
     """What a strip-drawn widget shows, line by line, so a new picture repaints only the
     lines it changed (a live chart or table changes a few lines per update; repainting a
     line costs Textual as much as drawing it). ``paint`` turns lines into styled spans;
     lines are compared before it, so only changed lines are painted."""
 
-    def __init__(self, paint: Callable[[list[Line]], list[Spans]]) -> None:
+    def __init__(self, paint: Callable[[list[Line]], list[Spans]], text: bool = False) -> None:
         self.paint = paint
+        self.text = text
+        """Lines of text: padded as Textual pads a text (see :func:`strips`)."""
         self.lines: list[Line] | None = None
         self.strips: list[Strip] | None = None
         self.width = 0
@@ -123,6 +132,11 @@ class LineCache(Generic[Line]):
     def of_spans(cls) -> LineCache[Spans]:
         """A cache of lines that are styled spans already."""
         return LineCache(_as_is)
+
+    @classmethod
+    def of_text(cls) -> LineCache[str]:
+        """A cache of lines of plain text, in the widget's own style."""
+        return LineCache(_spans_of_text, text=True)
 
     def clear(self) -> None:
         """Forget the picture: the next :meth:`line` draws it all (resize, new styles)."""
@@ -138,7 +152,7 @@ class LineCache(Generic[Line]):
             widget.refresh()
             return
         changed = [y for y, (was, now) in enumerate(zip(old, lines, strict=True)) if was != now]
-        new = strips(self.paint([lines[y] for y in changed]), width, widget.rich_style)
+        new = strips(self.paint([lines[y] for y in changed]), width, widget.rich_style, self.text)
         for y, strip in zip(changed, new, strict=True):
             drawn[y] = strip
         self.lines = lines
@@ -151,5 +165,10 @@ class LineCache(Generic[Line]):
             self.width = widget.content_size.width
             if self.lines is None:
                 self.lines = draw()
-            self.strips = strips(self.paint(self.lines), max(1, self.width), widget.rich_style)
-        return self.strips[y] if y < len(self.strips) else Strip.blank(0, widget.rich_style)
+            self.strips = strips(
+                self.paint(self.lines), max(1, self.width), widget.rich_style, self.text
+            )
+        if y < len(self.strips):
+            return self.strips[y]
+        # under a text, a blank as wide as the widget, as Textual draws one
+        return Strip.blank(self.width if self.text else 0, widget.rich_style)

@@ -50,6 +50,9 @@ POLICY_CAPTION = "policy  (old ‖ new)"
 POLICY_ALONE_CAPTION = "policy (old ‖ new) · ref_kl: Health row"
 REFERENCE_CAPTION = "reference  (θ ‖ ref)"
 
+Pane = tuple[str, str, ThresholdChart, int]
+"""One chart drawn: its caption, its metric, the chart and its width in cells."""
+
 
 def measures(snapshot: SanctumSnapshot, metric: str) -> bool:
     """Whether the charted updates report ``metric``."""
@@ -95,19 +98,20 @@ class KLChart(SnapshotView):
         self.border_title = "KL"
 
     def show(self, snapshot: SanctumSnapshot) -> None:
-        self._titles(snapshot)
+        panes = self._panes(snapshot, *self._extent())  # once a frame: titles and rows
+        self._titles(snapshot, panes)
         if self._picture.lines is None or not self.size:
             self._picture.clear()
             self.refresh()
         else:  # only the rows the new update changed are drawn again
-            self._picture.show(self, self._rows(*self._extent()))
+            self._picture.show(self, self._rows(*self._extent(), panes))
 
     def on_resize(self) -> None:
         self._picture.clear()
         if self.snapshot is not None:
-            self._titles(self.snapshot)
+            self._titles(self.snapshot, self._panes(self.snapshot, *self._extent()))
 
-    def _titles(self, snapshot: SanctumSnapshot) -> None:
+    def _titles(self, snapshot: SanctumSnapshot, panes: list[Pane]) -> None:
         """The border's titles, set only when they change (setting one repaints it all)."""
         rule = snapshot.thresholds.rule(KL_METRIC)
         subtitle = "log"
@@ -122,7 +126,6 @@ class KLChart(SnapshotView):
                 named = " ".join(f"{mark} {t:g}×{per}" for mark, t in lines if t is not None)
                 subtitle = f"log · {named}"  # a line a thresholds file turned off: unnamed
         title = "KL"
-        panes = self._panes(snapshot, *self._extent())
         if panes and snapshot.metric(KL_METRIC).series:
             _, metric, chart, width = panes[0]
             series = snapshot.metric(metric).series
@@ -142,12 +145,20 @@ class KLChart(SnapshotView):
         is the dashboard's largest widget, redrawn with every update)."""
         return self._picture.line(self, y, lambda: self._rows(*self._extent()))
 
-    def _rows(self, width: int, height: int) -> list[Spans]:
+    def _rows(
+        self,
+        width: int,
+        height: int,
+        panes: list[Pane] | None = None,
+    ) -> list[Spans]:
+        """The chart's rows at ``width`` x ``height``, from ``panes`` when the caller has
+        them for this snapshot and size already."""
         snapshot = self.snapshot
         axis = self._component("klchart--axis")
         if snapshot is None or not snapshot.metric(KL_METRIC).series:
             return [[("no update yet", axis)]]
-        panes = self._panes(snapshot, width, height)
+        if panes is None:
+            panes = self._panes(snapshot, width, height)
         if not panes:  # GRPO without a reference KL
             return [[(f"KL {NOT_MEASURED}", axis)]]
         if len(panes) == 1:
@@ -166,9 +177,7 @@ class KLChart(SnapshotView):
         pairs = zip(left.rows(left_width), right.rows(right_width), strict=True)
         return [[(caption, axis)], *(a + gap + b for a, b in pairs)]
 
-    def _panes(
-        self, snapshot: SanctumSnapshot, width: int, height: int
-    ) -> list[tuple[str, str, ThresholdChart, int]]:
+    def _panes(self, snapshot: SanctumSnapshot, width: int, height: int) -> list[Pane]:
         """The charts drawn, each with its caption, metric and width: KL alone (or the
         reference KL alone for a run without KL to the old policy, none when neither is
         measured); with a reference KL both, side by side, or one over the other where
