@@ -23,8 +23,8 @@ def add_refresh(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         default=argparse.SUPPRESS,
         help="time between two redraws on average, two in a row at most (default 0.15: "
-        "an update is on screen in about 60 ms; 0.09 in about 25 ms at twice the CPU; "
-        "0.5 costs about half the CPU, at 270 ms)",
+        "an update is on screen in about 65 ms; 0.09 in about 20 ms at 1.7 times the "
+        "CPU; 0.5 costs a third of the CPU, at 250 ms)",
     )
 
 
