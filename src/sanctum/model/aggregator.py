@@ -1,10 +1,7 @@
 """The fold: events become the run's state, judged, and frozen snapshots of it.
 
 ``handle`` runs once per event and must stay cheap (a ``ppo_update`` costs a few attribute
-writes and three appends): an update waits in a queue to be judged. A reader batch that
-is plain (updates, rollouts and heartbeats of the running run, in order, nothing odd:
-``_fold_plain`` says what) is folded at once, in C-speed passes, to the state ``handle``
-would leave event by event; any other batch goes event by event. The queue is judged in
+writes and three appends): an update waits in a queue to be judged. The queue is judged in
 one batch, column by column, by :class:`~sanctum.health.judge.HealthJudge`, in one place
 (``_judge_queued``): at the end of each reader batch (``handle_batch``), before a reset
 drops the judge, and whenever anything reaches the judge through
@@ -26,13 +23,10 @@ dashboard, ``check`` and ``summary`` share this code.
 
 from __future__ import annotations
 
-import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from itertools import chain, compress, repeat
-from operator import attrgetter, is_, is_not, sub
+from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from sanctum.formatting import format_anomaly, plural
 from sanctum.health.finite import WALKED, nonfinite_paths, update_paths
@@ -61,12 +55,9 @@ from telemetry.events import (
     Anomaly,
     Event,
     Heartbeat,
-    HeartbeatPayload,
-    Payload,
     PPOUpdate,
     PPOUpdatePayload,
     Rollout,
-    RolloutPayload,
     RunFinished,
     RunStarted,
     kind_of,
@@ -80,28 +71,6 @@ _FINISH_LEVEL = {"completed": Level.HEALTHY, "interrupted": Level.WARNING, "fail
 
 FOREIGN_KEPT: Final = 10
 """Run ids of foreign events named one by one (all such events are counted)."""
-
-
-_RUN_ID, _SEQ, _TS, _PAYLOAD = (attrgetter(a) for a in ("run_id", "seq", "ts", "payload"))
-_GLOBAL_STEP, _EARLY_STOPPED = attrgetter("global_step"), attrgetter("early_stopped")
-_EPISODES, _RETURN, _UPDATE = (attrgetter(a) for a in ("episodes", "episode_return_mean", "update"))
-
-
-def _all_finite(kind: type[Payload], payloads: Sequence[Payload]) -> bool:
-    """Whether no field :data:`~sanctum.health.finite.WALKED` holds a NaN or Inf in any of
-    ``payloads`` (all of ``kind``), for one C-speed sum: a sum is finite iff every term is
-    (or it overflowed: False, and the event-by-event fold walks them). A walked field that
-    is not a plain float makes it False too."""
-    names = WALKED[kind]
-    if not names or not payloads:
-        return True
-    values: Iterable[Any] = map(attrgetter(names[0]), payloads)
-    if len(names) > 1:
-        values = chain.from_iterable(map(attrgetter(*names), payloads))
-    try:
-        return math.isfinite(sum(filter(None, values)))  # None: not measured
-    except TypeError:  # not a plain float
-        return False
 
 
 def new_run_reason(run_id: str) -> str:
@@ -200,11 +169,10 @@ class SanctumAggregator:
         if batch.reset is not None:
             self.reset(batch.reset)
         self.integrity.end_of_file(batch)
-        if after is not None or not self._fold_plain(batch.events):
-            for event in batch.events:
-                self.handle(event)
-                if after is not None:
-                    after(event)
+        for event in batch.events:
+            self.handle(event)
+            if after is not None:
+                after(event)
         self.run.skipped_lines += self.integrity.skipped(batch)
         if n := batch.skipped_count:
             first = batch.skipped[0] if batch.skipped else None
@@ -214,99 +182,6 @@ class SanctumAggregator:
             self.timeline.append(TimelineEntry("skipped", Level.WARNING, text))
         self._judge_queued()
         self.pace.settle()
-
-    def _fold_plain(self, events: list[Event]) -> bool:
-        """Fold ``events`` at once, when each is an update, a rollout or a heartbeat of this
-        running run, numbered on from its last ``seq`` with none missing, its clock never
-        back nor silent past the stall floor, and no NaN or Inf outside the updates' columns:
-        what :meth:`handle` does event by event (and the state it leaves), in a few C-speed
-        passes. False, and nothing folded, when they are not all that (a log's usual batch
-        is; the event-by-event fold takes the others)."""
-        run = self.run
-        last_seq, last_ts = run.last_seq, run.last_event_ts
-        if not events or run.status != "running" or run.finishes or last_seq is None:
-            return False
-        n, kinds = len(events), list(map(type, events))
-        updates, rollouts = kinds.count(PPOUpdate), kinds.count(Rollout)
-        if updates + rollouts + kinds.count(Heartbeat) != n or last_ts is None:
-            return False
-        if list(map(_RUN_ID, events)).count(run.run_id) != n:
-            return False
-        if list(map(_SEQ, events)) != list(range(last_seq + 1, last_seq + n + 1)):
-            return False
-        stamps = list(map(_TS, events))
-        silences = list(map(sub, stamps, [last_ts, *stamps[:-1]]))
-        if not (
-            math.isfinite(sum(silences))  # a NaN or Inf among the stamps
-            and min(silences) >= 0
-            and max(silences) <= self.pace.stall_seconds
-        ):
-            return False
-        payloads = list(map(_PAYLOAD, events))
-        beats = list(compress(payloads, map(is_, kinds, repeat(Heartbeat))))
-        rolled = list(compress(payloads, map(is_, kinds, repeat(Rollout))))
-        if not (_all_finite(HeartbeatPayload, beats) and _all_finite(RolloutPayload, rolled)):
-            return False
-        run.events += n
-        run.last_event_ts, run.last_seq = stamps[-1], last_seq + n
-        steps = list(map(_GLOBAL_STEP, payloads))
-        if None in steps:
-            steps = [step for step in steps if step is not None]
-        if steps:
-            self._advance(max(steps))
-        self.pace.arrived.extend(compress(stamps, map(is_not, kinds, repeat(Rollout))))
-        if rolled:
-            self._rollouts(rolled)
-        if updates:
-            self._updates(list(compress(events, map(is_, kinds, repeat(PPOUpdate)))))  # type: ignore[arg-type]
-        return True
-
-    def _updates(self, events: list[PPOUpdate]) -> None:
-        """The updates of a plain batch (:meth:`_fold_plain`), as :meth:`handle` folds each."""
-        run, payloads = self.run, list(map(_PAYLOAD, events))
-        stopped = list(compress(events, map(_EARLY_STOPPED, payloads)))
-        self.tamiyo.record_all(payloads, [e.payload for e in stopped])
-        self._queued.extend(payloads)
-        if run.first_update_index is None:
-            run.first_update_index = payloads[0].update
-        run.updates += len(payloads)
-        for event in stopped:
-            self._early_stop(event)
-        max_kl = self._stops_at
-        if max_kl is None:
-            return
-        kls = [p.approx_kl for p in payloads if p.early_stopped is False]
-        finite = [kl for kl in kls if kl is not None]
-        if not finite or (
-            max_kl > 0 and math.isfinite(sum(finite)) and max(finite) / max_kl <= PAST_MAX_KL
-        ):
-            return  # none past it (the largest is not)
-        for p in payloads:  # one of them may be past it: each, as handle judges it
-            if p.early_stopped is False and p.approx_kl is not None:
-                self._past_max_kl(p.update, p.approx_kl / max_kl)
-
-    def _rollouts(self, payloads: list[RolloutPayload]) -> None:
-        """The rollouts of a plain batch (:meth:`_fold_plain`), as :meth:`_rollout` folds
-        each (every value finite)."""
-        run = self.run
-        speeds = [p.steps_per_second for p in payloads if p.steps_per_second is not None]
-        if speeds:
-            run.steps_per_second = speeds[-1]
-        run.episodes += sum(map(_EPISODES, payloads))
-        finished = [p for p in payloads if p.episode_return_mean is not None]
-        if not finished:
-            return
-        returns: list[float] = list(map(_RETURN, finished))
-        self.records.episode_returns(returns)
-        last = finished[-1]
-        run.episode_return = last.episode_return_mean
-        run.episode_return_min = last.episode_return_min
-        run.episode_return_max = last.episode_return_max
-        run.episode_return_best = self.records.best_return
-        run.episode_length = last.episode_length_mean
-        run.episode_returns.extend(returns)
-        run.episode_return_series.extend(returns)
-        run.episode_return_updates.extend(map(_UPDATE, finished))
 
     def handle(self, event: Event) -> None:
         """Fold one event of any kind.

@@ -8,7 +8,6 @@ fold as the dashboard instead of scanning the log a second way.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -63,8 +62,3 @@ class RunRecords:
     def episode_return(self, value: float) -> None:
         if math.isfinite(value) and (self.best_return is None or value > self.best_return):
             self.best_return = value
-
-    def episode_returns(self, values: Sequence[float]) -> None:
-        """:meth:`episode_return` of each of ``values`` in turn, every one finite."""
-        if values:
-            self.episode_return(max(values))

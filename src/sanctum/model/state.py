@@ -71,18 +71,6 @@ class TamiyoState:
             self.early_stops += 1
             self.last_early_stop_reason = early_stop_text(payload)
 
-    def record_all(
-        self, payloads: Sequence[PPOUpdatePayload], stopped: Sequence[PPOUpdatePayload]
-    ) -> None:
-        """:meth:`record` of each of ``payloads`` in turn, at once (a plain batch's);
-        ``stopped``: those of them that stopped early, in order."""
-        self.latest = payloads[-1]
-        self.series.extend(payloads)
-        self.updates_seen += len(payloads)
-        if stopped:
-            self.early_stops += len(stopped)
-            self.last_early_stop_reason = early_stop_text(stopped[-1])
-
     @property
     def history(self) -> tuple[PPOUpdatePayload, ...]:
         """The last ``history_len`` updates, oldest first (the tail of :attr:`series`)."""
