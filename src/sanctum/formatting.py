@@ -73,7 +73,7 @@ def format_value(
     if value is None:
         return absent
     if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+        return integer_text(value)
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -84,6 +84,20 @@ def format_value(
             return _significant(value, digits=3)  # a healthy KL of 1.4e-05 stays readable
         return fixed
     return _significant(value, digits=4)
+
+
+LONGEST_INTEGER: Final = 20
+"""Digits an integer is shown with in full (a count or a step: int64 has 19)."""
+
+
+def integer_text(value: int) -> str:
+    """An integer exactly, or, past :data:`LONGEST_INTEGER` digits (a log may hold a
+    400-digit one where a count belongs), its sign and how many digits it has."""
+    text = str(value)  # the reader holds no integer over Python's 4,300-digit limit
+    digits = len(text) - (value < 0)
+    if digits <= LONGEST_INTEGER:
+        return text
+    return f"{'-' if value < 0 else ''}<an integer of {digits} digits>"
 
 
 def format_ratio(value: float | None, absent: str = NOT_MEASURED) -> str:

@@ -23,7 +23,9 @@ _FIELDS: Final = msgspec.structs.fields(PPOUpdatePayload)
 
 
 def _numeric_base(annotation: object) -> type | None:
-    """``float`` or ``int`` for those types and their ``| None`` forms, else None (bool too)."""
+    """``float`` or ``int`` for those types (bounded ones too: ``Annotated[int, Meta(...)]``)
+    and their ``| None`` forms, else None (bool too)."""
+    annotation = bare_type(annotation)
     if annotation is float or annotation is int:
         return annotation
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:

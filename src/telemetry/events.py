@@ -66,9 +66,12 @@ PolicyEpochs: TypeAlias = Annotated[int, msgspec.Meta(ge=1, le=POLICY_EPOCHS_MAX
 """Optimisation passes over each batch, as ``run_started.policy_epochs`` declares them."""
 INT64_MAX: Final = 2**63 - 1
 """No count of steps, updates or episodes passes this: a larger one is a hostile number."""
-Int64: TypeAlias = Annotated[int, msgspec.Meta(le=INT64_MAX)]
-"""``ppo_update``'s update index and step: a negative one is judged by the range contracts
-and the update order (a Bug row); one past :data:`INT64_MAX` makes the line unreadable."""
+INT64_MIN: Final = -(2**63)
+Int64: TypeAlias = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
+"""An integer of ``ppo_update`` (its update index and step, its counts of epochs,
+minibatches, steps and tokens, its early stop's epoch and minibatch): a negative one is
+judged by the range contracts and the update order (a Bug row); one outside int64 makes
+the line unreadable (a 400-digit count is a hostile number, and no float holds it)."""
 Count: TypeAlias = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 """A count or a 0-based index outside ``ppo_update`` (episodes, steps, updates): never
 negative nor past :data:`INT64_MAX`; a reader skips a line that holds another, as any
@@ -387,9 +390,9 @@ class RolloutPayload(Payload, frozen=True, kw_only=True):
 class EarlyStop(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """Why and where an update stopped early: data, not a print."""
 
-    epoch: Annotated[int, about("0-based PPO epoch at which the stop fired.")]
+    epoch: Annotated[Int64, about("0-based PPO epoch at which the stop fired.")]
     minibatch: Annotated[
-        int, about("0-based minibatch within that epoch (the last one for epoch scope).")
+        Int64, about("0-based minibatch within that epoch (the last one for epoch scope).")
     ]
     kl: Annotated[float, about("The KL value that crossed the threshold.", unit="nats")]
     threshold: Annotated[float, about("max_kl in force.", unit="nats")]
@@ -558,11 +561,11 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         float | None, about("Mean value prediction V on the rollout.", unit="reward units")
     ] = None
     epochs_completed: Annotated[
-        int | None, about("PPO epochs that ran (fully or partly).", min=0)
+        Int64 | None, about("PPO epochs that ran (fully or partly).", min=0)
     ] = None
-    minibatches_completed: Annotated[int | None, about("Optimizer steps applied.", min=0)] = None
+    minibatches_completed: Annotated[Int64 | None, about("Optimizer steps applied.", min=0)] = None
     minibatches_planned: Annotated[
-        int | None, about("Optimizer steps planned: epochs x minibatches.", min=0)
+        Int64 | None, about("Optimizer steps planned: epochs x minibatches.", min=0)
     ] = None
     early_stopped: Annotated[
         bool,
@@ -583,11 +586,11 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         about("Structured record of the early stop: epoch, minibatch, kl, threshold, scope."),
     ] = None
     skipped_steps: Annotated[
-        int | None, about("Optimizer steps skipped for a non-finite loss or gradient.", min=0)
+        Int64 | None, about("Optimizer steps skipped for a non-finite loss or gradient.", min=0)
     ] = None
-    nonfinite_ratios: Annotated[int | None, about("Ratios r replaced by the NaN guard.", min=0)] = (
-        None
-    )
+    nonfinite_ratios: Annotated[
+        Int64 | None, about("Ratios r replaced by the NaN guard.", min=0)
+    ] = None
     update_seconds: Annotated[float | None, about("Wall time of the update.", min=0, unit="s")] = (
         None
     )
@@ -836,7 +839,7 @@ class PPOUpdatePayload(Payload, frozen=True, kw_only=True):
         ),
     ] = None
     tokens: Annotated[
-        int | None,
+        Int64 | None,
         about(
             "Tokens the update trained on: completion tokens, prompts excluded (TRL's "
             "num_tokens counts prompts too; schema 1.5).",

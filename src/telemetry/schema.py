@@ -25,7 +25,7 @@ import json
 import types
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, get_args
+from typing import Any, Final, Union, get_args, get_origin
 
 import msgspec
 
@@ -35,6 +35,7 @@ from telemetry.events import (
     Event,
     FieldDoc,
     PPOUpdatePayload,
+    bare_type,
     field_docs,
 )
 
@@ -127,7 +128,8 @@ def range_text(low: float | None, high: float | None) -> str:
 
 
 def _type_text(doc: FieldDoc) -> str:
-    members = get_args(doc.type) if isinstance(doc.type, types.UnionType) else (doc.type,)
+    union = isinstance(doc.type, types.UnionType) or get_origin(doc.type) is Union
+    members = [bare_type(t) for t in (get_args(doc.type) if union else (doc.type,))]
     names = [getattr(t, "__name__", str(t)) for t in members if t is not type(None)]
     return " | ".join(names) + (", required" if doc.required else "")
 

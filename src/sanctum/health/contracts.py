@@ -21,6 +21,7 @@ from typing import Final, cast
 
 from msgspec import UNSET
 
+from sanctum.formatting import integer_text
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure, PPOUpdatePayload, field_docs
 from telemetry.run_config import KL_ESTIMATOR, RunConfig
@@ -163,10 +164,20 @@ def check_column(
     """The violations of ``contract`` in one column (called for a column whose extremes
     already break it: the common clean column costs nothing here)."""
     return [
-        Violation(u, f"{contract.metric} {v:.6g} outside {contract.bounds()} ({contract.what})")
+        Violation(
+            u, f"{contract.metric} {number_text(v)} outside {contract.bounds()} ({contract.what})"
+        )
         for u, v in zip(updates, values, strict=True)
-        if v is not None and math.isfinite(v) and contract.violated_by(v)
+        if v is not None and (type(v) is int or math.isfinite(v)) and contract.violated_by(v)
     ]
+
+
+def number_text(value: float) -> str:
+    """``value`` in six significant digits; an integer exactly, or by its size when it is
+    too long to read (:func:`~sanctum.formatting.integer_text`)."""
+    if type(value) is int:
+        return integer_text(value)
+    return f"{value:.6g}"
 
 
 def check_entropy(

@@ -138,11 +138,14 @@ class SanctumAggregator:
         return self._judge
 
     def _judge_queued(self) -> None:
-        """Judge the updates folded since the last time, in one batch."""
+        """Judge the updates folded since the last time, in one batch (and fold the pace's
+        progress events in: whoever reads the judge bounds them, a ``handle``-only loop
+        such as the halt gate's or a replay's too)."""
         queued = self._queued
         if not queued:
             return
         self._queued = []
+        self.pace.settle()
         updates, columns = metric_columns(queued)
         steps = [p.global_step for p in queued]
         components = [p.reward_components for p in queued]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from sanctum.cli import main
@@ -13,6 +14,7 @@ from sanctum.health.contracts import (
     check_frozen,
     check_kl_max,
     kl_contracts,
+    number_text,
 )
 from sanctum.metrics import PPO_METRICS
 from telemetry.events import KLMeasure, PPOUpdatePayload, field_docs
@@ -91,3 +93,42 @@ def test_a_kl_mean_above_its_maximum_is_a_bug(tmp_path: Path) -> None:
     run = write_run(tmp_path / "e.jsonl", updates=4, overrides=lambda u: spike if u == 3 else {})
     report = json.loads(run_main(main, "check", run, "--json").stdout)
     assert (report["exit_code"], report["verdict_text"]) == (1, "FAIL: Bug 1x")
+
+
+def test_a_count_no_int64_holds_makes_its_line_unreadable_and_a_negative_one_a_bug(
+    tmp_path: Path,
+) -> None:
+    """A count of ``ppo_update`` past int64 (a 400-digit one: no float holds it) is not a
+    number to judge: its line is unreadable and the gate fails naming the field, the
+    summary and the dashboard's frame name it too, none of them crashes; a negative count
+    int64 holds is a logging bug."""
+    path = tmp_path / "e.jsonl"
+    run = write_run(path, updates=4)
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if b'"ppo_update"' in line)
+    lines[at] = re.sub(
+        rb'"minibatches_completed":\d+', b'"minibatches_completed":-' + b"9" * 400, lines[at]
+    )
+    path.write_bytes(b"".join(lines))
+    report = json.loads(run_main(main, "check", run, "--json").stdout)
+    assert (report["exit_code"], report["verdict_text"]) == (1, "FAIL: unreadable 1x")
+    unread = [r for r in report["rows"] if "$.payload.minibatches_completed" in r["message"]]
+    assert [r["passed"] for r in unread] == [False], report["rows"]
+    assert "minibatches_completed" in run_main(main, "summary", run).stdout
+    assert "FAIL: unreadable 1x" in run_main(main, "--once", run).stdout
+    negative = write_run(
+        tmp_path / "n.jsonl",
+        updates=4,
+        overrides=lambda u: {"minibatches_completed": -3} if u == 2 else {},
+    )
+    report = json.loads(run_main(main, "check", negative, "--json").stdout)
+    (bug,) = [r for r in report["rows"] if r["name"] == "bug"]
+    assert "minibatches_completed -3 outside >= 0" in bug["message"], bug["message"]
+
+
+def test_an_integer_too_long_to_read_is_shown_by_its_size() -> None:
+    assert number_text(-(10**400)) == "-<an integer of 401 digits>"
+    assert (number_text(2**63 - 1), number_text(0.000123456789)) == (
+        "9223372036854775807",
+        "0.000123457",
+    )

@@ -562,3 +562,19 @@ def test_a_frame_costs_the_same_however_long_the_run() -> None:
     judge): counted in calls, which no machine's speed changes."""
     _calls_of_a_frame(10)  # what a first frame does once (a cache filled, an import)
     assert _calls_of_a_frame(1_000) == _calls_of_a_frame(8_000)
+
+
+def test_a_handle_only_loop_that_reads_the_judge_keeps_the_pace_bounded() -> None:
+    """The halt gate and a replay fold event by event with ``handle`` and read the judge as
+    they go: the progress events the pace has not folded in stay few, however long the
+    run (each reading of the judge folds them in)."""
+    agg = SanctumAggregator()
+    start = RunStartedPayload(trainer=TrainerInfo(name="t"), config={"max_kl": 0.03})
+    agg.handle(RunStarted(run_id="r", seq=1, ts=T0, payload=start))
+    most = 0
+    for u in range(5_000):
+        agg.handle(PPOUpdate(run_id="r", seq=u + 2, ts=T0 + u + 1, payload=ppo_update(u)))
+        agg.judge  # noqa: B018 - what judge_rows and a snapshot do
+        most = max(most, len(agg.pace.arrived))
+    assert most <= 1
+    assert agg.pace.seconds == 1.0
