@@ -63,7 +63,7 @@ class TamiyoState:
         self._cut_seen = 0
 
     def record(self, payload: PPOUpdatePayload) -> None:
-        """Fold one update in (the hot path: a few attribute writes and two appends)."""
+        """Fold one update in (the hot path: a few attribute writes and one append)."""
         self.latest = payload
         self.series.append(payload)
         self.updates_seen += 1
