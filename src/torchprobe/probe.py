@@ -82,12 +82,13 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised without torch
         "torchprobe.probe needs torch: pip install 'sanctum-ppo[train]'"
     ) from exc
 
-from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus
+from telemetry.events import AnomalyPayload, PPOUpdatePayload, RunStatus, TrainerInfo
+from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import Episodes
 from telemetry.integrations.episodes import rollout_payload
-from telemetry.integrations.halting_recorder import stop_if_halted
+from telemetry.integrations.halting_recorder import recorder_for, stop_if_halted
 from telemetry.recorder import Recorder
-from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM
+from telemetry.run_config import CLIP_RANGE, KL_ESTIMATOR, MAX_GRAD_NORM, MEASURED_BY
 
 ProbeEstimator = Literal["full", "k3"]
 """``full``: the exact KL of the two distributions (``kl_divergence``); ``k3``:
@@ -266,6 +267,20 @@ class UpdateProbe:
         if self.max_grad_norm is not None:
             found[MAX_GRAD_NORM] = self.max_grad_norm
         return found
+
+    def recorder(
+        self,
+        halter: Halter | None,
+        trainer: TrainerInfo,
+        config: Mapping[str, Any],
+        **recorder: Any,
+    ) -> Recorder:
+        """The recorder of a run this probe measures: the trainer's own ``config`` with the
+        probe's :meth:`settings` and its name as what measured the update figures
+        (``measured_by``); halting when ``halter`` is given (``recorder_for``). The other
+        keywords are the :class:`~telemetry.Recorder`'s."""
+        measured = {**config, **self.settings(), MEASURED_BY: type(self).__name__}
+        return recorder_for(halter, trainer=trainer, config=measured, **recorder)
 
     def ending(self) -> tuple[RunStatus, str] | None:
         """``("failed", reason)`` when a parameter the optimizer steps holds NaN or Inf once

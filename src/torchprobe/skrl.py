@@ -54,9 +54,8 @@ from telemetry.events import TrainerInfo
 from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
-from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
+from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM
 from torchprobe.probe import BATCH_SIZE, UpdateProbe, host_rows
 
 
@@ -104,10 +103,8 @@ class _Episodes:
 class SkrlRecorder(RecordedRun):
     """Records an skrl PPO agent's run (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s; ``batch_size``: rollout samples the probe evaluates.
-    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
-    that stops the run after the first update at which it gives a reason: the run
-    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
-    out of the trainer (see ``telemetry.integrations.halting_recorder``).
+    ``halter``: stops the run after the first update it gives a reason at
+    (``telemetry.integrations.halting_recorder``).
     """
 
     def __init__(
@@ -137,14 +134,14 @@ class SkrlRecorder(RecordedRun):
             entropy_coef=float(cfg.entropy_loss_scale),
             grad_scaler=getattr(agent, "scaler", None),  # cfg.mixed_precision's
         )
-        self.recorder = recorder_for(
+        self.recorder = self.probe.recorder(
             halter,
+            TrainerInfo(name="skrl", version=_version()),
+            config_of(cfg),
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**config_of(cfg), **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
-            trainer=TrainerInfo(name="skrl", version=_version()),
             policy_epochs=int(cfg.learning_epochs),
             action_space=agent.action_space,
         )

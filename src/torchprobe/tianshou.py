@@ -43,9 +43,8 @@ from typing import Any
 from telemetry.events import TrainerInfo
 from telemetry.halting import Halter
 from telemetry.integrations.episodes import RunningEpisodes, rollout_payload
-from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM, MEASURED_BY
+from telemetry.run_config import CLIP_RANGE, MAX_GRAD_NORM
 from torchprobe.probe import BATCH_SIZE, UpdateProbe, as_tensor
 
 SETTINGS = (
@@ -98,10 +97,8 @@ def _ended(buffer: Any, running: RunningEpisodes) -> tuple[list[float], list[flo
 class TianshouRecorder(RecordedRun):
     """Records a Tianshou PPO algorithm's run (see the module doc). The keywords are the
     :class:`~telemetry.Recorder`'s; ``batch_size``: batch samples the probe evaluates.
-    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
-    that stops the run after the first update at which it gives a reason: the run
-    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
-    out of the trainer (see ``telemetry.integrations.halting_recorder``).
+    ``halter``: stops the run after the first update it gives a reason at
+    (``telemetry.integrations.halting_recorder``).
     """
 
     def __init__(
@@ -130,14 +127,14 @@ class TianshouRecorder(RecordedRun):
             kl_estimator="k3",
             entropy_coef=float(algorithm.ent_coef),
         )
-        self.recorder = recorder_for(
+        self.recorder = self.probe.recorder(
             halter,
+            TrainerInfo(name="tianshou", version=_version()),
+            config,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**config, **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
-            trainer=TrainerInfo(name="tianshou", version=_version()),
             action_space=getattr(algorithm.policy, "action_space", None),
         )
         self.steps = 0

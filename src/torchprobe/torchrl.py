@@ -50,9 +50,7 @@ from telemetry.events import TrainerInfo
 from telemetry.halting import Halter
 from telemetry.integrations.cleanrl import plain
 from telemetry.integrations.episodes import rollout_payload
-from telemetry.integrations.halting_recorder import recorder_for
 from telemetry.integrations.recorded import RecordedRun
-from telemetry.run_config import MEASURED_BY
 from torchprobe.probe import BATCH_SIZE, UpdateProbe
 
 
@@ -90,10 +88,8 @@ class TorchRLRecorder(RecordedRun):
     ``grad_scaler``: its ``GradScaler``, when it trains in mixed precision.
     ``batch_size``: frames of each batch the probe evaluates. The other keywords are the
     :class:`~telemetry.Recorder`'s.
-    ``halter``: a :class:`~telemetry.halting.Halter` (``sanctum.HaltGate(None, "critical")``)
-    that stops the run after the first update at which it gives a reason: the run
-    finishes ``failed`` with it and :class:`~telemetry.halting.TrainingHalted` is raised
-    out of the trainer (see ``telemetry.integrations.halting_recorder``).
+    ``halter``: stops the run after the first update it gives a reason at
+    (``telemetry.integrations.halting_recorder``).
     """
 
     def __init__(
@@ -124,14 +120,14 @@ class TorchRLRecorder(RecordedRun):
             grad_scaler=grad_scaler,
         )
         settings = {str(k): plain(v) for k, v in (config or {}).items()}
-        self.recorder = recorder_for(
+        self.recorder = self.probe.recorder(
             halter,
+            TrainerInfo(name="torchrl", version=_version()),
+            settings,
             run_dir=run_dir,
             run_id=run_id,
             env_id=env_id,
             seed=seed,
-            config={**settings, **self.probe.settings(), MEASURED_BY: UpdateProbe.__name__},
-            trainer=TrainerInfo(name="torchrl", version=_version()),
             action_space=_action_spec(loss_module, self.action_key),
         )
         self.frames = 0
