@@ -112,15 +112,23 @@ class RollingWindow:
         return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
 
     def push_median(self, value: float) -> float:
-        """:meth:`push`, then :meth:`median`, in one call (the hot path of a median rule)."""
-        order, ordered = self._order, self._sorted
-        if len(order) == self.size:
-            del ordered[bisect_left(ordered, order.popleft())]
-        order.append(value)
-        insort(ordered, value)
-        n = len(ordered)
-        mid = n // 2
-        return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        """:meth:`push`, then :meth:`median`, in one call."""
+        return self.push_medians((value,))[0]
+
+    def push_medians(self, values: Sequence[float]) -> list[float]:
+        """:meth:`push_median` of each value in turn, in one loop (the hot path of a
+        median rule)."""
+        order, ordered, size = self._order, self._sorted, self.size
+        out: list[float] = []
+        for value in values:
+            if len(order) == size:
+                del ordered[bisect_left(ordered, order.popleft())]
+            order.append(value)
+            insort(ordered, value)
+            n = len(ordered)
+            mid = n // 2
+            out.append(ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2)
+        return out
 
 
 def measured(values: Sequence[float | None]) -> tuple[Sequence[float], float]:
@@ -326,7 +334,7 @@ class RuleJudge:
         updates: Sequence[int],
         values: Sequence[float | None],
         unjudged: Sequence[str | None] | None,
-    ) -> tuple[list[float | None], str | None] | None:
+    ) -> tuple[Sequence[float | None], str | None] | None:
         """:meth:`_statistics` of a batch in the steady state, in one tight loop per
         statistic (the same numbers as :meth:`_statistic` value by value): every value
         finite, past the warm-up, none held back by the gate, and the window already past
@@ -350,7 +358,7 @@ class RuleJudge:
             return None
         finite = cast("Sequence[float]", values)
         if rule.statistic == "median":
-            return _rolling_medians(window, finite), None
+            return window.push_medians(finite), None
         if rule.statistic == "high":
             return self._highs(finite), None
         out = self._jumps(window, finite)
@@ -382,9 +390,11 @@ class RuleJudge:
         return [None] * len(values), note
 
     def _jumps(self, window: RollingWindow, values: Sequence[float]) -> list[float | None]:
-        """:meth:`_statistic` of a jump or a shift over ``values``, the window past its
-        baseline: each value against the median before it, joining it unless past critical
-        (or off a baseline at or under 0, which judges nothing)."""
+        """A jump or a shift of each of ``values``, the window past its baseline: each value
+        against the median before it (its ratio, or for a shift its distance), joining it
+        unless past critical; off a baseline at or under 0 nothing is judged, and under the
+        rule's ``min_baseline`` only a value under its ``floor`` (which joins: the baseline
+        can recover)."""
         rule, past_critical = self.rule, self._past_critical
         low, floor, shift = rule.min_baseline, rule.floor, rule.statistic == "shift"
         order, ordered, size = window._order, window._sorted, window.size
@@ -415,15 +425,18 @@ class RuleJudge:
         return out
 
     def _highs(self, values: Sequence[float]) -> list[float | None]:
-        """:meth:`_new_high` over ``values``, past the values it needs."""
-        high, past_critical, out = self._high, self._past_critical, []
+        """Each value over the run's largest before it, once ``window`` values were seen;
+        a value past critical does not become the record (a fault keeps firing)."""
+        high, counted, need = self._high, self._counted, self._need
+        past_critical, out = self._past_critical, []
         statistic: float | None
         for value in values:
-            statistic = value / high if high is not None and high > 0 else None
+            counted += 1
+            statistic = value / high if counted > need and high is not None and high > 0 else None
             if statistic is None or not past_critical(statistic):
                 high = value if high is None or value > high else high
             out.append(statistic)
-        self._high, self._counted = high, self._counted + len(values)
+        self._high, self._counted = high, counted
         return out
 
     def _statistic(self, value: float) -> float | None:
@@ -437,7 +450,7 @@ class RuleJudge:
             median = window.push_median(value)
             return median if len(window) >= self._need else None
         if self.rule.statistic == "high":
-            return self._new_high(value)
+            return self._highs((value,))[0]
         if self.rule.statistic == "start":
             if self._start is None:
                 window.push(value)
@@ -448,38 +461,13 @@ class RuleJudge:
         if len(window) < self._need:
             window.push(value)
             return self._under_floor(value)
-        baseline = window.median()
-        low = self.rule.min_baseline
-        self._low_baseline = low is not None and baseline < low
-        if self._low_baseline:  # not judged; the value joins, so the baseline can recover
-            window.push(value)
-            return self._under_floor(value)
-        if self.rule.statistic == "shift":
-            statistic = abs(value - baseline)
-        elif baseline <= 0:
-            return None
-        else:
-            statistic = value / baseline
-        if not self._past_critical(statistic):
-            window.push(value)
-        return statistic
+        return self._jumps(window, (value,))[0]
 
     def _under_floor(self, value: float) -> float | None:
         """The value itself where no jump is judged, when it is under the rule's ``floor``
         (a collapse before any baseline formed); else None (pending)."""
         floor = self.rule.floor
         return value if floor is not None and value < floor else None
-
-    def _new_high(self, value: float) -> float | None:
-        """The value over the run's largest before it, once ``window`` values were seen; a
-        value past critical does not become the record (a fault keeps firing)."""
-        high, self._counted = self._high, self._counted + 1
-        statistic = None
-        if self._counted > self._need and high is not None and high > 0:
-            statistic = value / high
-        if statistic is None or not self._past_critical(statistic):
-            self._high = value if high is None else max(high, value)
-        return statistic
 
     def _fire(
         self,
@@ -597,21 +585,6 @@ class ComponentSplit:
                 continue
             out.append(max(0.0, min(max(moves), -min(moves))))
         return out
-
-
-def _rolling_medians(window: RollingWindow, values: Sequence[float]) -> list[float | None]:
-    """:meth:`RollingWindow.push_median` of each value in turn, in one loop."""
-    order, ordered, size = window._order, window._sorted, window.size
-    out: list[float | None] = []
-    for value in values:
-        if len(order) == size:
-            del ordered[bisect_left(ordered, order.popleft())]
-        order.append(value)
-        insort(ordered, value)
-        n = len(ordered)
-        mid = n // 2
-        out.append(ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2)
-    return out
 
 
 def _half_move(values: deque[float]) -> float:
