@@ -168,7 +168,7 @@ def check_column(
             u, f"{contract.metric} {number_text(v)} outside {contract.bounds()} ({contract.what})"
         )
         for u, v in zip(updates, values, strict=True)
-        if v is not None and (type(v) is int or math.isfinite(v)) and contract.violated_by(v)
+        if v is not None and math.isfinite(v) and contract.violated_by(v)
     ]
 
 
