@@ -25,7 +25,6 @@ totals). The last line is one JSON object.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import tempfile
 import time
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import sanctum.model.aggregator as aggregator_module
+from lib.stopwatch import Stopwatch
 from sanctum.health.judge import HealthJudge
 from sanctum.health.rule_judge import RuleJudge
 from sanctum.health.thresholds import DEFAULT_THRESHOLDS
@@ -45,32 +45,6 @@ from sanctum_bench import generate
 from telemetry.eventlog import EventLogReader
 
 STAGES = ("read", "fold", "cut", "rules", "stats and contracts", "verdict", "snapshot", "document")
-
-
-class Stopwatch:
-    """CPU seconds spent inside wrapped callables, by stage; a call inside another stage's
-    call is that stage's alone (the outer stage is charged its own time only)."""
-
-    def __init__(self) -> None:
-        self.seconds = dict.fromkeys(STAGES, 0.0)
-        self._stack: list[str] = []
-
-    def wrap(self, stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            outer = self._stack[-1] if self._stack else None
-            self._stack.append(stage)
-            start = time.process_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                spent = time.process_time() - start
-                self._stack.pop()
-                self.seconds[stage] += spent
-                if outer is not None:
-                    self.seconds[outer] -= spent
-
-        return timed
 
 
 @contextmanager
@@ -117,7 +91,7 @@ def stages_of(run: Callable[[], Any]) -> tuple[float, dict[str, float]]:
         start = time.process_time()
         run()
         total = time.process_time() - start
-    return total, watch.seconds
+    return total, {stage: watch.seconds.get(stage, 0.0) for stage in STAGES}
 
 
 def main() -> None:

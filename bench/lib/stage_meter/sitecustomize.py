@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 
 if os.environ.get("SANCTUM_STAGES_OUT"):
-    import functools
     import gc
     import importlib
     import json
     import signal
-    import threading
+    import sys
     import time
+    from pathlib import Path
     from typing import Any
 
     TARGETS = (
@@ -40,33 +40,12 @@ if os.environ.get("SANCTUM_STAGES_OUT"):
         ("render/layout", "textual.screen", "Screen", "_compositor_refresh"),
         ("render/layout", "textual.app", "App", "_display"),
     )
-    _spent: dict[str, float] = {}
-    _calls: dict[str, int] = {}
-    _local = threading.local()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench/, for lib
+    from lib.stopwatch import Stopwatch
+
+    _watch = Stopwatch()
     _collector = {"seconds": 0.0, "started": 0.0}
     _window: dict[str, Any] = {}
-
-    def _wrap(stage: str, fn: Any) -> Any:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            stack = getattr(_local, "stack", None)
-            if stack is None:
-                stack = _local.stack = []
-            now = time.thread_time()
-            if stack:  # the outer stage stops its clock while this one runs
-                outer = stack[-1]
-                _spent[outer[0]] = _spent.get(outer[0], 0.0) + now - outer[1]
-            stack.append([stage, now])
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                end = time.thread_time()
-                _spent[stage] = _spent.get(stage, 0.0) + end - stack.pop()[1]
-                _calls[stage] = _calls.get(stage, 0) + 1
-                if stack:
-                    stack[-1][1] = end
-
-        return timed
 
     def _patch() -> None:
         for stage, module, owner, name in TARGETS:
@@ -75,7 +54,7 @@ if os.environ.get("SANCTUM_STAGES_OUT"):
             except (ImportError, AttributeError):
                 continue
             if name in cls.__dict__ and not hasattr(cls.__dict__[name], "__wrapped__"):
-                setattr(cls, name, _wrap(stage, cls.__dict__[name]))
+                setattr(cls, name, _watch.wrap(stage, cls.__dict__[name]))
 
     def _on_collect(phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -86,8 +65,8 @@ if os.environ.get("SANCTUM_STAGES_OUT"):
     def _state() -> dict[str, Any]:
         times = os.times()
         return {
-            "spent": dict(_spent),
-            "calls": dict(_calls),
+            "spent": dict(_watch.seconds),
+            "calls": dict(_watch.calls),
             "process": times.user + times.system,
             "collector": _collector["seconds"],
             "wall": time.perf_counter(),
