@@ -10,10 +10,11 @@ decoded ``ppo_update`` events), plus the emit path stage by stage (``lib.emit_pa
 Each round runs one fresh process per tree with ``PYTHONPATH=<tree>/src`` (this tree's
 ``bench/lib`` times both, so the method is the same), in A-B order on even rounds and B-A
 on odd ones, so a machine that gets busier or quieter during the run loads both sides
-alike; the medians over rounds are compared. Wall time is what ``telemetry_bench.py``
-reports; ``*_cpu_us`` is the same loop's process CPU time, which another process's load
-inflates less. Prints each round, the medians and ``b / a``, then one JSON object on the
-last line.
+alike; the medians over rounds are compared, and each headline's ratio round by round
+(its range, and in how many rounds b was above a) says whether a gap is more than noise.
+Wall time is what ``telemetry_bench.py`` reports; ``*_cpu_us`` is the same loop's process
+CPU time, which another process's load inflates less. Prints each round, the medians and
+``b / a``, then one JSON object on the last line.
 """
 
 from __future__ import annotations
@@ -141,6 +142,14 @@ def main() -> None:
         result[name] = {side: round(value, 3) for side, value in med.items()}
         if ratio is not None:
             result[name]["b_over_a"] = round(ratio, 3)
+    print("b / a round by round (each round's pair, run back to back):")
+    for name in HEADLINE:
+        paired = sorted(b[name] / a[name] for a, b in zip(rounds["a"], rounds["b"], strict=True))
+        above = sum(r > 1 for r in paired)
+        print(
+            f"{name:>28} {paired[0]:.3f} .. {paired[-1]:.3f}, above 1 in {above} of {len(paired)}"
+        )
+        result[name]["b_over_a_range"] = [round(paired[0], 3), round(paired[-1], 3)]
     b_emit, b_encode = result["emit_record_us"]["b"], result["encode_us"]["b"]
     result["emit_over_encode_b"] = round(b_emit / b_encode, 2)
     print(f"emit_record_us / encode_us (b): {result['emit_over_encode_b']}")
