@@ -16,7 +16,7 @@ reader batch cut on its own as the aggregator cuts it:
   that array (what ``HealthJudge``'s statistics compute, vectorised).
 
 The cut is a C-level pass over 58 values per update either way; numpy's statistics are
-cheap, but converting the decoded floats into an array costs as much as the tuple cut it
+cheap, but converting the decoded floats into an array costs more than the tuple cut it
 would replace. Needs numpy (not a dependency of sanctum: the bench says so and stops).
 The last line is one JSON object.
 """
